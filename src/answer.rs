@@ -1,0 +1,165 @@
+//! Probe answers rendered ahead of time, and turning one into a response.
+//!
+//! Everything that can be computed before a probe arrives is: the status code, the header map
+//! and the JSON bytes. Answering then clones a `HeaderMap` and two `Bytes` handles.
+
+use std::sync::LazyLock;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Response, StatusCode};
+
+use crate::body::ProbeBody;
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
+
+/// One rendered answer.
+#[derive(Clone, Debug)]
+pub(crate) struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    /// The body; when `tail` is set, the verdict's age goes between the two.
+    head: Bytes,
+    tail: Option<Bytes>,
+}
+
+impl Answer {
+    /// A JSON answer with `Cache-Control: no-store`.
+    pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Self {
+        Self::with_headers(status, json_headers(NO_STORE), Bytes::from(body), None)
+    }
+
+    /// A JSON answer whose body ends with the age of the verdict: `head` ends just before the
+    /// number, `tail` follows it.
+    pub(crate) fn json_with_age(status: StatusCode, head: Vec<u8>, tail: &'static [u8]) -> Self {
+        Self::with_headers(
+            status,
+            json_headers(NO_STORE),
+            Bytes::from(head),
+            Some(Bytes::from_static(tail)),
+        )
+    }
+
+    pub(crate) fn with_headers(
+        status: StatusCode,
+        headers: HeaderMap,
+        head: Bytes,
+        tail: Option<Bytes>,
+    ) -> Self {
+        Self {
+            status,
+            headers,
+            head,
+            tail,
+        }
+    }
+
+    /// The response for one request. `head_only` answers HEAD: the same status and headers
+    /// (with the `Content-Length` the GET body would have), no body.
+    pub(crate) fn respond(&self, head_only: bool, age_ms: u64) -> Response<ProbeBody> {
+        let body = ProbeBody::new(
+            self.head.clone(),
+            self.tail.as_ref().map(|_| age_ms),
+            self.tail.clone().unwrap_or_default(),
+        );
+        let mut headers = self.headers.clone();
+        let body = if head_only {
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+            ProbeBody::empty()
+        } else {
+            body
+        };
+        let mut response = Response::new(body);
+        *response.status_mut() = self.status;
+        *response.headers_mut() = headers;
+        response
+    }
+}
+
+fn json_headers(cache_control: HeaderValue) -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(2);
+    headers.insert(header::CONTENT_TYPE, JSON);
+    headers.insert(header::CACHE_CONTROL, cache_control);
+    headers
+}
+
+/// `/health/live`: the process answers, so it is alive.
+pub(crate) static LIVE: LazyLock<Answer> = LazyLock::new(|| {
+    Answer::with_headers(
+        StatusCode::OK,
+        json_headers(NO_STORE),
+        Bytes::from_static(br#"{"status":"alive"}"#),
+        None,
+    )
+});
+
+/// `/health/ping`: the cheapest possible yes. Load balancers may cache it for a second.
+pub(crate) static PING: LazyLock<Answer> = LazyLock::new(|| {
+    Answer::with_headers(
+        StatusCode::OK,
+        json_headers(HeaderValue::from_static("max-age=1")),
+        Bytes::from_static(br#"{"ping":"pong","status":"alive"}"#),
+        None,
+    )
+});
+
+/// Any method but GET and HEAD on a probe path.
+pub(crate) static METHOD_NOT_ALLOWED: LazyLock<Answer> = LazyLock::new(|| {
+    let mut headers = json_headers(NO_STORE);
+    headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    Answer::with_headers(
+        StatusCode::METHOD_NOT_ALLOWED,
+        headers,
+        Bytes::from_static(br#"{"error":"method not allowed","allow":["GET","HEAD"]}"#),
+        None,
+    )
+});
+
+/// How a request's method is answered on a probe path.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MethodKind {
+    Get,
+    Head,
+    NotAllowed,
+}
+
+impl MethodKind {
+    pub(crate) fn of(method: &Method) -> Self {
+        if method == Method::GET {
+            Self::Get
+        } else if method == Method::HEAD {
+            Self::Head
+        } else {
+            Self::NotAllowed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn head_keeps_status_and_headers_and_drops_the_body() {
+        let answer = Answer::json_with_age(StatusCode::OK, br#"{"age_ms":"#.to_vec(), b"}");
+        let get = answer.respond(false, 1234);
+        let head = answer.respond(true, 1234);
+        assert_eq!(head.status(), get.status());
+        assert_eq!(head.headers()[header::CONTENT_LENGTH], "15");
+        assert_eq!(head.headers()[header::CONTENT_TYPE], "application/json");
+        let get_body = get.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&get_body[..], br#"{"age_ms":1234}"#);
+        assert!(head.into_body().collect().await.unwrap().to_bytes().is_empty());
+    }
+
+    #[test]
+    fn methods() {
+        assert_eq!(MethodKind::of(&Method::GET), MethodKind::Get);
+        assert_eq!(MethodKind::of(&Method::HEAD), MethodKind::Head);
+        assert_eq!(MethodKind::of(&Method::POST), MethodKind::NotAllowed);
+        assert_eq!(METHOD_NOT_ALLOWED.respond(false, 0).headers()[header::ALLOW], "GET, HEAD");
+    }
+}

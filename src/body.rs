@@ -1,0 +1,253 @@
+//! Response bodies: the inner service's body passed through untouched, or a probe answer.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+
+pin_project! {
+    /// Response body of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):
+    /// either the inner service's body, streamed through frame by frame, or a probe answer.
+    pub struct ResponseBody<B> {
+        #[pin]
+        kind: Kind<B>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<B> {
+        Inner { #[pin] body: B },
+        Probe { body: ProbeBody },
+    }
+}
+
+impl<B> ResponseBody<B> {
+    pub(crate) fn inner(body: B) -> Self {
+        Self {
+            kind: Kind::Inner { body },
+        }
+    }
+
+    pub(crate) fn probe(body: ProbeBody) -> Self {
+        Self {
+            kind: Kind::Probe { body },
+        }
+    }
+}
+
+impl<B> Body for ResponseBody<B>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.project().kind.project() {
+            KindProj::Inner { body } => body.poll_frame(cx),
+            KindProj::Probe { body } => Poll::Ready(body.next_frame().map(Ok)),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            Kind::Inner { body } => body.is_end_stream(),
+            Kind::Probe { body } => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Inner { body } => body.size_hint(),
+            Kind::Probe { body } => body.size_hint(),
+        }
+    }
+}
+
+impl<B> fmt::Debug for ResponseBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Inner { .. } => f.debug_struct("ResponseBody::Inner").finish_non_exhaustive(),
+            Kind::Probe { body } => f.debug_tuple("ResponseBody::Probe").field(body).finish(),
+        }
+    }
+}
+
+/// A probe answer's body: bytes rendered once per round, with the verdict's age in
+/// milliseconds spliced between `head` and `tail` when the answer carries one. The digits come
+/// from a static table, so building and sending the body allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ProbeBody {
+    head: Bytes,
+    age: Option<AgeDigits>,
+    tail: Bytes,
+}
+
+impl ProbeBody {
+    pub(crate) fn new(head: Bytes, age_ms: Option<u64>, tail: Bytes) -> Self {
+        Self {
+            head,
+            age: age_ms.map(AgeDigits::new),
+            tail,
+        }
+    }
+
+    pub(crate) fn empty() -> Self {
+        Self::default()
+    }
+
+    fn next_frame(&mut self) -> Option<Frame<Bytes>> {
+        if !self.head.is_empty() {
+            return Some(Frame::data(std::mem::take(&mut self.head)));
+        }
+        if let Some(age) = &mut self.age {
+            match age.next_group() {
+                Some(group) => return Some(Frame::data(group)),
+                None => self.age = None,
+            }
+        }
+        if !self.tail.is_empty() {
+            return Some(Frame::data(std::mem::take(&mut self.tail)));
+        }
+        None
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        let age = self.age.as_ref().map_or(0, AgeDigits::remaining_len);
+        self.head.len() as u64 + age + self.tail.len() as u64
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.len())
+    }
+}
+
+impl Body for ProbeBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.next_frame().map(Ok))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        Self::is_end_stream(self)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        Self::size_hint(self)
+    }
+}
+
+/// Every number from 000 to 999, three ASCII digits each.
+static DIGIT_GROUPS: [u8; 3000] = digit_groups();
+
+const fn digit_groups() -> [u8; 3000] {
+    let mut table = [0; 3000];
+    let mut n = 0;
+    while n < 1000 {
+        table[n * 3] = b'0' + (n / 100) as u8;
+        table[n * 3 + 1] = b'0' + (n / 10 % 10) as u8;
+        table[n * 3 + 2] = b'0' + (n % 10) as u8;
+        n += 1;
+    }
+    table
+}
+
+/// The decimal digits of a number, handed out in groups of three (the first unpadded) as
+/// static slices.
+#[derive(Clone, Debug)]
+struct AgeDigits {
+    value: u64,
+    /// The place value of the next group to emit; zero once every group is out.
+    divisor: u64,
+    first: bool,
+}
+
+impl AgeDigits {
+    fn new(value: u64) -> Self {
+        let mut divisor = 1;
+        while value / divisor >= 1000 {
+            divisor *= 1000;
+        }
+        Self {
+            value,
+            divisor,
+            first: true,
+        }
+    }
+
+    fn next_group(&mut self) -> Option<Bytes> {
+        if self.divisor == 0 {
+            return None;
+        }
+        let group = (self.value / self.divisor % 1000) as usize;
+        let skip = if self.first { 3 - digit_count(group as u64) as usize } else { 0 };
+        self.first = false;
+        self.divisor /= 1000;
+        Some(Bytes::from_static(&DIGIT_GROUPS[group * 3 + skip..group * 3 + 3]))
+    }
+
+    fn remaining_len(&self) -> u64 {
+        if self.divisor == 0 {
+            return 0;
+        }
+        let groups_after = u64::from(self.divisor.ilog10() / 3);
+        let leading = if self.first {
+            digit_count(self.value / self.divisor % 1000)
+        } else {
+            3
+        };
+        leading + groups_after * 3
+    }
+}
+
+fn digit_count(value: u64) -> u64 {
+    u64::from(value.checked_ilog10().unwrap_or(0)) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    async fn collect(body: ProbeBody) -> (String, u64) {
+        let hint = body.len();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        (String::from_utf8(bytes.to_vec()).unwrap(), hint)
+    }
+
+    #[tokio::test]
+    async fn age_is_spliced_between_head_and_tail() {
+        for age in [0, 7, 42, 999, 1000, 1001, 12_345, 1_000_000, 987_654_321_012, u64::MAX] {
+            let body = ProbeBody::new(Bytes::from_static(b"{\"age_ms\":"), Some(age), Bytes::from_static(b"}"));
+            let (text, hint) = collect(body).await;
+            assert_eq!(text, format!("{{\"age_ms\":{age}}}"));
+            assert_eq!(hint, text.len() as u64, "{age}");
+        }
+    }
+
+    #[tokio::test]
+    async fn plain_and_empty_bodies() {
+        assert_eq!(collect(ProbeBody::new(Bytes::from_static(b"ok"), None, Bytes::new())).await, ("ok".to_owned(), 2));
+        let empty = ProbeBody::empty();
+        assert!(Body::is_end_stream(&empty));
+        assert_eq!(collect(empty).await, (String::new(), 0));
+    }
+}

@@ -1,0 +1,68 @@
+//! Database checks: what the monitor runs against each configured database.
+//!
+//! A [`DatabaseCheck`] answers one question, "can I use this database right now?", as fast as
+//! the database allows. The monitor (not the check) owns the deadline: it runs every check in
+//! its own task, waits for it at most until the round's deadline, and never starts a second
+//! check on a database while the first is still running. A check therefore does not need a
+//! timeout of its own, but it should not hold on to resources forever either.
+//!
+//! With the `postgres` feature, [`PostgresCheck`] checks a PostgreSQL database through a `bb8`
+//! pool. Other databases or pools implement [`DatabaseCheck`] themselves:
+//!
+//! ```
+//! use tower_health::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck};
+//!
+//! #[derive(Debug)]
+//! struct AlwaysDown;
+//!
+//! impl DatabaseCheck for AlwaysDown {
+//!     fn vendor(&self) -> &'static str {
+//!         "example"
+//!     }
+//!
+//!     fn check(&self) -> CheckFuture {
+//!         Box::pin(async { Err(CheckError::new(CheckErrorKind::Connect, "connection refused")) })
+//!     }
+//! }
+//! ```
+
+mod error;
+mod pool_stats;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod redact;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+pub use self::error::{CheckError, CheckErrorKind};
+pub use self::pool_stats::PoolStats;
+#[cfg(feature = "postgres")]
+pub use self::postgres::{CheckConnectionManager, ConnectError, InvalidDsn, PostgresCheck};
+pub use self::redact::redact;
+
+/// The future a [`DatabaseCheck`] returns: `'static` so that the monitor can run it in a task
+/// of its own and leave it running past a round's deadline.
+pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), CheckError>> + Send + 'static>>;
+
+/// One database the monitor checks.
+///
+/// See the [module docs](self) for an example.
+pub trait DatabaseCheck: fmt::Debug + Send + Sync + 'static {
+    /// The database vendor, reported as `pool_info.vendor` (for example `"postgresql"`).
+    fn vendor(&self) -> &'static str;
+
+    /// Checks the database once.
+    ///
+    /// The monitor bounds the wait, so the future may take as long as the driver does; it is
+    /// never started again while a previous one is still running.
+    fn check(&self) -> CheckFuture;
+
+    /// Statistics of the pool the check goes through, if there is one.
+    ///
+    /// Called once per round, right after the check; it must not block.
+    fn pool_stats(&self) -> Option<PoolStats> {
+        None
+    }
+}

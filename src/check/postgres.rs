@@ -1,0 +1,307 @@
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use bb8::{ManageConnection, Pool, RunError};
+use bb8_postgres::PostgresConnectionManager;
+use tokio_postgres::{Client, Config, NoTls};
+
+use super::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats, redact};
+
+/// How long [`CheckConnectionManager`] lets one connection attempt take, TCP connect and
+/// PostgreSQL startup together.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Checks a PostgreSQL database through a `bb8` pool with one `SELECT 1` (simple query
+/// protocol: one round trip, no prepared statement).
+///
+/// Two ways to build one:
+///
+/// - [`PostgresCheck::connect`] parses a connection string and builds a small pool of its own
+///   (one connection, no test on checkout: the check is itself the test; every connection
+///   attempt bounded by 5 s, TCP connect and startup together). This is the recommended setup:
+///   the checks never compete with your traffic for connections.
+/// - [`PostgresCheck::new`] takes any pool whose connections are `tokio_postgres::Client`s,
+///   such as your application's own pool. The check then also tells whether that pool can hand
+///   out a connection in time, and the pool endpoint reports its saturation.
+///
+/// When the pool has no idle connection and room for one, the check opens it itself (and adds
+/// it to the pool) instead of waiting in `Pool::get`: bb8 would otherwise hide a refused
+/// connection behind its own 30 s `connection_timeout`, and a database that refuses must fail
+/// fast.
+///
+/// ```
+/// use tower_health::{HealthConfig, check::PostgresCheck};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = HealthConfig::new()
+///     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1:5432/postgres")?);
+/// # let _ = config;
+/// # Ok(())
+/// # }
+/// ```
+pub struct PostgresCheck<M: ManageConnection = CheckConnectionManager> {
+    pool: Pool<M>,
+}
+
+impl<M> PostgresCheck<M>
+where
+    M: ManageConnection<Connection = Client>,
+    M::Error: fmt::Display,
+{
+    /// Checks the database through an existing pool.
+    #[must_use]
+    pub fn new(pool: Pool<M>) -> Self {
+        Self { pool }
+    }
+
+    /// The pool the check goes through.
+    #[must_use]
+    pub fn pool(&self) -> &Pool<M> {
+        &self.pool
+    }
+}
+
+impl PostgresCheck<CheckConnectionManager> {
+    /// Parses a connection string (URL or key-value form) and builds a dedicated one-connection
+    /// pool for the checks, without TLS.
+    ///
+    /// Nothing is connected yet: the first check opens the connection. For TLS, build a pool
+    /// with a TLS-capable `PostgresConnectionManager` and use [`PostgresCheck::new`].
+    ///
+    /// # Errors
+    ///
+    /// When the connection string does not parse. The error's message never repeats the
+    /// password.
+    pub fn connect(dsn: &str) -> Result<Self, InvalidDsn> {
+        let config = Config::from_str(dsn).map_err(|error| InvalidDsn {
+            message: redact(&error.to_string()),
+        })?;
+        Ok(Self::from_config(config))
+    }
+
+    /// Builds a dedicated one-connection pool from a parsed configuration, without TLS.
+    ///
+    /// Settings the configuration leaves unset get health-check friendly values:
+    /// `application_name` `tower-health`, a 5 s `connect_timeout` and a 10 s
+    /// `tcp_user_timeout` (a connection whose peer vanished is dropped instead of hanging).
+    #[must_use]
+    pub fn from_config(mut config: Config) -> Self {
+        if config.get_application_name().is_none() {
+            config.application_name("tower-health");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(Duration::from_secs(10));
+        }
+        let manager = CheckConnectionManager::new(config);
+        // No reaper (idle_timeout and max_lifetime off) means building spawns nothing, so
+        // this works outside a runtime.
+        let pool = Pool::builder()
+            .max_size(1)
+            .test_on_check_out(false)
+            .retry_connection(false)
+            .connection_timeout(DEFAULT_CONNECT_TIMEOUT)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .build_unchecked(manager);
+        Self { pool }
+    }
+}
+
+impl<M> DatabaseCheck for PostgresCheck<M>
+where
+    M: ManageConnection<Connection = Client>,
+    M::Error: fmt::Display,
+{
+    fn vendor(&self) -> &'static str {
+        "postgresql"
+    }
+
+    fn check(&self) -> CheckFuture {
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            let state = pool.state();
+            if state.idle_connections == 0 && state.connections < pool.config().max_size {
+                let conn = pool.dedicated_connection().await.map_err(|error| {
+                    CheckError::new(CheckErrorKind::Connect, error.to_string())
+                })?;
+                // Another checkout may have filled the pool meanwhile; then this connection
+                // is simply dropped.
+                let _ = pool.add(conn);
+            }
+            let conn = pool.get_owned().await.map_err(|error| match error {
+                RunError::User(error) => CheckError::new(CheckErrorKind::Connect, error.to_string()),
+                RunError::TimedOut => CheckError::new(
+                    CheckErrorKind::PoolTimedOut,
+                    "the pool had no connection to give within its connection_timeout",
+                ),
+            })?;
+            conn.simple_query("SELECT 1").await.map_err(|error| {
+                let kind = if error.as_db_error().is_some() {
+                    CheckErrorKind::Query
+                } else {
+                    CheckErrorKind::Closed
+                };
+                CheckError::new(kind, error.to_string())
+            })?;
+            Ok(())
+        })
+    }
+
+    fn pool_stats(&self) -> Option<PoolStats> {
+        let state = self.pool.state();
+        let statistics = &state.statistics;
+        let mut stats = PoolStats::new(
+            self.pool.config().max_size,
+            state.connections,
+            state.idle_connections,
+        );
+        stats.pending_gets = statistics.pending_gets();
+        stats.gets_timed_out = statistics.get_timed_out;
+        stats.connections_created = statistics.connections_created;
+        stats.connections_closed_broken = statistics.connections_closed_broken;
+        Some(stats)
+    }
+}
+
+impl<M: ManageConnection> fmt::Debug for PostgresCheck<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresCheck")
+            .field("state", &self.pool.state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The connection manager of the pools [`PostgresCheck::connect`] builds: `bb8-postgres`'s
+/// manager without TLS, with every connection attempt bounded as a whole.
+///
+/// tokio-postgres's own `connect_timeout` covers only the TCP connect. Against a server that
+/// accepts and never answers, the startup handshake would otherwise wait forever, and bb8
+/// would keep that attempt (and the pool slot it holds) forever too.
+pub struct CheckConnectionManager {
+    inner: PostgresConnectionManager<NoTls>,
+    connect_timeout: Duration,
+}
+
+impl CheckConnectionManager {
+    /// A manager for the given configuration.
+    #[must_use]
+    pub fn new(config: Config) -> Self {
+        Self {
+            inner: PostgresConnectionManager::new(config, NoTls),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+
+    /// Bounds each connection attempt, TCP connect and PostgreSQL startup together.
+    ///
+    /// Defaults to 5 seconds.
+    ///
+    /// # Panics
+    ///
+    /// When `timeout` is zero.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        assert!(timeout > Duration::ZERO, "connect_timeout must be non-zero");
+        self.connect_timeout = timeout;
+        self
+    }
+}
+
+impl ManageConnection for CheckConnectionManager {
+    type Connection = Client;
+    type Error = ConnectError;
+
+    async fn connect(&self) -> Result<Client, ConnectError> {
+        match tokio::time::timeout(self.connect_timeout, self.inner.connect()).await {
+            Ok(result) => result.map_err(ConnectError::Postgres),
+            Err(_) => Err(ConnectError::TimedOut(self.connect_timeout)),
+        }
+    }
+
+    async fn is_valid(&self, conn: &mut Client) -> Result<(), ConnectError> {
+        self.inner
+            .is_valid(conn)
+            .await
+            .map_err(ConnectError::Postgres)
+    }
+
+    fn has_broken(&self, conn: &mut Client) -> bool {
+        self.inner.has_broken(conn)
+    }
+}
+
+impl fmt::Debug for CheckConnectionManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The inner manager's Debug prints the configuration, password included.
+        f.debug_struct("CheckConnectionManager")
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The error of a [`CheckConnectionManager`] connection attempt.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// tokio-postgres failed to connect or to validate the connection.
+    Postgres(tokio_postgres::Error),
+    /// The attempt took longer than the manager's connect timeout.
+    TimedOut(Duration),
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Postgres(error) => fmt::Display::fmt(error, f),
+            Self::TimedOut(after) => write!(f, "connection attempt timed out after {after:?}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Postgres(error) => Some(error),
+            Self::TimedOut(_) => None,
+        }
+    }
+}
+
+/// A PostgreSQL connection string that does not parse.
+#[derive(Debug, Clone)]
+pub struct InvalidDsn {
+    message: String,
+}
+
+impl fmt::Display for InvalidDsn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid postgresql connection string: {}", self.message)
+    }
+}
+
+impl std::error::Error for InvalidDsn {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_dsn_is_refused_without_echoing_the_password() {
+        let error = PostgresCheck::connect("postgres://app:hunter2@db:notaport/app").unwrap_err();
+        let message = error.to_string();
+        assert!(message.starts_with("invalid postgresql connection string"), "{message}");
+        assert!(!message.contains("hunter2"), "{message}");
+    }
+
+    #[test]
+    fn debug_output_hides_the_configuration() {
+        let check = PostgresCheck::connect("postgres://app:hunter2@db/app").unwrap();
+        assert!(!format!("{check:?}").contains("hunter2"));
+        let manager = CheckConnectionManager::new(Config::from_str("password=hunter2").unwrap());
+        assert!(!format!("{manager:?}").contains("hunter2"));
+    }
+}

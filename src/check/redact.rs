@@ -1,0 +1,123 @@
+/// Masks the secrets in a message about a database: the password of every URL
+/// (`postgres://user:secret@host` becomes `postgres://user:***@host`) and every `password=`
+/// setting of a key-value connection string.
+///
+/// [`CheckError`](super::CheckError) applies it to every message; use it on anything else that
+/// may carry a connection string, such as your own log lines.
+///
+/// ```
+/// use tower_health::check::redact;
+///
+/// assert_eq!(
+///     redact("postgres://app:hunter2@db:5432/app"),
+///     "postgres://app:***@db:5432/app",
+/// );
+/// assert_eq!(redact("host=db password='hunter 2' user=app"), "host=db password=*** user=app");
+/// ```
+#[must_use]
+pub fn redact(message: &str) -> String {
+    mask_key_value_passwords(&mask_url_passwords(message))
+}
+
+const MASK: &str = "***";
+
+fn mask_url_passwords(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(scheme_end) = rest.find("://") {
+        let authority_start = scheme_end + 3;
+        out.push_str(&rest[..authority_start]);
+        rest = &rest[authority_start..];
+        let authority_len = rest
+            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | '`') || c.is_whitespace())
+            .unwrap_or(rest.len());
+        let authority = &rest[..authority_len];
+        match authority.rfind('@') {
+            Some(at) => {
+                let userinfo = &authority[..at];
+                match userinfo.find(':') {
+                    Some(colon) => {
+                        out.push_str(&userinfo[..=colon]);
+                        out.push_str(MASK);
+                    }
+                    None => out.push_str(userinfo),
+                }
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &rest[authority_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn mask_key_value_passwords(message: &str) -> String {
+    const KEY: &str = "password";
+    let lower = message.to_ascii_lowercase();
+    let mut out = String::with_capacity(message.len());
+    let mut copied = 0;
+    let mut search_from = 0;
+    while let Some(found) = lower[search_from..].find(KEY) {
+        let key_start = search_from + found;
+        let mut value_start = key_start + KEY.len();
+        search_from = value_start;
+        // Accept `password=value` and `password = value`; anything else is just the word.
+        let after_key = &message[value_start..];
+        let trimmed = after_key.trim_start();
+        let Some(after_equals) = trimmed.strip_prefix('=') else {
+            continue;
+        };
+        value_start += after_key.len() - after_equals.len();
+        let value = after_equals.trim_start();
+        value_start += after_equals.len() - value.len();
+        let value_len = match value.strip_prefix('\'') {
+            Some(quoted) => quoted.find('\'').map_or(value.len(), |end| end + 2),
+            None => value.find(char::is_whitespace).unwrap_or(value.len()),
+        };
+        out.push_str(&message[copied..value_start]);
+        out.push_str(MASK);
+        copied = value_start + value_len;
+        search_from = copied;
+    }
+    out.push_str(&message[copied..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn masks_url_passwords_and_keeps_the_rest() {
+        assert_eq!(
+            redact("error connecting to postgresql://u:p%40ss@h:1/db?sslmode=disable failed"),
+            "error connecting to postgresql://u:***@h:1/db?sslmode=disable failed"
+        );
+        assert_eq!(redact("postgres://user@host/db"), "postgres://user@host/db");
+        assert_eq!(redact("postgres://host/db"), "postgres://host/db");
+        assert_eq!(
+            redact("a postgres://a:b@h b redis://:secret@r:6379"),
+            "a postgres://a:***@h b redis://:***@r:6379"
+        );
+    }
+
+    #[test]
+    fn masks_key_value_passwords() {
+        assert_eq!(redact("user=a PASSWORD=b host=c"), "user=a PASSWORD=*** host=c");
+        assert_eq!(redact("password = 'x y' host=c"), "password = *** host=c");
+        assert_eq!(redact("password='unterminated"), "password=***");
+        assert_eq!(
+            redact("password authentication failed for user \"app\""),
+            "password authentication failed for user \"app\""
+        );
+    }
+
+    #[test]
+    fn leaves_plain_messages_alone() {
+        let message = "connection refused (os error 111)";
+        assert_eq!(redact(message), message);
+        assert_eq!(redact(""), "");
+        assert_eq!(redact("::// @ ://"), "::// @ ://");
+    }
+}

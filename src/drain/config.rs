@@ -1,0 +1,232 @@
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::config::{ConfigError, Env, UnknownValue};
+
+/// What [`Drain`](super::Drain) does with ordinary requests once the drain has started.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DrainPolicy {
+    /// Keep serving them (the default). Right behind a load balancer or a Kubernetes Service:
+    /// requests keep arriving until the endpoint update has spread, and each one refused there
+    /// would be a failed request for a client.
+    #[default]
+    Serve,
+    /// Answer 503 with `Retry-After`. Right when clients retry elsewhere on their own (a
+    /// client-side balanced gRPC or HTTP pool) and a quick refusal beats a slow answer from an
+    /// instance about to stop.
+    Reject,
+}
+
+impl FromStr for DrainPolicy {
+    type Err = UnknownValue;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value.to_ascii_lowercase().as_str() {
+            "serve" => Ok(Self::Serve),
+            "reject" => Ok(Self::Reject),
+            _ => Err(UnknownValue::new("serve or reject")),
+        }
+    }
+}
+
+/// Settings of a drain: how long to keep taking traffic, how long to wait for in-flight work,
+/// and what to do with requests meanwhile.
+///
+/// # Environment variables
+///
+/// | Variable | Meaning | Default |
+/// |---|---|---|
+/// | `TOWER_HEALTH_DRAIN_DELAY` | time between the start of the drain and the start of the server's shutdown | `5s` |
+/// | `TOWER_HEALTH_DRAIN_TIMEOUT` | longest wait for in-flight requests, from the start of the drain; must exceed the delay | `20s` |
+/// | `TOWER_HEALTH_DRAIN_POLICY` | `serve` or `reject` | `serve` |
+/// | `TOWER_HEALTH_DRAIN_CONNECTION_CLOSE` | send `Connection: close` on HTTP/1 responses while draining | `true` |
+/// | `TOWER_HEALTH_DRAIN_RETRY_AFTER` | `Retry-After` of draining answers (whole seconds) | `5s` |
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct DrainConfig {
+    pub(crate) delay: Duration,
+    pub(crate) timeout: Duration,
+    pub(crate) policy: DrainPolicy,
+    pub(crate) connection_close: bool,
+    pub(crate) retry_after: Duration,
+}
+
+impl Default for DrainConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DrainConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self {
+            delay: Duration::from_secs(5),
+            timeout: Duration::from_secs(20),
+            policy: DrainPolicy::Serve,
+            connection_close: true,
+            retry_after: Duration::from_secs(5),
+        }
+    }
+
+    /// How long after the drain starts the server keeps accepting work before its shutdown
+    /// begins: the time load balancers need to see readiness fail and stop sending traffic.
+    ///
+    /// Derive it from whatever polls readiness: a readiness probe with `periodSeconds: 2` and
+    /// `failureThreshold: 2` sees the 503 within 4 s, so 5 s leaves a second for the endpoint
+    /// update to spread. With Kubernetes' defaults (10 s x 3) it would be 30 s or more.
+    ///
+    /// Defaults to 5 seconds.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// The longest [`DrainHandle::drained`](super::DrainHandle::drained) waits for in-flight
+    /// requests, counted from the start of the drain (so it includes the delay). Keep it below
+    /// the pod's `terminationGracePeriodSeconds`.
+    ///
+    /// Defaults to 20 seconds.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// What to do with ordinary requests during the drain.
+    ///
+    /// Defaults to [`DrainPolicy::Serve`].
+    pub fn policy(mut self, policy: DrainPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Whether responses to HTTP/1 requests carry `Connection: close` while draining, so that
+    /// keep-alive clients reconnect (through the load balancer, to another instance).
+    ///
+    /// Defaults to `true`.
+    pub fn connection_close(mut self, close: bool) -> Self {
+        self.connection_close = close;
+        self
+    }
+
+    /// The `Retry-After` of draining answers, rounded up to whole seconds (at least one).
+    ///
+    /// Defaults to 5 seconds.
+    pub fn retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = retry_after;
+        self
+    }
+
+    /// Reads the settings from the process environment; see the table above.
+    ///
+    /// # Errors
+    ///
+    /// When a variable has a value that cannot be used, or the timeout does not exceed the
+    /// delay; the error names the variable and the value.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_env_snapshot(&Env::from_process()?)
+    }
+
+    /// Like [`DrainConfig::from_env`], reading the given variables instead.
+    ///
+    /// # Errors
+    ///
+    /// As for [`DrainConfig::from_env`].
+    pub fn from_vars<I, K, V>(vars: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self::from_env_snapshot(&Env::from_vars(vars))
+    }
+
+    fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
+        let mut config = Self::new();
+        if let Some(delay) = env.duration_or_zero("TOWER_HEALTH_DRAIN_DELAY")? {
+            config.delay = delay;
+        }
+        if let Some(timeout) = env.duration("TOWER_HEALTH_DRAIN_TIMEOUT", None)? {
+            config.timeout = timeout;
+        }
+        if config.timeout <= config.delay {
+            let (name, value) = env
+                .first(&["TOWER_HEALTH_DRAIN_TIMEOUT", "TOWER_HEALTH_DRAIN_DELAY"])
+                .unwrap_or(("TOWER_HEALTH_DRAIN_TIMEOUT", "20s"));
+            return Err(ConfigError::new(
+                name,
+                value,
+                format!(
+                    "the drain timeout ({}) must be longer than the drain delay ({}), or in-flight requests get no time to finish",
+                    humantime::format_duration(config.timeout),
+                    humantime::format_duration(config.delay)
+                ),
+            ));
+        }
+        if let Some(policy) = env.parse(&["TOWER_HEALTH_DRAIN_POLICY"], "expected serve or reject")? {
+            config.policy = policy;
+        }
+        if let Some(close) = env.flag("TOWER_HEALTH_DRAIN_CONNECTION_CLOSE")? {
+            config.connection_close = close;
+        }
+        if let Some(retry_after) = env.duration("TOWER_HEALTH_DRAIN_RETRY_AFTER", None)? {
+            config.retry_after = retry_after;
+        }
+        Ok(config)
+    }
+
+    /// `Retry-After` in whole seconds, rounded up, at least one.
+    pub(crate) fn retry_after_secs(&self) -> u64 {
+        let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
+        secs.max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_vars_reads_every_setting() {
+        let config = DrainConfig::from_vars([
+            ("TOWER_HEALTH_DRAIN_DELAY", "0s"),
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "45s"),
+            ("TOWER_HEALTH_DRAIN_POLICY", "reject"),
+            ("TOWER_HEALTH_DRAIN_CONNECTION_CLOSE", "false"),
+            ("TOWER_HEALTH_DRAIN_RETRY_AFTER", "1500ms"),
+        ])
+        .unwrap();
+        assert_eq!(config.delay, Duration::ZERO);
+        assert_eq!(config.timeout, Duration::from_secs(45));
+        assert_eq!(config.policy, DrainPolicy::Reject);
+        assert!(!config.connection_close);
+        assert_eq!(config.retry_after_secs(), 2);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (variable, value) in [
+            ("TOWER_HEALTH_DRAIN_DELAY", "soon"),
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "-3s"),
+            ("TOWER_HEALTH_DRAIN_POLICY", "panic"),
+            ("TOWER_HEALTH_DRAIN_CONNECTION_CLOSE", "maybe"),
+            ("TOWER_HEALTH_DRAIN_RETRY_AFTER", "0s"),
+        ] {
+            let error = DrainConfig::from_vars([(variable, value)]).unwrap_err();
+            assert_eq!((error.variable(), error.value()), (variable, value));
+        }
+    }
+
+    #[test]
+    fn timeout_must_exceed_delay() {
+        let error = DrainConfig::from_vars([("TOWER_HEALTH_DRAIN_DELAY", "30s")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_DRAIN_DELAY");
+        let error = DrainConfig::from_vars([
+            ("TOWER_HEALTH_DRAIN_DELAY", "10s"),
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "10s"),
+        ])
+        .unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_DRAIN_TIMEOUT");
+        assert!(error.reason().contains("longer than the drain delay"), "{error}");
+    }
+}

@@ -1,0 +1,280 @@
+use std::fmt;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::StatusCode;
+use http::header::{self, HeaderMap, HeaderValue};
+use tokio::sync::Notify;
+
+use super::DrainConfig;
+use crate::answer::Answer;
+
+/// The shared drain state: start the drain, watch its phase, wait for it to finish.
+///
+/// Cheap to clone; give the same handle to [`DrainLayer`](super::DrainLayer),
+/// [`HealthLayer::drain`](crate::HealthLayer::drain) and anything else that should know.
+///
+/// See the [module docs](super) for an example.
+#[derive(Clone)]
+pub struct DrainHandle {
+    state: Arc<DrainState>,
+}
+
+struct DrainState {
+    config: DrainConfig,
+    retry_after: HeaderValue,
+    rejected: Answer,
+    draining: AtomicBool,
+    started_at: OnceLock<Instant>,
+    in_flight: AtomicUsize,
+    /// Woken when the drain starts.
+    started: Notify,
+    /// Woken when the last in-flight request finishes during a drain.
+    idle: Notify,
+}
+
+/// Where a drain stands.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DrainPhase {
+    /// No drain has started.
+    Running,
+    /// The drain has started; work may still be arriving or in flight.
+    Draining,
+    /// The delay has passed and nothing is in flight, or the timeout has passed.
+    Drained,
+}
+
+impl DrainPhase {
+    /// `"running"`, `"draining"` or `"drained"`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Draining => "draining",
+            Self::Drained => "drained",
+        }
+    }
+}
+
+impl fmt::Display for DrainPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a drain ended: what [`DrainHandle::drained`] resolves to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Drained {
+    /// Requests still in flight when the timeout passed; zero for a clean drain.
+    pub abandoned: usize,
+    /// Time from the start of the drain.
+    pub elapsed: Duration,
+}
+
+impl Drained {
+    /// Whether every request finished before the timeout.
+    #[must_use]
+    pub fn is_clean(&self) -> bool {
+        self.abandoned == 0
+    }
+}
+
+impl DrainHandle {
+    /// A handle with the given settings; no drain has started.
+    #[must_use]
+    pub fn new(config: DrainConfig) -> Self {
+        let retry_after = HeaderValue::from(config.retry_after_secs());
+        let mut headers = HeaderMap::with_capacity(3);
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(header::RETRY_AFTER, retry_after.clone());
+        let rejected = Answer::with_headers(
+            StatusCode::SERVICE_UNAVAILABLE,
+            headers,
+            Bytes::from_static(
+                br#"{"status":"draining","error":"the server is draining and takes no new requests"}"#,
+            ),
+            None,
+        );
+        Self {
+            state: Arc::new(DrainState {
+                config,
+                retry_after,
+                rejected,
+                draining: AtomicBool::new(false),
+                started_at: OnceLock::new(),
+                in_flight: AtomicUsize::new(0),
+                started: Notify::new(),
+                idle: Notify::new(),
+            }),
+        }
+    }
+
+    /// Starts the drain: from now on readiness, health and pool answer 503 `draining`.
+    /// Returns `false` if it had already started (the first start counts).
+    pub fn start(&self) -> bool {
+        if self.state.started_at.set(Instant::now()).is_err() {
+            return false;
+        }
+        self.state.draining.store(true, Ordering::Release);
+        self.state.started.notify_waiters();
+        tracing::info!(
+            in_flight = self.in_flight(),
+            delay = ?self.state.config.delay,
+            timeout = ?self.state.config.timeout,
+            "drain started: readiness now answers 503"
+        );
+        true
+    }
+
+    /// Whether the drain has started.
+    #[must_use]
+    pub fn is_draining(&self) -> bool {
+        self.state.draining.load(Ordering::Acquire)
+    }
+
+    /// Requests in flight through [`Drain`](super::Drain) services, counted until their
+    /// response bodies finish or are dropped.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.state.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Where the drain stands.
+    #[must_use]
+    pub fn phase(&self) -> DrainPhase {
+        let Some(&started_at) = self.state.started_at.get() else {
+            return DrainPhase::Running;
+        };
+        let elapsed = started_at.elapsed();
+        if elapsed >= self.state.config.timeout
+            || (elapsed >= self.state.config.delay && self.in_flight() == 0)
+        {
+            DrainPhase::Drained
+        } else {
+            DrainPhase::Draining
+        }
+    }
+
+    /// The settings this handle was made with.
+    pub fn config(&self) -> &DrainConfig {
+        &self.state.config
+    }
+
+    /// Resolves when the drain is over: it has started, the delay has passed and no request
+    /// is in flight, or the timeout (counted from the start) has passed, in which case the
+    /// requests still running are reported as abandoned.
+    ///
+    /// The delay is waited out because requests keep arriving until load balancers notice the
+    /// drain; a moment with nothing in flight before then does not mean the work is done.
+    pub async fn drained(&self) -> Drained {
+        self.started().await;
+        let started_at = *self
+            .state
+            .started_at
+            .get()
+            .expect("started() returns once the start time is set");
+        let deadline = started_at + self.state.config.timeout;
+        tokio::time::sleep_until(deadline.min(started_at + self.state.config.delay).into()).await;
+        loop {
+            // Register before reading the count, so that a request finishing in between
+            // still wakes us.
+            let mut idle = pin!(self.state.idle.notified());
+            idle.as_mut().enable();
+            if self.in_flight() == 0 {
+                return Drained {
+                    abandoned: 0,
+                    elapsed: started_at.elapsed(),
+                };
+            }
+            if tokio::time::timeout_at(deadline.into(), idle).await.is_err() {
+                let abandoned = self.in_flight();
+                if abandoned > 0 {
+                    tracing::warn!(abandoned, "drain timed out with requests still in flight");
+                }
+                return Drained {
+                    abandoned,
+                    elapsed: started_at.elapsed(),
+                };
+            }
+        }
+    }
+
+    /// Resolves once the drain has started.
+    pub async fn started(&self) {
+        loop {
+            let mut started = pin!(self.state.started.notified());
+            started.as_mut().enable();
+            if self.is_draining() {
+                return;
+            }
+            started.await;
+        }
+    }
+
+    /// Resolves when the drain delay has passed since the drain started (waiting for the
+    /// start first).
+    pub async fn delay_elapsed(&self) {
+        self.started().await;
+        if let Some(&started_at) = self.state.started_at.get() {
+            tokio::time::sleep_until((started_at + self.state.config.delay).into()).await;
+        }
+    }
+
+    pub(crate) fn retry_after(&self) -> &HeaderValue {
+        &self.state.retry_after
+    }
+
+    pub(crate) fn rejected(&self) -> &Answer {
+        &self.state.rejected
+    }
+
+    /// Counts a request in flight until the returned guard is dropped.
+    pub(crate) fn enter(&self) -> InFlightGuard {
+        self.state.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlightGuard {
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for DrainHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DrainHandle")
+            .field("phase", &self.phase())
+            .field("in_flight", &self.in_flight())
+            .field("config", &self.state.config)
+            .finish()
+    }
+}
+
+/// One request in flight; dropping it (when the response body finishes or is dropped) ends
+/// the request's count.
+pub(crate) struct InFlightGuard {
+    state: Arc<DrainState>,
+}
+
+impl InFlightGuard {
+    pub(crate) fn is_draining(&self) -> bool {
+        self.state.draining.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let before = self.state.in_flight.fetch_sub(1, Ordering::AcqRel);
+        if before == 1 && self.is_draining() {
+            self.state.idle.notify_waiters();
+        }
+    }
+}
+
+impl fmt::Debug for InFlightGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InFlightGuard").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,72 @@
+//! Graceful shutdown: stop being routed to before you stop serving.
+//!
+//! A rolling update without failed requests goes in this order, and [`DrainHandle`] drives it:
+//!
+//! 1. SIGTERM arrives ([`DrainHandle::shutdown_signal`]) and the drain starts. Readiness,
+//!    health and pool answer 503 `draining` with `Retry-After`; liveness and ping keep
+//!    answering 200, so the orchestrator does not restart a pod that is merely draining.
+//! 2. For the [drain delay](DrainConfig::delay) the server keeps serving ordinary requests
+//!    (under [`DrainPolicy::Serve`]), adding `Connection: close` to HTTP/1 responses so that
+//!    keep-alive clients move on, while load balancers notice and stop sending traffic.
+//! 3. The delay over, `shutdown_signal` resolves and the server's graceful shutdown begins:
+//!    no new connections, in-flight requests finish.
+//! 4. [`DrainHandle::drained`] resolves when nothing is in flight, or at the
+//!    [drain timeout](DrainConfig::timeout) with the number of abandoned requests.
+//!
+//! [`Drain`] counts a request as in flight until its response body has been sent in full or
+//! dropped, streaming bodies included.
+//!
+//! # Layer order
+//!
+//! Put [`HealthLayer`](crate::HealthLayer) (and [`PingLayer`](crate::PingLayer)) *outside*
+//! [`DrainLayer`]: probes are then answered before they reach the drain, so they are never
+//! rejected and never counted as work that holds the drain open.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use bytes::Bytes;
+//! use http::{Request, StatusCode};
+//! use http_body_util::Full;
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//! use tower_health::{DrainConfig, DrainLayer, HealthConfig, HealthLayer, HealthMonitor, PingLayer};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let health = HealthMonitor::spawn(HealthConfig::new());
+//! let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new().delay(Duration::ZERO));
+//! let app = service_fn(|_request: Request<Full<Bytes>>| async {
+//!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
+//! });
+//! let service = ServiceBuilder::new()
+//!     .layer(PingLayer::new())
+//!     .layer(HealthLayer::new(health).drain(drain.clone()))
+//!     .layer(drain_layer)
+//!     .service(app);
+//!
+//! drain.start();
+//! let ready = service.clone().oneshot(Request::get("/health/ready").body(Full::default())?).await?;
+//! assert_eq!(ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+//! let live = service.clone().oneshot(Request::get("/health/live").body(Full::default())?).await?;
+//! assert_eq!(live.status(), StatusCode::OK);
+//! assert!(drain.drained().await.is_clean());
+//! # Ok(())
+//! # }
+//! ```
+
+mod body;
+mod config;
+mod future;
+mod handle;
+mod layer;
+mod service;
+mod signal;
+
+pub use self::body::DrainBody;
+pub use self::config::{DrainConfig, DrainPolicy};
+pub use self::future::ResponseFuture;
+pub use self::handle::{DrainHandle, DrainPhase, Drained};
+pub use self::layer::DrainLayer;
+pub use self::service::Drain;

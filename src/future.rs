@@ -1,0 +1,89 @@
+//! The response future of the probe-answering layers.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http::Response;
+use pin_project_lite::pin_project;
+
+use crate::body::{ProbeBody, ResponseBody};
+use crate::probe::{FreshFuture, Reply};
+
+pin_project! {
+    /// Response future of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):
+    /// the inner service's future, or a probe answer that is ready at once (or, for
+    /// `?nocache=true`, after a fresh computation).
+    pub struct ResponseFuture<F> {
+        #[pin]
+        kind: Kind<F>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<F> {
+        Inner { #[pin] future: F },
+        Probe { response: Option<Response<ProbeBody>> },
+        Fresh { future: FreshFuture },
+    }
+}
+
+impl<F> ResponseFuture<F> {
+    pub(crate) fn inner(future: F) -> Self {
+        Self {
+            kind: Kind::Inner { future },
+        }
+    }
+
+    pub(crate) fn probe(response: Response<ProbeBody>) -> Self {
+        Self {
+            kind: Kind::Probe {
+                response: Some(response),
+            },
+        }
+    }
+
+    pub(crate) fn reply(reply: Reply) -> Self {
+        match reply {
+            Reply::Now(response) => Self::probe(response),
+            Reply::Fresh(future) => Self {
+                kind: Kind::Fresh { future },
+            },
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<ResponseBody<B>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().kind.project() {
+            KindProj::Inner { future } => future
+                .poll(cx)
+                .map_ok(|response| response.map(ResponseBody::inner)),
+            KindProj::Probe { response } => {
+                let response = response.take().expect("future polled after completion");
+                Poll::Ready(Ok(response.map(ResponseBody::probe)))
+            }
+            KindProj::Fresh { future } => future
+                .as_mut()
+                .poll(cx)
+                .map(|response| Ok(response.map(ResponseBody::probe))),
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.kind {
+            Kind::Inner { .. } => "Inner",
+            Kind::Probe { .. } => "Probe",
+            Kind::Fresh { .. } => "Fresh",
+        };
+        f.debug_struct("ResponseFuture").field("kind", &kind).finish()
+    }
+}

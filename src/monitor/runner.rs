@@ -1,0 +1,106 @@
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::time::{MissedTickBehavior, interval};
+
+use super::handle::HealthHandle;
+use super::shared::Shared;
+use crate::config::HealthConfig;
+use crate::util::join;
+
+/// The background task that checks the databases and publishes the verdicts.
+///
+/// Create it with [`HealthMonitor::new`], which also returns the [`HealthHandle`] the layers
+/// read, and spawn [`HealthMonitor::run`]; or do both with [`HealthMonitor::spawn`].
+///
+/// See the [module docs](super) for an example.
+pub struct HealthMonitor {
+    shared: Weak<Shared>,
+}
+
+impl HealthMonitor {
+    /// Creates the monitor and the first handle on its verdicts. Until the first round
+    /// completes, every verdict is `unavailable` and probes that depend on one answer 503.
+    #[must_use]
+    pub fn new(config: HealthConfig) -> (HealthHandle, Self) {
+        let shared = Arc::new(Shared::new(config));
+        let monitor = Self {
+            shared: Arc::downgrade(&shared),
+        };
+        (HealthHandle { shared }, monitor)
+    }
+
+    /// Creates the monitor, spawns it on the current Tokio runtime, and returns the handle.
+    ///
+    /// # Panics
+    ///
+    /// When called outside a Tokio runtime.
+    #[must_use]
+    pub fn spawn(config: HealthConfig) -> HealthHandle {
+        let (handle, monitor) = Self::new(config);
+        tokio::spawn(monitor.run());
+        handle
+    }
+
+    /// Runs readiness rounds and health rounds, each on its own cadence, until every
+    /// [`HealthHandle`] has been dropped.
+    ///
+    /// If this future is dropped (its task aborted, say), the verdicts become `unavailable`
+    /// at once, rather than being served as if they were fresh.
+    pub async fn run(self) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let readiness_interval = shared.config.readiness_interval;
+        let health_interval = shared.config.health_interval;
+        shared.set_monitor_running(true);
+        drop(shared);
+        let _running = RunningGuard(self.shared.clone());
+        join(
+            every(readiness_interval, &self.shared, |shared| async move {
+                shared.readiness_round().await;
+            }),
+            every(health_interval, &self.shared, |shared| async move {
+                shared.health_round().await;
+            }),
+        )
+        .await;
+    }
+}
+
+impl fmt::Debug for HealthMonitor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HealthMonitor").finish_non_exhaustive()
+    }
+}
+
+/// Runs `round` every `period`, until the shared state is gone.
+async fn every<F, Fut>(period: Duration, shared: &Weak<Shared>, mut round: F)
+where
+    F: FnMut(Arc<Shared>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let mut ticks = interval(period);
+    // After a slow round, wait a full period rather than firing the missed ticks in a burst.
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        round(shared).await;
+    }
+}
+
+/// Marks the monitor stopped when `run` ends or is dropped.
+struct RunningGuard(Weak<Shared>);
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.set_monitor_running(false);
+        }
+    }
+}

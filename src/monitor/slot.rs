@@ -1,0 +1,177 @@
+//! One database's check, shared by every round that wants it.
+//!
+//! A slot runs at most one check at a time. A round that finds a check in flight (started by
+//! an earlier round, the other cadence, or a `?nocache=true` bypass) waits for that check
+//! instead of starting another: a stalled database never gets a pile of connection attempts.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::check::{CheckError, CheckErrorKind, DatabaseCheck, PoolStats};
+use crate::config::DatabaseEntry;
+use crate::verdict::{DatabaseOutcome, DatabaseStatus};
+
+/// What a finished check reports: its result and how long it ran.
+type Finished = Option<(Result<(), CheckError>, Duration)>;
+
+#[derive(Debug)]
+pub(crate) struct DatabaseSlot {
+    inner: Arc<SlotInner>,
+}
+
+#[derive(Debug)]
+struct SlotInner {
+    name: Arc<str>,
+    check: Arc<dyn DatabaseCheck>,
+    in_flight: Mutex<Option<InFlight>>,
+    checks_started: AtomicU64,
+}
+
+#[derive(Clone, Debug)]
+struct InFlight {
+    started_at: Instant,
+    finished: watch::Receiver<Finished>,
+}
+
+/// A round's claim on a slot's check, to be waited on until the round's deadline.
+#[derive(Debug)]
+pub(crate) struct Probe {
+    name: Arc<str>,
+    in_flight: InFlight,
+    /// Whether the check was already running before this round began.
+    inherited: bool,
+}
+
+impl DatabaseSlot {
+    pub(crate) fn new(entry: &DatabaseEntry) -> Self {
+        Self {
+            inner: Arc::new(SlotInner {
+                name: entry.name.clone(),
+                check: entry.check.clone(),
+                in_flight: Mutex::new(None),
+                checks_started: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    pub(crate) fn vendor(&self) -> &'static str {
+        self.inner.check.vendor()
+    }
+
+    pub(crate) fn pool_stats(&self) -> Option<PoolStats> {
+        self.inner.check.pool_stats()
+    }
+
+    pub(crate) fn checks_started(&self) -> u64 {
+        self.inner.checks_started.load(Ordering::Relaxed)
+    }
+
+    /// Joins the check in flight, or starts one. Synchronous, so that a round starts every
+    /// database's check before it waits on any.
+    pub(crate) fn probe(&self, round_started: Instant) -> Probe {
+        let mut slot = self.inner.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(in_flight) = &*slot {
+            return Probe {
+                name: self.inner.name.clone(),
+                inherited: in_flight.started_at < round_started,
+                in_flight: in_flight.clone(),
+            };
+        }
+        let (finished_tx, finished) = watch::channel(None);
+        let in_flight = InFlight {
+            started_at: Instant::now(),
+            finished,
+        };
+        *slot = Some(in_flight.clone());
+        drop(slot);
+        let started_at = in_flight.started_at;
+        self.inner.checks_started.fetch_add(1, Ordering::Relaxed);
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let check = inner.check.clone();
+            // A task of its own, so that a panic (even in the synchronous part of `check`)
+            // becomes this round's error instead of taking the monitor down.
+            let result = match tokio::spawn(async move { check.check().await }).await {
+                Ok(result) => result,
+                Err(error) if error.is_panic() => Err(CheckError::new(
+                    CheckErrorKind::Panicked,
+                    format!("the check panicked: {}", panic_message(&error.into_panic())),
+                )),
+                Err(_) => Err(CheckError::new(CheckErrorKind::Cancelled, "the check was cancelled")),
+            };
+            let elapsed = started_at.elapsed();
+            // Free the slot first: whoever sees the result may start the next check at once.
+            *inner.in_flight.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            let _ = finished_tx.send(Some((result, elapsed)));
+        });
+        Probe {
+            name: self.inner.name.clone(),
+            in_flight,
+            inherited: false,
+        }
+    }
+}
+
+impl Probe {
+    /// Waits for the check until `deadline`, and reports what it concluded.
+    pub(crate) async fn outcome(mut self, deadline: Instant) -> DatabaseOutcome {
+        let waited = tokio::time::timeout_at(
+            deadline.into(),
+            self.in_flight.finished.wait_for(Option::is_some),
+        )
+        .await;
+        let (status, elapsed, error, detail) = match waited {
+            Ok(Ok(finished)) => {
+                let (result, elapsed) = finished.clone().expect("waited for Some");
+                match result {
+                    Ok(()) => (DatabaseStatus::Ready, elapsed, None, None),
+                    Err(error) => (DatabaseStatus::NotReady, elapsed, Some(error), None),
+                }
+            }
+            Ok(Err(_)) => (
+                DatabaseStatus::NotReady,
+                self.in_flight.started_at.elapsed(),
+                Some(CheckError::new(
+                    CheckErrorKind::Cancelled,
+                    "the check ended without a result (runtime shutting down?)",
+                )),
+                None,
+            ),
+            Err(_) => {
+                let running_for = self.in_flight.started_at.elapsed();
+                let detail = if self.inherited {
+                    format!(
+                        "a check started {} ago is still running; no new check was started",
+                        humantime::format_duration(round_to_millis(running_for))
+                    )
+                } else {
+                    "the check did not finish before the deadline".to_owned()
+                };
+                (DatabaseStatus::TimedOut, running_for, None, Some(detail))
+            }
+        };
+        DatabaseOutcome {
+            name: self.name,
+            status,
+            elapsed,
+            error,
+            detail,
+        }
+    }
+}
+
+fn round_to_millis(duration: Duration) -> Duration {
+    Duration::from_millis(duration.as_millis() as u64)
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string payload")
+}

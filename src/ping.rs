@@ -1,0 +1,194 @@
+//! Middleware that answers the ping path at once, whatever is behind it.
+//!
+//! [`PingLayer`] answers `GET /health/ping` (or the path you set) with
+//! `{"ping": "pong", "status": "alive"}` and 200: no database, no verdict, no lock, drain
+//! included. Put it outermost, before authentication, tracing or rate limiting, so that a
+//! load balancer polling it many times a second costs next to nothing and never gets a 401 or
+//! a 429.
+//!
+//! # Example
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http::{Request, StatusCode};
+//! use http_body_util::Full;
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//! use tower_health::PingLayer;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let app = service_fn(|_request: Request<Full<Bytes>>| async {
+//!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
+//! });
+//! let service = ServiceBuilder::new().layer(PingLayer::new()).service(app);
+//!
+//! let response = service
+//!     .oneshot(Request::get("/health/ping").body(Full::default())?)
+//!     .await?;
+//! assert_eq!(response.status(), StatusCode::OK);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Backpressure
+//!
+//! Like tower's `LoadShed`, [`Ping`] is always ready: `poll_ready` polls the inner service and
+//! remembers the answer. A ping is answered either way; any other request that arrives while
+//! the inner service is not ready gets 503 with `Retry-After: 1` instead of waiting. axum
+//! routers and tonic servers are always ready, so for them nothing changes.
+
+use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Request, Response, StatusCode};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::answer::{Answer, METHOD_NOT_ALLOWED, MethodKind, PING};
+use crate::body::ResponseBody;
+pub use crate::future::ResponseFuture;
+
+/// Layer that answers the ping path before the inner service.
+///
+/// See the [module docs](self) for an example.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct PingLayer {
+    path: Arc<str>,
+}
+
+impl Default for PingLayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PingLayer {
+    /// Answers `/health/ping`.
+    pub fn new() -> Self {
+        Self {
+            path: "/health/ping".into(),
+        }
+    }
+
+    /// The path to answer; a trailing slash on requests is accepted either way.
+    ///
+    /// Defaults to `/health/ping`.
+    ///
+    /// # Panics
+    ///
+    /// When `path` does not start with `/`.
+    pub fn path(mut self, path: &str) -> Self {
+        assert!(path.starts_with('/'), "the ping path must start with '/'");
+        let trimmed = path.trim_end_matches('/');
+        self.path = if trimmed.is_empty() { "/" } else { trimmed }.into();
+        self
+    }
+}
+
+impl<S> Layer<S> for PingLayer {
+    type Service = Ping<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Ping {
+            inner,
+            path: self.path.clone(),
+            inner_ready: false,
+        }
+    }
+}
+
+/// Middleware that answers the ping path before the inner service.
+///
+/// See the [module docs](self) for an example.
+#[derive(Debug)]
+pub struct Ping<S> {
+    inner: S,
+    path: Arc<str>,
+    /// Whether the inner service said it is ready since its last call.
+    inner_ready: bool,
+}
+
+impl<S> Ping<S> {
+    /// Wraps `inner`, answering `/health/ping`.
+    pub fn new(inner: S) -> Self {
+        PingLayer::new().layer(inner)
+    }
+
+    /// Returns a new [`Layer`] that wraps services with a [`Ping`] middleware.
+    pub fn layer() -> PingLayer {
+        PingLayer::new()
+    }
+
+    define_inner_service_accessors!();
+
+    fn is_ping(&self, path: &str) -> bool {
+        let path = match path.strip_suffix('/') {
+            Some(trimmed) if !trimmed.is_empty() => trimmed,
+            _ => path,
+        };
+        path == &*self.path
+    }
+}
+
+impl<S: Clone> Clone for Ping<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            path: self.path.clone(),
+            // The clone's inner service has not been polled for readiness.
+            inner_ready: false,
+        }
+    }
+}
+
+/// Answer to ordinary requests that arrive while the inner service is not ready.
+static OVERLOADED: LazyLock<Answer> = LazyLock::new(|| {
+    let mut headers = HeaderMap::with_capacity(3);
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    Answer::with_headers(
+        StatusCode::SERVICE_UNAVAILABLE,
+        headers,
+        Bytes::from_static(br#"{"error":"service overloaded"}"#),
+        None,
+    )
+});
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Ping<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    ResBody: http_body::Body<Data = Bytes>,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner_ready = match self.inner.poll_ready(cx) {
+            Poll::Ready(Ok(())) => true,
+            Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+            Poll::Pending => false,
+        };
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        if self.is_ping(request.uri().path()) {
+            let response = match MethodKind::of(request.method()) {
+                MethodKind::Get => PING.respond(false, 0),
+                MethodKind::Head => PING.respond(true, 0),
+                MethodKind::NotAllowed => METHOD_NOT_ALLOWED.respond(false, 0),
+            };
+            return ResponseFuture::probe(response);
+        }
+        if std::mem::take(&mut self.inner_ready) {
+            ResponseFuture::inner(self.inner.call(request))
+        } else {
+            ResponseFuture::probe(OVERLOADED.respond(false, 0))
+        }
+    }
+}

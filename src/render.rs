@@ -1,0 +1,211 @@
+//! Turning verdicts into JSON answers, once per round.
+//!
+//! Each verdict is rendered in every variant a probe may need (normal, bypassed, draining,
+//! stale), so that answering never encodes JSON. Key names follow the Python system this crate
+//! replaces, so existing dashboards keep working; keys are only ever added.
+
+use std::time::{Duration, SystemTime};
+
+use http::StatusCode;
+use serde_json::{Map, Value, json};
+
+use crate::Status;
+use crate::answer::Answer;
+use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
+
+/// Every variant of one verdict's answer.
+#[derive(Clone, Debug)]
+pub(crate) struct Answers {
+    /// Served from the published verdict (`"_cache": {"hit": true}`).
+    pub(crate) normal: Answer,
+    /// Served to `?nocache=true` (`"_cache": {"hit": "bypassed"}`).
+    pub(crate) bypassed: Answer,
+    /// Served while the server drains.
+    pub(crate) draining: Answer,
+    /// Served when the verdict is older than its staleness bound.
+    pub(crate) stale: Answer,
+}
+
+const DRAINING_REASON: &str = "the server is draining: it finishes in-flight requests and takes no new traffic";
+
+pub(crate) fn readiness(verdict: &ReadinessVerdict, stale_after: Duration) -> Answers {
+    let mut checks = Map::new();
+    let mut details = Map::new();
+    for outcome in &verdict.databases {
+        let key = format!("database_{}", outcome.name);
+        checks.insert(key.clone(), outcome.status.as_str().into());
+        details.insert(key, database_detail(outcome));
+    }
+    let status = if verdict.ready { "ready" } else { "not_ready" };
+    let body = |status: &str, reason: Option<&str>| {
+        json!({
+            "status": status,
+            "checks": checks,
+            "details": details,
+            "timestamp": timestamp(verdict.checked_at),
+            "reason": reason,
+        })
+    };
+    let code = if verdict.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let normal = Answer::json(code, to_vec(&body(status, verdict.reason)));
+    let stale_reason = stale_reason("readiness", stale_after);
+    Answers {
+        bypassed: normal.clone(),
+        normal,
+        draining: Answer::json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            to_vec(&body("draining", Some(DRAINING_REASON))),
+        ),
+        stale: Answer::json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            to_vec(&body("not_ready", Some(&stale_reason))),
+        ),
+    }
+}
+
+pub(crate) fn health(verdict: &HealthVerdict, stale_after: Duration) -> Answers {
+    let database = match &verdict.database {
+        Some(outcome) if outcome.is_ready() => Status::Healthy,
+        _ => Status::Unhealthy,
+    };
+    let mut databases = Map::new();
+    for outcome in verdict.database.iter().chain(&verdict.others) {
+        databases.insert(format!("database_{}", outcome.name), database_detail(outcome));
+    }
+    let body = |status: &str, reason: Option<&str>| {
+        json!({
+            "status": status,
+            "checks": { "database": database.as_str() },
+            "databases": databases,
+            "timestamp": timestamp(verdict.checked_at),
+            "self_healing": verdict.self_healing,
+            "components": Value::Null,
+            "reason": reason,
+        })
+    };
+    let stale_reason = stale_reason("health", stale_after);
+    with_cache_variants(
+        verdict.status.http_status(),
+        &body(verdict.status.as_str(), verdict.reason),
+        &body("draining", Some(DRAINING_REASON)),
+        &body(Status::Unavailable.as_str(), Some(&stale_reason)),
+    )
+}
+
+pub(crate) fn pool(verdict: &PoolVerdict, stale_after: Duration) -> Answers {
+    let error = verdict
+        .outcome
+        .as_ref()
+        .and_then(|outcome| outcome.error.as_ref().map(ToString::to_string))
+        .or_else(|| {
+            verdict.outcome.as_ref().and_then(|outcome| {
+                (!outcome.is_ready()).then(|| format!("the check {}", outcome.status))
+            })
+        });
+    let mut info = Map::new();
+    info.insert("alias".into(), verdict.alias.as_deref().into());
+    info.insert("vendor".into(), verdict.vendor.into());
+    info.insert("is_usable".into(), verdict.is_usable().into());
+    info.insert("status".into(), verdict.status.as_str().into());
+    info.insert(
+        "error".into(),
+        error.as_deref().or(verdict.reason).into(),
+    );
+    if let Some(outcome) = &verdict.outcome {
+        info.insert("check".into(), outcome.status.as_str().into());
+        info.insert("elapsed_ms".into(), millis(outcome.elapsed));
+        info.insert("detail".into(), outcome.detail.as_deref().into());
+    }
+    if let Some(stats) = &verdict.stats {
+        info.insert("max_size".into(), stats.max_size.into());
+        info.insert("connections".into(), stats.connections.into());
+        info.insert("idle_connections".into(), stats.idle_connections.into());
+        info.insert("in_use".into(), stats.in_use().into());
+        info.insert("pending_gets".into(), stats.pending_gets.into());
+        info.insert("gets_timed_out".into(), stats.gets_timed_out.into());
+        info.insert("connections_created".into(), stats.connections_created.into());
+        info.insert(
+            "connections_closed_broken".into(),
+            stats.connections_closed_broken.into(),
+        );
+        info.insert("saturated".into(), stats.is_saturated().into());
+    }
+    let body = |status: &str, error: Option<&str>| {
+        let mut body = json!({
+            "status": status,
+            "pool_info": info,
+            "timestamp": timestamp(verdict.checked_at),
+        });
+        if let Some(error) = error {
+            body["error"] = error.into();
+        }
+        body
+    };
+    let stale_reason = stale_reason("pool", stale_after);
+    with_cache_variants(
+        verdict.http_status(),
+        &body(verdict.status.as_str(), error.as_deref()),
+        &body("draining", Some(DRAINING_REASON)),
+        &body(Status::Unavailable.as_str(), Some(&stale_reason)),
+    )
+}
+
+/// Renders a body that ends with `"_cache": {"hit": ..., "age_ms": <age>}`, the age spliced
+/// in per request.
+fn with_cache_variants(code: StatusCode, normal: &Value, draining: &Value, stale: &Value) -> Answers {
+    let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+    Answers {
+        normal: cached(code, normal, "true"),
+        bypassed: cached(code, normal, "\"bypassed\""),
+        draining: cached(unavailable, draining, "true"),
+        stale: cached(unavailable, stale, "true"),
+    }
+}
+
+fn cached(code: StatusCode, body: &Value, hit: &str) -> Answer {
+    let mut head = to_vec(body);
+    // `to_vec` of an object always ends with `}`; reopen it to append `_cache` last.
+    let closing = head.pop();
+    debug_assert_eq!(closing, Some(b'}'));
+    if head.len() > 1 {
+        head.push(b',');
+    }
+    head.extend_from_slice(br#""_cache":{"hit":"#);
+    head.extend_from_slice(hit.as_bytes());
+    head.extend_from_slice(br#","age_ms":"#);
+    Answer::json_with_age(code, head, b"}}")
+}
+
+fn database_detail(outcome: &DatabaseOutcome) -> Value {
+    json!({
+        "status": outcome.status.as_str(),
+        "elapsed_ms": millis(outcome.elapsed),
+        "error": outcome.error.as_ref().map(|error| error.message()),
+        "error_kind": outcome.error.as_ref().map(|error| error.kind().as_str()),
+        "detail": outcome.detail,
+    })
+}
+
+fn stale_reason(what: &str, stale_after: Duration) -> String {
+    format!(
+        "the {what} verdict is stale: no round has completed for more than {}; the health monitor is stuck or stopped",
+        humantime::format_duration(stale_after)
+    )
+}
+
+fn millis(duration: Duration) -> Value {
+    (duration.as_micros() as f64 / 1000.0).into()
+}
+
+fn timestamp(at: Option<SystemTime>) -> Value {
+    let at = at.unwrap_or_else(SystemTime::now);
+    humantime::format_rfc3339_millis(at).to_string().into()
+}
+
+fn to_vec(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).expect("a serde_json::Value always serializes")
+}

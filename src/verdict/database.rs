@@ -1,0 +1,59 @@
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::check::CheckError;
+
+/// The readiness of one database in one round.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DatabaseStatus {
+    /// The check succeeded within the deadline.
+    Ready,
+    /// The check failed within the deadline.
+    NotReady,
+    /// The check had not finished when the deadline passed.
+    TimedOut,
+}
+
+impl DatabaseStatus {
+    /// The name used in JSON bodies: `"ready"`, `"not_ready"` or `"timed_out"`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "ready",
+            Self::NotReady => "not_ready",
+            Self::TimedOut => "timed_out",
+        }
+    }
+}
+
+impl fmt::Display for DatabaseStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one database's check concluded in one round.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct DatabaseOutcome {
+    /// The database's configured name (`"default"` for the default database).
+    pub name: Arc<str>,
+    /// Ready, not ready or timed out.
+    pub status: DatabaseStatus,
+    /// How long the check ran before it finished or was given up on.
+    pub elapsed: Duration,
+    /// Why the check failed (redacted), when it did.
+    pub error: Option<CheckError>,
+    /// A note for humans, such as why a timed-out check was not started again.
+    pub detail: Option<String>,
+}
+
+impl DatabaseOutcome {
+    /// Whether the check succeeded.
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        self.status == DatabaseStatus::Ready
+    }
+}

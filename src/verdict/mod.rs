@@ -1,0 +1,15 @@
+//! What the monitor concludes each round: one verdict per question.
+//!
+//! Verdicts are immutable snapshots. [`HealthHandle`](crate::HealthHandle) hands out the latest
+//! of each as an `Arc`; the probe endpoints answer from responses rendered from them once per
+//! round.
+
+mod database;
+mod health;
+mod pool;
+mod readiness;
+
+pub use self::database::{DatabaseOutcome, DatabaseStatus};
+pub use self::health::HealthVerdict;
+pub use self::pool::PoolVerdict;
+pub use self::readiness::ReadinessVerdict;
