@@ -72,15 +72,17 @@ pub(crate) fn health(verdict: &HealthVerdict, stale_after: Duration) -> Answers 
         Some(outcome) if outcome.is_ready() => Status::Healthy,
         _ => Status::Unhealthy,
     };
-    let mut databases = Map::new();
-    for outcome in verdict.database.iter().chain(&verdict.others) {
-        databases.insert(format!("database_{}", outcome.name), database_detail(outcome));
+    let mut details = Map::new();
+    if let Some(outcome) = &verdict.database {
+        let mut detail = database_detail(outcome);
+        detail["name"] = (*outcome.name).into();
+        details.insert("database".into(), detail);
     }
     let body = |status: &str, reason: Option<&str>| {
         json!({
             "status": status,
             "checks": { "database": database.as_str() },
-            "databases": databases,
+            "details": details,
             "timestamp": timestamp(verdict.checked_at),
             "self_healing": verdict.self_healing,
             "components": Value::Null,

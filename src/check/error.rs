@@ -63,6 +63,23 @@ impl CheckError {
         }
     }
 
+    /// Creates an error from another error, its message being the whole chain of sources
+    /// (`error connecting to server: Connection refused (os error 111)`), redacted.
+    pub fn from_error(kind: CheckErrorKind, error: &(dyn std::error::Error + 'static)) -> Self {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            // Wrappers often repeat their cause's message; say it once.
+            if !message.ends_with(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            source = cause.source();
+        }
+        Self::new(kind, message)
+    }
+
     /// The category of the failure.
     #[must_use]
     pub fn kind(&self) -> CheckErrorKind {
@@ -97,5 +114,24 @@ mod tests {
         assert!(!error.message().contains("hunter2"), "{error}");
         assert_eq!(error.kind(), CheckErrorKind::Connect);
         assert!(error.to_string().starts_with("connect: "));
+    }
+
+    #[test]
+    fn from_error_spells_out_the_chain() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl fmt::Display for Outer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("error connecting to server")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let error = CheckError::from_error(CheckErrorKind::Connect, &Outer(io));
+        assert_eq!(error.message(), "error connecting to server: connection refused");
     }
 }

@@ -47,7 +47,7 @@ pub struct PostgresCheck<M: ManageConnection = CheckConnectionManager> {
 impl<M> PostgresCheck<M>
 where
     M: ManageConnection<Connection = Client>,
-    M::Error: fmt::Display,
+    M::Error: std::error::Error + 'static,
 {
     /// Checks the database through an existing pool.
     #[must_use]
@@ -114,7 +114,7 @@ impl PostgresCheck<CheckConnectionManager> {
 impl<M> DatabaseCheck for PostgresCheck<M>
 where
     M: ManageConnection<Connection = Client>,
-    M::Error: fmt::Display,
+    M::Error: std::error::Error + 'static,
 {
     fn vendor(&self) -> &'static str {
         "postgresql"
@@ -125,15 +125,16 @@ where
         Box::pin(async move {
             let state = pool.state();
             if state.idle_connections == 0 && state.connections < pool.config().max_size {
-                let conn = pool.dedicated_connection().await.map_err(|error| {
-                    CheckError::new(CheckErrorKind::Connect, error.to_string())
-                })?;
+                let conn = pool
+                    .dedicated_connection()
+                    .await
+                    .map_err(|error| CheckError::from_error(CheckErrorKind::Connect, &error))?;
                 // Another checkout may have filled the pool meanwhile; then this connection
                 // is simply dropped.
                 let _ = pool.add(conn);
             }
             let conn = pool.get_owned().await.map_err(|error| match error {
-                RunError::User(error) => CheckError::new(CheckErrorKind::Connect, error.to_string()),
+                RunError::User(error) => CheckError::from_error(CheckErrorKind::Connect, &error),
                 RunError::TimedOut => CheckError::new(
                     CheckErrorKind::PoolTimedOut,
                     "the pool had no connection to give within its connection_timeout",
@@ -145,7 +146,7 @@ where
                 } else {
                     CheckErrorKind::Closed
                 };
-                CheckError::new(kind, error.to_string())
+                CheckError::from_error(kind, &error)
             })?;
             Ok(())
         })
@@ -264,8 +265,9 @@ impl fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // Display already shows the tokio-postgres error itself.
         match self {
-            Self::Postgres(error) => Some(error),
+            Self::Postgres(error) => error.source(),
             Self::TimedOut(_) => None,
         }
     }

@@ -130,11 +130,11 @@ impl Shared {
         interval * 3 + self.config.readiness_timeout
     }
 
-    /// Checks every database in parallel under the one deadline.
-    async fn round(&self) -> Round {
+    /// Checks `slots` in parallel under the one deadline.
+    async fn round(&self, slots: &[DatabaseSlot]) -> Round {
         let started = Instant::now();
         let deadline = started + self.config.readiness_timeout;
-        let probes: Vec<_> = self.slots.iter().map(|slot| slot.probe(started)).collect();
+        let probes: Vec<_> = slots.iter().map(|slot| slot.probe(started)).collect();
         let mut outcomes = Vec::with_capacity(probes.len());
         for probe in probes {
             outcomes.push(probe.outcome(deadline).await);
@@ -145,10 +145,19 @@ impl Shared {
         }
     }
 
+    /// The default database's slot alone: what health and pool are about.
+    fn default_slot(&self) -> &[DatabaseSlot] {
+        match self.default_index {
+            Some(index) => &self.slots[index..=index],
+            None => &[],
+        }
+    }
+
     pub(crate) async fn readiness_round(&self) {
-        let round = self.round().await;
+        let round = self.round(&self.slots).await;
         self.readiness_rounds.fetch_add(1, Ordering::Relaxed);
-        self.publish_pool(&round);
+        let default = self.default_index.map(|index| round.outcomes[index].clone());
+        self.publish_pool(default, round.finished_at);
         let stale_after = self.stale_after(self.config.readiness_interval);
         let verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
@@ -162,9 +171,9 @@ impl Shared {
     }
 
     pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
-        let round = self.round().await;
+        let round = self.round(self.default_slot()).await;
         self.health_rounds.fetch_add(1, Ordering::Relaxed);
-        self.publish_health(round)
+        self.publish_health(round.outcomes.into_iter().next(), round.finished_at)
     }
 
     /// Starts (or joins, or reuses within the rate limit) a fresh computation of the health
@@ -186,10 +195,11 @@ impl Shared {
         let shared = Arc::clone(self);
         // Spawned, so that a client that goes away does not cancel what others wait for.
         tokio::spawn(async move {
-            let round = shared.round().await;
+            let round = shared.round(shared.default_slot()).await;
             shared.fresh_rounds.fetch_add(1, Ordering::Relaxed);
-            let pool = shared.publish_pool(&round);
-            let health = shared.publish_health(round);
+            let default = round.outcomes.into_iter().next();
+            let pool = shared.publish_pool(default.clone(), round.finished_at);
+            let health = shared.publish_health(default, round.finished_at);
             let fresh = Fresh { health, pool };
             {
                 let mut state = shared.fresh.lock().unwrap_or_else(PoisonError::into_inner);
@@ -201,12 +211,16 @@ impl Shared {
         FreshWait::Wait(receiver)
     }
 
-    fn publish_pool(&self, round: &Round) -> Arc<Published<PoolVerdict>> {
-        let default = self.default_index.map(|index| {
-            let slot = &self.slots[index];
-            (round.outcomes[index].clone(), slot.vendor(), slot.pool_stats())
+    /// Publishes the pool verdict from the default database's outcome.
+    fn publish_pool(
+        &self,
+        default: Option<DatabaseOutcome>,
+        finished_at: SystemTime,
+    ) -> Arc<Published<PoolVerdict>> {
+        let default = default.zip(self.default_slot().first()).map(|(outcome, slot)| {
+            (outcome, slot.vendor(), slot.pool_stats())
         });
-        let verdict = PoolVerdict::from_outcome(default, round.finished_at);
+        let verdict = PoolVerdict::from_outcome(default, finished_at);
         let stale_after = self.stale_after(self.config.readiness_interval);
         let answers = render::pool(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, answers, Some(stale_after)));
@@ -214,9 +228,12 @@ impl Shared {
         published
     }
 
-    fn publish_health(&self, round: Round) -> Arc<Published<HealthVerdict>> {
-        let mut verdict =
-            HealthVerdict::from_outcomes(round.outcomes, self.default_index, round.finished_at);
+    fn publish_health(
+        &self,
+        default: Option<DatabaseOutcome>,
+        finished_at: SystemTime,
+    ) -> Arc<Published<HealthVerdict>> {
+        let mut verdict = HealthVerdict::from_outcome(default, finished_at);
         verdict.self_healing = self.is_monitor_running();
         let stale_after = self.stale_after(self.config.health_interval);
         let answers = render::health(&verdict, stale_after);

@@ -99,7 +99,7 @@ impl DatabaseSlot {
                 Ok(result) => result,
                 Err(error) if error.is_panic() => Err(CheckError::new(
                     CheckErrorKind::Panicked,
-                    format!("the check panicked: {}", panic_message(&error.into_panic())),
+                    format!("the check panicked: {}", panic_message(&*error.into_panic())),
                 )),
                 Err(_) => Err(CheckError::new(CheckErrorKind::Cancelled, "the check was cancelled")),
             };

@@ -7,8 +7,8 @@ use crate::check::CheckErrorKind;
 /// The full picture: the answer of `/health`.
 ///
 /// The status follows the default database: healthy when it answers, unhealthy when it does
-/// not (or when no database is configured). Another database that does not answer makes the
-/// verdict degraded: still serving, but worth a look. A check that panicked makes it `error`.
+/// not (or when no database is configured), `error` when its check panicked. The other
+/// databases are readiness's business.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct HealthVerdict {
@@ -16,8 +16,6 @@ pub struct HealthVerdict {
     pub status: Status,
     /// The default database's outcome; `None` when no database is configured.
     pub database: Option<DatabaseOutcome>,
-    /// The other databases' outcomes, in configuration order.
-    pub others: Vec<DatabaseOutcome>,
     /// Whether the background monitor that keeps verdicts fresh is running.
     pub self_healing: bool,
     /// When the round finished; `None` when no round has.
@@ -27,12 +25,7 @@ pub struct HealthVerdict {
 }
 
 impl HealthVerdict {
-    pub(crate) fn from_outcomes(
-        mut databases: Vec<DatabaseOutcome>,
-        default_index: Option<usize>,
-        checked_at: SystemTime,
-    ) -> Self {
-        let database = default_index.map(|index| databases.remove(index));
+    pub(crate) fn from_outcome(database: Option<DatabaseOutcome>, checked_at: SystemTime) -> Self {
         let panicked = |outcome: &DatabaseOutcome| {
             outcome
                 .error
@@ -43,16 +36,11 @@ impl HealthVerdict {
             None => (Status::Unhealthy, Some("no database is configured")),
             Some(default) if panicked(default) => (Status::Error, Some("the default database check panicked")),
             Some(default) if !default.is_ready() => (Status::Unhealthy, None),
-            Some(_) if databases.iter().any(|other| !other.is_ready()) => (
-                Status::Degraded,
-                Some("a database other than the default one is not ready"),
-            ),
             Some(_) => (Status::Healthy, None),
         };
         Self {
             status,
             database,
-            others: databases,
             self_healing: true,
             checked_at: Some(checked_at),
             reason,
@@ -63,7 +51,6 @@ impl HealthVerdict {
         Self {
             status: Status::Unavailable,
             database: None,
-            others: Vec::new(),
             self_healing,
             checked_at: None,
             reason: Some(reason),

@@ -1,0 +1,354 @@
+//! The monitor against the real PostgreSQL and real faults: a healthy database, a refused
+//! port, a listener that never answers, a slow query, a proxied connection that freezes or is
+//! cut, and several databases at once.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use serde_json::Value;
+use support::{
+    Client, PgProxy, StalledListener, eventually, first_rounds, health_server, pg_addr, pg_url,
+    postgres, refused_addr,
+};
+use tower_health::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PostgresCheck};
+use tower_health::verdict::DatabaseStatus;
+use tower_health::{FailDirection, HealthConfig, HealthMonitor, Status};
+
+fn fast() -> HealthConfig {
+    HealthConfig::new()
+        .readiness_interval(Duration::from_millis(100))
+        .health_interval(Duration::from_millis(200))
+        .readiness_timeout(Duration::from_millis(300))
+}
+
+#[tokio::test]
+async fn a_healthy_database_answers_200_on_every_probe() {
+    require_postgres!();
+    let (health, server) = health_server(fast().database("default", postgres(&pg_url()))).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK);
+    assert_eq!(ready.header("content-type"), Some("application/json"));
+    assert_eq!(ready.header("cache-control"), Some("no-store"));
+    let body = ready.json();
+    assert_eq!(body["status"], "ready");
+    assert_eq!(body["checks"], serde_json::json!({"database_default": "ready"}));
+
+    let full = client.get(server.addr, "/health").await;
+    assert_eq!(full.status, StatusCode::OK);
+    let body = full.json();
+    assert_eq!(body["status"], "healthy");
+    assert_eq!(body["checks"], serde_json::json!({"database": "healthy"}));
+    assert_eq!(body["self_healing"], true);
+    assert_eq!(body["components"], Value::Null);
+    assert_eq!(body["_cache"]["hit"], true);
+    assert!(body["_cache"]["age_ms"].is_u64(), "{body}");
+    let timestamp = body["timestamp"].as_str().unwrap();
+    assert!(timestamp.ends_with('Z'), "{timestamp}");
+    humantime::parse_rfc3339(timestamp).expect("an RFC 3339 timestamp");
+
+    let pool = client.get(server.addr, "/health/pool").await;
+    assert_eq!(pool.status, StatusCode::OK);
+    let body = pool.json();
+    assert_eq!(body["status"], "healthy");
+    let info = &body["pool_info"];
+    assert_eq!(info["alias"], "default");
+    assert_eq!(info["vendor"], "postgresql");
+    assert_eq!(info["is_usable"], true);
+    assert_eq!(info["status"], "healthy");
+    assert_eq!(info["error"], Value::Null);
+    assert_eq!(info["max_size"], 1);
+    assert!(body.get("error").is_none(), "{body}");
+
+    let live = client.get(server.addr, "/health/live").await;
+    assert_eq!((live.status, live.json()), (StatusCode::OK, serde_json::json!({"status": "alive"})));
+    let ping = client.get(server.addr, "/health/ping").await;
+    assert_eq!(ping.status, StatusCode::OK);
+    assert_eq!(ping.json(), serde_json::json!({"ping": "pong", "status": "alive"}));
+    assert_eq!(ping.header("cache-control"), Some("max-age=1"));
+}
+
+#[tokio::test]
+async fn a_refused_port_fails_fast_with_a_redacted_error() {
+    let addr = refused_addr().await;
+    let url = format!("postgres://app:s3cret-pw@{addr}/app");
+    let (health, server) = health_server(fast().database("default", postgres(&url))).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+    let body = ready.json();
+    assert_eq!(body["status"], "not_ready");
+    assert_eq!(body["checks"]["database_default"], "not_ready", "refused is not a timeout: {body}");
+
+    let full = client.get(server.addr, "/health").await;
+    assert_eq!(full.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(full.json()["status"], "unhealthy");
+    assert_eq!(full.json()["checks"]["database"], "unhealthy");
+
+    let pool = client.get(server.addr, "/health/pool").await;
+    assert_eq!(pool.status, StatusCode::SERVICE_UNAVAILABLE);
+    let body = pool.json();
+    assert_eq!(body["status"], "error");
+    assert_eq!(body["pool_info"]["is_usable"], false);
+    let error = body["error"].as_str().expect("a top-level error");
+    assert!(error.contains("refused"), "{error}");
+    for reply in [&ready, &full, &pool] {
+        let text = reply.text();
+        assert!(!text.contains("s3cret-pw"), "password leaked: {text}");
+        assert!(!text.contains(&url), "connection string leaked: {text}");
+    }
+    let outcome = health.readiness().databases[0].clone();
+    assert_eq!(outcome.error.unwrap().kind(), CheckErrorKind::Connect);
+}
+
+#[tokio::test]
+async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
+    let stalled = StalledListener::start().await;
+    let budget = Duration::from_millis(300);
+    let config = fast().readiness_timeout(budget).database("default", postgres(&stalled.url()));
+    let started = Instant::now();
+    let (health, server) = health_server(config).await;
+    first_rounds(&health).await;
+    // A bound against hanging with generous slack, not a measurement: without the deadline
+    // the verdict would never arrive, since the listener never answers.
+    assert!(started.elapsed() < budget + Duration::from_secs(5), "{:?}", started.elapsed());
+
+    let client = Client::new();
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(ready.json()["checks"]["database_default"], "timed_out");
+    let outcome = &health.readiness().databases[0];
+    assert_eq!(outcome.status, DatabaseStatus::TimedOut);
+    assert!(outcome.elapsed >= budget, "{:?}", outcome.elapsed);
+
+    let full = client.get(server.addr, "/health").await;
+    assert_eq!(full.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(full.json()["details"]["database"]["status"], "timed_out");
+
+    // Rounds keep coming (every 100 ms) while the first attempt is still stuck; none opens
+    // another connection, and the detail says why.
+    let rounds_before = health.stats().readiness_rounds;
+    let more_rounds = eventually(Duration::from_secs(3), || async {
+        health.stats().readiness_rounds >= rounds_before + 5
+    })
+    .await;
+    assert!(more_rounds);
+    assert_eq!(stalled.accepted(), 1, "a stuck check must not be stacked");
+    assert_eq!(health.stats().checks_started, 1);
+    let detail = health.readiness().databases[0].detail.clone().unwrap();
+    assert!(detail.contains("still running") && detail.contains("no new check"), "{detail}");
+}
+
+#[tokio::test]
+async fn fail_direction_ready_keeps_a_stalled_database_in_rotation() {
+    let stalled = StalledListener::start().await;
+    let config = fast()
+        .fail_direction(FailDirection::Ready)
+        .database("default", postgres(&stalled.url()));
+    let (health, server) = health_server(config).await;
+    first_rounds(&health).await;
+    let ready = Client::new().get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK);
+    let body = ready.json();
+    assert_eq!(body["status"], "ready");
+    assert_eq!(body["checks"]["database_default"], "timed_out", "still reported: {body}");
+}
+
+#[tokio::test]
+async fn only_readiness_names_a_stalled_second_database() {
+    require_postgres!();
+    let stalled = StalledListener::start().await;
+    let config = fast()
+        .database("default", postgres(&pg_url()))
+        .database("replica", postgres(&stalled.url()));
+    let (health, server) = health_server(config).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+    let body = ready.json();
+    assert_eq!(
+        body["checks"],
+        serde_json::json!({"database_default": "ready", "database_replica": "timed_out"})
+    );
+
+    for path in ["/health", "/health/pool"] {
+        let reply = client.get(server.addr, path).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}: {}", reply.text());
+        assert!(!reply.text().contains("replica"), "{path} names the replica: {}", reply.text());
+    }
+}
+
+#[tokio::test]
+async fn every_database_is_checked_in_parallel_under_one_deadline() {
+    require_postgres!();
+    let stalls = [StalledListener::start().await, StalledListener::start().await];
+    let budget = Duration::from_millis(400);
+    let config = fast()
+        .readiness_timeout(budget)
+        .database("default", postgres(&pg_url()))
+        .database("a", postgres(&stalls[0].url()))
+        .database("b", postgres(&stalls[1].url()));
+    let (health, _server) = health_server(config).await;
+    first_rounds(&health).await;
+    let verdict = health.readiness();
+    let statuses: Vec<_> = verdict.databases.iter().map(|outcome| outcome.status).collect();
+    assert_eq!(
+        statuses,
+        [DatabaseStatus::Ready, DatabaseStatus::TimedOut, DatabaseStatus::TimedOut]
+    );
+    // Two stalls waited on in sequence would take two budgets; in parallel, both time out
+    // against the same deadline, measured from the same start.
+    let (a, b) = (verdict.databases[1].elapsed, verdict.databases[2].elapsed);
+    assert!(a.abs_diff(b) < budget / 2, "{a:?} vs {b:?}");
+}
+
+#[tokio::test]
+async fn no_database_gives_the_documented_answers() {
+    let (health, server) = health_server(fast()).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK);
+    assert_eq!(ready.json()["checks"], serde_json::json!({}));
+    let full = client.get(server.addr, "/health").await;
+    assert_eq!(full.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(full.json()["status"], "unhealthy");
+    let pool = client.get(server.addr, "/health/pool").await;
+    assert_eq!(pool.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(pool.json()["status"], "degraded");
+    assert_eq!(pool.json()["pool_info"]["error"], "no database is configured");
+}
+
+#[tokio::test]
+async fn a_frozen_connection_times_out_and_recovers_when_it_thaws() {
+    require_postgres!();
+    let proxy = PgProxy::start(pg_addr()).await;
+    let (health, _server) = health_server(fast().database("default", postgres(&proxy.url()))).await;
+    first_rounds(&health).await;
+    assert!(health.readiness().ready);
+
+    proxy.freeze();
+    let timed_out = eventually(Duration::from_secs(5), || async {
+        health.readiness().databases[0].status == DatabaseStatus::TimedOut
+    })
+    .await;
+    assert!(timed_out, "{:?}", health.readiness());
+    assert!(!health.readiness().ready);
+    assert_eq!(proxy.connections(), 1, "the stuck connection is not stacked");
+
+    proxy.thaw();
+    let recovered = eventually(Duration::from_secs(5), || async { health.readiness().ready }).await;
+    assert!(recovered, "{:?}", health.readiness());
+    assert_eq!(proxy.connections(), 1, "the same pooled connection carried on");
+}
+
+#[tokio::test]
+async fn a_cut_connection_fails_then_a_new_one_recovers() {
+    require_postgres!();
+    let proxy = PgProxy::start(pg_addr()).await;
+    let config = fast()
+        .readiness_interval(Duration::from_millis(50))
+        .database("default", postgres(&proxy.url()));
+    let (health, _server) = health_server(config).await;
+    first_rounds(&health).await;
+
+    proxy.cut();
+    // The next check finds its pooled connection closed and fails (the pool then discards
+    // the connection as broken); a later one opens a new connection and is ready again.
+    let recovered = eventually(Duration::from_secs(5), || async {
+        let pool = health.pool();
+        let broken = pool.stats.is_some_and(|stats| stats.connections_closed_broken >= 1);
+        broken && health.readiness().ready && proxy.connections() == 2
+    })
+    .await;
+    assert!(recovered, "{:?} {:?}", health.readiness(), health.pool());
+}
+
+/// A check that runs a slow query on the real database: `SELECT pg_sleep(..)`.
+#[derive(Debug)]
+struct SlowQuery {
+    check: PostgresCheck<bb8_postgres::PostgresConnectionManager<tokio_postgres::NoTls>>,
+    seconds: f64,
+}
+
+impl DatabaseCheck for SlowQuery {
+    fn vendor(&self) -> &'static str {
+        "postgresql"
+    }
+
+    fn check(&self) -> CheckFuture {
+        let pool = self.check.pool().clone();
+        let query = format!("SELECT pg_sleep({})", self.seconds);
+        Box::pin(async move {
+            let conn = pool
+                .get()
+                .await
+                .map_err(|error| CheckError::new(CheckErrorKind::Connect, error.to_string()))?;
+            conn.simple_query(&query)
+                .await
+                .map_err(|error| CheckError::new(CheckErrorKind::Query, error.to_string()))?;
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_slow_query_times_out_and_is_not_run_twice_at_once() {
+    require_postgres!();
+    let application = format!("tower-health-slow-{}", std::process::id());
+    let url = format!("{}?application_name={application}", pg_url());
+    let manager = bb8_postgres::PostgresConnectionManager::new_from_stringlike(&url, tokio_postgres::NoTls).unwrap();
+    let pool = bb8::Pool::builder().max_size(4).build(manager).await.unwrap();
+    let check = SlowQuery {
+        check: PostgresCheck::new(pool),
+        seconds: 2.0,
+    };
+    let (health, _server) = health_server(fast().database("default", check)).await;
+    first_rounds(&health).await;
+    assert_eq!(health.readiness().databases[0].status, DatabaseStatus::TimedOut);
+
+    // Many rounds later the first pg_sleep is still the only one running.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let inspector = support::pg_client().await;
+    let running: i64 = inspector
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'SELECT pg_sleep%' AND state = 'active'",
+            &[&application],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(running, 1, "one slow query at a time");
+    assert_eq!(health.stats().checks_started, 1);
+}
+
+#[tokio::test]
+async fn a_panicking_check_is_an_error_not_a_dead_monitor() {
+    #[derive(Debug)]
+    struct Panics;
+    impl DatabaseCheck for Panics {
+        fn vendor(&self) -> &'static str {
+            "test"
+        }
+        fn check(&self) -> CheckFuture {
+            panic!("boom")
+        }
+    }
+    let (health, monitor) = HealthMonitor::new(fast().database("default", Panics));
+    tokio::spawn(monitor.run());
+    first_rounds(&health).await;
+    let verdict = health.health();
+    assert_eq!(verdict.status, Status::Error);
+    let error = verdict.database.as_ref().unwrap().error.clone().unwrap();
+    assert_eq!(error.kind(), CheckErrorKind::Panicked);
+    assert!(error.message().contains("boom"), "{error}");
+    assert!(health.is_monitor_running());
+}
