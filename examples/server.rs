@@ -29,9 +29,7 @@ use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower::make::Shared;
 use tower_health::check::PostgresCheck;
-use tower_health::{
-    DrainConfig, DrainLayer, HealthConfig, HealthLayer, HealthMonitor, PingLayer,
-};
+use tower_health::{DrainConfig, DrainLayer, HealthConfig, HealthLayer, HealthMonitor, PingLayer};
 use tracing_subscriber::EnvFilter;
 
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -68,8 +66,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
         }
     });
 
-    let server = axum::serve(listener, Shared::new(service))
-        .with_graceful_shutdown(drain.shutdown_signal());
+    let server =
+        axum::serve(listener, Shared::new(service)).with_graceful_shutdown(drain.shutdown_signal());
     // Graceful shutdown waits for every connection; the drain timeout bounds that wait.
     tokio::select! {
         result = server.into_future() => result?,
@@ -95,11 +93,14 @@ fn with_databases(mut config: HealthConfig) -> Result<HealthConfig, Box<dyn Erro
         return Ok(config);
     }
     let mut named: Vec<_> = env::vars()
-        .filter_map(|(key, url)| Some((key.strip_prefix("DATABASE_URL_")?.to_ascii_lowercase(), url)))
+        .filter_map(|(key, url)| {
+            Some((key.strip_prefix("DATABASE_URL_")?.to_ascii_lowercase(), url))
+        })
         .collect();
     named.sort();
     for (name, url) in named {
-        let check = PostgresCheck::connect(&url).map_err(|error| format!("DATABASE_URL_{}: {error}", name.to_ascii_uppercase()))?;
+        let check = PostgresCheck::connect(&url)
+            .map_err(|error| format!("DATABASE_URL_{}: {error}", name.to_ascii_uppercase()))?;
         config = config.database(&name, check);
     }
     Ok(config)

@@ -152,7 +152,14 @@ mod tests {
         assert_eq!(head.headers()[header::CONTENT_TYPE], "application/json");
         let get_body = get.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(&get_body[..], br#"{"age_ms":1234}"#);
-        assert!(head.into_body().collect().await.unwrap().to_bytes().is_empty());
+        assert!(
+            head.into_body()
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -160,6 +167,9 @@ mod tests {
         assert_eq!(MethodKind::of(&Method::GET), MethodKind::Get);
         assert_eq!(MethodKind::of(&Method::HEAD), MethodKind::Head);
         assert_eq!(MethodKind::of(&Method::POST), MethodKind::NotAllowed);
-        assert_eq!(METHOD_NOT_ALLOWED.respond(false, 0).headers()[header::ALLOW], "GET, HEAD");
+        assert_eq!(
+            METHOD_NOT_ALLOWED.respond(false, 0).headers()[header::ALLOW],
+            "GET, HEAD"
+        );
     }
 }

@@ -75,7 +75,9 @@ where
 impl<B> fmt::Debug for ResponseBody<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            Kind::Inner { .. } => f.debug_struct("ResponseBody::Inner").finish_non_exhaustive(),
+            Kind::Inner { .. } => f
+                .debug_struct("ResponseBody::Inner")
+                .finish_non_exhaustive(),
             Kind::Probe { body } => f.debug_tuple("ResponseBody::Probe").field(body).finish(),
         }
     }
@@ -197,10 +199,16 @@ impl AgeDigits {
             return None;
         }
         let group = (self.value / self.divisor % 1000) as usize;
-        let skip = if self.first { 3 - digit_count(group as u64) as usize } else { 0 };
+        let skip = if self.first {
+            3 - digit_count(group as u64) as usize
+        } else {
+            0
+        };
         self.first = false;
         self.divisor /= 1000;
-        Some(Bytes::from_static(&DIGIT_GROUPS[group * 3 + skip..group * 3 + 3]))
+        Some(Bytes::from_static(
+            &DIGIT_GROUPS[group * 3 + skip..group * 3 + 3],
+        ))
     }
 
     fn remaining_len(&self) -> u64 {
@@ -235,8 +243,23 @@ mod tests {
 
     #[tokio::test]
     async fn age_is_spliced_between_head_and_tail() {
-        for age in [0, 7, 42, 999, 1000, 1001, 12_345, 1_000_000, 987_654_321_012, u64::MAX] {
-            let body = ProbeBody::new(Bytes::from_static(b"{\"age_ms\":"), Some(age), Bytes::from_static(b"}"));
+        for age in [
+            0,
+            7,
+            42,
+            999,
+            1000,
+            1001,
+            12_345,
+            1_000_000,
+            987_654_321_012,
+            u64::MAX,
+        ] {
+            let body = ProbeBody::new(
+                Bytes::from_static(b"{\"age_ms\":"),
+                Some(age),
+                Bytes::from_static(b"}"),
+            );
             let (text, hint) = collect(body).await;
             assert_eq!(text, format!("{{\"age_ms\":{age}}}"));
             assert_eq!(hint, text.len() as u64, "{age}");
@@ -245,7 +268,15 @@ mod tests {
 
     #[tokio::test]
     async fn plain_and_empty_bodies() {
-        assert_eq!(collect(ProbeBody::new(Bytes::from_static(b"ok"), None, Bytes::new())).await, ("ok".to_owned(), 2));
+        assert_eq!(
+            collect(ProbeBody::new(
+                Bytes::from_static(b"ok"),
+                None,
+                Bytes::new()
+            ))
+            .await,
+            ("ok".to_owned(), 2)
+        );
         let empty = ProbeBody::empty();
         assert!(Body::is_end_stream(&empty));
         assert_eq!(collect(empty).await, (String::new(), 0));

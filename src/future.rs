@@ -84,6 +84,8 @@ impl<F> std::fmt::Debug for ResponseFuture<F> {
             Kind::Probe { .. } => "Probe",
             Kind::Fresh { .. } => "Fresh",
         };
-        f.debug_struct("ResponseFuture").field("kind", &kind).finish()
+        f.debug_struct("ResponseFuture")
+            .field("kind", &kind)
+            .finish()
     }
 }

@@ -147,7 +147,10 @@ impl<S: Clone> Clone for Ping<S> {
 /// Answer to ordinary requests that arrive while the inner service is not ready.
 static OVERLOADED: LazyLock<Answer> = LazyLock::new(|| {
     let mut headers = HeaderMap::with_capacity(3);
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     Answer::with_headers(

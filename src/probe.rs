@@ -106,7 +106,9 @@ pub(crate) fn reply(
             let shared = Arc::clone(shared);
             return Reply::Fresh(Box::pin(async move {
                 match (fresh.fresh().await, probe) {
-                    (Some(Fresh { pool, .. }), Probe::Pool) => respond(&pool, head_only, false, true),
+                    (Some(Fresh { pool, .. }), Probe::Pool) => {
+                        respond(&pool, head_only, false, true)
+                    }
                     (Some(Fresh { health, .. }), _) => respond(&health, head_only, false, true),
                     // The computation could not finish (runtime shutdown): serve what is
                     // published, unmarked.
@@ -151,7 +153,14 @@ mod tests {
         assert_eq!(paths.classify("/health/ready/"), Some(Probe::Ready));
         assert_eq!(paths.classify("/health/pool"), Some(Probe::Pool));
         assert_eq!(paths.classify("/health/ping"), Some(Probe::Ping));
-        for other in ["/", "/healthz", "/health/other", "/health//", "/health/live/x", "/api/health"] {
+        for other in [
+            "/",
+            "/healthz",
+            "/health/other",
+            "/health//",
+            "/health/live/x",
+            "/api/health",
+        ] {
             assert_eq!(paths.classify(other), None, "{other}");
         }
     }

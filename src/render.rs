@@ -26,7 +26,8 @@ pub(crate) struct Answers {
     pub(crate) stale: Answer,
 }
 
-const DRAINING_REASON: &str = "the server is draining: it finishes in-flight requests and takes no new traffic";
+const DRAINING_REASON: &str =
+    "the server is draining: it finishes in-flight requests and takes no new traffic";
 
 pub(crate) fn readiness(verdict: &ReadinessVerdict, stale_after: Duration) -> Answers {
     let mut checks = Map::new();
@@ -113,10 +114,7 @@ pub(crate) fn pool(verdict: &PoolVerdict, stale_after: Duration) -> Answers {
     info.insert("vendor".into(), verdict.vendor.into());
     info.insert("is_usable".into(), verdict.is_usable().into());
     info.insert("status".into(), verdict.status.as_str().into());
-    info.insert(
-        "error".into(),
-        error.as_deref().or(verdict.reason).into(),
-    );
+    info.insert("error".into(), error.as_deref().or(verdict.reason).into());
     if let Some(outcome) = &verdict.outcome {
         info.insert("check".into(), outcome.status.as_str().into());
         info.insert("elapsed_ms".into(), millis(outcome.elapsed));
@@ -129,7 +127,10 @@ pub(crate) fn pool(verdict: &PoolVerdict, stale_after: Duration) -> Answers {
         info.insert("in_use".into(), stats.in_use().into());
         info.insert("pending_gets".into(), stats.pending_gets.into());
         info.insert("gets_timed_out".into(), stats.gets_timed_out.into());
-        info.insert("connections_created".into(), stats.connections_created.into());
+        info.insert(
+            "connections_created".into(),
+            stats.connections_created.into(),
+        );
         info.insert(
             "connections_closed_broken".into(),
             stats.connections_closed_broken.into(),
@@ -158,7 +159,12 @@ pub(crate) fn pool(verdict: &PoolVerdict, stale_after: Duration) -> Answers {
 
 /// Renders a body that ends with `"_cache": {"hit": ..., "age_ms": <age>}`, the age spliced
 /// in per request.
-fn with_cache_variants(code: StatusCode, normal: &Value, draining: &Value, stale: &Value) -> Answers {
+fn with_cache_variants(
+    code: StatusCode,
+    normal: &Value,
+    draining: &Value,
+    stale: &Value,
+) -> Answers {
     let unavailable = StatusCode::SERVICE_UNAVAILABLE;
     Answers {
         normal: cached(code, normal, "true"),

@@ -69,7 +69,11 @@ mod tests {
         assert_eq!(Status::Healthy.http_status(), StatusCode::OK);
         assert_eq!(Status::Degraded.http_status(), StatusCode::OK);
         for status in [Status::Unhealthy, Status::Error, Status::Unavailable] {
-            assert_eq!(status.http_status(), StatusCode::SERVICE_UNAVAILABLE, "{status}");
+            assert_eq!(
+                status.http_status(),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{status}"
+            );
         }
     }
 }

@@ -36,7 +36,10 @@ async fn a_healthy_database_answers_200_on_every_probe() {
     assert_eq!(ready.header("cache-control"), Some("no-store"));
     let body = ready.json();
     assert_eq!(body["status"], "ready");
-    assert_eq!(body["checks"], serde_json::json!({"database_default": "ready"}));
+    assert_eq!(
+        body["checks"],
+        serde_json::json!({"database_default": "ready"})
+    );
 
     let full = client.get(server.addr, "/health").await;
     assert_eq!(full.status, StatusCode::OK);
@@ -65,10 +68,16 @@ async fn a_healthy_database_answers_200_on_every_probe() {
     assert!(body.get("error").is_none(), "{body}");
 
     let live = client.get(server.addr, "/health/live").await;
-    assert_eq!((live.status, live.json()), (StatusCode::OK, serde_json::json!({"status": "alive"})));
+    assert_eq!(
+        (live.status, live.json()),
+        (StatusCode::OK, serde_json::json!({"status": "alive"}))
+    );
     let ping = client.get(server.addr, "/health/ping").await;
     assert_eq!(ping.status, StatusCode::OK);
-    assert_eq!(ping.json(), serde_json::json!({"ping": "pong", "status": "alive"}));
+    assert_eq!(
+        ping.json(),
+        serde_json::json!({"ping": "pong", "status": "alive"})
+    );
     assert_eq!(ping.header("cache-control"), Some("max-age=1"));
 }
 
@@ -84,7 +93,10 @@ async fn a_refused_port_fails_fast_with_a_redacted_error() {
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
     let body = ready.json();
     assert_eq!(body["status"], "not_ready");
-    assert_eq!(body["checks"]["database_default"], "not_ready", "refused is not a timeout: {body}");
+    assert_eq!(
+        body["checks"]["database_default"], "not_ready",
+        "refused is not a timeout: {body}"
+    );
 
     let full = client.get(server.addr, "/health").await;
     assert_eq!(full.status, StatusCode::SERVICE_UNAVAILABLE);
@@ -111,13 +123,19 @@ async fn a_refused_port_fails_fast_with_a_redacted_error() {
 async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
     let stalled = StalledListener::start().await;
     let budget = Duration::from_millis(300);
-    let config = fast().readiness_timeout(budget).database("default", postgres(&stalled.url()));
+    let config = fast()
+        .readiness_timeout(budget)
+        .database("default", postgres(&stalled.url()));
     let started = Instant::now();
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
     // A bound against hanging with generous slack, not a measurement: without the deadline
     // the verdict would never arrive, since the listener never answers.
-    assert!(started.elapsed() < budget + Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < budget + Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
 
     let client = Client::new();
     let ready = client.get(server.addr, "/health/ready").await;
@@ -142,7 +160,10 @@ async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
     assert_eq!(stalled.accepted(), 1, "a stuck check must not be stacked");
     assert_eq!(health.stats().checks_started, 1);
     let detail = health.readiness().databases[0].detail.clone().unwrap();
-    assert!(detail.contains("still running") && detail.contains("no new check"), "{detail}");
+    assert!(
+        detail.contains("still running") && detail.contains("no new check"),
+        "{detail}"
+    );
 }
 
 #[tokio::test]
@@ -157,7 +178,10 @@ async fn fail_direction_ready_keeps_a_stalled_database_in_rotation() {
     assert_eq!(ready.status, StatusCode::OK);
     let body = ready.json();
     assert_eq!(body["status"], "ready");
-    assert_eq!(body["checks"]["database_default"], "timed_out", "still reported: {body}");
+    assert_eq!(
+        body["checks"]["database_default"], "timed_out",
+        "still reported: {body}"
+    );
 }
 
 #[tokio::test]
@@ -182,14 +206,21 @@ async fn only_readiness_names_a_stalled_second_database() {
     for path in ["/health", "/health/pool"] {
         let reply = client.get(server.addr, path).await;
         assert_eq!(reply.status, StatusCode::OK, "{path}: {}", reply.text());
-        assert!(!reply.text().contains("replica"), "{path} names the replica: {}", reply.text());
+        assert!(
+            !reply.text().contains("replica"),
+            "{path} names the replica: {}",
+            reply.text()
+        );
     }
 }
 
 #[tokio::test]
 async fn every_database_is_checked_in_parallel_under_one_deadline() {
     require_postgres!();
-    let stalls = [StalledListener::start().await, StalledListener::start().await];
+    let stalls = [
+        StalledListener::start().await,
+        StalledListener::start().await,
+    ];
     let budget = Duration::from_millis(400);
     let config = fast()
         .readiness_timeout(budget)
@@ -199,10 +230,18 @@ async fn every_database_is_checked_in_parallel_under_one_deadline() {
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
     let verdict = health.readiness();
-    let statuses: Vec<_> = verdict.databases.iter().map(|outcome| outcome.status).collect();
+    let statuses: Vec<_> = verdict
+        .databases
+        .iter()
+        .map(|outcome| outcome.status)
+        .collect();
     assert_eq!(
         statuses,
-        [DatabaseStatus::Ready, DatabaseStatus::TimedOut, DatabaseStatus::TimedOut]
+        [
+            DatabaseStatus::Ready,
+            DatabaseStatus::TimedOut,
+            DatabaseStatus::TimedOut
+        ]
     );
     // Two stalls waited on in sequence would take two budgets; in parallel, both time out
     // against the same deadline, measured from the same start.
@@ -224,7 +263,10 @@ async fn no_database_gives_the_documented_answers() {
     let pool = client.get(server.addr, "/health/pool").await;
     assert_eq!(pool.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(pool.json()["status"], "degraded");
-    assert_eq!(pool.json()["pool_info"]["error"], "no database is configured");
+    assert_eq!(
+        pool.json()["pool_info"]["error"],
+        "no database is configured"
+    );
 }
 
 #[tokio::test]
@@ -242,12 +284,23 @@ async fn a_frozen_connection_times_out_and_recovers_when_it_thaws() {
     .await;
     assert!(timed_out, "{:?}", health.readiness());
     assert!(!health.readiness().ready);
-    assert_eq!(proxy.connections(), 1, "the stuck connection is not stacked");
+    assert_eq!(
+        proxy.connections(),
+        1,
+        "the stuck connection is not stacked"
+    );
 
     proxy.thaw();
-    let recovered = eventually(Duration::from_secs(5), || async { health.readiness().ready }).await;
+    let recovered = eventually(Duration::from_secs(5), || async {
+        health.readiness().ready
+    })
+    .await;
     assert!(recovered, "{:?}", health.readiness());
-    assert_eq!(proxy.connections(), 1, "the same pooled connection carried on");
+    assert_eq!(
+        proxy.connections(),
+        1,
+        "the same pooled connection carried on"
+    );
 }
 
 #[tokio::test]
@@ -265,7 +318,9 @@ async fn a_cut_connection_fails_then_a_new_one_recovers() {
     // the connection as broken); a later one opens a new connection and is ready again.
     let recovered = eventually(Duration::from_secs(5), || async {
         let pool = health.pool();
-        let broken = pool.stats.is_some_and(|stats| stats.connections_closed_broken >= 1);
+        let broken = pool
+            .stats
+            .is_some_and(|stats| stats.connections_closed_broken >= 1);
         broken && health.readiness().ready && proxy.connections() == 2
     })
     .await;
@@ -305,15 +360,24 @@ async fn a_slow_query_times_out_and_is_not_run_twice_at_once() {
     require_postgres!();
     let application = format!("tower-health-slow-{}", std::process::id());
     let url = format!("{}?application_name={application}", pg_url());
-    let manager = bb8_postgres::PostgresConnectionManager::new_from_stringlike(&url, tokio_postgres::NoTls).unwrap();
-    let pool = bb8::Pool::builder().max_size(4).build(manager).await.unwrap();
+    let manager =
+        bb8_postgres::PostgresConnectionManager::new_from_stringlike(&url, tokio_postgres::NoTls)
+            .unwrap();
+    let pool = bb8::Pool::builder()
+        .max_size(4)
+        .build(manager)
+        .await
+        .unwrap();
     let check = SlowQuery {
         check: PostgresCheck::new(pool),
         seconds: 2.0,
     };
     let (health, _server) = health_server(fast().database("default", check)).await;
     first_rounds(&health).await;
-    assert_eq!(health.readiness().databases[0].status, DatabaseStatus::TimedOut);
+    assert_eq!(
+        health.readiness().databases[0].status,
+        DatabaseStatus::TimedOut
+    );
 
     // Many rounds later the first pg_sleep is still the only one running.
     tokio::time::sleep(Duration::from_millis(800)).await;

@@ -132,6 +132,9 @@ mod tests {
         }
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
         let error = CheckError::from_error(CheckErrorKind::Connect, &Outer(io));
-        assert_eq!(error.message(), "error connecting to server: connection refused");
+        assert_eq!(
+            error.message(),
+            "error connecting to server: connection refused"
+        );
     }
 }

@@ -295,7 +295,10 @@ mod tests {
     fn a_bad_dsn_is_refused_without_echoing_the_password() {
         let error = PostgresCheck::connect("postgres://app:hunter2@db:notaport/app").unwrap_err();
         let message = error.to_string();
-        assert!(message.starts_with("invalid postgresql connection string"), "{message}");
+        assert!(
+            message.starts_with("invalid postgresql connection string"),
+            "{message}"
+        );
         assert!(!message.contains("hunter2"), "{message}");
     }
 

@@ -104,7 +104,10 @@ mod tests {
 
     #[test]
     fn masks_key_value_passwords() {
-        assert_eq!(redact("user=a PASSWORD=b host=c"), "user=a PASSWORD=*** host=c");
+        assert_eq!(
+            redact("user=a PASSWORD=b host=c"),
+            "user=a PASSWORD=*** host=c"
+        );
         assert_eq!(redact("password = 'x y' host=c"), "password = *** host=c");
         assert_eq!(redact("password='unterminated"), "password=***");
         assert_eq!(

@@ -46,7 +46,11 @@ impl ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid {}={:?}: {}", self.variable, self.value, self.reason)
+        write!(
+            f,
+            "invalid {}={:?}: {}",
+            self.variable, self.value, self.reason
+        )
     }
 }
 
@@ -71,7 +75,11 @@ impl Env {
                 continue;
             }
             let value = value.into_string().map_err(|value| {
-                ConfigError::new(key, &value.to_string_lossy(), "the value is not valid UTF-8")
+                ConfigError::new(
+                    key,
+                    &value.to_string_lossy(),
+                    "the value is not valid UTF-8",
+                )
             })?;
             vars.insert(key.to_owned(), value);
         }
@@ -146,11 +154,19 @@ impl Env {
     /// A positive duration: `own` takes a human duration (`500ms`, `2s`, `1m 30s`), `seconds`
     /// (a name of the system this crate replaces) a number of seconds such as `0.5`. `own`
     /// wins when both are set.
-    pub(crate) fn duration(&self, own: &str, seconds: Option<&str>) -> Result<Option<Duration>, ConfigError> {
+    pub(crate) fn duration(
+        &self,
+        own: &str,
+        seconds: Option<&str>,
+    ) -> Result<Option<Duration>, ConfigError> {
         if let Some((name, value)) = self.first(&[own]) {
             return match humantime::parse_duration(value) {
                 Ok(duration) if duration > Duration::ZERO => Ok(Some(duration)),
-                Ok(_) => Err(ConfigError::new(name, value, "the duration must be greater than zero")),
+                Ok(_) => Err(ConfigError::new(
+                    name,
+                    value,
+                    "the duration must be greater than zero",
+                )),
                 Err(_) => Err(ConfigError::new(
                     name,
                     value,
@@ -202,9 +218,21 @@ mod tests {
 
     #[test]
     fn own_names_take_human_durations() {
-        let env = env(&[("A", "750ms"), ("B", "2s"), ("C", "-1s"), ("D", "0s"), ("E", "5")]);
-        assert_eq!(env.duration("A", None).unwrap(), Some(Duration::from_millis(750)));
-        assert_eq!(env.duration("B", None).unwrap(), Some(Duration::from_secs(2)));
+        let env = env(&[
+            ("A", "750ms"),
+            ("B", "2s"),
+            ("C", "-1s"),
+            ("D", "0s"),
+            ("E", "5"),
+        ]);
+        assert_eq!(
+            env.duration("A", None).unwrap(),
+            Some(Duration::from_millis(750))
+        );
+        assert_eq!(
+            env.duration("B", None).unwrap(),
+            Some(Duration::from_secs(2))
+        );
         for name in ["C", "D", "E"] {
             let error = env.duration(name, None).unwrap_err();
             assert_eq!(error.variable(), name);
@@ -214,9 +242,20 @@ mod tests {
 
     #[test]
     fn compat_names_take_seconds_and_lose_to_own_names() {
-        let env = env(&[("OWN", "1s"), ("SECS", "0.25"), ("NEG", "-2"), ("NAN", "NaN")]);
-        assert_eq!(env.duration("X", Some("SECS")).unwrap(), Some(Duration::from_millis(250)));
-        assert_eq!(env.duration("OWN", Some("SECS")).unwrap(), Some(Duration::from_secs(1)));
+        let env = env(&[
+            ("OWN", "1s"),
+            ("SECS", "0.25"),
+            ("NEG", "-2"),
+            ("NAN", "NaN"),
+        ]);
+        assert_eq!(
+            env.duration("X", Some("SECS")).unwrap(),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            env.duration("OWN", Some("SECS")).unwrap(),
+            Some(Duration::from_secs(1))
+        );
         let error = env.duration("X", Some("NEG")).unwrap_err();
         assert_eq!((error.variable(), error.value()), ("NEG", "-2"));
         assert!(env.duration("X", Some("NAN")).is_err());
@@ -232,6 +271,9 @@ mod tests {
     #[test]
     fn error_names_variable_and_redacted_value() {
         let error = ConfigError::new("DSN", "postgres://u:secret@h/db", "bad");
-        assert_eq!(error.to_string(), "invalid DSN=\"postgres://u:***@h/db\": bad");
+        assert_eq!(
+            error.to_string(),
+            "invalid DSN=\"postgres://u:***@h/db\": bad"
+        );
     }
 }

@@ -192,7 +192,11 @@ impl HealthConfig {
             name: name.into(),
             check: Arc::new(check),
         };
-        match self.databases.iter_mut().find(|existing| *existing.name == *name) {
+        match self
+            .databases
+            .iter_mut()
+            .find(|existing| *existing.name == *name)
+        {
             Some(existing) => *existing = entry,
             None => self.databases.push(entry),
         }
@@ -219,7 +223,10 @@ impl HealthConfig {
     ///
     /// When `timeout` is zero.
     pub fn readiness_timeout(mut self, timeout: Duration) -> Self {
-        assert!(timeout > Duration::ZERO, "readiness_timeout must be non-zero");
+        assert!(
+            timeout > Duration::ZERO,
+            "readiness_timeout must be non-zero"
+        );
         self.readiness_timeout = timeout;
         self
     }
@@ -232,7 +239,10 @@ impl HealthConfig {
     ///
     /// When `interval` is zero.
     pub fn readiness_interval(mut self, interval: Duration) -> Self {
-        assert!(interval > Duration::ZERO, "readiness_interval must be non-zero");
+        assert!(
+            interval > Duration::ZERO,
+            "readiness_interval must be non-zero"
+        );
         self.readiness_interval = interval;
         self
     }
@@ -245,7 +255,10 @@ impl HealthConfig {
     ///
     /// When `interval` is zero.
     pub fn health_interval(mut self, interval: Duration) -> Self {
-        assert!(interval > Duration::ZERO, "health_interval must be non-zero");
+        assert!(
+            interval > Duration::ZERO,
+            "health_interval must be non-zero"
+        );
         self.health_interval = interval;
         self
     }
@@ -345,9 +358,10 @@ impl HealthConfig {
             config.path_prefix =
                 validate_prefix(prefix).map_err(|reason| ConfigError::new(name, prefix, reason))?;
         }
-        if let Some(policy) =
-            env.parse(&["TOWER_HEALTH_NOCACHE"], "expected allowed, authorized or off")?
-        {
+        if let Some(policy) = env.parse(
+            &["TOWER_HEALTH_NOCACHE"],
+            "expected allowed, authorized or off",
+        )? {
             config.nocache = policy;
         }
         if let Some(interval) = env.duration_or_zero("TOWER_HEALTH_NOCACHE_MIN_INTERVAL")? {
@@ -361,7 +375,8 @@ impl HealthConfig {
         use crate::check::PostgresCheck;
 
         let connect = |name: &str, dsn: &str| {
-            PostgresCheck::connect(dsn).map_err(|error| ConfigError::new(name, dsn, error.to_string()))
+            PostgresCheck::connect(dsn)
+                .map_err(|error| ConfigError::new(name, dsn, error.to_string()))
         };
         if let Some((name, dsn)) = env.first(&["TOWER_HEALTH_DATABASE_URL", "BALDUR_SQL_DSN"]) {
             self = self.database(DEFAULT_DATABASE, connect(name, dsn)?);
@@ -476,9 +491,13 @@ mod tests {
 
     #[test]
     fn default_database_is_named_default_or_first() {
-        let config = HealthConfig::new().database("replica", Nothing).database("default", Nothing);
+        let config = HealthConfig::new()
+            .database("replica", Nothing)
+            .database("default", Nothing);
         assert_eq!(config.default_database_index(), Some(1));
-        let config = HealthConfig::new().database("a", Nothing).database("b", Nothing);
+        let config = HealthConfig::new()
+            .database("a", Nothing)
+            .database("b", Nothing);
         assert_eq!(config.default_database_index(), Some(0));
         let config = config.database("a", Nothing);
         assert_eq!(config.database_names().collect::<Vec<_>>(), ["a", "b"]);
@@ -492,7 +511,10 @@ mod tests {
 
     #[test]
     fn prefix_is_validated_and_trimmed() {
-        assert_eq!(HealthConfig::new().path_prefix("/probes/").path_prefix, "/probes");
+        assert_eq!(
+            HealthConfig::new().path_prefix("/probes/").path_prefix,
+            "/probes"
+        );
         assert!(validate_prefix("health").is_err());
         assert!(validate_prefix("/").is_err());
         assert!(validate_prefix("/a?b").is_err());
@@ -501,9 +523,15 @@ mod tests {
     #[test]
     fn from_vars_reads_own_and_compat_names() {
         let config = HealthConfig::from_vars([
-            ("BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS", "0.25"),
+            (
+                "BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS",
+                "0.25",
+            ),
             ("BALDUR_HEALTH_CHECK_READINESS_CACHE_TTL_SECONDS", "3"),
-            ("BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION", "ready"),
+            (
+                "BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION",
+                "ready",
+            ),
             ("TOWER_HEALTH_READINESS_INTERVAL", "2s"),
             ("TOWER_HEALTH_HEALTH_INTERVAL", "1m"),
             ("TOWER_HEALTH_PATH_PREFIX", "/probe/"),
@@ -512,7 +540,11 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(config.readiness_timeout, Duration::from_millis(250));
-        assert_eq!(config.readiness_interval, Duration::from_secs(2), "own name wins");
+        assert_eq!(
+            config.readiness_interval,
+            Duration::from_secs(2),
+            "own name wins"
+        );
         assert_eq!(config.health_interval, Duration::from_secs(60));
         assert_eq!(config.fail_direction, FailDirection::Ready);
         assert_eq!(config.path_prefix, "/probe");
@@ -523,7 +555,10 @@ mod tests {
     #[test]
     fn from_vars_names_the_bad_variable() {
         let cases = [
-            ("BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION", "sideways"),
+            (
+                "BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION",
+                "sideways",
+            ),
             ("TOWER_HEALTH_READINESS_TIMEOUT", "-1s"),
             ("BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS", "-1"),
             ("TOWER_HEALTH_HEALTH_INTERVAL", "often"),
@@ -543,10 +578,16 @@ mod tests {
     fn from_vars_reads_databases() {
         let config = HealthConfig::from_vars([
             ("BALDUR_SQL_DSN", "postgres://postgres@127.0.0.1/postgres"),
-            ("TOWER_HEALTH_DATABASE_URL_REPLICA", "postgres://postgres@127.0.0.1/test"),
+            (
+                "TOWER_HEALTH_DATABASE_URL_REPLICA",
+                "postgres://postgres@127.0.0.1/test",
+            ),
         ])
         .unwrap();
-        assert_eq!(config.database_names().collect::<Vec<_>>(), ["default", "replica"]);
+        assert_eq!(
+            config.database_names().collect::<Vec<_>>(),
+            ["default", "replica"]
+        );
 
         let error = HealthConfig::from_vars([(
             "TOWER_HEALTH_DATABASE_URL",

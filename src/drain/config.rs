@@ -163,7 +163,9 @@ impl DrainConfig {
                 ),
             ));
         }
-        if let Some(policy) = env.parse(&["TOWER_HEALTH_DRAIN_POLICY"], "expected serve or reject")? {
+        if let Some(policy) =
+            env.parse(&["TOWER_HEALTH_DRAIN_POLICY"], "expected serve or reject")?
+        {
             config.policy = policy;
         }
         if let Some(close) = env.flag("TOWER_HEALTH_DRAIN_CONNECTION_CLOSE")? {
@@ -227,6 +229,9 @@ mod tests {
         ])
         .unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_DRAIN_TIMEOUT");
-        assert!(error.reason().contains("longer than the drain delay"), "{error}");
+        assert!(
+            error.reason().contains("longer than the drain delay"),
+            "{error}"
+        );
     }
 }

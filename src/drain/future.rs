@@ -2,8 +2,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use http::header::{self, HeaderValue};
 use http::Response;
+use http::header::{self, HeaderValue};
 use pin_project_lite::pin_project;
 
 use super::DrainBody;
@@ -93,6 +93,8 @@ impl<F> std::fmt::Debug for ResponseFuture<F> {
             Kind::Inner { .. } => "Inner",
             Kind::Rejected { .. } => "Rejected",
         };
-        f.debug_struct("ResponseFuture").field("kind", &kind).finish()
+        f.debug_struct("ResponseFuture")
+            .field("kind", &kind)
+            .finish()
     }
 }

@@ -89,7 +89,10 @@ impl DrainHandle {
     pub fn new(config: DrainConfig) -> Self {
         let retry_after = HeaderValue::from(config.retry_after_secs());
         let mut headers = HeaderMap::with_capacity(3);
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert(header::RETRY_AFTER, retry_after.clone());
         let rejected = Answer::with_headers(
@@ -191,7 +194,10 @@ impl DrainHandle {
                     elapsed: started_at.elapsed(),
                 };
             }
-            if tokio::time::timeout_at(deadline.into(), idle).await.is_err() {
+            if tokio::time::timeout_at(deadline.into(), idle)
+                .await
+                .is_err()
+            {
                 let abandoned = self.in_flight();
                 if abandoned > 0 {
                     tracing::warn!(abandoned, "drain timed out with requests still in flight");

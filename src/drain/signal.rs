@@ -28,7 +28,10 @@ impl DrainHandle {
             race(termination_signal(), drain.started()).await;
             drain.start();
             drain.delay_elapsed().await;
-            tracing::info!(in_flight = drain.in_flight(), "drain delay over: shutting the server down");
+            tracing::info!(
+                in_flight = drain.in_flight(),
+                "drain delay over: shutting the server down"
+            );
         }
     }
 }

@@ -46,6 +46,6 @@ mod shared;
 mod slot;
 
 pub use self::handle::{HealthHandle, MonitorStats};
+pub(crate) use self::published::Published;
 pub use self::runner::HealthMonitor;
 pub(crate) use self::shared::{Fresh, Shared};
-pub(crate) use self::published::Published;

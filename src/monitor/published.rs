@@ -48,7 +48,10 @@ impl<V> Published<V> {
 /// Publishes `new` unless what is published is newer (two cadences and the bypass publish
 /// the same verdict; a slow round must not overwrite a fresher one). Returns what was
 /// published before.
-pub(crate) fn publish_newer<V>(slot: &ArcSwap<Published<V>>, new: &Arc<Published<V>>) -> Arc<Published<V>> {
+pub(crate) fn publish_newer<V>(
+    slot: &ArcSwap<Published<V>>,
+    new: &Arc<Published<V>>,
+) -> Arc<Published<V>> {
     slot.rcu(|current| {
         if current.computed_at > new.computed_at {
             Arc::clone(current)

@@ -156,7 +156,9 @@ impl Shared {
     pub(crate) async fn readiness_round(&self) {
         let round = self.round(&self.slots).await;
         self.readiness_rounds.fetch_add(1, Ordering::Relaxed);
-        let default = self.default_index.map(|index| round.outcomes[index].clone());
+        let default = self
+            .default_index
+            .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, round.finished_at);
         let stale_after = self.stale_after(self.config.readiness_interval);
         let verdict = ReadinessVerdict::from_outcomes(
@@ -217,9 +219,9 @@ impl Shared {
         default: Option<DatabaseOutcome>,
         finished_at: SystemTime,
     ) -> Arc<Published<PoolVerdict>> {
-        let default = default.zip(self.default_slot().first()).map(|(outcome, slot)| {
-            (outcome, slot.vendor(), slot.pool_stats())
-        });
+        let default = default
+            .zip(self.default_slot().first())
+            .map(|(outcome, slot)| (outcome, slot.vendor(), slot.pool_stats()));
         let verdict = PoolVerdict::from_outcome(default, finished_at);
         let stale_after = self.stale_after(self.config.readiness_interval);
         let answers = render::pool(&verdict, stale_after);
@@ -261,7 +263,11 @@ fn placeholders(
     // The bound is unused (placeholders never go stale), but the renderer wants one.
     let unused = Duration::ZERO;
     (
-        Published::new(readiness.clone(), render::readiness(&readiness, unused), None),
+        Published::new(
+            readiness.clone(),
+            render::readiness(&readiness, unused),
+            None,
+        ),
         Published::new(health.clone(), render::health(&health, unused), None),
         Published::new(pool.clone(), render::pool(&pool, unused), None),
     )

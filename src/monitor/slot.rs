@@ -73,7 +73,11 @@ impl DatabaseSlot {
     /// Joins the check in flight, or starts one. Synchronous, so that a round starts every
     /// database's check before it waits on any.
     pub(crate) fn probe(&self, round_started: Instant) -> Probe {
-        let mut slot = self.inner.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self
+            .inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(in_flight) = &*slot {
             return Probe {
                 name: self.inner.name.clone(),
@@ -99,13 +103,22 @@ impl DatabaseSlot {
                 Ok(result) => result,
                 Err(error) if error.is_panic() => Err(CheckError::new(
                     CheckErrorKind::Panicked,
-                    format!("the check panicked: {}", panic_message(&*error.into_panic())),
+                    format!(
+                        "the check panicked: {}",
+                        panic_message(&*error.into_panic())
+                    ),
                 )),
-                Err(_) => Err(CheckError::new(CheckErrorKind::Cancelled, "the check was cancelled")),
+                Err(_) => Err(CheckError::new(
+                    CheckErrorKind::Cancelled,
+                    "the check was cancelled",
+                )),
             };
             let elapsed = started_at.elapsed();
             // Free the slot first: whoever sees the result may start the next check at once.
-            *inner.in_flight.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            *inner
+                .in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = None;
             let _ = finished_tx.send(Some((result, elapsed)));
         });
         Probe {

@@ -34,7 +34,9 @@ impl HealthVerdict {
         };
         let (status, reason) = match &database {
             None => (Status::Unhealthy, Some("no database is configured")),
-            Some(default) if panicked(default) => (Status::Error, Some("the default database check panicked")),
+            Some(default) if panicked(default) => {
+                (Status::Error, Some("the default database check panicked"))
+            }
             Some(default) if !default.is_ready() => (Status::Unhealthy, None),
             Some(_) => (Status::Healthy, None),
         };

@@ -41,7 +41,11 @@ pub fn pg_addr() -> SocketAddr {
         tokio_postgres::config::Host::Unix(_) => panic!("the tests need a TCP address"),
     };
     let port = config.get_ports().first().copied().unwrap_or(5432);
-    let ip = if host == "localhost" { "127.0.0.1".to_owned() } else { host };
+    let ip = if host == "localhost" {
+        "127.0.0.1".to_owned()
+    } else {
+        host
+    };
     format!("{ip}:{port}").parse().expect("an IP address")
 }
 
@@ -125,7 +129,9 @@ where
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { return };
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
             let _ = stream.set_nodelay(true);
             let service = TowerToHyperService::new(service.clone());
             tokio::spawn(async move {
@@ -217,7 +223,10 @@ pub struct Reply {
 impl Reply {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|error| {
-            panic!("body is not JSON ({error}): {:?}", String::from_utf8_lossy(&self.body))
+            panic!(
+                "body is not JSON ({error}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
         })
     }
 
@@ -343,12 +352,16 @@ impl PgProxy {
         let accept_state = state.clone();
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = TcpStream::connect(upstream).await else { continue };
+                let Ok(server) = TcpStream::connect(upstream).await else {
+                    continue;
+                };
                 accept_state.connections.fetch_add(1, Ordering::SeqCst);
                 let (client_read, client_write) = client.into_split();
                 let (server_read, server_write) = server.into_split();
-                let to_server = tokio::spawn(pump(client_read, server_write, accept_state.clone(), true));
-                let to_client = tokio::spawn(pump(server_read, client_write, accept_state.clone(), false));
+                let to_server =
+                    tokio::spawn(pump(client_read, server_write, accept_state.clone(), true));
+                let to_client =
+                    tokio::spawn(pump(server_read, client_write, accept_state.clone(), false));
                 let mut pumps = accept_state.pumps.lock().unwrap();
                 pumps.push(to_server.abort_handle());
                 pumps.push(to_client.abort_handle());
@@ -405,7 +418,9 @@ async fn pump(
     let mut parser = FrontendParser::default();
     let mut buf = vec![0; 16 * 1024];
     loop {
-        let Ok(read) = from.read(&mut buf).await else { return };
+        let Ok(read) = from.read(&mut buf).await else {
+            return;
+        };
         if read == 0 {
             return;
         }
