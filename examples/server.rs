@@ -17,7 +17,8 @@
 //!   (`TOWER_HEALTH_*`, or the Python system's `BALDUR_*` names).
 //! - `RUST_LOG`: log filter (default `info`).
 
-use std::env;
+mod common;
+
 use std::error::Error;
 use std::future::IntoFuture;
 
@@ -28,26 +29,17 @@ use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower::make::Shared;
-use tower_health::check::PostgresCheck;
-use tower_health::{DrainConfig, DrainLayer, HealthConfig, HealthLayer, HealthMonitor, PingLayer};
-use tracing_subscriber::EnvFilter;
-
-const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+use tower_health::{DrainConfig, DrainLayer, HealthLayer, HealthMonitor, PingLayer};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
-
-    let config = with_databases(HealthConfig::from_env()?)?;
-    tracing::info!(databases = ?config.database_names().collect::<Vec<_>>(), "checking");
-    let health = HealthMonitor::spawn(config);
+    common::init_tracing();
+    let health = HealthMonitor::spawn(common::health_config()?);
     let (drain_layer, drain) = DrainLayer::pair(DrainConfig::from_env()?);
 
     let app = Router::new().route("/", get(|| async { "hello from behind tower-health\n" }));
     // The probe layers wrap the whole router (axum's own layers run after routing), and sit
-    // outside the drain so probes are never counted as in-flight work.
+    // outside the drain so that probes never count as in-flight work.
     let service = ServiceBuilder::new()
         // axum::serve wants axum's body type.
         .map_response(IntoResponse::into_response)
@@ -56,11 +48,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
         .layer(drain_layer)
         .service(app);
 
-    let addr = env::var("LISTEN_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
-    let listener = TcpListener::bind(&addr).await?;
+    let listener = TcpListener::bind(common::listen_addr()).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
     let listener = listener.tap_io(|tcp| {
-        // axum 0.8's `serve` leaves Nagle on; probes are small writes that should go out now.
+        // axum 0.8's `serve` leaves Nagle on; probe answers are small writes that should go
+        // out now.
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::warn!(%error, "cannot set TCP_NODELAY");
         }
@@ -76,32 +68,4 @@ async fn main() -> Result<(), Box<dyn Error>> {
         }
     }
     Ok(())
-}
-
-/// The default database from `DATABASE_URL` (unless `HealthConfig::from_env` found one and
-/// `DATABASE_URL` is unset), the others from `DATABASE_URL_<NAME>`.
-fn with_databases(mut config: HealthConfig) -> Result<HealthConfig, Box<dyn Error>> {
-    match env::var("DATABASE_URL") {
-        Ok(url) if url.trim().is_empty() => config = config.without_databases(),
-        Ok(url) => config = config.database("default", PostgresCheck::connect(&url)?),
-        Err(_) if config.database_names().next().is_none() => {
-            config = config.database("default", PostgresCheck::connect(DEFAULT_DATABASE_URL)?);
-        }
-        Err(_) => {}
-    }
-    if env::var("DATABASE_URL").is_ok_and(|url| url.trim().is_empty()) {
-        return Ok(config);
-    }
-    let mut named: Vec<_> = env::vars()
-        .filter_map(|(key, url)| {
-            Some((key.strip_prefix("DATABASE_URL_")?.to_ascii_lowercase(), url))
-        })
-        .collect();
-    named.sort();
-    for (name, url) in named {
-        let check = PostgresCheck::connect(&url)
-            .map_err(|error| format!("DATABASE_URL_{}: {error}", name.to_ascii_uppercase()))?;
-        config = config.database(&name, check);
-    }
-    Ok(config)
 }

@@ -29,7 +29,7 @@
 //! # Example
 //!
 //! ```no_run
-//! use axum::{Router, routing::get};
+//! use axum::{Router, response::IntoResponse, routing::get};
 //! use tower::ServiceBuilder;
 //! use tower_health::check::PostgresCheck;
 //! use tower_health::{DrainConfig, DrainLayer, HealthConfig, HealthLayer, HealthMonitor, PingLayer};
@@ -44,6 +44,7 @@
 //! let app = Router::new().route("/", get(|| async { "hello" }));
 //! // Probe layers wrap the whole router, outside the drain.
 //! let app = ServiceBuilder::new()
+//!     .map_response(IntoResponse::into_response) // axum::serve wants axum's body
 //!     .layer(PingLayer::new())
 //!     .layer(HealthLayer::new(health).drain(drain.clone()))
 //!     .layer(drain_layer)

@@ -120,12 +120,10 @@ pub(crate) fn reply(
         Probe::Health => respond(&shared.health.load(), head_only, draining, false),
         Probe::Pool => respond(&shared.pool.load(), head_only, draining, false),
     };
-    if draining {
-        if let Some(drain) = drain {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, drain.retry_after().clone());
-        }
+    if let Some(drain) = drain.filter(|_| draining) {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, drain.retry_after().clone());
     }
     Reply::Now(response)
 }

@@ -259,19 +259,43 @@ impl Client {
     }
 
     pub async fn request(&self, method: Method, addr: SocketAddr, path: &str) -> Reply {
+        self.try_request(method, addr, path)
+            .await
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// A GET whose failure is reported, not a panic.
+    pub async fn try_get(&self, addr: SocketAddr, path: &str) -> Result<Reply, String> {
+        self.try_request(Method::GET, addr, path).await
+    }
+
+    pub async fn try_request(
+        &self,
+        method: Method,
+        addr: SocketAddr,
+        path: &str,
+    ) -> Result<Reply, String> {
         let request = Request::builder()
             .method(method)
             .uri(format!("http://{addr}{path}"))
             .body(Empty::new())
             .unwrap();
-        let response = self.inner.request(request).await.expect("request sent");
+        let response = self
+            .inner
+            .request(request)
+            .await
+            .map_err(|error| format!("request failed: {error:?}"))?;
         let (parts, body) = response.into_parts();
-        let body = body.collect().await.expect("body received").to_bytes();
-        Reply {
+        let body = body
+            .collect()
+            .await
+            .map_err(|error| format!("body failed: {error:?}"))?
+            .to_bytes();
+        Ok(Reply {
             status: parts.status,
             headers: parts.headers,
             body,
-        }
+        })
     }
 }
 

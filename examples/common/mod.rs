@@ -1,0 +1,54 @@
+//! What the examples share: logging, the listen address, and the databases to check.
+#![allow(dead_code)] // not every example uses every helper
+
+use std::env;
+use std::error::Error;
+
+use tower_health::HealthConfig;
+use tower_health::check::PostgresCheck;
+use tracing_subscriber::EnvFilter;
+
+const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`).
+pub(crate) fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// `LISTEN_ADDR`, default `127.0.0.1:8080`.
+pub(crate) fn listen_addr() -> String {
+    env::var("LISTEN_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned())
+}
+
+/// `HealthConfig::from_env()` plus the databases of `DATABASE_URL` (default the local
+/// PostgreSQL; set but empty, no database at all) and `DATABASE_URL_<NAME>`.
+pub(crate) fn health_config() -> Result<HealthConfig, Box<dyn Error>> {
+    let mut config = HealthConfig::from_env()?;
+    match env::var("DATABASE_URL") {
+        Ok(url) if url.trim().is_empty() => return Ok(config.without_databases()),
+        Ok(url) => config = config.database("default", connect("DATABASE_URL", &url)?),
+        // `TOWER_HEALTH_DATABASE_URL` or `BALDUR_SQL_DSN` may have set one already.
+        Err(_) if config.database_names().next().is_some() => {}
+        Err(_) => config = config.database("default", connect("default", DEFAULT_DATABASE_URL)?),
+    }
+    let mut named: Vec<_> = env::vars()
+        .filter_map(|(key, url)| {
+            key.strip_prefix("DATABASE_URL_")
+                .map(|name| (name.to_owned(), url))
+        })
+        .collect();
+    named.sort();
+    for (name, url) in named {
+        let check = connect(&format!("DATABASE_URL_{name}"), &url)?;
+        config = config.database(&name.to_ascii_lowercase(), check);
+    }
+    tracing::info!(databases = ?config.database_names().collect::<Vec<_>>(), "checking");
+    Ok(config)
+}
+
+fn connect(variable: &str, url: &str) -> Result<PostgresCheck, Box<dyn Error>> {
+    PostgresCheck::connect(url).map_err(|error| format!("{variable}: {error}").into())
+}
