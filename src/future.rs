@@ -8,7 +8,7 @@ use http::Response;
 use pin_project_lite::pin_project;
 
 use crate::body::{ProbeBody, ResponseBody};
-use crate::probe::{FreshFuture, Reply};
+use crate::probe::Reply;
 
 pin_project! {
     /// Response future of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):
@@ -24,8 +24,7 @@ pin_project! {
     #[project = KindProj]
     enum Kind<F> {
         Inner { #[pin] future: F },
-        Probe { response: Option<Response<ProbeBody>> },
-        Fresh { future: FreshFuture },
+        Probe { reply: Reply },
     }
 }
 
@@ -37,19 +36,12 @@ impl<F> ResponseFuture<F> {
     }
 
     pub(crate) fn probe(response: Response<ProbeBody>) -> Self {
-        Self {
-            kind: Kind::Probe {
-                response: Some(response),
-            },
-        }
+        Self::reply(Reply::now(response))
     }
 
     pub(crate) fn reply(reply: Reply) -> Self {
-        match reply {
-            Reply::Now(response) => Self::probe(response),
-            Reply::Fresh(future) => Self {
-                kind: Kind::Fresh { future },
-            },
+        Self {
+            kind: Kind::Probe { reply },
         }
     }
 }
@@ -65,12 +57,7 @@ where
             KindProj::Inner { future } => future
                 .poll(cx)
                 .map_ok(|response| response.map(ResponseBody::inner)),
-            KindProj::Probe { response } => {
-                let response = response.take().expect("future polled after completion");
-                Poll::Ready(Ok(response.map(ResponseBody::probe)))
-            }
-            KindProj::Fresh { future } => future
-                .as_mut()
+            KindProj::Probe { reply } => Pin::new(reply)
                 .poll(cx)
                 .map(|response| Ok(response.map(ResponseBody::probe))),
         }
@@ -82,7 +69,6 @@ impl<F> std::fmt::Debug for ResponseFuture<F> {
         let kind = match &self.kind {
             Kind::Inner { .. } => "Inner",
             Kind::Probe { .. } => "Probe",
-            Kind::Fresh { .. } => "Fresh",
         };
         f.debug_struct("ResponseFuture")
             .field("kind", &kind)

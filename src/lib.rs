@@ -70,6 +70,7 @@
 //! | Name | Description | Default? |
 //! |---|---|---|
 //! | `postgres` | [`check::PostgresCheck`], through `bb8` and `bb8-postgres` | Yes |
+//! | `admin` | `admin::AdminServer`: the probes on a loopback port, with keys (hyper) | No |
 //! | `full` | every feature | No |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -78,6 +79,9 @@
 #[macro_use]
 mod macros;
 
+#[cfg(feature = "admin")]
+#[cfg_attr(docsrs, doc(cfg(feature = "admin")))]
+pub mod admin;
 mod answer;
 mod body;
 pub mod check;

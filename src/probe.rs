@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use http::{Method, Response, header};
@@ -76,10 +77,30 @@ pub(crate) fn wants_nocache(query: Option<&str>) -> bool {
 /// wait for the database, unlike every other probe.
 pub(crate) type FreshFuture = Pin<Box<dyn Future<Output = Response<ProbeBody>> + Send>>;
 
-/// The answer to a probe: at once from the published verdicts, or after a fresh computation.
+/// The answer to a probe: ready at once from the published verdicts, or after a fresh
+/// computation.
 pub(crate) enum Reply {
-    Now(Response<ProbeBody>),
+    Now(Option<Response<ProbeBody>>),
     Fresh(FreshFuture),
+}
+
+impl Reply {
+    pub(crate) fn now(response: Response<ProbeBody>) -> Self {
+        Self::Now(Some(response))
+    }
+}
+
+impl Future for Reply {
+    type Output = Response<ProbeBody>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut *self {
+            Self::Now(response) => {
+                Poll::Ready(response.take().expect("future polled after completion"))
+            }
+            Self::Fresh(future) => future.as_mut().poll(cx),
+        }
+    }
 }
 
 /// Answers `probe`. Everything but a cache bypass is a pointer load and a response built
@@ -94,7 +115,7 @@ pub(crate) fn reply(
     let head_only = match MethodKind::of(method) {
         MethodKind::Get => false,
         MethodKind::Head => true,
-        MethodKind::NotAllowed => return Reply::Now(METHOD_NOT_ALLOWED.respond(false, 0)),
+        MethodKind::NotAllowed => return Reply::now(METHOD_NOT_ALLOWED.respond(false, 0)),
     };
     let draining = probe.drains() && drain.is_some_and(DrainHandle::is_draining);
     let mut response = match probe {
@@ -125,7 +146,7 @@ pub(crate) fn reply(
             .headers_mut()
             .insert(header::RETRY_AFTER, drain.retry_after().clone());
     }
-    Reply::Now(response)
+    Reply::now(response)
 }
 
 fn respond<V>(

@@ -100,7 +100,7 @@ impl Env {
     }
 
     /// The first of `names` that is set, with its value.
-    pub(crate) fn first<'a>(&'a self, names: &[&'a str]) -> Option<(&'a str, &'a str)> {
+    pub(crate) fn first<'e, 'n>(&'e self, names: &[&'n str]) -> Option<(&'n str, &'e str)> {
         names.iter().find_map(|&name| {
             self.vars
                 .get(name)

@@ -294,15 +294,22 @@ fn log_health_transition(previous: &HealthVerdict, current: &HealthVerdict) {
     if previous.status == current.status {
         return;
     }
+    let (from, to) = (previous.status, current.status);
+    if current.status.is_serving() {
+        tracing::info!(%from, %to, "health status changed");
+        return;
+    }
     let reason = current
         .database
         .as_ref()
-        .and_then(|outcome| outcome.error.as_ref().map(ToString::to_string))
+        .and_then(|outcome| {
+            outcome
+                .error
+                .as_ref()
+                .map(ToString::to_string)
+                .or_else(|| outcome.detail.clone())
+        })
         .or(current.reason.map(str::to_owned))
         .unwrap_or_default();
-    if current.status.is_serving() {
-        tracing::info!(from = %previous.status, to = %current.status, %reason, "health status changed");
-    } else {
-        tracing::warn!(from = %previous.status, to = %current.status, %reason, "health status changed");
-    }
+    tracing::warn!(%from, %to, %reason, "health status changed");
 }

@@ -25,6 +25,8 @@ use tower::BoxError;
 use tower_health::check::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
+pub mod raw;
+
 /// The PostgreSQL the tests run against (`TEST_DATABASE_URL`, default the local one).
 pub fn pg_url() -> String {
     std::env::var("TEST_DATABASE_URL")

@@ -1,0 +1,160 @@
+//! Who is asking: keys presented in `Authorization: Bearer` or `X-Baldur-Admin-Key`, compared
+//! in constant time.
+
+use http::HeaderMap;
+use http::header::AUTHORIZATION;
+use subtle::ConstantTimeEq;
+
+use super::AdminConfig;
+
+/// The Python system's header, accepted so that operators' tooling carries over.
+const LEGACY_KEY_HEADER: &str = "x-baldur-admin-key";
+
+/// What a request may see.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Role {
+    Anonymous,
+    Viewer,
+    Operator,
+}
+
+/// Why a request has no role.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Denied {
+    /// No credentials at all.
+    Missing,
+    /// Credentials that do not parse (wrong scheme, no token, bad bytes).
+    Malformed,
+    /// A well-formed key that matches no configured key.
+    Invalid,
+}
+
+/// The configured keys.
+#[derive(Clone)]
+pub(crate) struct Keys {
+    operator: Option<Box<[u8]>>,
+    readonly: Option<Box<[u8]>>,
+}
+
+impl Keys {
+    pub(crate) fn new(config: &AdminConfig) -> Self {
+        let key = |key: &Option<super::config::Sourced<String>>| {
+            key.as_ref().map(|key| key.value.as_bytes().into())
+        };
+        Self {
+            operator: key(&config.operator_key),
+            readonly: key(&config.readonly_key),
+        }
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.operator.is_some()
+    }
+
+    /// The role the request's credentials grant.
+    pub(crate) fn role(&self, headers: &HeaderMap) -> Result<Role, Denied> {
+        let presented = presented_key(headers)?;
+        // Both comparisons always run, so timing does not tell which key was close.
+        let is_operator = matches(self.operator.as_deref(), presented);
+        let is_viewer = matches(self.readonly.as_deref(), presented);
+        if is_operator {
+            Ok(Role::Operator)
+        } else if is_viewer {
+            Ok(Role::Viewer)
+        } else {
+            Err(Denied::Invalid)
+        }
+    }
+}
+
+fn matches(configured: Option<&[u8]>, presented: &[u8]) -> bool {
+    configured.is_some_and(|configured| bool::from(configured.ct_eq(presented)))
+}
+
+/// The key a request presents: `Authorization: Bearer <key>`, else `X-Baldur-Admin-Key`.
+fn presented_key(headers: &HeaderMap) -> Result<&[u8], Denied> {
+    if let Some(value) = headers.get(AUTHORIZATION) {
+        let value = value.to_str().map_err(|_| Denied::Malformed)?;
+        let (scheme, token) = value.trim().split_once(' ').ok_or(Denied::Malformed)?;
+        let token = token.trim();
+        if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(' ') {
+            return Err(Denied::Malformed);
+        }
+        return Ok(token.as_bytes());
+    }
+    match headers.get(LEGACY_KEY_HEADER) {
+        Some(value) if !value.as_bytes().trim_ascii().is_empty() => {
+            Ok(value.as_bytes().trim_ascii())
+        }
+        Some(_) => Err(Denied::Malformed),
+        None => Err(Denied::Missing),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    fn keys() -> Keys {
+        Keys::new(
+            &AdminConfig::new()
+                .operator_key("operator-key-0123456789")
+                .readonly_key("viewer-key-0123456789"),
+        )
+    }
+
+    fn role(name: &'static str, value: &[u8]) -> Result<Role, Denied> {
+        let mut headers = HeaderMap::new();
+        headers.insert(name, HeaderValue::from_bytes(value).unwrap());
+        keys().role(&headers)
+    }
+
+    #[test]
+    fn bearer_keys_grant_their_roles() {
+        assert_eq!(
+            role("authorization", b"Bearer operator-key-0123456789"),
+            Ok(Role::Operator)
+        );
+        assert_eq!(
+            role("authorization", b"bearer   viewer-key-0123456789 "),
+            Ok(Role::Viewer)
+        );
+        assert_eq!(
+            role("x-baldur-admin-key", b"viewer-key-0123456789"),
+            Ok(Role::Viewer)
+        );
+        assert_eq!(keys().role(&HeaderMap::new()), Err(Denied::Missing));
+    }
+
+    #[test]
+    fn anything_else_is_refused() {
+        for value in [
+            &b"Bearer wrong-key-0123456789"[..],
+            b"Bearer operator-key-012345678",
+            b"Bearer operator-key-0123456789x",
+        ] {
+            assert_eq!(
+                role("authorization", value),
+                Err(Denied::Invalid),
+                "{value:?}"
+            );
+        }
+        for value in [
+            &b"Bearer"[..],
+            b"Bearer ",
+            b"Basic b3BlcmF0b3I6a2V5",
+            b"operator-key-0123456789",
+            b"Bearer a b",
+            b"Bearer \xff\xfe",
+        ] {
+            assert_eq!(
+                role("authorization", value),
+                Err(Denied::Malformed),
+                "{value:?}"
+            );
+        }
+        assert_eq!(role("x-baldur-admin-key", b"  "), Err(Denied::Malformed));
+    }
+}

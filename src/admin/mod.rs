@@ -1,0 +1,61 @@
+//! The admin server: the same probes on a loopback port of their own, with keys.
+//!
+//! [`AdminServer`] answers, from the same published verdicts as
+//! [`HealthLayer`](crate::HealthLayer):
+//!
+//! | Path | Answer |
+//! |---|---|
+//! | `/health` | the full picture; needs a key once an operator key is configured |
+//! | `/liveness` | always 200, drain included |
+//! | `/readiness` | 200 when every database is usable; 503 when not, or while draining |
+//! | `/health/pool` | 200 when the default database is usable; 503 when not, or while draining |
+//! | `/health/ping` | always 200, no database access |
+//!
+//! Other paths get 404, other methods 405. It speaks HTTP/1.1 with keep-alive, closes
+//! connections that stay idle or send their request head too slowly, and serves a bounded
+//! number of connections at once.
+//!
+//! # Safe by default
+//!
+//! - It binds `127.0.0.1:9090`. Binding any other address without an operator key is refused
+//!   at start.
+//! - With an operator key, `/health` and `?nocache=true` need a key:
+//!   `Authorization: Bearer <key>` (or `X-Baldur-Admin-Key: <key>`), compared in constant
+//!   time. The read-only key grants the viewer role, the operator key the operator role; both
+//!   are enough for `/health`. Others get 401 with `WWW-Authenticate: Bearer`. Liveness,
+//!   readiness, pool and ping stay public.
+//! - On a loopback bind, `Host` and `Origin` must name the server (`localhost`, `127.0.0.1`,
+//!   `[::1]`, the bind address, or a configured extra), else 403: a web page whose domain
+//!   resolves to 127.0.0.1 cannot read it from a browser (DNS rebinding).
+//!
+//! # Example
+//!
+//! ```
+//! use tower_health::admin::{AdminConfig, AdminServer};
+//! use tower_health::{HealthConfig, HealthMonitor};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let health = HealthMonitor::spawn(HealthConfig::new());
+//! let admin = AdminServer::new(AdminConfig::new().port(0), health).start().await?;
+//! println!("admin server on http://{}", admin.local_addr());
+//! admin.shutdown();
+//! admin.closed().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Drain
+//!
+//! With [`AdminServer::drain`], readiness, health and pool answer 503 `draining` once the drain
+//! starts, while liveness and ping keep answering (the Python system's admin server stopped
+//! answering at once); the server closes when the drain is over.
+
+mod auth;
+mod config;
+mod host;
+mod server;
+mod service;
+
+pub use self::config::{AdminConfig, MIN_KEY_LEN};
+pub use self::server::{AdminError, AdminHandle, AdminServer};

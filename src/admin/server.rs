@@ -1,0 +1,250 @@
+use std::convert::Infallible;
+use std::fmt;
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use http::Request;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::AdminConfig;
+use super::auth::Keys;
+use super::host::HostPolicy;
+use super::service::AdminState;
+use crate::config::ConfigError;
+use crate::drain::DrainHandle;
+use crate::monitor::HealthHandle;
+use crate::util::race;
+
+/// How long open connections get to finish when the server closes.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// The admin server: the probes on a port of their own, for any process (an HTTP app, a
+/// worker with no HTTP at all).
+///
+/// See the [module docs](super) for an example.
+#[derive(Debug)]
+#[must_use]
+pub struct AdminServer {
+    config: AdminConfig,
+    health: HealthHandle,
+    drain: Option<DrainHandle>,
+}
+
+/// Why the admin server did not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AdminError {
+    /// The settings do not fit together (see [`AdminConfig::validate`]).
+    Config(ConfigError),
+    /// The address could not be bound.
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for AdminError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(error) => write!(f, "admin server: {error}"),
+            Self::Bind { addr, source } => write!(f, "admin server: cannot bind {addr}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for AdminError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Config(error) => Some(error),
+            Self::Bind { source, .. } => Some(source),
+        }
+    }
+}
+
+impl AdminServer {
+    /// An admin server answering from `health`'s verdicts.
+    pub fn new(config: AdminConfig, health: HealthHandle) -> Self {
+        Self {
+            config,
+            health,
+            drain: None,
+        }
+    }
+
+    /// Follows `drain`: readiness, health and pool answer 503 `draining` once it starts,
+    /// liveness and ping keep answering, and the server closes when the drain is over.
+    ///
+    /// Defaults to no drain handle.
+    pub fn drain(mut self, drain: DrainHandle) -> Self {
+        self.drain = Some(drain);
+        self
+    }
+
+    /// Checks the settings, binds, and starts serving in a task of its own.
+    ///
+    /// # Errors
+    ///
+    /// When the settings do not fit together (a non-loopback bind without an operator key,
+    /// say) or the address cannot be bound.
+    pub async fn start(self) -> Result<AdminHandle, AdminError> {
+        let config = self.config;
+        config.validate().map_err(AdminError::Config)?;
+        let addr = SocketAddr::new(config.bind.value, config.port);
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| AdminError::Bind { addr, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| AdminError::Bind { addr, source })?;
+        let keys = Keys::new(&config);
+        let hosts = addr
+            .ip()
+            .is_loopback()
+            .then(|| HostPolicy::new(addr.ip(), local_addr.port(), &config.allowed_hosts));
+        tracing::info!(%local_addr, authentication = keys.enabled(), "admin server listening");
+        let state = Arc::new(AdminState {
+            shared: self.health.shared,
+            drain: self.drain,
+            keys,
+            hosts,
+        });
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(serve(listener, state, stopped, config));
+        Ok(AdminHandle {
+            local_addr,
+            stop,
+            task,
+        })
+    }
+}
+
+/// A running admin server. Dropping the handle closes the server, as
+/// [`shutdown`](AdminHandle::shutdown) does.
+#[must_use = "dropping the handle closes the admin server"]
+pub struct AdminHandle {
+    local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl AdminHandle {
+    /// The address the server is bound to (with the port picked, for port 0).
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Starts closing: no new connections, idle ones closed, open requests given 5 s.
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// Waits until the server has closed, after [`shutdown`](AdminHandle::shutdown) or, with
+    /// a drain handle, once the drain is over.
+    pub async fn closed(self) {
+        let Self { stop, task, .. } = self;
+        let _ = task.await;
+        drop(stop);
+    }
+}
+
+impl fmt::Debug for AdminHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdminHandle")
+            .field("local_addr", &self.local_addr)
+            .field("closed", &self.task.is_finished())
+            .finish()
+    }
+}
+
+async fn serve(
+    listener: TcpListener,
+    state: Arc<AdminState>,
+    mut stop: watch::Receiver<bool>,
+    config: AdminConfig,
+) {
+    let drain = state.drain.clone();
+    let mut closing = pin!(race(
+        async {
+            // Closing also when the handle is gone (the channel closes).
+            let _ = stop.wait_for(|stop| *stop).await;
+        },
+        async {
+            match drain {
+                Some(drain) => {
+                    drain.drained().await;
+                }
+                None => std::future::pending().await,
+            }
+        },
+    ));
+    let graceful = GracefulShutdown::new();
+    let permits = Arc::new(Semaphore::new(config.max_connections));
+    let mut connections = JoinSet::new();
+    loop {
+        let accepted = poll_fn(|cx| {
+            if closing.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            listener.poll_accept(cx).map(Some)
+        })
+        .await;
+        let Some(accepted) = accepted else { break };
+        while connections.try_join_next().is_some() {}
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(%error, "admin server: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            tracing::debug!("admin server: connection limit reached; closing a new connection");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let service = service_fn(move |request: Request<Incoming>| {
+            let reply = state.handle(&request);
+            async move { Ok::<_, Infallible>(reply.await) }
+        });
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(config.header_timeout)
+            .max_buf_size(16 * 1024)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        connections.spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "admin server: connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(CLOSE_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = connections.len(),
+            "admin server: closing connections still open after 5 s"
+        );
+    }
+    connections.shutdown().await;
+    tracing::info!("admin server closed");
+}

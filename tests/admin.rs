@@ -1,0 +1,363 @@
+//! The admin server over real sockets: paths and methods, keys, safe binding, the Host and
+//! Origin allowlist, the drain, and clients that are slow, silent or too many.
+
+mod support;
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use support::raw::RawConnection;
+use support::{eventually, first_rounds};
+use tower_health::admin::{AdminConfig, AdminError, AdminHandle, AdminServer};
+use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthMonitor};
+
+const OPERATOR: &str = "operator-key-0123456789abcdef";
+const VIEWER: &str = "viewer-key-0123456789abcdef";
+
+async fn monitor() -> HealthHandle {
+    let health =
+        HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)));
+    first_rounds(&health).await;
+    health
+}
+
+async fn start(config: AdminConfig) -> AdminHandle {
+    AdminServer::new(config.port(0), monitor().await)
+        .start()
+        .await
+        .unwrap()
+}
+
+fn keyed() -> AdminConfig {
+    AdminConfig::new()
+        .operator_key(OPERATOR)
+        .readonly_key(VIEWER)
+}
+
+#[tokio::test]
+async fn every_path_and_method_without_keys() {
+    let admin = start(AdminConfig::new()).await;
+    let mut connection = RawConnection::open(admin.local_addr()).await;
+    // No database configured: ready 200, health and pool 503 (the documented answers).
+    for (path, status, key, value) in [
+        ("/health", 503, "status", "unhealthy"),
+        ("/liveness", 200, "status", "alive"),
+        ("/readiness", 200, "status", "ready"),
+        ("/health/pool", 503, "status", "degraded"),
+        ("/health/ping", 200, "ping", "pong"),
+        ("/liveness/", 200, "status", "alive"),
+    ] {
+        // One keep-alive connection for all of them.
+        let response = connection.get(path, &[]).await;
+        assert_eq!(response.status, status, "{path}");
+        assert_eq!(response.json()[key], value, "{path}");
+        assert_eq!(
+            response.header("content-type"),
+            Some("application/json"),
+            "{path}"
+        );
+        let head = connection.request("HEAD", path, &[]).await;
+        assert_eq!(head.status, status, "HEAD {path}");
+        for method in ["POST", "PUT", "DELETE"] {
+            let response = connection
+                .request(method, path, &[b"Content-Length: 0"])
+                .await;
+            assert_eq!(response.status, 405, "{method} {path}");
+            assert_eq!(response.header("allow"), Some("GET, HEAD"));
+        }
+    }
+    for path in [
+        "/",
+        "/health/live",
+        "/health/ready",
+        "/metrics",
+        "/liveness/x",
+    ] {
+        let response = connection.get(path, &[]).await;
+        assert_eq!(response.status, 404, "{path}");
+        assert_eq!(response.json()["error"], "not found");
+    }
+    let fresh = connection.get("/health?nocache=true", &[]).await;
+    assert_eq!(
+        fresh.json()["_cache"]["hit"],
+        "bypassed",
+        "open server, open bypass"
+    );
+}
+
+#[tokio::test]
+async fn health_needs_a_key_once_one_is_configured() {
+    let admin = start(keyed()).await;
+    let addr = admin.local_addr();
+    let get = |path: &'static str, header: Vec<u8>| async move {
+        let mut connection = RawConnection::open(addr).await;
+        let headers: Vec<&[u8]> = if header.is_empty() {
+            vec![]
+        } else {
+            vec![&header]
+        };
+        connection.get(path, &headers).await
+    };
+
+    let missing = get("/health", vec![]).await;
+    assert_eq!(missing.status, 401);
+    assert_eq!(
+        missing.header("www-authenticate"),
+        Some(r#"Bearer realm="tower-health""#)
+    );
+    for header in [
+        format!("Authorization: Bearer {OPERATOR}x"),
+        "Authorization: Bearer wrong-key-0123456789abcdef".to_owned(),
+        "Authorization: Basic b3BlcmF0b3I6cGFzc3dvcmQ=".to_owned(),
+        "Authorization: Bearer".to_owned(),
+        "Authorization: Bearer a b".to_owned(),
+        format!("Authorization: {OPERATOR}"),
+        "X-Baldur-Admin-Key: nope-nope-nope-nope".to_owned(),
+    ] {
+        let response = get("/health", header.clone().into_bytes()).await;
+        assert_eq!(response.status, 401, "{header}");
+        let challenge = response.header("www-authenticate").unwrap();
+        assert!(challenge.contains("invalid_token"), "{header}: {challenge}");
+        assert!(!response.body.contains(OPERATOR), "{}", response.body);
+    }
+    let mut invalid_bytes = b"Authorization: Bearer ".to_vec();
+    invalid_bytes.extend_from_slice(b"\xff\xfe\xfd-0123456789abcdef");
+    assert_eq!(get("/health", invalid_bytes).await.status, 401);
+
+    for header in [
+        format!("Authorization: Bearer {VIEWER}"),
+        format!("Authorization: bearer {OPERATOR}"),
+        format!("X-Baldur-Admin-Key: {VIEWER}"),
+        format!("X-Baldur-Admin-Key: {OPERATOR}"),
+    ] {
+        let response = get("/health", header.clone().into_bytes()).await;
+        assert_eq!(
+            response.status, 503,
+            "{header}: no database configured, but authorized"
+        );
+        assert_eq!(response.json()["status"], "unhealthy", "{header}");
+    }
+
+    // The rest stays public, unless it asks to bypass the cache.
+    for path in ["/liveness", "/readiness", "/health/ping", "/health/pool"] {
+        assert_ne!(get(path, vec![]).await.status, 401, "{path}");
+    }
+    assert_eq!(get("/health/pool?nocache=true", vec![]).await.status, 401);
+    let viewer = format!("Authorization: Bearer {VIEWER}").into_bytes();
+    let fresh = get("/health/pool?nocache=true", viewer).await;
+    assert_eq!(fresh.json()["_cache"]["hit"], "bypassed");
+}
+
+#[tokio::test]
+async fn very_long_headers_are_refused_without_harm() {
+    let admin = start(keyed()).await;
+    let mut long = b"Authorization: Bearer ".to_vec();
+    long.extend(std::iter::repeat_n(b'a', 64 * 1024));
+    let mut connection = RawConnection::open(admin.local_addr()).await;
+    connection
+        .send_raw(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
+        .await;
+    connection.send_raw(&long).await;
+    connection.send_raw(b"\r\n\r\n").await;
+    let response = connection
+        .response(false)
+        .await
+        .expect("an answer, not a dropped connection");
+    assert_eq!(response.status, 431);
+    let mut fresh = RawConnection::open(admin.local_addr()).await;
+    assert_eq!(fresh.get("/liveness", &[]).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_non_loopback_bind_needs_an_operator_key() {
+    let health = monitor().await;
+    let any = IpAddr::from([0, 0, 0, 0]);
+    let refused = AdminServer::new(AdminConfig::new().bind(any).port(0), health.clone())
+        .start()
+        .await
+        .unwrap_err();
+    let AdminError::Config(error) = &refused else {
+        panic!("{refused}")
+    };
+    assert_eq!(error.variable(), "AdminConfig::bind");
+    assert!(refused.to_string().contains("operator key"), "{refused}");
+
+    let admin = AdminServer::new(
+        AdminConfig::new().bind(any).port(0).operator_key(OPERATOR),
+        health,
+    )
+    .start()
+    .await
+    .unwrap();
+    // Not a loopback bind: no Host allowlist, and the key still guards /health.
+    let mut connection =
+        RawConnection::open(([127, 0, 0, 1], admin.local_addr().port()).into()).await;
+    assert_eq!(
+        connection
+            .get("/liveness", &[b"Host: pod-10-0-0-7.internal:9090"])
+            .await
+            .status,
+        200
+    );
+    assert_eq!(connection.get("/health", &[]).await.status, 401);
+}
+
+#[tokio::test]
+async fn host_and_origin_must_name_the_server_on_loopback() {
+    let admin = start(AdminConfig::new().allowed_host("admin.internal")).await;
+    let port = admin.local_addr().port();
+    let mut connection = RawConnection::open(admin.local_addr()).await;
+    let own = format!("Host: 127.0.0.1:{port}");
+    for host in [
+        own.as_str(),
+        "Host: localhost",
+        "Host: [::1]",
+        "Host: admin.internal",
+    ] {
+        assert_eq!(
+            connection.get("/liveness", &[host.as_bytes()]).await.status,
+            200,
+            "{host}"
+        );
+    }
+    for host in [
+        "Host: evil.example",
+        "Host: evil.example:9090",
+        "Host: localhost:1",
+    ] {
+        let response = connection.get("/liveness", &[host.as_bytes()]).await;
+        assert_eq!(response.status, 403, "{host}");
+        assert_eq!(response.json()["error"], "forbidden");
+    }
+    let origin = format!("Origin: http://localhost:{port}");
+    assert_eq!(
+        connection
+            .get("/liveness", &[origin.as_bytes()])
+            .await
+            .status,
+        200
+    );
+    for origin in ["Origin: http://evil.example", "Origin: null"] {
+        assert_eq!(
+            connection
+                .get("/liveness", &[origin.as_bytes()])
+                .await
+                .status,
+            403,
+            "{origin}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn liveness_answers_through_the_drain_and_the_server_closes_after_it() {
+    let drain = DrainHandle::new(
+        DrainConfig::new()
+            .delay(Duration::from_millis(300))
+            .timeout(Duration::from_secs(5)),
+    );
+    let admin = AdminServer::new(AdminConfig::new().port(0), monitor().await)
+        .drain(drain.clone())
+        .start()
+        .await
+        .unwrap();
+    let addr = admin.local_addr();
+    let mut connection = RawConnection::open(addr).await;
+    assert_eq!(connection.get("/readiness", &[]).await.status, 200);
+
+    drain.start();
+    for (path, status) in [
+        ("/liveness", 200),
+        ("/health/ping", 200),
+        ("/readiness", 503),
+        ("/health", 503),
+        ("/health/pool", 503),
+    ] {
+        let response = connection.get(path, &[]).await;
+        assert_eq!(response.status, status, "{path}");
+        if status == 503 {
+            assert_eq!(response.json()["status"], "draining", "{path}");
+            assert_eq!(response.header("retry-after"), Some("5"), "{path}");
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(10), admin.closed())
+        .await
+        .expect("closed after the drain");
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "still accepting"
+    );
+}
+
+#[tokio::test]
+async fn idle_and_slow_clients_are_cut_off_while_others_are_served() {
+    let admin = start(AdminConfig::new().header_timeout(Duration::from_millis(300))).await;
+    let addr = admin.local_addr();
+    let mut silent = RawConnection::open(addr).await;
+    let mut slow = RawConnection::open(addr).await;
+    slow.send_raw(b"GET /liveness HTTP/1.1\r\nHost: local")
+        .await;
+    let mut idle = RawConnection::open(addr).await;
+    assert_eq!(idle.get("/liveness", &[]).await.status, 200);
+
+    // Meanwhile other clients get their answers.
+    let served = eventually(Duration::from_millis(200), || async {
+        RawConnection::open(addr)
+            .await
+            .get("/health/ping", &[])
+            .await
+            .status
+            == 200
+    })
+    .await;
+    assert!(served);
+    for (name, connection) in [
+        ("silent", &mut silent),
+        ("slow", &mut slow),
+        ("idle keep-alive", &mut idle),
+    ] {
+        assert!(
+            connection.closed_within(Duration::from_secs(5)).await,
+            "{name} connection left open"
+        );
+    }
+}
+
+#[tokio::test]
+async fn connections_beyond_the_limit_are_closed() {
+    let admin = start(AdminConfig::new().max_connections(2)).await;
+    let addr = admin.local_addr();
+    let mut first = RawConnection::open(addr).await;
+    let mut second = RawConnection::open(addr).await;
+    assert_eq!(first.get("/liveness", &[]).await.status, 200);
+    assert_eq!(second.get("/liveness", &[]).await.status, 200);
+    let mut third = RawConnection::open(addr).await;
+    assert!(
+        third.closed_within(Duration::from_secs(5)).await,
+        "a third connection was kept"
+    );
+    drop((first, second));
+    let freed = eventually(Duration::from_secs(5), || async {
+        let mut connection = RawConnection::open(addr).await;
+        connection
+            .send_raw(b"GET /liveness HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .await;
+        connection
+            .response(false)
+            .await
+            .is_some_and(|response| response.status == 200)
+    })
+    .await;
+    assert!(freed, "closed connections free their places");
+}
+
+#[tokio::test]
+async fn shutdown_closes_the_server() {
+    let admin = start(AdminConfig::new()).await;
+    let addr = admin.local_addr();
+    admin.shutdown();
+    tokio::time::timeout(Duration::from_secs(10), admin.closed())
+        .await
+        .unwrap();
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
