@@ -1,3 +1,334 @@
-//! Criterion benchmarks of the probe path (written with the benchmarks issue).
+//! Criterion micro-benchmarks of the probe path, each beside its baseline measured in the same
+//! run, and a count of heap allocations per answer.
+//!
+//! ```text
+//! cargo bench --bench probe
+//! ```
+//!
+//! - `probe/*`: `Health::call` on each probe path (the future is ready at once), beside
+//!   `probe/floor`: a method and path match, one `ArcSwap` load, and a response built from a
+//!   cloned `HeaderMap` and cloned `Bytes`, the least any pre-rendered answer can cost.
+//! - `passthrough/*`: an ordinary request (call, future, body to its end) through
+//!   `PingLayer` + `HealthLayer` + `DrainLayer`, beside the bare inner service.
+//! - `noise/*`: the probe path while another thread publishes new verdicts as fast as it can
+//!   (arc-swap's "noise" pattern): reads stay lock-free under updates.
+//!
+//! Allocations per answer are counted with a counting global allocator and printed first.
 
-fn main() {}
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::convert::Infallible;
+use std::future::{Future, Ready, ready};
+use std::hint::black_box;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use criterion::{BatchSize, Criterion, criterion_group};
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body::Body;
+use http_body_util::Full;
+use tower::{Layer, Service};
+use tower_health::check::{CheckFuture, DatabaseCheck};
+use tower_health::{
+    DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
+};
+
+/// Counts allocations while `COUNTING` is on.
+struct CountingAllocator;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the counter has no
+// bearing on memory.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// A database check that succeeds at once, so verdicts are healthy without any I/O.
+#[derive(Debug)]
+struct Instant;
+
+impl DatabaseCheck for Instant {
+    fn vendor(&self) -> &'static str {
+        "bench"
+    }
+
+    fn check(&self) -> CheckFuture {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The inner service: answers `ok` at once.
+#[derive(Clone)]
+struct Inner;
+
+impl Service<Request<()>> for Inner {
+    type Response = Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = Ready<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        ready(Ok(Response::new(Full::new(Bytes::from_static(b"ok")))))
+    }
+}
+
+/// Polls a future that must be ready at once.
+fn now<F: Future>(future: F) -> F::Output {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the future was not ready at once"),
+    }
+}
+
+/// Reads a body to its end (its frames are ready at once).
+fn consume<B: Body + Unpin>(mut body: B) {
+    let mut cx = Context::from_waker(Waker::noop());
+    while let Poll::Ready(Some(frame)) = Pin::new(&mut body).poll_frame(&mut cx) {
+        black_box(frame.ok());
+    }
+}
+
+fn request(path: &'static str) -> Request<()> {
+    Request::get(path).body(()).unwrap()
+}
+
+/// A monitor with one always-ready database, its first rounds done.
+fn monitor(runtime: &tokio::runtime::Runtime, config: HealthConfig) -> HealthHandle {
+    let _entered = runtime.enter();
+    let health = HealthMonitor::spawn(config.database("default", Instant));
+    runtime.block_on(async {
+        while health.readiness().checked_at.is_none() || health.health().checked_at.is_none() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    health
+}
+
+/// What the floor reads: a pre-rendered answer.
+struct Rendered {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+fn floor_answer(request: &Request<()>, swap: &ArcSwap<Rendered>) -> Option<Response<Full<Bytes>>> {
+    if request.method() != Method::GET || request.uri().path() != "/health/ready" {
+        return None;
+    }
+    let rendered = swap.load();
+    let mut response = Response::new(Full::new(rendered.body.clone()));
+    *response.status_mut() = rendered.status;
+    *response.headers_mut() = rendered.headers.clone();
+    Some(response)
+}
+
+fn floor() -> ArcSwap<Rendered> {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    ArcSwap::from_pointee(Rendered {
+        status: StatusCode::OK,
+        headers,
+        body: Bytes::from(br#"{"status":"ready","checks":{"database_default":"ready"}}"#.to_vec()),
+    })
+}
+
+const PATHS: [(&str, &str); 5] = [
+    ("ready", "/health/ready"),
+    ("live", "/health/live"),
+    ("ping", "/health/ping"),
+    ("health", "/health"),
+    ("pool", "/health/pool"),
+];
+
+fn probes(c: &mut Criterion) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let health = monitor(&runtime, HealthConfig::new());
+    let mut service = HealthLayer::new(health).layer(Inner);
+    let swap = floor();
+
+    let mut group = c.benchmark_group("probe");
+    group.bench_function("floor", |b| {
+        b.iter_batched(
+            || request("/health/ready"),
+            |request| black_box(floor_answer(&request, &swap)),
+            BatchSize::SmallInput,
+        );
+    });
+    for (name, path) in PATHS {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || request(path),
+                |request| black_box(now(service.call(request))),
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+fn passthrough(c: &mut Criterion) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let health = monitor(&runtime, HealthConfig::new());
+    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+    let mut stack = PingLayer::new().layer(HealthLayer::new(health).drain(drain).layer(drain_layer.layer(Inner)));
+    let mut bare = Inner;
+
+    let mut group = c.benchmark_group("passthrough");
+    group.bench_function("bare", |b| {
+        b.iter_batched(
+            || request("/"),
+            |request| consume(now(bare.call(request)).unwrap().into_body()),
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("stack", |b| {
+        b.iter_batched(
+            || request("/"),
+            |request| {
+                now(std::future::poll_fn(|cx| stack.poll_ready(cx))).unwrap();
+                consume(now(stack.call(request)).unwrap().into_body());
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
+fn noise(c: &mut Criterion) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let config = HealthConfig::new()
+        .readiness_interval(Duration::from_millis(1))
+        .nocache_min_interval(Duration::ZERO);
+    let health = monitor(&runtime, config);
+    let mut service = HealthLayer::new(health.clone()).layer(Inner);
+
+    let mut group = c.benchmark_group("noise");
+    for (name, path) in [("ready", "/health/ready"), ("health", "/health")] {
+        group.bench_function(format!("{name}/uncontended"), |b| {
+            b.iter_batched(|| request(path), |request| black_box(now(service.call(request))), BatchSize::SmallInput);
+        });
+    }
+    // A writer publishing fresh health and pool verdicts back to back, and readiness every
+    // millisecond.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (health, stop) = (health.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let mut published = 0_u64;
+            runtime.block_on(async {
+                while !stop.load(Ordering::Relaxed) {
+                    health.refresh().await;
+                    published += 1;
+                }
+            });
+            published
+        })
+    };
+    for (name, path) in [("ready", "/health/ready"), ("health", "/health")] {
+        group.bench_function(format!("{name}/writer"), |b| {
+            b.iter_batched(|| request(path), |request| black_box(now(service.call(request))), BatchSize::SmallInput);
+        });
+    }
+    stop.store(true, Ordering::Relaxed);
+    let published = writer.join().unwrap();
+    eprintln!("noise: the writer published {published} health verdicts during the writer benches");
+    group.finish();
+}
+
+/// Allocations per call of `routine`, averaged over many calls after a warm-up.
+fn allocations_per_call(mut routine: impl FnMut()) -> f64 {
+    const CALLS: u64 = 10_000;
+    for _ in 0..100 {
+        routine();
+    }
+    ALLOCATIONS.store(0, Ordering::SeqCst);
+    COUNTING.store(true, Ordering::SeqCst);
+    for _ in 0..CALLS {
+        routine();
+    }
+    COUNTING.store(false, Ordering::SeqCst);
+    ALLOCATIONS.load(Ordering::SeqCst) as f64 / CALLS as f64
+}
+
+fn report_allocations() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Long intervals: no round allocates while counting.
+    let hour = Duration::from_secs(3600);
+    let health = monitor(&runtime, HealthConfig::new().readiness_interval(hour).health_interval(hour));
+    let mut service = HealthLayer::new(health.clone()).layer(Inner);
+    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+    let mut stack = PingLayer::new().layer(HealthLayer::new(health).drain(drain).layer(drain_layer.layer(Inner)));
+    let swap = floor();
+
+    eprintln!("allocations per answer (request construction excluded):");
+    let mut pending = Vec::with_capacity(20_000);
+    let mut measure = |name: &str, mut routine: Box<dyn FnMut(Request<()>) + '_>, path: &'static str| {
+        pending.clear();
+        pending.extend((0..10_200).map(|_| request(path)));
+        let mut requests = pending.drain(..);
+        let per_call = allocations_per_call(|| routine(requests.next().unwrap()));
+        eprintln!("  {name:<24} {per_call:.2}");
+    };
+    measure("probe/floor", Box::new(|request| drop(black_box(floor_answer(&request, &swap)))), "/health/ready");
+    for (name, path) in PATHS {
+        let service = &mut service;
+        measure(
+            &format!("probe/{name}"),
+            Box::new(move |request| drop(black_box(now(service.call(request))))),
+            path,
+        );
+    }
+    let mut bare = Inner;
+    measure("passthrough/bare", Box::new(|request| consume(now(bare.call(request)).unwrap().into_body())), "/");
+    measure(
+        "passthrough/stack",
+        Box::new(|request| {
+            now(std::future::poll_fn(|cx| stack.poll_ready(cx))).unwrap();
+            consume(now(stack.call(request)).unwrap().into_body());
+        }),
+        "/",
+    );
+}
+
+criterion_group!(benches, probes, passthrough, noise);
+
+fn main() {
+    report_allocations();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

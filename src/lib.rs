@@ -73,6 +73,7 @@
 //! | `admin` | `admin::AdminServer`: the probes on a loopback port, with keys (hyper) | No |
 //! | `full` | every feature | No |
 
+#![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::dbg_macro))]
 
