@@ -1,0 +1,701 @@
+//! Probe storm: real servers on 127.0.0.1, each in a child process of its own, driven by many
+//! concurrent keep-alive HTTP/1.1 connections from an in-process hyper client.
+//!
+//! ```text
+//! cargo bench --bench storm --all-features
+//! STORM_SECONDS=3 STORM_ROUNDS=5 cargo bench --bench storm --all-features   # longer
+//! ```
+//!
+//! Every figure is reported beside a baseline measured in the same run: the servers are run
+//! interleaved (a, x, a, y, ...) over several rounds, and each ratio is the median of the
+//! per-round ratios. Server CPU per request is the child's utime + stime over the measured
+//! window divided by the requests answered in it; it is far steadier than requests/s on a
+//! shared machine. Database transactions are read from `pg_stat_database` (commits +
+//! rollbacks of a database only the servers use) after the server has exited, since a
+//! backend publishes its counters when it disconnects; health checks are also counted inside
+//! the monitor.
+//!
+//! The servers:
+//!
+//! - `bare-hyper`: hyper-util answering 200 `ok` to everything: the ceiling of this stack.
+//! - `stack-hyper`: `PingLayer` + `HealthLayer` + `DrainLayer` in front of a `service_fn`,
+//!   served by hyper-util.
+//! - `stack-axum`, `plain-axum`: an axum `Router` with and without the stack, served by
+//!   `axum::serve` (with `TCP_NODELAY`).
+//! - `handrolled-axum`: what most teams write: an axum handler that checks out a bb8-postgres
+//!   connection (bb8 defaults) and runs `SELECT 1` per request.
+//! - `admin`: the admin server.
+//!
+//! Settings: `STORM_SECONDS` (measured seconds per run, default 2), `STORM_ROUNDS` (default 3),
+//! `STORM_DATABASE_URL` (a server to create the `tower_health_bench` database on, default the
+//! local PostgreSQL), `STORM_ONLY` (`main` or `scale`, default both).
+
+use std::convert::Infallible;
+use std::error::Error;
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceBuilder;
+use tower_health::admin::{AdminConfig, AdminServer};
+use tower_health::check::PostgresCheck;
+use tower_health::{
+    DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
+};
+
+const BENCH_DATABASE: &str = "tower_health_bench";
+
+fn main() -> Result<(), Box<dyn Error>> {
+    if let Ok(server) = std::env::var("STORM_SERVE") {
+        return serve(&server);
+    }
+    if std::env::args().any(|arg| arg == "--list" || arg == "--test") {
+        return Ok(()); // `cargo bench -- --list`, `cargo test --benches`
+    }
+    drive()
+}
+
+// ------------------------------------------------------------------------------------------
+// The server side: one child process per measurement.
+// ------------------------------------------------------------------------------------------
+
+/// Runs server `kind` on 127.0.0.1:0, prints `PORT <port>`, serves until stdin closes, then
+/// prints `CHECKS <n>` (health checks started) and exits.
+fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        // Only the servers that answer from verdicts run a monitor.
+        let health = match kind {
+            "stack-hyper" | "stack-axum" | "admin" => Some(monitor().await?),
+            _ => None,
+        };
+        let checked = health.clone();
+        let health = health.unwrap_or_else(|| HealthMonitor::new(HealthConfig::new()).0);
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let server = async {
+            match kind {
+                "bare-hyper" => {
+                    let ok = tower::service_fn(|_: Request<Incoming>| async {
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+                    });
+                    hyper_loop(listener, ok).await
+                }
+                "stack-hyper" => {
+                    let ok = tower::service_fn(|_: Request<Incoming>| async {
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+                    });
+                    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+                    let stack = ServiceBuilder::new()
+                        .layer(PingLayer::new())
+                        .layer(HealthLayer::new(health.clone()).drain(drain))
+                        .layer(drain_layer)
+                        .service(ok);
+                    hyper_loop(listener, stack).await
+                }
+                "plain-axum" => axum_serve(listener, router()).await,
+                "stack-axum" => {
+                    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+                    let stack = ServiceBuilder::new()
+                        .map_response(IntoResponse::into_response)
+                        .layer(PingLayer::new())
+                        .layer(HealthLayer::new(health.clone()).drain(drain))
+                        .layer(drain_layer)
+                        .service(router());
+                    axum_serve(listener, stack).await
+                }
+                "handrolled-axum" => {
+                    let manager = bb8_postgres::PostgresConnectionManager::new_from_stringlike(
+                        bench_url(),
+                        tokio_postgres::NoTls,
+                    )?;
+                    // bb8's defaults, as a hand-written handler would have them.
+                    let pool = bb8::Pool::builder().build(manager).await?;
+                    let app = Router::new()
+                        .route("/health", get(handrolled))
+                        .with_state(pool);
+                    axum_serve(listener, app).await
+                }
+                "admin" => {
+                    drop(listener);
+                    let admin = AdminServer::new(AdminConfig::new().port(port), health.clone())
+                        .start()
+                        .await?;
+                    std::future::pending::<()>().await;
+                    drop(admin);
+                    Ok(())
+                }
+                other => Err(format!("unknown server {other}").into()),
+            }
+        };
+        println!("PORT {port}");
+        std::io::stdout().flush()?;
+        let stdin_closed = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            while std::io::stdin().read_line(&mut line).is_ok_and(|read| read > 0) {}
+        });
+        tokio::select! {
+            result = server => result?,
+            _ = stdin_closed => {}
+        }
+        if let Some(checked) = checked {
+            println!("CHECKS {}", checked.stats().checks_started);
+        }
+        Ok::<_, Box<dyn Error>>(())
+    })?;
+    // Exiting closes every pooled connection, which publishes their statistics.
+    drop(runtime);
+    Ok(())
+}
+
+/// The monitor: `STORM_DATABASES` real databases and `STORM_STALLED` listeners that accept
+/// and never answer.
+async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
+    let databases: usize = env_or("STORM_DATABASES", 1);
+    let stalled: usize = env_or("STORM_STALLED", 0);
+    let mut config = HealthConfig::new();
+    for index in 0..databases {
+        let name = if index == 0 { "default".to_owned() } else { format!("db{index}") };
+        config = config.database(&name, PostgresCheck::connect(&bench_url())?);
+    }
+    for index in 0..stalled {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("postgres://postgres@{}/postgres", listener.local_addr()?);
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        config = config.database(&format!("stalled{index}"), PostgresCheck::connect(&url)?);
+    }
+    let health = HealthMonitor::spawn(config);
+    while health.readiness().checked_at.is_none() || health.health().checked_at.is_none() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(health)
+}
+
+fn router() -> Router {
+    Router::new().route("/", get(|| async { "ok" }))
+}
+
+async fn handrolled(
+    State(pool): State<bb8::Pool<bb8_postgres::PostgresConnectionManager<tokio_postgres::NoTls>>>,
+) -> StatusCode {
+    let Ok(conn) = pool.get().await else {
+        return StatusCode::SERVICE_UNAVAILABLE;
+    };
+    match conn.query_one("SELECT 1", &[]).await {
+        Ok(_) => StatusCode::OK,
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+async fn hyper_loop<S, B>(listener: TcpListener, service: S) -> Result<(), Box<dyn Error>>
+where
+    S: tower::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn Error + Send + Sync>>,
+{
+    loop {
+        let (stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?;
+        let service = TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn axum_serve<S>(listener: TcpListener, service: S) -> Result<(), Box<dyn Error>>
+where
+    S: tower::Service<Request<axum::body::Body>, Response = axum::response::Response, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, tower::make::Shared::new(service)).await?;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// The driving side.
+// ------------------------------------------------------------------------------------------
+
+/// One server to measure: which binary mode, which path, how many connections, and the
+/// monitor's databases.
+#[derive(Clone, Debug)]
+struct Setup {
+    label: &'static str,
+    server: &'static str,
+    path: &'static str,
+    connections: usize,
+    databases: usize,
+    stalled: usize,
+}
+
+impl Setup {
+    const fn new(label: &'static str, server: &'static str, path: &'static str) -> Self {
+        Self {
+            label,
+            server,
+            path,
+            connections: 64,
+            databases: 1,
+            stalled: 0,
+        }
+    }
+
+    fn baseline(&self) -> Self {
+        Self {
+            label: "(a) bare hyper, 200 ok",
+            server: "bare-hyper",
+            path: "/",
+            ..self.clone()
+        }
+    }
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Default)]
+struct Run {
+    /// Requests over the server's whole life, warm-up included: what the transactions were
+    /// spent on.
+    lifetime_requests: u64,
+    failures: u64,
+    rps: f64,
+    p50_us: f64,
+    p99_us: f64,
+    max_us: f64,
+    cpu_us_per_request: f64,
+    transactions: Option<i64>,
+    checks: Option<u64>,
+}
+
+fn drive() -> Result<(), Box<dyn Error>> {
+    let seconds: f64 = env_or("STORM_SECONDS", 2.0);
+    let rounds: usize = env_or("STORM_ROUNDS", 3);
+    let only = std::env::var("STORM_ONLY").unwrap_or_default();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let stats = runtime.block_on(DatabaseStats::connect());
+    if stats.is_none() {
+        eprintln!("PostgreSQL is unreachable: database rows and transaction counts are skipped");
+    }
+    let measure = Duration::from_secs_f64(seconds);
+    println!("# probe storm: {seconds} s per run, {rounds} interleaved rounds, median of each\n");
+
+    if only.is_empty() || only == "main" {
+        let mut setups = vec![
+            Setup::new("(b) stack, hyper-util: /health/ready", "stack-hyper", "/health/ready"),
+            Setup::new("(b) stack, hyper-util: /health/ping", "stack-hyper", "/health/ping"),
+            Setup::new("(b) stack, hyper-util: /health", "stack-hyper", "/health"),
+            Setup::new("(b) stack, axum::serve: /health/ready", "stack-axum", "/health/ready"),
+            Setup::new("(b) stack, axum::serve: /health/ping", "stack-axum", "/health/ping"),
+            Setup::new("(b) stack, axum::serve: /health", "stack-axum", "/health"),
+            Setup::new("(c) axum, no stack: GET /", "plain-axum", "/"),
+            Setup::new("(c) axum, with stack: GET /", "stack-axum", "/"),
+            Setup::new("(e) admin server: /readiness", "admin", "/readiness"),
+        ];
+        if stats.is_some() {
+            setups.push(Setup::new("(d) hand-rolled SELECT 1 per request", "handrolled-axum", "/health"));
+        }
+        let results = runtime.block_on(interleaved(&setups, rounds, measure, stats.as_ref()))?;
+        print_main_table(&setups, &results);
+    }
+    if (only.is_empty() || only == "scale") && stats.is_some() {
+        let mut setups = Vec::new();
+        for connections in [64, 256] {
+            for (databases, stalled) in [(1, 0), (4, 0), (3, 1)] {
+                setups.push(Setup {
+                    label: "",
+                    connections,
+                    databases,
+                    stalled,
+                    ..Setup::new("", "stack-hyper", "/health/ready")
+                });
+            }
+        }
+        let results = runtime.block_on(interleaved(&setups, rounds, measure, stats.as_ref()))?;
+        print_scale_table(&setups, &results);
+    }
+    Ok(())
+}
+
+/// Per setup: its runs and the baseline runs measured just before each of them.
+type Results = Vec<(Vec<Run>, Vec<Run>)>;
+
+async fn interleaved(
+    setups: &[Setup],
+    rounds: usize,
+    measure: Duration,
+    stats: Option<&DatabaseStats>,
+) -> Result<Results, Box<dyn Error>> {
+    let mut results: Results = vec![(Vec::new(), Vec::new()); setups.len()];
+    for round in 0..rounds {
+        for (index, setup) in setups.iter().enumerate() {
+            eprintln!("round {}/{rounds}: {} {} ({} connections)", round + 1, setup.server, setup.path, setup.connections);
+            let baseline = run(&setup.baseline(), measure, stats).await?;
+            let measured = run(setup, measure, stats).await?;
+            results[index].0.push(measured);
+            results[index].1.push(baseline);
+        }
+    }
+    Ok(results)
+}
+
+/// Starts the server, warms up, measures, stops the server and reads what it cost.
+async fn run(setup: &Setup, measure: Duration, stats: Option<&DatabaseStats>) -> Result<Run, Box<dyn Error>> {
+    let before = match stats {
+        Some(stats) => Some(stats.transactions().await?),
+        None => None,
+    };
+    let server = ServerProcess::start(setup)?;
+    let addr: SocketAddr = ([127, 0, 0, 1], server.port).into();
+    let connections = open(addr, setup.connections).await?;
+
+    let (warmup, _) = load(&connections, setup.path, Duration::from_millis(500)).await;
+    let cpu_before = server.cpu_time()?;
+    let started = Instant::now();
+    let (latencies, failures) = load(&connections, setup.path, measure).await;
+    let elapsed = started.elapsed();
+    let cpu = server.cpu_time()? - cpu_before;
+    drop(connections);
+    let checks = server.stop()?;
+
+    let transactions = match (stats, before) {
+        (Some(stats), Some(before)) => Some(stats.settled_transactions(before).await?),
+        _ => None,
+    };
+    let requests = latencies.len() as u64;
+    let mut sorted = latencies;
+    sorted.sort_unstable();
+    let percentile = |p: f64| {
+        sorted
+            .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
+            .map_or(0.0, |&micros| f64::from(micros))
+    };
+    Ok(Run {
+        lifetime_requests: requests + warmup.len() as u64,
+        failures,
+        rps: requests as f64 / elapsed.as_secs_f64(),
+        p50_us: percentile(0.50),
+        p99_us: percentile(0.99),
+        max_us: percentile(1.0),
+        cpu_us_per_request: cpu.as_secs_f64() * 1e6 / requests.max(1) as f64,
+        transactions,
+        checks,
+    })
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
+
+async fn open(addr: SocketAddr, count: usize) -> Result<Vec<Arc<tokio::sync::Mutex<Sender>>>, Box<dyn Error>> {
+    let mut senders = Vec::with_capacity(count);
+    for _ in 0..count {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(connection);
+        senders.push(Arc::new(tokio::sync::Mutex::new(sender)));
+    }
+    Ok(senders)
+}
+
+/// Sends requests on every connection, back to back, for `duration`; returns the latency of
+/// each answered request in microseconds, and the number of failures.
+async fn load(connections: &[Arc<tokio::sync::Mutex<Sender>>], path: &'static str, duration: Duration) -> (Vec<u32>, u64) {
+    let until = Instant::now() + duration;
+    let tasks: Vec<_> = connections
+        .iter()
+        .map(|sender| {
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                let mut sender = sender.lock().await;
+                let mut latencies = Vec::with_capacity(16 * 1024);
+                let mut failures = 0;
+                while Instant::now() < until {
+                    let request = Request::get(path).header("host", "127.0.0.1").body(Empty::new()).unwrap();
+                    let sent = Instant::now();
+                    let answered = async {
+                        sender.ready().await?;
+                        let response = sender.send_request(request).await?;
+                        let ok = response.status().is_success();
+                        response.into_body().collect().await?;
+                        Ok::<_, hyper::Error>(ok)
+                    }
+                    .await;
+                    match answered {
+                        Ok(true) => latencies.push(u32::try_from(sent.elapsed().as_micros()).unwrap_or(u32::MAX)),
+                        Ok(false) => failures += 1,
+                        Err(_) => {
+                            failures += 1;
+                            break;
+                        }
+                    }
+                }
+                (latencies, failures)
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    let mut failures = 0;
+    for task in tasks {
+        let (latencies, failed) = task.await.unwrap();
+        all.extend(latencies);
+        failures += failed;
+    }
+    (all, failures)
+}
+
+struct ServerProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    port: u16,
+    clock_ticks: f64,
+}
+
+impl ServerProcess {
+    fn start(setup: &Setup) -> Result<Self, Box<dyn Error>> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .env("STORM_SERVE", setup.server)
+            .env("STORM_DATABASES", setup.databases.to_string())
+            .env("STORM_STALLED", setup.stalled.to_string())
+            .env("STORM_DATABASE_URL", bench_url())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdin = child.stdin.take();
+        let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut line = String::new();
+        stdout.read_line(&mut line)?;
+        let port = line
+            .strip_prefix("PORT ")
+            .and_then(|port| port.trim().parse().ok())
+            .ok_or_else(|| format!("the server said {line:?}"))?;
+        let ticks = Command::new("getconf").arg("CLK_TCK").output()?;
+        let clock_ticks = String::from_utf8(ticks.stdout)?.trim().parse()?;
+        Ok(Self {
+            child,
+            stdin,
+            stdout,
+            port,
+            clock_ticks,
+        })
+    }
+
+    /// utime + stime of the server process.
+    fn cpu_time(&self) -> Result<Duration, Box<dyn Error>> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        let after_name = &stat[stat.rfind(')').ok_or("bad stat")? + 2..];
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
+        Ok(Duration::from_secs_f64(ticks / self.clock_ticks))
+    }
+
+    /// Closes stdin, waits for the exit, returns the health checks the server started.
+    fn stop(mut self) -> Result<Option<u64>, Box<dyn Error>> {
+        drop(self.stdin.take());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest)?;
+        self.child.wait()?;
+        Ok(rest
+            .lines()
+            .find_map(|line| line.strip_prefix("CHECKS "))
+            .and_then(|checks| checks.trim().parse().ok()))
+    }
+}
+
+/// Reads the transactions of the bench database, connected to another database so that the
+/// readings do not count themselves.
+struct DatabaseStats {
+    client: tokio_postgres::Client,
+}
+
+impl DatabaseStats {
+    async fn connect() -> Option<Self> {
+        let url = std::env::var("STORM_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.ok()?;
+        tokio::spawn(connection);
+        let exists = client
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&BENCH_DATABASE])
+            .await
+            .ok()?;
+        if exists.is_none() {
+            client.batch_execute(&format!("CREATE DATABASE {BENCH_DATABASE}")).await.ok()?;
+        }
+        Some(Self { client })
+    }
+
+    async fn transactions(&self) -> Result<i64, Box<dyn Error>> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1",
+                &[&BENCH_DATABASE],
+            )
+            .await?;
+        Ok(row.get(0))
+    }
+
+    /// Transactions since `before`, once the server's backends have published theirs (they
+    /// do when they disconnect, a moment after the server exits).
+    async fn settled_transactions(&self, before: i64) -> Result<i64, Box<dyn Error>> {
+        let mut last = self.transactions().await?;
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = self.transactions().await?;
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        Ok(last - before)
+    }
+}
+
+fn bench_url() -> String {
+    let base = std::env::var("STORM_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    match base.rfind('/') {
+        Some(slash) if base[..slash].contains("://") && base[..slash].ends_with(|c: char| c != '/') => {
+            format!("{}/{BENCH_DATABASE}", &base[..slash])
+        }
+        _ => base,
+    }
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
+// ------------------------------------------------------------------------------------------
+// Reporting.
+// ------------------------------------------------------------------------------------------
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    }
+}
+
+fn print_main_table(setups: &[Setup], results: &Results) {
+    let handrolled = setups.iter().position(|setup| setup.server == "handrolled-axum");
+    println!("## Main table: 64 connections, one database\n");
+    println!("| server | req/s | x (a) req/s | CPU µs/req | x (a) CPU | p50 µs | p99 µs | max µs | x (d) req/s | DB xacts / requests (whole run) | checks |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let baseline_runs: Vec<Run> = results.iter().flat_map(|(_, baselines)| baselines.clone()).collect();
+    print_row("(a) bare hyper, 200 ok", &baseline_runs, None, None);
+    for (index, setup) in setups.iter().enumerate() {
+        let (runs, baselines) = &results[index];
+        let handrolled_runs = handrolled.map(|index| &results[index].0);
+        print_row(setup.label, runs, Some(baselines), handrolled_runs);
+    }
+    println!();
+    // (c) as one figure: the ordinary route with the stack against the same app without it,
+    // each normalised by the baseline run just before it.
+    let position = |label: &str| setups.iter().position(|setup| setup.label == label);
+    if let (Some(with), Some(without)) = (
+        position("(c) axum, with stack: GET /"),
+        position("(c) axum, no stack: GET /"),
+    ) {
+        let normalised = |index: usize| -> Vec<f64> {
+            let (runs, baselines) = &results[index];
+            runs.iter()
+                .zip(baselines)
+                .map(|(run, base)| run.cpu_us_per_request / base.cpu_us_per_request)
+                .collect()
+        };
+        let ratios = normalised(with).iter().zip(normalised(without)).map(|(with, without)| with / without).collect();
+        println!("Ordinary route, CPU per request with the stack / without: {:.3}\n", median(ratios));
+    }
+}
+
+fn print_row(label: &str, runs: &[Run], baselines: Option<&Vec<Run>>, handrolled: Option<&Vec<Run>>) {
+    let pick = |f: fn(&Run) -> f64| median(runs.iter().map(f).collect());
+    let ratio = |f: fn(&Run) -> f64, against: &[Run]| {
+        median(runs.iter().zip(against).map(|(run, base)| f(run) / f(base)).collect())
+    };
+    let rps_a = baselines.map_or("1.00".to_owned(), |base| format!("{:.2}", ratio(|run| run.rps, base)));
+    let cpu_a = baselines.map_or("1.00".to_owned(), |base| {
+        format!("{:.2}", ratio(|run| run.cpu_us_per_request, base))
+    });
+    let rps_d = handrolled.map_or("".to_owned(), |handrolled| format!("{:.1}", ratio(|run| run.rps, handrolled)));
+    let transactions = median(runs.iter().map(|run| run.transactions.unwrap_or(-1) as f64).collect());
+    let requests = median(runs.iter().map(|run| run.lifetime_requests as f64).collect());
+    let xacts = if transactions < 0.0 {
+        "n/a".to_owned()
+    } else {
+        format!("{transactions:.0} / {requests:.0} req")
+    };
+    let checks = median(runs.iter().map(|run| run.checks.unwrap_or(0) as f64).collect());
+    let failures: u64 = runs.iter().map(|run| run.failures).sum();
+    let label = if failures > 0 { format!("{label} ({failures} failed)") } else { label.to_owned() };
+    println!(
+        "| {label} | {:.0} | {rps_a} | {:.2} | {cpu_a} | {:.0} | {:.0} | {:.0} | {rps_d} | {xacts} | {checks:.0} |",
+        pick(|run| run.rps),
+        pick(|run| run.cpu_us_per_request),
+        pick(|run| run.p50_us),
+        pick(|run| run.p99_us),
+        pick(|run| run.max_us),
+    );
+}
+
+fn print_scale_table(setups: &[Setup], results: &Results) {
+    println!("## Scale: `/health/ready` through the stack (hyper-util)\n");
+    println!("| connections | databases | stalled | req/s | x (a) req/s | CPU µs/req | x (a) CPU | p50 µs | p99 µs | max µs | DB xacts | checks |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (setup, (runs, baselines)) in setups.iter().zip(results) {
+        let pick = |f: fn(&Run) -> f64| median(runs.iter().map(f).collect());
+        let ratio = |f: fn(&Run) -> f64| median(runs.iter().zip(baselines).map(|(run, base)| f(run) / f(base)).collect());
+        let failures: u64 = runs.iter().map(|run| run.failures).sum();
+        println!(
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |{}",
+            setup.connections,
+            setup.databases + setup.stalled,
+            setup.stalled,
+            pick(|run| run.rps),
+            ratio(|run| run.rps),
+            pick(|run| run.cpu_us_per_request),
+            ratio(|run| run.cpu_us_per_request),
+            pick(|run| run.p50_us),
+            pick(|run| run.p99_us),
+            pick(|run| run.max_us),
+            pick(|run| run.transactions.unwrap_or(0) as f64),
+            pick(|run| run.checks.unwrap_or(0) as f64),
+            if failures > 0 { format!(" {failures} failed") } else { String::new() },
+        );
+    }
+    println!();
+}
