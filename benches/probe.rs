@@ -157,7 +157,10 @@ fn floor_answer(request: &Request<()>, swap: &ArcSwap<Rendered>) -> Option<Respo
 
 fn floor() -> ArcSwap<Rendered> {
     let mut headers = HeaderMap::new();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     ArcSwap::from_pointee(Rendered {
         status: StatusCode::OK,
@@ -204,7 +207,11 @@ fn passthrough(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let health = monitor(&runtime, HealthConfig::new());
     let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
-    let mut stack = PingLayer::new().layer(HealthLayer::new(health).drain(drain).layer(drain_layer.layer(Inner)));
+    let mut stack = PingLayer::new().layer(
+        HealthLayer::new(health)
+            .drain(drain)
+            .layer(drain_layer.layer(Inner)),
+    );
     let mut bare = Inner;
 
     let mut group = c.benchmark_group("passthrough");
@@ -239,7 +246,11 @@ fn noise(c: &mut Criterion) {
     let mut group = c.benchmark_group("noise");
     for (name, path) in [("ready", "/health/ready"), ("health", "/health")] {
         group.bench_function(format!("{name}/uncontended"), |b| {
-            b.iter_batched(|| request(path), |request| black_box(now(service.call(request))), BatchSize::SmallInput);
+            b.iter_batched(
+                || request(path),
+                |request| black_box(now(service.call(request))),
+                BatchSize::SmallInput,
+            );
         });
     }
     // A writer publishing fresh health and pool verdicts back to back, and readiness every
@@ -248,7 +259,10 @@ fn noise(c: &mut Criterion) {
     let writer = {
         let (health, stop) = (health.clone(), stop.clone());
         std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             let mut published = 0_u64;
             runtime.block_on(async {
                 while !stop.load(Ordering::Relaxed) {
@@ -261,7 +275,11 @@ fn noise(c: &mut Criterion) {
     };
     for (name, path) in [("ready", "/health/ready"), ("health", "/health")] {
         group.bench_function(format!("{name}/writer"), |b| {
-            b.iter_batched(|| request(path), |request| black_box(now(service.call(request))), BatchSize::SmallInput);
+            b.iter_batched(
+                || request(path),
+                |request| black_box(now(service.call(request))),
+                BatchSize::SmallInput,
+            );
         });
     }
     stop.store(true, Ordering::Relaxed);
@@ -289,22 +307,36 @@ fn report_allocations() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     // Long intervals: no round allocates while counting.
     let hour = Duration::from_secs(3600);
-    let health = monitor(&runtime, HealthConfig::new().readiness_interval(hour).health_interval(hour));
+    let health = monitor(
+        &runtime,
+        HealthConfig::new()
+            .readiness_interval(hour)
+            .health_interval(hour),
+    );
     let mut service = HealthLayer::new(health.clone()).layer(Inner);
     let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
-    let mut stack = PingLayer::new().layer(HealthLayer::new(health).drain(drain).layer(drain_layer.layer(Inner)));
+    let mut stack = PingLayer::new().layer(
+        HealthLayer::new(health)
+            .drain(drain)
+            .layer(drain_layer.layer(Inner)),
+    );
     let swap = floor();
 
     eprintln!("allocations per answer (request construction excluded):");
     let mut pending = Vec::with_capacity(20_000);
-    let mut measure = |name: &str, mut routine: Box<dyn FnMut(Request<()>) + '_>, path: &'static str| {
-        pending.clear();
-        pending.extend((0..10_200).map(|_| request(path)));
-        let mut requests = pending.drain(..);
-        let per_call = allocations_per_call(|| routine(requests.next().unwrap()));
-        eprintln!("  {name:<24} {per_call:.2}");
-    };
-    measure("probe/floor", Box::new(|request| drop(black_box(floor_answer(&request, &swap)))), "/health/ready");
+    let mut measure =
+        |name: &str, mut routine: Box<dyn FnMut(Request<()>) + '_>, path: &'static str| {
+            pending.clear();
+            pending.extend((0..10_200).map(|_| request(path)));
+            let mut requests = pending.drain(..);
+            let per_call = allocations_per_call(|| routine(requests.next().unwrap()));
+            eprintln!("  {name:<24} {per_call:.2}");
+        };
+    measure(
+        "probe/floor",
+        Box::new(|request| drop(black_box(floor_answer(&request, &swap)))),
+        "/health/ready",
+    );
     for (name, path) in PATHS {
         let service = &mut service;
         measure(
@@ -314,7 +346,11 @@ fn report_allocations() {
         );
     }
     let mut bare = Inner;
-    measure("passthrough/bare", Box::new(|request| consume(now(bare.call(request)).unwrap().into_body())), "/");
+    measure(
+        "passthrough/bare",
+        Box::new(|request| consume(now(bare.call(request)).unwrap().into_body())),
+        "/",
+    );
     measure(
         "passthrough/stack",
         Box::new(|request| {

@@ -77,8 +77,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
     drop(listener);
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("every connection closed"),
-        drained = drain.drained() => {
-            tracing::info!(abandoned = drained.abandoned, elapsed = ?drained.elapsed, "drain over");
+        () = drain.timeout_elapsed() => {
+            tracing::warn!(in_flight = drain.in_flight(), "drain timeout: closing what is still open");
         }
     }
     Ok(())

@@ -1,12 +1,13 @@
 //! Probe answers rendered ahead of time, and turning one into a response.
 //!
 //! Everything that can be computed before a probe arrives is: the status code, the header map
-//! and the JSON bytes. Answering then clones a `HeaderMap` and two `Bytes` handles.
+//! and the JSON bytes. Answering then clones a `HeaderMap` (its two allocations are the only
+//! ones a GET probe costs) and two `Bytes` handles.
 
 use std::sync::LazyLock;
 
 use bytes::Bytes;
-use http::header::{self, HeaderMap, HeaderValue};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Response, StatusCode};
 
 use crate::body::ProbeBody;
@@ -22,6 +23,8 @@ pub(crate) struct Answer {
     /// The body; when `tail` is set, the verdict's age goes between the two.
     head: Bytes,
     tail: Option<Bytes>,
+    /// `Content-Length` for HEAD, when the length does not depend on the age.
+    content_length: Option<HeaderValue>,
 }
 
 impl Answer {
@@ -41,35 +44,76 @@ impl Answer {
         )
     }
 
-    pub(crate) fn with_headers(
+    /// A fixed JSON answer: `Content-Type: application/json`, the given `Cache-Control`, and
+    /// any extra headers.
+    pub(crate) fn fixed(
+        status: StatusCode,
+        cache_control: &'static str,
+        body: &'static [u8],
+        extra: &[(HeaderName, HeaderValue)],
+    ) -> Self {
+        let mut headers = json_headers(HeaderValue::from_static(cache_control));
+        for (name, value) in extra {
+            headers.insert(name.clone(), value.clone());
+        }
+        Self::with_headers(status, headers, Bytes::from_static(body), None)
+    }
+
+    fn with_headers(
         status: StatusCode,
         headers: HeaderMap,
         head: Bytes,
         tail: Option<Bytes>,
     ) -> Self {
+        let content_length = tail.is_none().then(|| HeaderValue::from(head.len()));
         Self {
             status,
             headers,
             head,
             tail,
+            content_length,
         }
     }
 
     /// The response for one request. `head_only` answers HEAD: the same status and headers
     /// (with the `Content-Length` the GET body would have), no body.
     pub(crate) fn respond(&self, head_only: bool, age_ms: u64) -> Response<ProbeBody> {
+        self.respond_with(head_only, age_ms, None)
+    }
+
+    /// [`Answer::respond`] with one more header, such as a drain's `Retry-After`.
+    pub(crate) fn respond_with(
+        &self,
+        head_only: bool,
+        age_ms: u64,
+        extra: Option<(HeaderName, &HeaderValue)>,
+    ) -> Response<ProbeBody> {
         let body = ProbeBody::new(
             self.head.clone(),
             self.tail.as_ref().map(|_| age_ms),
             self.tail.clone().unwrap_or_default(),
         );
-        let mut headers = self.headers.clone();
-        let body = if head_only {
-            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-            ProbeBody::empty()
+        let headers = if head_only || extra.is_some() {
+            // Sized for what is added, so that adding does not grow it (more allocations).
+            let mut headers = HeaderMap::with_capacity(self.headers.len() + 2);
+            for (name, value) in &self.headers {
+                headers.insert(name.clone(), value.clone());
+            }
+            if head_only {
+                let length = self
+                    .content_length
+                    .clone()
+                    .unwrap_or_else(|| HeaderValue::from(body.len()));
+                headers.insert(header::CONTENT_LENGTH, length);
+            }
+            if let Some((name, value)) = extra {
+                headers.insert(name, value.clone());
+            }
+            headers
         } else {
-            body
+            self.headers.clone()
         };
+        let body = if head_only { ProbeBody::empty() } else { body };
         let mut response = Response::new(body);
         *response.status_mut() = self.status;
         *response.headers_mut() = headers;
@@ -85,34 +129,26 @@ fn json_headers(cache_control: HeaderValue) -> HeaderMap {
 }
 
 /// `/health/live`: the process answers, so it is alive.
-pub(crate) static LIVE: LazyLock<Answer> = LazyLock::new(|| {
-    Answer::with_headers(
-        StatusCode::OK,
-        json_headers(NO_STORE),
-        Bytes::from_static(br#"{"status":"alive"}"#),
-        None,
-    )
-});
+pub(crate) static LIVE: LazyLock<Answer> =
+    LazyLock::new(|| Answer::fixed(StatusCode::OK, "no-store", br#"{"status":"alive"}"#, &[]));
 
 /// `/health/ping`: the cheapest possible yes. Load balancers may cache it for a second.
 pub(crate) static PING: LazyLock<Answer> = LazyLock::new(|| {
-    Answer::with_headers(
+    Answer::fixed(
         StatusCode::OK,
-        json_headers(HeaderValue::from_static("max-age=1")),
-        Bytes::from_static(br#"{"ping":"pong","status":"alive"}"#),
-        None,
+        "max-age=1",
+        br#"{"ping":"pong","status":"alive"}"#,
+        &[],
     )
 });
 
 /// Any method but GET and HEAD on a probe path.
 pub(crate) static METHOD_NOT_ALLOWED: LazyLock<Answer> = LazyLock::new(|| {
-    let mut headers = json_headers(NO_STORE);
-    headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-    Answer::with_headers(
+    Answer::fixed(
         StatusCode::METHOD_NOT_ALLOWED,
-        headers,
-        Bytes::from_static(br#"{"error":"method not allowed","allow":["GET","HEAD"]}"#),
-        None,
+        "no-store",
+        br#"{"error":"method not allowed","allow":["GET","HEAD"]}"#,
+        &[(header::ALLOW, HeaderValue::from_static("GET, HEAD"))],
     )
 });
 

@@ -41,7 +41,7 @@ use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{self, HeaderMap, HeaderValue};
+use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -49,6 +49,7 @@ use tower_service::Service;
 use crate::answer::{Answer, METHOD_NOT_ALLOWED, MethodKind, PING};
 use crate::body::ResponseBody;
 pub use crate::future::ResponseFuture;
+use crate::probe::trim_trailing_slash;
 
 /// Layer that answers the ping path before the inner service.
 ///
@@ -125,11 +126,7 @@ impl<S> Ping<S> {
     define_inner_service_accessors!();
 
     fn is_ping(&self, path: &str) -> bool {
-        let path = match path.strip_suffix('/') {
-            Some(trimmed) if !trimmed.is_empty() => trimmed,
-            _ => path,
-        };
-        path == &*self.path
+        trim_trailing_slash(path) == &*self.path
     }
 }
 
@@ -146,18 +143,11 @@ impl<S: Clone> Clone for Ping<S> {
 
 /// Answer to ordinary requests that arrive while the inner service is not ready.
 static OVERLOADED: LazyLock<Answer> = LazyLock::new(|| {
-    let mut headers = HeaderMap::with_capacity(3);
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    Answer::with_headers(
+    Answer::fixed(
         StatusCode::SERVICE_UNAVAILABLE,
-        headers,
-        Bytes::from_static(br#"{"error":"service overloaded"}"#),
-        None,
+        "no-store",
+        br#"{"error":"service overloaded"}"#,
+        &[(header::RETRY_AFTER, HeaderValue::from_static("1"))],
     )
 });
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use http::{Method, Response, header};
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Method, Response};
 
 use crate::answer::{LIVE, METHOD_NOT_ALLOWED, MethodKind, PING};
 use crate::body::ProbeBody;
@@ -39,7 +40,7 @@ impl Probe {
 /// `<prefix>/ping`, each also with a trailing slash.
 #[derive(Clone, Debug)]
 pub(crate) struct PrefixPaths {
-    prefix: Arc<str>,
+    prefix: Box<str>,
 }
 
 impl PrefixPaths {
@@ -51,6 +52,7 @@ impl PrefixPaths {
 
     pub(crate) fn classify(&self, path: &str) -> Option<Probe> {
         let rest = path.strip_prefix(&*self.prefix)?;
+        // `<prefix>/` is `<prefix>`.
         match rest.strip_suffix('/').unwrap_or(rest) {
             "" => Some(Probe::Health),
             "/live" => Some(Probe::Live),
@@ -59,6 +61,14 @@ impl PrefixPaths {
             "/ping" => Some(Probe::Ping),
             _ => None,
         }
+    }
+}
+
+/// `path` without one trailing slash (`/` stays `/`).
+pub(crate) fn trim_trailing_slash(path: &str) -> &str {
+    match path.strip_suffix('/') {
+        Some(trimmed) if !trimmed.is_empty() => trimmed,
+        _ => path,
     }
 }
 
@@ -117,46 +127,46 @@ pub(crate) fn reply(
         MethodKind::Head => true,
         MethodKind::NotAllowed => return Reply::now(METHOD_NOT_ALLOWED.respond(false, 0)),
     };
-    let draining = probe.drains() && drain.is_some_and(DrainHandle::is_draining);
-    let mut response = match probe {
+    // While draining, the answer also says when to come back.
+    let retry_after = drain
+        .filter(|drain| probe.drains() && drain.is_draining())
+        .map(|drain| (header::RETRY_AFTER, drain.retry_after()));
+    let draining = retry_after.is_some();
+    let response = match probe {
         Probe::Live => LIVE.respond(head_only, 0),
         Probe::Ping => PING.respond(head_only, 0),
-        Probe::Ready => respond(&shared.readiness.load(), head_only, draining, false),
+        Probe::Ready => respond(&shared.readiness.load(), head_only, retry_after, false),
         Probe::Health | Probe::Pool if nocache && !draining => {
-            let fresh = shared.fresh();
             let shared = Arc::clone(shared);
+            // The computation starts when the future is first polled, in the server's runtime.
             return Reply::Fresh(Box::pin(async move {
-                match (fresh.fresh().await, probe) {
+                match (shared.fresh().fresh().await, probe) {
                     (Some(Fresh { pool, .. }), Probe::Pool) => {
-                        respond(&pool, head_only, false, true)
+                        respond(&pool, head_only, None, true)
                     }
-                    (Some(Fresh { health, .. }), _) => respond(&health, head_only, false, true),
+                    (Some(Fresh { health, .. }), _) => respond(&health, head_only, None, true),
                     // The computation could not finish (runtime shutdown): serve what is
                     // published, unmarked.
-                    (None, Probe::Pool) => respond(&shared.pool.load(), head_only, false, false),
-                    (None, _) => respond(&shared.health.load(), head_only, false, false),
+                    (None, Probe::Pool) => respond(&shared.pool.load(), head_only, None, false),
+                    (None, _) => respond(&shared.health.load(), head_only, None, false),
                 }
             }));
         }
-        Probe::Health => respond(&shared.health.load(), head_only, draining, false),
-        Probe::Pool => respond(&shared.pool.load(), head_only, draining, false),
+        Probe::Health => respond(&shared.health.load(), head_only, retry_after, false),
+        Probe::Pool => respond(&shared.pool.load(), head_only, retry_after, false),
     };
-    if let Some(drain) = drain.filter(|_| draining) {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, drain.retry_after().clone());
-    }
     Reply::now(response)
 }
 
+/// Answers from a published verdict; `retry_after` is set while draining.
 fn respond<V>(
     published: &Published<V>,
     head_only: bool,
-    draining: bool,
+    retry_after: Option<(HeaderName, &HeaderValue)>,
     bypassed: bool,
 ) -> Response<ProbeBody> {
-    let (answer, age_ms) = published.answer(Instant::now(), draining, bypassed);
-    answer.respond(head_only, age_ms)
+    let (answer, age_ms) = published.answer(Instant::now(), retry_after.is_some(), bypassed);
+    answer.respond_with(head_only, age_ms, retry_after)
 }
 
 #[cfg(test)]

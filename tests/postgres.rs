@@ -304,6 +304,38 @@ async fn a_frozen_connection_times_out_and_recovers_when_it_thaws() {
 }
 
 #[tokio::test]
+async fn a_connection_that_stays_dark_is_abandoned_and_replaced() {
+    require_postgres!();
+    let proxy = PgProxy::start(pg_addr()).await;
+    let config = fast()
+        .check_limit(Duration::from_secs(1))
+        .database("default", postgres(&proxy.url()));
+    let (health, _server) = health_server(config).await;
+    first_rounds(&health).await;
+    assert!(health.readiness().ready);
+
+    // The pooled connection goes dark for good; new connections still get through.
+    proxy.freeze();
+    let timed_out = eventually(Duration::from_secs(5), || async {
+        health.readiness().databases[0].status == DatabaseStatus::TimedOut
+    })
+    .await;
+    assert!(timed_out, "{:?}", health.readiness());
+    // Past the check limit the check is dropped with its connection, and a new one is opened.
+    let recovered = eventually(Duration::from_secs(10), || async {
+        health.readiness().ready && proxy.connections() == 2
+    })
+    .await;
+    assert!(recovered, "{:?}", health.readiness());
+    let pool = health.pool();
+    let stats = pool.stats.unwrap();
+    assert_eq!(
+        stats.connections_closed_broken, 1,
+        "the dark connection was discarded: {stats:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_cut_connection_fails_then_a_new_one_recovers() {
     require_postgres!();
     let proxy = PgProxy::start(pg_addr()).await;

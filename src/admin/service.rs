@@ -3,8 +3,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use bytes::Bytes;
-use http::header::{self, HeaderMap, HeaderValue};
+use http::header::{self, HeaderValue};
 use http::{Request, StatusCode};
 
 use super::auth::{Denied, Keys, Role};
@@ -26,11 +25,7 @@ pub(crate) struct AdminState {
 
 /// The admin paths, as the Python system's admin server has them.
 fn route(path: &str) -> Option<Probe> {
-    let path = match path.strip_suffix('/') {
-        Some(trimmed) if !trimmed.is_empty() => trimmed,
-        _ => path,
-    };
-    match path {
+    match probe::trim_trailing_slash(path) {
         "/health" => Some(Probe::Health),
         "/liveness" => Some(Probe::Live),
         "/readiness" => Some(Probe::Ready),
@@ -88,55 +83,45 @@ fn unauthorized(denied: Denied) -> http::Response<crate::body::ProbeBody> {
     }
 }
 
-fn json_answer(
-    status: StatusCode,
-    body: &'static [u8],
-    extra: Option<(header::HeaderName, &'static str)>,
-) -> Answer {
-    let mut headers = HeaderMap::with_capacity(3);
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if let Some((name, value)) = extra {
-        headers.insert(name, HeaderValue::from_static(value));
-    }
-    Answer::with_headers(status, headers, Bytes::from_static(body), None)
-}
-
 static NOT_FOUND: LazyLock<Answer> = LazyLock::new(|| {
-    json_answer(
+    Answer::fixed(
         StatusCode::NOT_FOUND,
+        "no-store",
         br#"{"error":"not found","paths":["/health","/liveness","/readiness","/health/pool","/health/ping"]}"#,
-        None,
+        &[],
     )
 });
 
 static FORBIDDEN: LazyLock<Answer> = LazyLock::new(|| {
-    json_answer(
+    Answer::fixed(
         StatusCode::FORBIDDEN,
+        "no-store",
         br#"{"error":"forbidden","reason":"Host or Origin is not an allowed name for this server"}"#,
-        None,
+        &[],
     )
 });
 
 static MISSING_KEY: LazyLock<Answer> = LazyLock::new(|| {
-    json_answer(
+    Answer::fixed(
         StatusCode::UNAUTHORIZED,
+        "no-store",
         br#"{"error":"unauthorized","reason":"this endpoint needs a key: Authorization: Bearer <key>"}"#,
-        Some((header::WWW_AUTHENTICATE, r#"Bearer realm="tower-health""#)),
+        &[(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="tower-health""#),
+        )],
     )
 });
 
 static INVALID_KEY: LazyLock<Answer> = LazyLock::new(|| {
-    json_answer(
+    Answer::fixed(
         StatusCode::UNAUTHORIZED,
+        "no-store",
         br#"{"error":"unauthorized","reason":"the key is malformed or not valid"}"#,
-        Some((
+        &[(
             header::WWW_AUTHENTICATE,
-            r#"Bearer realm="tower-health", error="invalid_token""#,
-        )),
+            HeaderValue::from_static(r#"Bearer realm="tower-health", error="invalid_token""#),
+        )],
     )
 });
 

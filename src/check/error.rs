@@ -26,6 +26,9 @@ pub enum CheckErrorKind {
     Closed,
     /// The check panicked.
     Panicked,
+    /// The check ran past the monitor's [check limit](crate::HealthConfig::check_limit) and
+    /// was abandoned.
+    TimedOut,
     /// The check was cancelled before it finished, for example at runtime shutdown.
     Cancelled,
     /// Anything else.
@@ -42,6 +45,7 @@ impl CheckErrorKind {
             Self::Query => "query",
             Self::Closed => "closed",
             Self::Panicked => "panicked",
+            Self::TimedOut => "timed_out",
             Self::Cancelled => "cancelled",
             Self::Other => "other",
         }

@@ -1,10 +1,12 @@
 //! Database checks: what the monitor runs against each configured database.
 //!
 //! A [`DatabaseCheck`] answers one question, "can I use this database right now?", as fast as
-//! the database allows. The monitor (not the check) owns the deadline: it runs every check in
+//! the database allows. The monitor (not the check) owns the deadlines: it runs every check in
 //! its own task, waits for it at most until the round's deadline, and never starts a second
-//! check on a database while the first is still running. A check therefore does not need a
-//! timeout of its own, but it should not hold on to resources forever either.
+//! check on a database while the first is still running. A check that runs past the
+//! [check limit](crate::HealthConfig::check_limit) (10 s by default) is dropped, and the
+//! next round starts a new one; a check should therefore release what it holds when dropped
+//! ([`PostgresCheck`] discards the connection it was using).
 //!
 //! With the `postgres` feature, [`PostgresCheck`] checks a PostgreSQL database through a `bb8`
 //! pool. Other databases or pools implement [`DatabaseCheck`] themselves:
@@ -39,7 +41,10 @@ use std::pin::Pin;
 pub use self::error::{CheckError, CheckErrorKind};
 pub use self::pool_stats::PoolStats;
 #[cfg(feature = "postgres")]
-pub use self::postgres::{CheckConnectionManager, ConnectError, InvalidDsn, PostgresCheck};
+pub use self::postgres::{
+    CheckClient, CheckConnectionManager, ConnectError, InvalidDsn, PostgresCheck,
+    PostgresConnection,
+};
 pub use self::redact::redact;
 
 /// The future a [`DatabaseCheck`] returns: `'static` so that the monitor can run it in a task
@@ -55,8 +60,8 @@ pub trait DatabaseCheck: fmt::Debug + Send + Sync + 'static {
 
     /// Checks the database once.
     ///
-    /// The monitor bounds the wait, so the future may take as long as the driver does; it is
-    /// never started again while a previous one is still running.
+    /// The monitor bounds the wait and drops the future past the check limit; it is never
+    /// started again while a previous one is still running.
     fn check(&self) -> CheckFuture;
 
     /// Statistics of the pool the check goes through, if there is one.

@@ -1,5 +1,7 @@
 use std::fmt;
+use std::ops::Deref;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bb8::{ManageConnection, Pool, RunError};
@@ -25,6 +27,10 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 ///   such as your application's own pool. The check then also tells whether that pool can hand
 ///   out a connection in time, and the pool endpoint reports its saturation.
 ///
+/// A check abandoned mid-query (it ran past the monitor's check limit) discards the
+/// connection it was using when the pool is one of ours; a connection of your own pool goes
+/// back to it, so give that pool a `tcp_user_timeout` and a `max_lifetime`.
+///
 /// When the pool has no idle connection and room for one, the check opens it itself (and adds
 /// it to the pool) instead of waiting in `Pool::get`: bb8 would otherwise hide a refused
 /// connection behind its own 30 s `connection_timeout`, and a database that refuses must fail
@@ -46,7 +52,8 @@ pub struct PostgresCheck<M: ManageConnection = CheckConnectionManager> {
 
 impl<M> PostgresCheck<M>
 where
-    M: ManageConnection<Connection = Client>,
+    M: ManageConnection,
+    M::Connection: PostgresConnection,
     M::Error: std::error::Error + 'static,
 {
     /// Checks the database through an existing pool.
@@ -113,7 +120,8 @@ impl PostgresCheck<CheckConnectionManager> {
 
 impl<M> DatabaseCheck for PostgresCheck<M>
 where
-    M: ManageConnection<Connection = Client>,
+    M: ManageConnection,
+    M::Connection: PostgresConnection,
     M::Error: std::error::Error + 'static,
 {
     fn vendor(&self) -> &'static str {
@@ -140,7 +148,12 @@ where
                     "the pool had no connection to give within its connection_timeout",
                 ),
             })?;
-            conn.simple_query("SELECT 1").await.map_err(|error| {
+            // Dropped mid-query, the check was abandoned: the connection is in an unknown state
+            // (a frozen network, say) and must not serve the next check.
+            let abandoned = MarkBrokenOnDrop(Some(&*conn));
+            let answered = conn.client().simple_query("SELECT 1").await;
+            abandoned.disarm();
+            answered.map_err(|error| {
                 let kind = if error.as_db_error().is_some() {
                     CheckErrorKind::Query
                 } else {
@@ -213,25 +226,103 @@ impl CheckConnectionManager {
 }
 
 impl ManageConnection for CheckConnectionManager {
-    type Connection = Client;
+    type Connection = CheckClient;
     type Error = ConnectError;
 
-    async fn connect(&self) -> Result<Client, ConnectError> {
+    async fn connect(&self) -> Result<CheckClient, ConnectError> {
         match tokio::time::timeout(self.connect_timeout, self.inner.connect()).await {
-            Ok(result) => result.map_err(ConnectError::Postgres),
+            Ok(result) => result.map(CheckClient::new).map_err(ConnectError::Postgres),
             Err(_) => Err(ConnectError::TimedOut(self.connect_timeout)),
         }
     }
 
-    async fn is_valid(&self, conn: &mut Client) -> Result<(), ConnectError> {
+    async fn is_valid(&self, conn: &mut CheckClient) -> Result<(), ConnectError> {
         self.inner
-            .is_valid(conn)
+            .is_valid(&mut conn.client)
             .await
             .map_err(ConnectError::Postgres)
     }
 
-    fn has_broken(&self, conn: &mut Client) -> bool {
-        self.inner.has_broken(conn)
+    fn has_broken(&self, conn: &mut CheckClient) -> bool {
+        conn.broken.load(Ordering::Acquire) || self.inner.has_broken(&mut conn.client)
+    }
+}
+
+/// A pooled connection [`PostgresCheck`] can run its query on.
+pub trait PostgresConnection: Send + Sync + 'static {
+    /// The client to query.
+    fn client(&self) -> &Client;
+
+    /// Marks the connection as not to be reused: called when a check on it is abandoned
+    /// mid-query. A plain `tokio_postgres::Client` cannot be marked (bb8 returns it to the
+    /// pool); give such pools a `tcp_user_timeout` and a `max_lifetime`.
+    fn mark_broken(&self) {}
+}
+
+impl PostgresConnection for Client {
+    fn client(&self) -> &Client {
+        self
+    }
+}
+
+/// The connections of [`CheckConnectionManager`] pools: a `tokio_postgres::Client` that can be
+/// marked broken, so that a connection whose check was abandoned is discarded instead of
+/// serving (and hanging) the next check.
+pub struct CheckClient {
+    client: Client,
+    broken: AtomicBool,
+}
+
+impl CheckClient {
+    fn new(client: Client) -> Self {
+        Self {
+            client,
+            broken: AtomicBool::new(false),
+        }
+    }
+}
+
+impl PostgresConnection for CheckClient {
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Release);
+    }
+}
+
+impl Deref for CheckClient {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl fmt::Debug for CheckClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CheckClient")
+            .field("closed", &self.client.is_closed())
+            .field("broken", &self.broken.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Marks a connection broken if dropped before [`MarkBrokenOnDrop::disarm`].
+struct MarkBrokenOnDrop<'a, C: PostgresConnection>(Option<&'a C>);
+
+impl<C: PostgresConnection> MarkBrokenOnDrop<'_, C> {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<C: PostgresConnection> Drop for MarkBrokenOnDrop<'_, C> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0 {
+            conn.mark_broken();
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 //! | `TOWER_HEALTH_PATH_PREFIX` | | prefix of the layer's probe paths | `/health` |
 //! | `TOWER_HEALTH_NOCACHE` | | `allowed`, `authorized` or `off` | `allowed` |
 //! | `TOWER_HEALTH_NOCACHE_MIN_INTERVAL` | | shortest time between two fresh computations | `1s` |
+//! | `TOWER_HEALTH_CHECK_LIMIT` | | how long a timed-out check may keep running before it is abandoned | `10s` |
 //!
 //! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`).
 
@@ -148,6 +149,7 @@ pub struct HealthConfig {
     pub(crate) path_prefix: String,
     pub(crate) nocache: NoCache,
     pub(crate) nocache_min_interval: Duration,
+    pub(crate) check_limit: Duration,
 }
 
 impl Default for HealthConfig {
@@ -168,6 +170,7 @@ impl HealthConfig {
             path_prefix: "/health".to_owned(),
             nocache: NoCache::Allowed,
             nocache_min_interval: Duration::from_secs(1),
+            check_limit: Duration::from_secs(10),
         }
     }
 
@@ -302,6 +305,25 @@ impl HealthConfig {
         self
     }
 
+    /// How long one database check may keep running in the background after its round has
+    /// reported it `timed_out`. Past this limit the check is dropped (a [`PostgresCheck`]
+    /// discards its connection) and the next round starts a new one: a connection that went
+    /// dark for good does not keep the database `timed_out` forever. Never shorter than the
+    /// [readiness timeout](HealthConfig::readiness_timeout).
+    ///
+    /// Defaults to 10 seconds.
+    ///
+    /// [`PostgresCheck`]: crate::check::PostgresCheck
+    ///
+    /// # Panics
+    ///
+    /// When `limit` is zero.
+    pub fn check_limit(mut self, limit: Duration) -> Self {
+        assert!(limit > Duration::ZERO, "check_limit must be non-zero");
+        self.check_limit = limit;
+        self
+    }
+
     /// Reads the configuration from the process environment; see the
     /// [module docs](crate::config) for the variables.
     ///
@@ -366,6 +388,9 @@ impl HealthConfig {
         }
         if let Some(interval) = env.duration_or_zero("TOWER_HEALTH_NOCACHE_MIN_INTERVAL")? {
             config.nocache_min_interval = interval;
+        }
+        if let Some(limit) = env.duration("TOWER_HEALTH_CHECK_LIMIT", None)? {
+            config.check_limit = limit;
         }
         config.databases_from_env(env)
     }
@@ -437,6 +462,7 @@ impl fmt::Debug for HealthConfig {
             .field("path_prefix", &self.path_prefix)
             .field("nocache", &self.nocache)
             .field("nocache_min_interval", &self.nocache_min_interval)
+            .field("check_limit", &self.check_limit)
             .finish()
     }
 }
@@ -537,6 +563,7 @@ mod tests {
             ("TOWER_HEALTH_PATH_PREFIX", "/probe/"),
             ("TOWER_HEALTH_NOCACHE", "off"),
             ("TOWER_HEALTH_NOCACHE_MIN_INTERVAL", "0"),
+            ("TOWER_HEALTH_CHECK_LIMIT", "30s"),
         ])
         .unwrap();
         assert_eq!(config.readiness_timeout, Duration::from_millis(250));
@@ -550,6 +577,7 @@ mod tests {
         assert_eq!(config.path_prefix, "/probe");
         assert_eq!(config.nocache, NoCache::Off);
         assert_eq!(config.nocache_min_interval, Duration::ZERO);
+        assert_eq!(config.check_limit, Duration::from_secs(30));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use pin_project_lite::pin_project;
 
 use super::DrainBody;
 use super::handle::InFlightGuard;
-use crate::body::{ProbeBody, ResponseBody};
+use crate::body::ProbeBody;
 
 pin_project! {
     /// Response future of [`Drain`](super::Drain).
@@ -67,21 +67,17 @@ where
                 close_if_draining,
             } => {
                 let mut response = std::task::ready!(future.poll(cx))?;
-                let guard = guard.take();
-                if *close_if_draining && guard.as_ref().is_some_and(InFlightGuard::is_draining) {
+                let guard = guard.take().expect("future polled after completion");
+                if *close_if_draining && guard.is_draining() {
                     response
                         .headers_mut()
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));
                 }
-                Poll::Ready(Ok(
-                    response.map(|body| DrainBody::new(ResponseBody::inner(body), guard))
-                ))
+                Poll::Ready(Ok(response.map(|body| DrainBody::inner(body, guard))))
             }
             KindProj::Rejected { response } => {
                 let response = response.take().expect("future polled after completion");
-                Poll::Ready(Ok(
-                    response.map(|body| DrainBody::new(ResponseBody::probe(body), None))
-                ))
+                Poll::Ready(Ok(response.map(DrainBody::rejected)))
             }
         }
     }

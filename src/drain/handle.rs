@@ -4,9 +4,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use http::StatusCode;
-use http::header::{self, HeaderMap, HeaderValue};
+use http::header::{self, HeaderValue};
 use tokio::sync::Notify;
 
 use super::DrainConfig;
@@ -28,6 +27,8 @@ struct DrainState {
     retry_after: HeaderValue,
     rejected: Answer,
     draining: AtomicBool,
+    /// Set once the drain has been seen over, so that the phase never goes back.
+    drained: AtomicBool,
     started_at: OnceLock<Instant>,
     in_flight: AtomicUsize,
     /// Woken when the drain starts.
@@ -85,23 +86,25 @@ impl Drained {
 
 impl DrainHandle {
     /// A handle with the given settings; no drain has started.
+    ///
+    /// # Panics
+    ///
+    /// When the drain timeout is not longer than the drain delay: in-flight requests would
+    /// get no time to finish once the server stops accepting new ones.
     #[must_use]
     pub fn new(config: DrainConfig) -> Self {
-        let retry_after = HeaderValue::from(config.retry_after_secs());
-        let mut headers = HeaderMap::with_capacity(3);
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
+        assert!(
+            config.timeout > config.delay,
+            "the drain timeout ({:?}) must be longer than the drain delay ({:?})",
+            config.timeout,
+            config.delay
         );
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        headers.insert(header::RETRY_AFTER, retry_after.clone());
-        let rejected = Answer::with_headers(
+        let retry_after = HeaderValue::from(config.retry_after_secs());
+        let rejected = Answer::fixed(
             StatusCode::SERVICE_UNAVAILABLE,
-            headers,
-            Bytes::from_static(
-                br#"{"status":"draining","error":"the server is draining and takes no new requests"}"#,
-            ),
-            None,
+            "no-store",
+            br#"{"status":"draining","error":"the server is draining and takes no new requests"}"#,
+            &[(header::RETRY_AFTER, retry_after.clone())],
         );
         Self {
             state: Arc::new(DrainState {
@@ -109,6 +112,7 @@ impl DrainHandle {
                 retry_after,
                 rejected,
                 draining: AtomicBool::new(false),
+                drained: AtomicBool::new(false),
                 started_at: OnceLock::new(),
                 in_flight: AtomicUsize::new(0),
                 started: Notify::new(),
@@ -147,16 +151,19 @@ impl DrainHandle {
         self.state.in_flight.load(Ordering::Acquire)
     }
 
-    /// Where the drain stands.
+    /// Where the drain stands. Once [`DrainPhase::Drained`], it stays there, even if a
+    /// late request arrives.
     #[must_use]
     pub fn phase(&self) -> DrainPhase {
         let Some(&started_at) = self.state.started_at.get() else {
             return DrainPhase::Running;
         };
         let elapsed = started_at.elapsed();
-        if elapsed >= self.state.config.timeout
-            || (elapsed >= self.state.config.delay && self.in_flight() == 0)
-        {
+        let over = self.state.drained.load(Ordering::Acquire)
+            || elapsed >= self.state.config.timeout
+            || (elapsed >= self.state.config.delay && self.in_flight() == 0);
+        if over {
+            self.state.drained.store(true, Ordering::Release);
             DrainPhase::Drained
         } else {
             DrainPhase::Draining
@@ -189,6 +196,7 @@ impl DrainHandle {
             let mut idle = pin!(self.state.idle.notified());
             idle.as_mut().enable();
             if self.in_flight() == 0 {
+                self.state.drained.store(true, Ordering::Release);
                 return Drained {
                     abandoned: 0,
                     elapsed: started_at.elapsed(),
@@ -202,6 +210,7 @@ impl DrainHandle {
                 if abandoned > 0 {
                     tracing::warn!(abandoned, "drain timed out with requests still in flight");
                 }
+                self.state.drained.store(true, Ordering::Release);
                 return Drained {
                     abandoned,
                     elapsed: started_at.elapsed(),
@@ -228,6 +237,27 @@ impl DrainHandle {
         self.started().await;
         if let Some(&started_at) = self.state.started_at.get() {
             tokio::time::sleep_until((started_at + self.state.config.delay).into()).await;
+        }
+    }
+
+    /// Resolves when the drain timeout has passed since the drain started (waiting for the
+    /// start first): the bound on a server's graceful shutdown.
+    ///
+    /// ```no_run
+    /// # async fn run(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
+    /// # let drain = tower_health::DrainHandle::new(Default::default());
+    /// let server = axum::serve(listener, app).with_graceful_shutdown(drain.shutdown_signal());
+    /// tokio::select! {
+    ///     result = server => result?,
+    ///     () = drain.timeout_elapsed() => eprintln!("drain timeout: closing what is still open"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn timeout_elapsed(&self) {
+        self.started().await;
+        if let Some(&started_at) = self.state.started_at.get() {
+            tokio::time::sleep_until((started_at + self.state.config.timeout).into()).await;
         }
     }
 

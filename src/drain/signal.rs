@@ -14,10 +14,10 @@ impl DrainHandle {
     ///
     /// let drain = DrainHandle::new(DrainConfig::from_env().expect("valid drain settings"));
     /// let server = axum::serve(listener, app).with_graceful_shutdown(drain.shutdown_signal());
-    /// // Bound the graceful shutdown by the drain timeout.
+    /// // The graceful shutdown waits for every connection; the drain timeout bounds it.
     /// tokio::select! {
     ///     result = server => result?,
-    ///     drained = drain.drained() => eprintln!("drain over: {drained:?}"),
+    ///     () = drain.timeout_elapsed() => eprintln!("drain timeout: {} still in flight", drain.in_flight()),
     /// }
     /// # Ok(())
     /// # }

@@ -1,6 +1,9 @@
+use std::sync::Arc;
+
 use tower_layer::Layer;
 
 use super::Health;
+use super::service::HealthState;
 use crate::drain::DrainHandle;
 use crate::monitor::HealthHandle;
 
@@ -11,8 +14,7 @@ use crate::monitor::HealthHandle;
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct HealthLayer {
-    handle: HealthHandle,
-    drain: Option<DrainHandle>,
+    state: Arc<HealthState>,
 }
 
 impl HealthLayer {
@@ -20,8 +22,7 @@ impl HealthLayer {
     /// [`path_prefix`](crate::HealthConfig::path_prefix).
     pub fn new(handle: HealthHandle) -> Self {
         Self {
-            handle,
-            drain: None,
+            state: HealthState::new(handle, None),
         }
     }
 
@@ -29,9 +30,10 @@ impl HealthLayer {
     /// `drain` has started; liveness and ping keep answering 200.
     ///
     /// Defaults to no drain handle: the probes never report draining.
-    pub fn drain(mut self, drain: DrainHandle) -> Self {
-        self.drain = Some(drain);
-        self
+    pub fn drain(self, drain: DrainHandle) -> Self {
+        Self {
+            state: HealthState::new(self.state.handle().clone(), Some(drain)),
+        }
     }
 }
 
@@ -39,10 +41,6 @@ impl<S> Layer<S> for HealthLayer {
     type Service = Health<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let health = Health::new(inner, self.handle.clone());
-        match &self.drain {
-            Some(drain) => health.drain(drain.clone()),
-            None => health,
-        }
+        Health::with_state(inner, self.state.clone())
     }
 }

@@ -1,3 +1,4 @@
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -18,30 +19,50 @@ use crate::probe::{self, PrefixPaths};
 #[derive(Debug, Clone)]
 pub struct Health<S> {
     inner: S,
+    // One reference count per request: hyper-util and axum clone the service for each one.
+    state: Arc<HealthState>,
+}
+
+/// What every clone of one [`Health`] shares.
+#[derive(Debug)]
+pub(super) struct HealthState {
     handle: HealthHandle,
     paths: PrefixPaths,
     drain: Option<DrainHandle>,
 }
 
+impl HealthState {
+    pub(super) fn handle(&self) -> &HealthHandle {
+        &self.handle
+    }
+
+    pub(super) fn new(handle: HealthHandle, drain: Option<DrainHandle>) -> Arc<Self> {
+        let paths = PrefixPaths::new(&handle.shared.config.path_prefix);
+        Arc::new(Self {
+            handle,
+            paths,
+            drain,
+        })
+    }
+}
+
 impl<S> Health<S> {
     /// Wraps `inner`, answering the probes with `handle`'s verdicts.
     pub fn new(inner: S, handle: HealthHandle) -> Self {
-        let paths = PrefixPaths::new(&handle.shared.config.path_prefix);
-        Self {
-            inner,
-            handle,
-            paths,
-            drain: None,
-        }
+        Self::with_state(inner, HealthState::new(handle, None))
+    }
+
+    pub(super) fn with_state(inner: S, state: Arc<HealthState>) -> Self {
+        Self { inner, state }
     }
 
     /// Answers readiness, health and pool with 503 `draining` once `drain` has started.
     ///
     /// Defaults to no drain handle.
     #[must_use]
-    pub fn drain(mut self, drain: DrainHandle) -> Self {
-        self.drain = Some(drain);
-        self
+    pub fn drain(self, drain: DrainHandle) -> Self {
+        let state = HealthState::new(self.state.handle().clone(), Some(drain));
+        Self::with_state(self.inner, state)
     }
 
     /// Returns a new [`Layer`](tower_layer::Layer) that wraps services with a [`Health`]
@@ -67,10 +88,11 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let Some(probe) = self.paths.classify(request.uri().path()) else {
+        let state = &*self.state;
+        let Some(probe) = state.paths.classify(request.uri().path()) else {
             return ResponseFuture::inner(self.inner.call(request));
         };
-        let shared = &self.handle.shared;
+        let shared = &state.handle.shared;
         let nocache = probe.takes_nocache()
             && shared.config.nocache == NoCache::Allowed
             && probe::wants_nocache(request.uri().query());
@@ -79,7 +101,7 @@ where
             probe,
             request.method(),
             nocache,
-            self.drain.as_ref(),
+            state.drain.as_ref(),
         ))
     }
 }

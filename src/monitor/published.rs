@@ -1,6 +1,7 @@
 //! A verdict as published: the verdict itself and its answers, rendered ahead of time.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -46,14 +47,18 @@ impl<V> Published<V> {
 }
 
 /// Publishes `new` unless what is published is newer (two cadences and the bypass publish
-/// the same verdict; a slow round must not overwrite a fresher one). Returns what was
-/// published before.
+/// the same verdict; a slow round must not overwrite a fresher one), or the monitor is not
+/// running (then the "not running" placeholder must stay: a bypass's answer goes to its
+/// requester only). Returns what was published before.
 pub(crate) fn publish_newer<V>(
     slot: &ArcSwap<Published<V>>,
     new: &Arc<Published<V>>,
+    monitor_running: &AtomicBool,
 ) -> Arc<Published<V>> {
     slot.rcu(|current| {
-        if current.computed_at > new.computed_at {
+        // Read inside the closure: `rcu` retries if the monitor stopped (and stored its
+        // placeholder) in between.
+        if !monitor_running.load(Ordering::Acquire) || current.computed_at > new.computed_at {
             Arc::clone(current)
         } else {
             Arc::clone(new)

@@ -64,6 +64,22 @@ impl FreshWait {
     }
 }
 
+/// Ends a fresh computation: records its result, or (if the task was cancelled) just clears
+/// `running`, so that the next bypass starts over instead of waiting on a dead channel.
+struct FreshDone<'a>(&'a Shared);
+
+impl FreshDone<'_> {
+    fn finish(self, fresh: Fresh) {
+        self.0.fresh_state().last = Some(fresh);
+    }
+}
+
+impl Drop for FreshDone<'_> {
+    fn drop(&mut self) {
+        self.0.fresh_state().running = None;
+    }
+}
+
 /// What one round concluded about every database.
 struct Round {
     outcomes: Vec<DatabaseOutcome>,
@@ -75,7 +91,12 @@ const MONITOR_STOPPED: &str = "the health monitor is not running";
 
 impl Shared {
     pub(crate) fn new(config: HealthConfig) -> Self {
-        let slots = config.databases.iter().map(DatabaseSlot::new).collect();
+        let limit = config.check_limit.max(config.readiness_timeout);
+        let slots = config
+            .databases
+            .iter()
+            .map(|entry| DatabaseSlot::new(entry, limit))
+            .collect();
         let default_index = config.default_database_index();
         let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
         let (updates, _) = watch::channel(health.verdict.clone());
@@ -134,10 +155,10 @@ impl Shared {
     async fn round(&self, slots: &[DatabaseSlot]) -> Round {
         let started = Instant::now();
         let deadline = started + self.config.readiness_timeout;
-        let probes: Vec<_> = slots.iter().map(|slot| slot.probe(started)).collect();
-        let mut outcomes = Vec::with_capacity(probes.len());
-        for probe in probes {
-            outcomes.push(probe.outcome(deadline).await);
+        let claims: Vec<_> = slots.iter().map(|slot| slot.claim(started)).collect();
+        let mut outcomes = Vec::with_capacity(claims.len());
+        for claim in claims {
+            outcomes.push(claim.outcome(deadline).await);
         }
         Round {
             outcomes,
@@ -168,7 +189,7 @@ impl Shared {
         );
         let answers = render::readiness(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, answers, Some(stale_after)));
-        let previous = publish_newer(&self.readiness, &published);
+        let previous = publish_newer(&self.readiness, &published, &self.monitor_running);
         log_readiness_transition(&previous.verdict, &published.verdict);
     }
 
@@ -180,8 +201,12 @@ impl Shared {
 
     /// Starts (or joins, or reuses within the rate limit) a fresh computation of the health
     /// and pool verdicts.
+    fn fresh_state(&self) -> std::sync::MutexGuard<'_, FreshState> {
+        self.fresh.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub(crate) fn fresh(self: &Arc<Self>) -> FreshWait {
-        let mut state = self.fresh.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.fresh_state();
         if let Some(last) = &state.last {
             let age = last.health.computed_at.elapsed();
             if age < self.config.nocache_min_interval {
@@ -197,17 +222,14 @@ impl Shared {
         let shared = Arc::clone(self);
         // Spawned, so that a client that goes away does not cancel what others wait for.
         tokio::spawn(async move {
+            let done = FreshDone(&shared);
             let round = shared.round(shared.default_slot()).await;
             shared.fresh_rounds.fetch_add(1, Ordering::Relaxed);
             let default = round.outcomes.into_iter().next();
             let pool = shared.publish_pool(default.clone(), round.finished_at);
             let health = shared.publish_health(default, round.finished_at);
             let fresh = Fresh { health, pool };
-            {
-                let mut state = shared.fresh.lock().unwrap_or_else(PoisonError::into_inner);
-                state.running = None;
-                state.last = Some(fresh.clone());
-            }
+            done.finish(fresh.clone());
             let _ = sender.send(Some(fresh));
         });
         FreshWait::Wait(receiver)
@@ -226,7 +248,7 @@ impl Shared {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let answers = render::pool(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, answers, Some(stale_after)));
-        publish_newer(&self.pool, &published);
+        publish_newer(&self.pool, &published, &self.monitor_running);
         published
     }
 
@@ -240,7 +262,7 @@ impl Shared {
         let stale_after = self.stale_after(self.config.health_interval);
         let answers = render::health(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, answers, Some(stale_after)));
-        let previous = publish_newer(&self.health, &published);
+        let previous = publish_newer(&self.health, &published, &self.monitor_running);
         if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
             log_health_transition(&previous.verdict, &published.verdict);
             self.updates.send_replace(published.verdict.clone());

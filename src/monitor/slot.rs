@@ -27,6 +27,8 @@ pub(crate) struct DatabaseSlot {
 struct SlotInner {
     name: Arc<str>,
     check: Arc<dyn DatabaseCheck>,
+    /// How long a check may run before it is dropped.
+    limit: Duration,
     in_flight: Mutex<Option<InFlight>>,
     checks_started: AtomicU64,
 }
@@ -39,7 +41,7 @@ struct InFlight {
 
 /// A round's claim on a slot's check, to be waited on until the round's deadline.
 #[derive(Debug)]
-pub(crate) struct Probe {
+pub(crate) struct Claim {
     name: Arc<str>,
     in_flight: InFlight,
     /// Whether the check was already running before this round began.
@@ -47,11 +49,12 @@ pub(crate) struct Probe {
 }
 
 impl DatabaseSlot {
-    pub(crate) fn new(entry: &DatabaseEntry) -> Self {
+    pub(crate) fn new(entry: &DatabaseEntry, limit: Duration) -> Self {
         Self {
             inner: Arc::new(SlotInner {
                 name: entry.name.clone(),
                 check: entry.check.clone(),
+                limit,
                 in_flight: Mutex::new(None),
                 checks_started: AtomicU64::new(0),
             }),
@@ -72,14 +75,14 @@ impl DatabaseSlot {
 
     /// Joins the check in flight, or starts one. Synchronous, so that a round starts every
     /// database's check before it waits on any.
-    pub(crate) fn probe(&self, round_started: Instant) -> Probe {
+    pub(crate) fn claim(&self, round_started: Instant) -> Claim {
         let mut slot = self
             .inner
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if let Some(in_flight) = &*slot {
-            return Probe {
+            return Claim {
                 name: self.inner.name.clone(),
                 inherited: in_flight.started_at < round_started,
                 in_flight: in_flight.clone(),
@@ -96,32 +99,44 @@ impl DatabaseSlot {
         self.inner.checks_started.fetch_add(1, Ordering::Relaxed);
         let inner = self.inner.clone();
         tokio::spawn(async move {
+            // Frees the slot however this task ends, cancellation (runtime shutdown) included.
+            let free = FreeOnDrop(&inner);
             let check = inner.check.clone();
             // A task of its own, so that a panic (even in the synchronous part of `check`)
             // becomes this round's error instead of taking the monitor down.
-            let result = match tokio::spawn(async move { check.check().await }).await {
-                Ok(result) => result,
-                Err(error) if error.is_panic() => Err(CheckError::new(
+            let mut task = tokio::spawn(async move { check.check().await });
+            let result = match tokio::time::timeout(inner.limit, &mut task).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(error)) if error.is_panic() => Err(CheckError::new(
                     CheckErrorKind::Panicked,
                     format!(
                         "the check panicked: {}",
                         panic_message(&*error.into_panic())
                     ),
                 )),
-                Err(_) => Err(CheckError::new(
+                Ok(Err(_)) => Err(CheckError::new(
                     CheckErrorKind::Cancelled,
                     "the check was cancelled",
                 )),
+                Err(_) => {
+                    // Dropping the check releases what it holds (PostgresCheck discards the
+                    // connection), so the next round starts afresh.
+                    task.abort();
+                    Err(CheckError::new(
+                        CheckErrorKind::TimedOut,
+                        format!(
+                            "the check was abandoned after {}; the next round starts a new one",
+                            humantime::format_duration(inner.limit)
+                        ),
+                    ))
+                }
             };
             let elapsed = started_at.elapsed();
             // Free the slot first: whoever sees the result may start the next check at once.
-            *inner
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = None;
+            drop(free);
             let _ = finished_tx.send(Some((result, elapsed)));
         });
-        Probe {
+        Claim {
             name: self.inner.name.clone(),
             in_flight,
             inherited: false,
@@ -129,7 +144,20 @@ impl DatabaseSlot {
     }
 }
 
-impl Probe {
+/// Empties a slot when dropped.
+struct FreeOnDrop<'a>(&'a SlotInner);
+
+impl Drop for FreeOnDrop<'_> {
+    fn drop(&mut self) {
+        *self
+            .0
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+impl Claim {
     /// Waits for the check until `deadline`, and reports what it concluded.
     pub(crate) async fn outcome(mut self, deadline: Instant) -> DatabaseOutcome {
         let waited = tokio::time::timeout_at(

@@ -350,8 +350,9 @@ pub async fn refused_addr() -> SocketAddr {
     listener.local_addr().unwrap()
 }
 
-/// A TCP proxy in front of PostgreSQL that can freeze its traffic, cut its connections, and
-/// counts the simple-protocol queries (`Q` messages) clients send through it.
+/// A TCP proxy in front of PostgreSQL that can freeze the traffic of its open connections (new
+/// ones flow, as after a network path to one connection went dark), cut them, and counts the
+/// simple-protocol queries (`Q` messages) clients send through it.
 pub struct PgProxy {
     pub addr: SocketAddr,
     state: Arc<ProxyState>,
@@ -359,7 +360,8 @@ pub struct PgProxy {
 }
 
 struct ProxyState {
-    frozen: watch::Sender<bool>,
+    /// One switch per connection opened so far.
+    frozen: Mutex<Vec<watch::Sender<bool>>>,
     queries: AtomicU64,
     connections: AtomicUsize,
     pumps: Mutex<Vec<AbortHandle>>,
@@ -370,7 +372,7 @@ impl PgProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(ProxyState {
-            frozen: watch::channel(false).0,
+            frozen: Mutex::new(Vec::new()),
             queries: AtomicU64::new(0),
             connections: AtomicUsize::new(0),
             pumps: Mutex::new(Vec::new()),
@@ -382,12 +384,15 @@ impl PgProxy {
                     continue;
                 };
                 accept_state.connections.fetch_add(1, Ordering::SeqCst);
+                let (frozen_tx, frozen) = watch::channel(false);
+                accept_state.frozen.lock().unwrap().push(frozen_tx);
                 let (client_read, client_write) = client.into_split();
                 let (server_read, server_write) = server.into_split();
+                let state = accept_state.clone();
                 let to_server =
-                    tokio::spawn(pump(client_read, server_write, accept_state.clone(), true));
-                let to_client =
-                    tokio::spawn(pump(server_read, client_write, accept_state.clone(), false));
+                    tokio::spawn(pump(client_read, server_write, state, frozen.clone(), true));
+                let state = accept_state.clone();
+                let to_client = tokio::spawn(pump(server_read, client_write, state, frozen, false));
                 let mut pumps = accept_state.pumps.lock().unwrap();
                 pumps.push(to_server.abort_handle());
                 pumps.push(to_client.abort_handle());
@@ -400,13 +405,19 @@ impl PgProxy {
         format!("postgres://postgres@{}/postgres", self.addr)
     }
 
-    /// Stops forwarding in both directions; connections stay open.
+    /// Stops forwarding on the connections open now, in both directions; they stay open.
+    /// Connections opened later flow.
     pub fn freeze(&self) {
-        self.state.frozen.send_replace(true);
+        for frozen in self.state.frozen.lock().unwrap().iter() {
+            frozen.send_replace(true);
+        }
     }
 
+    /// Lets every frozen connection flow again.
     pub fn thaw(&self) {
-        self.state.frozen.send_replace(false);
+        for frozen in self.state.frozen.lock().unwrap().iter() {
+            frozen.send_replace(false);
+        }
     }
 
     /// Closes every proxied connection (new ones are still accepted).
@@ -438,9 +449,9 @@ async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     state: Arc<ProxyState>,
+    mut frozen: watch::Receiver<bool>,
     from_client: bool,
 ) {
-    let mut frozen = state.frozen.subscribe();
     let mut parser = FrontendParser::default();
     let mut buf = vec![0; 16 * 1024];
     loop {
