@@ -257,7 +257,7 @@ fn noise(c: &mut Criterion) {
     // millisecond.
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (health, stop) = (health.clone(), stop.clone());
+        let stop = stop.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()

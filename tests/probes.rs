@@ -446,3 +446,18 @@ async fn before_the_first_round_everything_but_live_and_ping_is_unavailable() {
         "not_ready"
     );
 }
+
+#[tokio::test]
+async fn the_monitor_stops_when_every_handle_is_gone() {
+    let (health, monitor) = HealthMonitor::new(fast());
+    let task = tokio::spawn(monitor.run());
+    first_rounds(&health).await;
+    let server_handle = health.clone();
+    drop(health);
+    assert!(!task.is_finished(), "a handle is still held");
+    drop(server_handle);
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("the monitor ended once its handles were gone")
+        .unwrap();
+}

@@ -3,6 +3,7 @@
 
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::AdminConfig;
@@ -29,17 +30,18 @@ pub(crate) enum Denied {
     Invalid,
 }
 
-/// The configured keys.
+/// The configured keys, as SHA-256 digests: comparing digests of equal length in constant
+/// time tells an attacker neither the content nor the length of a key.
 #[derive(Clone)]
 pub(crate) struct Keys {
-    operator: Option<Box<[u8]>>,
-    readonly: Option<Box<[u8]>>,
+    operator: Option<[u8; 32]>,
+    readonly: Option<[u8; 32]>,
 }
 
 impl Keys {
     pub(crate) fn new(config: &AdminConfig) -> Self {
         let key = |key: &Option<super::config::Sourced<String>>| {
-            key.as_ref().map(|key| key.value.as_bytes().into())
+            key.as_ref().map(|key| digest(key.value.as_bytes()))
         };
         Self {
             operator: key(&config.operator_key),
@@ -53,10 +55,10 @@ impl Keys {
 
     /// The role the request's credentials grant.
     pub(crate) fn role(&self, headers: &HeaderMap) -> Result<Role, Denied> {
-        let presented = presented_key(headers)?;
-        // Both comparisons always run, so timing does not tell which key was close.
-        let is_operator = matches(self.operator.as_deref(), presented);
-        let is_viewer = matches(self.readonly.as_deref(), presented);
+        let presented = digest(presented_key(headers)?);
+        // Both comparisons always run, so timing does not tell which key matched.
+        let is_operator = matches(self.operator.as_ref(), &presented);
+        let is_viewer = matches(self.readonly.as_ref(), &presented);
         if is_operator {
             Ok(Role::Operator)
         } else if is_viewer {
@@ -67,27 +69,44 @@ impl Keys {
     }
 }
 
-fn matches(configured: Option<&[u8]>, presented: &[u8]) -> bool {
+fn digest(key: &[u8]) -> [u8; 32] {
+    Sha256::digest(key).into()
+}
+
+fn matches(configured: Option<&[u8; 32]>, presented: &[u8; 32]) -> bool {
     configured.is_some_and(|configured| bool::from(configured.ct_eq(presented)))
 }
 
-/// The key a request presents: `Authorization: Bearer <key>`, else `X-Baldur-Admin-Key`.
+/// The key a request presents: `Authorization: Bearer <key>`, else `X-Baldur-Admin-Key`
+/// (also when `Authorization` carries another scheme, say a proxy's Basic credentials).
 fn presented_key(headers: &HeaderMap) -> Result<&[u8], Denied> {
-    if let Some(value) = headers.get(AUTHORIZATION) {
-        let value = value.to_str().map_err(|_| Denied::Malformed)?;
-        let (scheme, token) = value.trim().split_once(' ').ok_or(Denied::Malformed)?;
-        let token = token.trim();
-        if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(' ') {
-            return Err(Denied::Malformed);
+    let bearer = headers.get(AUTHORIZATION).map(|value| {
+        let value = value.to_str().map_err(|_| Denied::Malformed)?.trim();
+        match value.split_once(' ') {
+            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+                let token = token.trim();
+                if token.is_empty() || token.contains(' ') {
+                    Err(Denied::Malformed)
+                } else {
+                    Ok(Some(token.as_bytes()))
+                }
+            }
+            None if value.eq_ignore_ascii_case("bearer") => Err(Denied::Malformed),
+            // Another scheme: not ours, look further.
+            _ => Ok(None),
         }
-        return Ok(token.as_bytes());
-    }
-    match headers.get(LEGACY_KEY_HEADER) {
-        Some(value) if !value.as_bytes().trim_ascii().is_empty() => {
+    });
+    match (
+        bearer.transpose()?.flatten(),
+        headers.get(LEGACY_KEY_HEADER),
+    ) {
+        (Some(token), _) => Ok(token),
+        (None, Some(value)) if !value.as_bytes().trim_ascii().is_empty() => {
             Ok(value.as_bytes().trim_ascii())
         }
-        Some(_) => Err(Denied::Malformed),
-        None => Err(Denied::Missing),
+        (None, Some(_)) => Err(Denied::Malformed),
+        (None, None) if headers.contains_key(AUTHORIZATION) => Err(Denied::Malformed),
+        (None, None) => Err(Denied::Missing),
     }
 }
 

@@ -265,14 +265,10 @@ impl AdminConfig {
                     "the key is shorter than 16 characters; generate one with `openssl rand -hex 32`",
                 ));
             }
-            if key
-                .value
-                .chars()
-                .any(|c| c.is_whitespace() || c.is_control())
-            {
+            if !key.value.bytes().all(|byte| byte.is_ascii_graphic()) {
                 return Err(secret_error(
                     key.source,
-                    "the key contains whitespace or control characters",
+                    "the key must be printable ASCII without spaces (it travels in an HTTP header)",
                 ));
             }
         }

@@ -28,25 +28,25 @@ fn mask_url_passwords(message: &str) -> String {
         let authority_start = scheme_end + 3;
         out.push_str(&rest[..authority_start]);
         rest = &rest[authority_start..];
-        let authority_len = rest
-            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | '`') || c.is_whitespace())
+        // A password may hold `/`, `?`, `#` or `@` (drivers read up to the last `@`), so the
+        // whole token up to whitespace or a quote is searched for the last `@`.
+        let token_len = rest
+            .find(|c: char| matches!(c, '"' | '\'' | '`') || c.is_whitespace())
             .unwrap_or(rest.len());
-        let authority = &rest[..authority_len];
-        match authority.rfind('@') {
-            Some(at) => {
-                let userinfo = &authority[..at];
-                match userinfo.find(':') {
-                    Some(colon) => {
-                        out.push_str(&userinfo[..=colon]);
-                        out.push_str(MASK);
-                    }
-                    None => out.push_str(userinfo),
-                }
-                out.push_str(&authority[at..]);
+        let token = &rest[..token_len];
+        let masked = token.rfind('@').and_then(|at| {
+            let colon = token[..at].find(':')?;
+            Some((colon, at))
+        });
+        match masked {
+            Some((colon, at)) => {
+                out.push_str(&token[..=colon]);
+                out.push_str(MASK);
+                out.push_str(&token[at..]);
             }
-            None => out.push_str(authority),
+            None => out.push_str(token),
         }
-        rest = &rest[authority_len..];
+        rest = &rest[token_len..];
     }
     out.push_str(rest);
     out
@@ -72,7 +72,7 @@ fn mask_key_value_passwords(message: &str) -> String {
         let value = after_equals.trim_start();
         value_start += after_equals.len() - value.len();
         let value_len = match value.strip_prefix('\'') {
-            Some(quoted) => quoted.find('\'').map_or(value.len(), |end| end + 2),
+            Some(quoted) => quoted_len(quoted) + 1,
             None => value.find(char::is_whitespace).unwrap_or(value.len()),
         };
         out.push_str(&message[copied..value_start]);
@@ -82,6 +82,21 @@ fn mask_key_value_passwords(message: &str) -> String {
     }
     out.push_str(&message[copied..]);
     out
+}
+
+/// The length of a single-quoted value after its opening quote, closing quote included;
+/// `\'` and `\\` are escapes, as in libpq connection strings.
+fn quoted_len(quoted: &str) -> usize {
+    let mut escaped = false;
+    for (index, c) in quoted.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '\'' => return index + 1,
+            _ => {}
+        }
+    }
+    quoted.len()
 }
 
 #[cfg(test)]
@@ -103,7 +118,22 @@ mod tests {
     }
 
     #[test]
+    fn masks_url_passwords_with_reserved_characters() {
+        assert_eq!(
+            redact("invalid postgres://app:p#ss/w?rd@db:54x2/app here"),
+            "invalid postgres://app:***@db:54x2/app here"
+        );
+        assert_eq!(
+            redact("postgres://u:a@b@host/db"),
+            "postgres://u:***@host/db"
+        );
+        assert_eq!(redact("'postgres://u:pw@h/db'"), "'postgres://u:***@h/db'");
+    }
+
+    #[test]
     fn masks_key_value_passwords() {
+        assert_eq!(redact(r"password='it\'s x' host=c"), "password=*** host=c");
+        assert_eq!(redact(r"password='back\\' host=c"), "password=*** host=c");
         assert_eq!(
             redact("user=a PASSWORD=b host=c"),
             "user=a PASSWORD=*** host=c"

@@ -56,8 +56,22 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Prefixes of the variables this crate reads; only these are required to be UTF-8.
-const PREFIXES: [&str; 2] = ["TOWER_HEALTH_", "BALDUR_"];
+/// The Python system's names this crate reads (all `TOWER_HEALTH_` names are its own).
+const COMPAT_NAMES: [&str; 9] = [
+    "BALDUR_SQL_DSN",
+    "BALDUR_REDIS_URL",
+    "BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS",
+    "BALDUR_HEALTH_CHECK_READINESS_CACHE_TTL_SECONDS",
+    "BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION",
+    "BALDUR_ADMIN_BIND",
+    "BALDUR_ADMIN_PORT",
+    "BALDUR_ADMIN_KEY",
+    "BALDUR_ADMIN_READONLY_KEY",
+];
+
+fn is_read(name: &str) -> bool {
+    name.starts_with("TOWER_HEALTH_") || COMPAT_NAMES.contains(&name)
+}
 
 /// A snapshot of the environment variables to read settings from. Empty values count as
 /// unset, as they do in most Kubernetes manifests.
@@ -70,16 +84,12 @@ impl Env {
     pub(crate) fn from_process() -> Result<Self, ConfigError> {
         let mut vars = HashMap::new();
         for (key, value) in std::env::vars_os() {
-            let Some(key) = key.to_str() else { continue };
-            if !PREFIXES.iter().any(|prefix| key.starts_with(prefix)) {
+            let Some(key) = key.to_str().filter(|key| is_read(key)) else {
                 continue;
-            }
-            let value = value.into_string().map_err(|value| {
-                ConfigError::new(
-                    key,
-                    &value.to_string_lossy(),
-                    "the value is not valid UTF-8",
-                )
+            };
+            // Not echoed: it may be a key or a connection string.
+            let value = value.into_string().map_err(|_| {
+                ConfigError::new(key, "<not UTF-8>", "the value is not valid UTF-8")
             })?;
             vars.insert(key.to_owned(), value);
         }

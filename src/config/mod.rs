@@ -24,6 +24,9 @@
 //! | `TOWER_HEALTH_CHECK_LIMIT` | | how long a timed-out check may keep running before it is abandoned | `10s` |
 //!
 //! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`).
+//!
+//! `BALDUR_REDIS_URL` is read only to log a warning: there is no verdict cache shared across
+//! processes yet, so each process answers with its own verdicts.
 
 mod env;
 
@@ -391,6 +394,13 @@ impl HealthConfig {
         }
         if let Some(limit) = env.duration("TOWER_HEALTH_CHECK_LIMIT", None)? {
             config.check_limit = limit;
+        }
+        if env.first(&["BALDUR_REDIS_URL"]).is_some() {
+            // Said out loud rather than ignored: an operator coming from the Python system
+            // expects verdicts shared through Redis.
+            tracing::warn!(
+                "BALDUR_REDIS_URL is set, but tower-health has no shared verdict cache: each process answers with its own verdicts"
+            );
         }
         config.databases_from_env(env)
     }
