@@ -28,7 +28,9 @@
 //!
 //! Settings: `STORM_SECONDS` (measured seconds per run, default 2), `STORM_ROUNDS` (default 3),
 //! `STORM_DATABASE_URL` (a server to create the `tower_health_bench` database on, default the
-//! local PostgreSQL), `STORM_ONLY` (`main` or `scale`, default both).
+//! local PostgreSQL), `STORM_ONLY` (`main` or `scale`, default both), `STORM_FILTER` (only
+//! the servers whose name contains it), `STORM_CLIENT_THREADS` (load generator threads,
+//! default 1; the server always runs on one).
 
 use std::convert::Infallible;
 use std::error::Error;
@@ -82,13 +84,25 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
     runtime.block_on(async {
         // Only the servers that answer from verdicts run a monitor.
         let health = match kind {
-            "stack-hyper" | "stack-axum" | "admin" => Some(monitor().await?),
+            "stack-hyper" | "stack-axum" | "admin" | "floor-hyper" => Some(monitor().await?),
             _ => None,
         };
         let checked = health.clone();
         let health = health.unwrap_or_else(|| HealthMonitor::new(HealthConfig::new()).0);
         let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
+        // The admin server binds its own port, before the port is announced.
+        let admin = match kind {
+            "admin" => Some(
+                AdminServer::new(AdminConfig::new().port(0), health.clone())
+                    .start()
+                    .await?,
+            ),
+            _ => None,
+        };
+        let port = match &admin {
+            Some(admin) => admin.local_addr().port(),
+            None => listener.local_addr()?.port(),
+        };
         let server = async {
             match kind {
                 "bare-hyper" => {
@@ -96,6 +110,21 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     });
                     hyper_loop(listener, ok).await
+                }
+                "floor-hyper" => {
+                    // The least a pre-rendered answer can cost: the stack's own readiness
+                    // answer (same status, headers and bytes), served from an ArcSwap.
+                    let rendered = Arc::new(arc_swap::ArcSwap::from_pointee(
+                        rendered_readiness(&health).await,
+                    ));
+                    let floor = tower::service_fn(move |_: Request<Incoming>| {
+                        let rendered = rendered.load();
+                        let mut response = Response::new(Full::new(rendered.2.clone()));
+                        *response.status_mut() = rendered.0;
+                        *response.headers_mut() = rendered.1.clone();
+                        async move { Ok::<_, Infallible>(response) }
+                    });
+                    hyper_loop(listener, floor).await
                 }
                 "stack-hyper" => {
                     let ok = tower::service_fn(|_: Request<Incoming>| async {
@@ -132,15 +161,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                         .with_state(pool);
                     axum_serve(listener, app).await
                 }
-                "admin" => {
-                    drop(listener);
-                    let admin = AdminServer::new(AdminConfig::new().port(port), health.clone())
-                        .start()
-                        .await?;
-                    std::future::pending::<()>().await;
-                    drop(admin);
-                    Ok(())
-                }
+                "admin" => std::future::pending().await,
                 other => Err(format!("unknown server {other}").into()),
             }
         };
@@ -172,7 +193,8 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
 async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
     let databases: usize = env_or("STORM_DATABASES", 1);
     let stalled: usize = env_or("STORM_STALLED", 0);
-    let mut config = HealthConfig::new();
+    // The parent may stretch the cadence (for instruction counts) through the environment.
+    let mut config = HealthConfig::from_env()?;
     for index in 0..databases {
         let name = if index == 0 {
             "default".to_owned()
@@ -197,6 +219,23 @@ async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     Ok(health)
+}
+
+/// The readiness answer the stack gives: status, headers and body bytes.
+async fn rendered_readiness(health: &HealthHandle) -> (StatusCode, http::HeaderMap, Bytes) {
+    use tower::{Layer, ServiceExt};
+    let inner = tower::service_fn(|_: Request<Empty<Bytes>>| async {
+        Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    });
+    let request = Request::get("/health/ready").body(Empty::new()).unwrap();
+    let response = HealthLayer::new(health.clone())
+        .layer(inner)
+        .oneshot(request)
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    (parts.status, parts.headers, body)
 }
 
 fn router() -> Router {
@@ -313,9 +352,18 @@ fn drive() -> Result<(), Box<dyn Error>> {
     let seconds: f64 = env_or("STORM_SECONDS", 2.0);
     let rounds: usize = env_or("STORM_ROUNDS", 3);
     let only = std::env::var("STORM_ONLY").unwrap_or_default();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let filter = std::env::var("STORM_FILTER").unwrap_or_default();
+    let threads: usize = env_or("STORM_CLIENT_THREADS", 1);
+    let runtime = if threads > 1 {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    };
     let stats = runtime.block_on(DatabaseStats::connect());
     if stats.is_none() {
         eprintln!("PostgreSQL is unreachable: database rows and transaction counts are skipped");
@@ -324,42 +372,20 @@ fn drive() -> Result<(), Box<dyn Error>> {
     println!("# probe storm: {seconds} s per run, {rounds} interleaved rounds, median of each\n");
 
     if only.is_empty() || only == "main" {
-        let mut setups = vec![
-            Setup::new(
-                "(b) stack, hyper-util: /health/ready",
-                "stack-hyper",
-                "/health/ready",
-            ),
-            Setup::new(
-                "(b) stack, hyper-util: /health/ping",
-                "stack-hyper",
-                "/health/ping",
-            ),
-            Setup::new("(b) stack, hyper-util: /health", "stack-hyper", "/health"),
-            Setup::new(
-                "(b) stack, axum::serve: /health/ready",
-                "stack-axum",
-                "/health/ready",
-            ),
-            Setup::new(
-                "(b) stack, axum::serve: /health/ping",
-                "stack-axum",
-                "/health/ping",
-            ),
-            Setup::new("(b) stack, axum::serve: /health", "stack-axum", "/health"),
-            Setup::new("(c) axum, no stack: GET /", "plain-axum", "/"),
-            Setup::new("(c) axum, with stack: GET /", "stack-axum", "/"),
-            Setup::new("(e) admin server: /readiness", "admin", "/readiness"),
-        ];
-        if stats.is_some() {
-            setups.push(Setup::new(
-                "(d) hand-rolled SELECT 1 per request",
-                "handrolled-axum",
-                "/health",
-            ));
-        }
+        let mut setups = main_setups(stats.is_some());
+        setups.retain(|setup| setup.server.contains(filter.as_str()));
         let results = runtime.block_on(interleaved(&setups, rounds, measure, stats.as_ref()))?;
         print_main_table(&setups, &results);
+    }
+    if only.is_empty() || only == "instructions" {
+        let valgrind = Command::new("valgrind").arg("--version").output();
+        if valgrind.is_ok_and(|output| output.status.success()) {
+            let mut setups = main_setups(stats.is_some());
+            setups.retain(|setup| setup.server.contains(filter.as_str()));
+            runtime.block_on(print_instruction_table(&setups))?;
+        } else {
+            eprintln!("valgrind is not installed: instruction counts are skipped");
+        }
     }
     if (only.is_empty() || only == "scale") && stats.is_some() {
         let mut setups = Vec::new();
@@ -377,6 +403,159 @@ fn drive() -> Result<(), Box<dyn Error>> {
         let results = runtime.block_on(interleaved(&setups, rounds, measure, stats.as_ref()))?;
         print_scale_table(&setups, &results);
     }
+    Ok(())
+}
+
+/// The servers of the main table: (b), (c), (e), and (d) when PostgreSQL is there.
+fn main_setups(with_database: bool) -> Vec<Setup> {
+    let mut setups = vec![
+        Setup::new(
+            "floor: the same readiness answer from an ArcSwap, hyper-util",
+            "floor-hyper",
+            "/health/ready",
+        ),
+        Setup::new(
+            "(b) stack, hyper-util: /health/ready",
+            "stack-hyper",
+            "/health/ready",
+        ),
+        Setup::new(
+            "(b) stack, hyper-util: /health/ping",
+            "stack-hyper",
+            "/health/ping",
+        ),
+        Setup::new("(b) stack, hyper-util: /health", "stack-hyper", "/health"),
+        Setup::new(
+            "(b) stack, axum::serve: /health/ready",
+            "stack-axum",
+            "/health/ready",
+        ),
+        Setup::new(
+            "(b) stack, axum::serve: /health/ping",
+            "stack-axum",
+            "/health/ping",
+        ),
+        Setup::new("(b) stack, axum::serve: /health", "stack-axum", "/health"),
+        Setup::new("(c) axum, no stack: GET /", "plain-axum", "/"),
+        Setup::new("(c) axum, with stack: GET /", "stack-axum", "/"),
+        Setup::new("(e) admin server: /readiness", "admin", "/readiness"),
+    ];
+    if with_database {
+        setups.push(Setup::new(
+            "(d) hand-rolled SELECT 1 per request",
+            "handrolled-axum",
+            "/health",
+        ));
+    }
+    setups
+}
+
+/// Instructions the server executes per request, counted by callgrind: the difference
+/// between a run of `MANY` requests and a run of `FEW`, divided by the difference, so that
+/// start-up and shut-down cancel out. Repeatable whatever else the machine is doing.
+async fn instructions_per_request(setup: &Setup) -> Result<f64, Box<dyn Error>> {
+    const FEW: u64 = 2_000;
+    const MANY: u64 = 12_000;
+    let few = instructions(setup, FEW).await?;
+    let many = instructions(setup, MANY).await?;
+    Ok((many as f64 - few as f64) / (MANY - FEW) as f64)
+}
+
+/// Total instructions of one server run under callgrind that answers `requests` requests.
+async fn instructions(setup: &Setup, requests: u64) -> Result<u64, Box<dyn Error>> {
+    let output = std::env::temp_dir().join(format!(
+        "tower-health-storm-{}.callgrind",
+        std::process::id()
+    ));
+    let mut command = Command::new("valgrind");
+    command
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", output.display()))
+        .arg(std::env::current_exe()?)
+        // No monitor round during the count: only the requests differ between the two runs.
+        .env("TOWER_HEALTH_READINESS_INTERVAL", "1h")
+        .env("TOWER_HEALTH_HEALTH_INTERVAL", "1h")
+        .stderr(Stdio::null());
+    let server = ServerProcess::spawn(command, setup)?;
+    let addr: SocketAddr = ([127, 0, 0, 1], server.port).into();
+    let connections = open(addr, 16).await?;
+    let per_connection = requests / connections.len() as u64;
+    let tasks: Vec<_> = connections
+        .into_iter()
+        .map(|sender| {
+            let path = setup.path;
+            tokio::spawn(async move {
+                let mut sender = sender.lock().await;
+                for _ in 0..per_connection {
+                    let mut request = Request::new(Empty::new());
+                    *request.uri_mut() = http::Uri::from_static(path);
+                    sender.ready().await?;
+                    let mut body = sender.send_request(request).await?.into_body();
+                    while let Some(frame) = body.frame().await {
+                        frame?;
+                    }
+                }
+                Ok::<_, hyper::Error>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    server.stop()?;
+    let report = std::fs::read_to_string(&output)?;
+    match std::env::var_os("STORM_KEEP_CALLGRIND") {
+        // For `callgrind_annotate`: where the instructions go.
+        Some(dir) => std::fs::rename(
+            &output,
+            std::path::Path::new(&dir).join(format!("{}-{requests}.callgrind", setup.server)),
+        )?,
+        None => std::fs::remove_file(&output)?,
+    }
+    report
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("summary:")
+                .or_else(|| line.strip_prefix("totals:"))
+        })
+        .and_then(|total| total.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| "no instruction total in the callgrind output".into())
+}
+
+async fn print_instruction_table(setups: &[Setup]) -> Result<(), Box<dyn Error>> {
+    println!("## Server instructions per request (callgrind)\n");
+    println!("| server | instructions/req | x (a) |");
+    println!("|---|---|---|");
+    eprintln!("callgrind: (a) bare hyper");
+    let baseline = instructions_per_request(&setups[0].baseline()).await?;
+    println!("| (a) bare hyper, 200 ok | {baseline:.0} | 1.00 |");
+    let mut by_label = Vec::new();
+    for setup in setups {
+        eprintln!("callgrind: {} {}", setup.server, setup.path);
+        let per_request = instructions_per_request(setup).await?;
+        println!(
+            "| {} | {per_request:.0} | {:.3} |",
+            setup.label,
+            per_request / baseline
+        );
+        by_label.push((setup.label, per_request));
+    }
+    let find = |label: &str| {
+        by_label
+            .iter()
+            .find(|(name, _)| *name == label)
+            .map(|(_, value)| *value)
+    };
+    if let (Some(with), Some(without)) = (
+        find("(c) axum, with stack: GET /"),
+        find("(c) axum, no stack: GET /"),
+    ) {
+        println!(
+            "\nOrdinary route, instructions per request with the stack / without: {:.3}",
+            with / without
+        );
+    }
+    println!();
     Ok(())
 }
 
@@ -540,14 +719,21 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn start(setup: &Setup) -> Result<Self, Box<dyn Error>> {
-        let mut child = Command::new(std::env::current_exe()?)
+        let mut command = Command::new(std::env::current_exe()?);
+        command.stderr(Stdio::inherit());
+        Self::spawn(command, setup)
+    }
+
+    /// Starts `command` (this binary, or a wrapper such as valgrind running it) as `setup`'s
+    /// server and reads the port it listens on.
+    fn spawn(mut command: Command, setup: &Setup) -> Result<Self, Box<dyn Error>> {
+        let mut child = command
             .env("STORM_SERVE", setup.server)
             .env("STORM_DATABASES", setup.databases.to_string())
             .env("STORM_STALLED", setup.stalled.to_string())
             .env("STORM_DATABASE_URL", bench_url())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()?;
         let stdin = child.stdin.take();
         let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);

@@ -91,14 +91,22 @@ pub(crate) struct ProbeBody {
     head: Bytes,
     age: Option<AgeDigits>,
     tail: Bytes,
+    /// Bytes not yet handed out: hyper asks for it (`is_end_stream`, `size_hint`) several
+    /// times per response, so it is kept rather than recomputed.
+    remaining: u64,
 }
 
 impl ProbeBody {
     pub(crate) fn new(head: Bytes, age_ms: Option<u64>, tail: Bytes) -> Self {
+        let age = age_ms.map(AgeDigits::new);
+        let remaining = head.len() as u64
+            + age.as_ref().map_or(0, AgeDigits::remaining_len)
+            + tail.len() as u64;
         Self {
             head,
-            age: age_ms.map(AgeDigits::new),
+            age,
             tail,
+            remaining,
         }
     }
 
@@ -107,32 +115,29 @@ impl ProbeBody {
     }
 
     fn next_frame(&mut self) -> Option<Frame<Bytes>> {
-        if !self.head.is_empty() {
-            return Some(Frame::data(std::mem::take(&mut self.head)));
-        }
-        if let Some(age) = &mut self.age {
-            match age.next_group() {
-                Some(group) => return Some(Frame::data(group)),
-                None => self.age = None,
-            }
-        }
-        if !self.tail.is_empty() {
-            return Some(Frame::data(std::mem::take(&mut self.tail)));
-        }
-        None
+        let chunk = if !self.head.is_empty() {
+            std::mem::take(&mut self.head)
+        } else if let Some(group) = self.age.as_mut().and_then(AgeDigits::next_group) {
+            group
+        } else if !self.tail.is_empty() {
+            std::mem::take(&mut self.tail)
+        } else {
+            return None;
+        };
+        self.remaining -= chunk.len() as u64;
+        Some(Frame::data(chunk))
     }
 
     pub(crate) fn len(&self) -> u64 {
-        let age = self.age.as_ref().map_or(0, AgeDigits::remaining_len);
-        self.head.len() as u64 + age + self.tail.len() as u64
+        self.remaining
     }
 
     fn is_end_stream(&self) -> bool {
-        self.len() == 0
+        self.remaining == 0
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.len())
+        SizeHint::with_exact(self.remaining)
     }
 }
 

@@ -74,7 +74,9 @@ impl PingLayer {
         }
     }
 
-    /// The path to answer; a trailing slash on requests is accepted either way.
+    /// The path to answer; a trailing slash on requests is accepted either way. `PingLayer`
+    /// does not read [`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix): with a
+    /// custom prefix, set the matching path here (`<prefix>/ping`).
     ///
     /// Defaults to `/health/ping`.
     ///

@@ -257,8 +257,7 @@ impl Shared {
         default: Option<DatabaseOutcome>,
         finished_at: SystemTime,
     ) -> Arc<Published<HealthVerdict>> {
-        let mut verdict = HealthVerdict::from_outcome(default, finished_at);
-        verdict.self_healing = self.is_monitor_running();
+        let verdict = HealthVerdict::from_outcome(default, self.is_monitor_running(), finished_at);
         let stale_after = self.stale_after(self.config.health_interval);
         let answers = render::health(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, answers, Some(stale_after)));

@@ -25,7 +25,11 @@ pub struct HealthVerdict {
 }
 
 impl HealthVerdict {
-    pub(crate) fn from_outcome(database: Option<DatabaseOutcome>, checked_at: SystemTime) -> Self {
+    pub(crate) fn from_outcome(
+        database: Option<DatabaseOutcome>,
+        self_healing: bool,
+        checked_at: SystemTime,
+    ) -> Self {
         let panicked = |outcome: &DatabaseOutcome| {
             outcome
                 .error
@@ -43,7 +47,7 @@ impl HealthVerdict {
         Self {
             status,
             database,
-            self_healing: true,
+            self_healing,
             checked_at: Some(checked_at),
             reason,
         }
