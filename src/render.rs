@@ -38,14 +38,20 @@ pub(crate) fn readiness(verdict: &ReadinessVerdict, stale_after: Duration) -> An
         details.insert(key, database_detail(outcome));
     }
     let status = if verdict.ready { "ready" } else { "not_ready" };
+    // Every database ready: the short answer kubelets poll all day (the JSON the Python system
+    // gave). Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
+    let all_clear =
+        verdict.reason.is_none() && verdict.databases.iter().all(DatabaseOutcome::is_ready);
     let body = |status: &str, reason: Option<&str>| {
-        json!({
-            "status": status,
-            "checks": checks,
-            "details": details,
-            "timestamp": timestamp(verdict.checked_at),
-            "reason": reason,
-        })
+        let mut body = json!({ "status": status, "checks": checks });
+        if !all_clear || reason.is_some() {
+            body["details"] = Value::Object(details.clone());
+            body["timestamp"] = timestamp(verdict.checked_at);
+        }
+        if let Some(reason) = reason {
+            body["reason"] = reason.into();
+        }
+        body
     };
     let code = if verdict.ready {
         StatusCode::OK
