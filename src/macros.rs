@@ -17,3 +17,36 @@ macro_rules! define_inner_service_accessors {
         }
     };
 }
+
+/// Generates `from_env` and `from_vars` for a settings type with a
+/// `fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError>`.
+macro_rules! define_env_constructors {
+    ($table:literal) => {
+        /// Reads the settings from the process environment; see
+        #[doc = $table]
+        /// for the variables.
+        ///
+        /// # Errors
+        ///
+        /// When a variable has a value that cannot be used, or the settings do not fit
+        /// together; the error names the variable and the value (never a password or a key).
+        pub fn from_env() -> Result<Self, crate::config::ConfigError> {
+            Self::from_env_snapshot(&crate::config::Env::from_process()?)
+        }
+
+        /// Like `from_env`, but reads the given variables instead of the process environment:
+        /// handy in tests and for settings that come from a file.
+        ///
+        /// # Errors
+        ///
+        /// As for `from_env`.
+        pub fn from_vars<I, K, V>(vars: I) -> Result<Self, crate::config::ConfigError>
+        where
+            I: IntoIterator<Item = (K, V)>,
+            K: Into<String>,
+            V: Into<String>,
+        {
+            Self::from_env_snapshot(&crate::config::Env::from_vars(vars))
+        }
+    };
+}

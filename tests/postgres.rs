@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::fast;
+
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
@@ -14,13 +16,15 @@ use support::{
 };
 use tower_health::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PostgresCheck};
 use tower_health::verdict::DatabaseStatus;
-use tower_health::{FailDirection, HealthConfig, HealthMonitor, Status};
+use tower_health::{FailDirection, HealthMonitor, Status};
 
-fn fast() -> HealthConfig {
-    HealthConfig::new()
-        .readiness_interval(Duration::from_millis(100))
-        .health_interval(Duration::from_millis(200))
-        .readiness_timeout(Duration::from_millis(300))
+/// Waits until the default database's check is reported `timed_out`.
+async fn until_timed_out(health: &tower_health::HealthHandle) {
+    let timed_out = eventually(Duration::from_secs(5), || async {
+        health.readiness().databases[0].status == DatabaseStatus::TimedOut
+    })
+    .await;
+    assert!(timed_out, "{:?}", health.readiness());
 }
 
 #[tokio::test]
@@ -278,11 +282,7 @@ async fn a_frozen_connection_times_out_and_recovers_when_it_thaws() {
     assert!(health.readiness().ready);
 
     proxy.freeze();
-    let timed_out = eventually(Duration::from_secs(5), || async {
-        health.readiness().databases[0].status == DatabaseStatus::TimedOut
-    })
-    .await;
-    assert!(timed_out, "{:?}", health.readiness());
+    until_timed_out(&health).await;
     assert!(!health.readiness().ready);
     assert_eq!(
         proxy.connections(),
@@ -316,11 +316,7 @@ async fn a_connection_that_stays_dark_is_abandoned_and_replaced() {
 
     // The pooled connection goes dark for good; new connections still get through.
     proxy.freeze();
-    let timed_out = eventually(Duration::from_secs(5), || async {
-        health.readiness().databases[0].status == DatabaseStatus::TimedOut
-    })
-    .await;
-    assert!(timed_out, "{:?}", health.readiness());
+    until_timed_out(&health).await;
     // Past the check limit the check is dropped with its connection, and a new one is opened.
     let recovered = eventually(Duration::from_secs(10), || async {
         health.readiness().ready && proxy.connections() == 2

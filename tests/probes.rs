@@ -3,6 +3,8 @@
 
 mod support;
 
+use support::fast;
+
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -23,13 +25,6 @@ const PROBES: [&str; 5] = [
     "/health/pool",
     "/health/ping",
 ];
-
-fn fast() -> HealthConfig {
-    HealthConfig::new()
-        .readiness_interval(Duration::from_millis(100))
-        .health_interval(Duration::from_millis(200))
-        .readiness_timeout(Duration::from_millis(300))
-}
 
 #[tokio::test]
 async fn head_answers_like_get_without_a_body() {

@@ -327,31 +327,7 @@ impl HealthConfig {
         self
     }
 
-    /// Reads the configuration from the process environment; see the
-    /// [module docs](crate::config) for the variables.
-    ///
-    /// # Errors
-    ///
-    /// When a variable has a value that cannot be used; the error names the variable and the
-    /// value (with any password masked).
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_env_snapshot(&Env::from_process()?)
-    }
-
-    /// Like [`HealthConfig::from_env`], but reads the given variables instead of the process
-    /// environment: handy in tests and for settings that come from a file.
-    ///
-    /// # Errors
-    ///
-    /// As for [`HealthConfig::from_env`].
-    pub fn from_vars<I, K, V>(vars: I) -> Result<Self, ConfigError>
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: Into<String>,
-        V: Into<String>,
-    {
-        Self::from_env_snapshot(&Env::from_vars(vars))
-    }
+    define_env_constructors!("the [module docs](crate::config)");
 
     fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();

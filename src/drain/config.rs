@@ -117,29 +117,7 @@ impl DrainConfig {
         self
     }
 
-    /// Reads the settings from the process environment; see the table above.
-    ///
-    /// # Errors
-    ///
-    /// When a variable has a value that cannot be used, or the timeout does not exceed the
-    /// delay; the error names the variable and the value.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_env_snapshot(&Env::from_process()?)
-    }
-
-    /// Like [`DrainConfig::from_env`], reading the given variables instead.
-    ///
-    /// # Errors
-    ///
-    /// As for [`DrainConfig::from_env`].
-    pub fn from_vars<I, K, V>(vars: I) -> Result<Self, ConfigError>
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: Into<String>,
-        V: Into<String>,
-    {
-        Self::from_env_snapshot(&Env::from_vars(vars))
-    }
+    define_env_constructors!("the table above");
 
     fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();

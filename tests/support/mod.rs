@@ -161,6 +161,14 @@ pub fn app() -> impl tower::Service<
     })
 }
 
+/// Short cadences for tests: readiness every 100 ms, health every 200 ms, 300 ms deadline.
+pub fn fast() -> HealthConfig {
+    HealthConfig::new()
+        .readiness_interval(Duration::from_millis(100))
+        .health_interval(Duration::from_millis(200))
+        .readiness_timeout(Duration::from_millis(300))
+}
+
 /// Spawns a monitor for `config` and serves `HealthLayer` over [`app`].
 pub async fn health_server(config: HealthConfig) -> (HealthHandle, TestServer) {
     let health = HealthMonitor::spawn(config);
