@@ -187,3 +187,64 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::future::{Ready, ready};
+
+    use http_body_util::{BodyExt, Empty};
+
+    use super::*;
+
+    /// An inner service that is never ready, as one behind a saturated concurrency limit.
+    #[derive(Clone)]
+    struct Saturated;
+
+    impl Service<Request<Empty<Bytes>>> for Saturated {
+        type Response = Response<Empty<Bytes>>;
+        type Error = Infallible;
+        type Future = Ready<Result<Self::Response, Infallible>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Pending
+        }
+
+        fn call(&mut self, _: Request<Empty<Bytes>>) -> Self::Future {
+            unreachable!("never ready, never called")
+        }
+    }
+
+    async fn send(service: &mut Ping<Saturated>, path: &str) -> (StatusCode, String) {
+        std::future::poll_fn(|cx| service.poll_ready(cx))
+            .await
+            .unwrap();
+        let request = Request::get(path).body(Empty::new()).unwrap();
+        let response = service.call(request).await.unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn ping_answers_even_when_the_inner_service_is_not_ready() {
+        let mut service = PingLayer::new().layer(Saturated);
+        let (status, body) = send(&mut service, "/health/ping/").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, r#"{"ping":"pong","status":"alive"}"#);
+        // Anything else is shed rather than queued.
+        let (status, body) = send(&mut service, "/work").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, r#"{"error":"service overloaded"}"#);
+    }
+
+    #[tokio::test]
+    async fn the_path_is_configurable() {
+        let mut service = PingLayer::new().path("/_ping/").layer(Saturated);
+        assert_eq!(send(&mut service, "/_ping").await.0, StatusCode::OK);
+        assert_eq!(
+            send(&mut service, "/health/ping").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+}
