@@ -191,7 +191,7 @@ where
 #[cfg(test)]
 mod tests {
     use std::convert::Infallible;
-    use std::future::{Ready, ready};
+    use std::future::Ready;
 
     use http_body_util::{BodyExt, Empty};
 
