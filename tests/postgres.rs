@@ -189,6 +189,39 @@ async fn fail_direction_ready_keeps_a_stalled_database_in_rotation() {
 }
 
 #[tokio::test]
+async fn a_stall_stays_timed_out_when_connection_attempts_give_up() {
+    // Connection attempts against the stall give up after 400 ms, every few rounds: each one
+    // must still read `timed_out` (and stay in rotation under fail direction `ready`), not
+    // flip to `not_ready`.
+    let stalled = StalledListener::start().await;
+    let manager = tower_health::check::CheckConnectionManager::new(stalled.url().parse().unwrap())
+        .connect_timeout(Duration::from_millis(400));
+    let pool = bb8::Pool::builder()
+        .max_size(1)
+        .test_on_check_out(false)
+        .build_unchecked(manager);
+    let config = fast()
+        .readiness_interval(Duration::from_millis(50))
+        .readiness_timeout(Duration::from_millis(100))
+        .fail_direction(FailDirection::Ready)
+        .database("default", PostgresCheck::new(pool));
+    let (health, _server) = health_server(config).await;
+    first_rounds(&health).await;
+    let mut seen = std::collections::HashSet::new();
+    while stalled.accepted() < 3 {
+        let verdict = health.readiness();
+        assert!(verdict.ready, "{verdict:?}");
+        let outcome = &verdict.databases[0];
+        assert_eq!(outcome.status, DatabaseStatus::TimedOut, "{outcome:?}");
+        if let Some(error) = &outcome.error {
+            seen.insert(error.kind());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(seen.contains(&CheckErrorKind::ConnectTimedOut), "{seen:?}");
+}
+
+#[tokio::test]
 async fn only_readiness_names_a_stalled_second_database() {
     require_postgres!();
     let stalled = StalledListener::start().await;

@@ -18,6 +18,8 @@ pub struct CheckError {
 pub enum CheckErrorKind {
     /// Opening a connection failed (refused, unreachable, authentication, TLS).
     Connect,
+    /// Opening a connection took too long (the server accepted and did not answer).
+    ConnectTimedOut,
     /// The pool had no connection to give within its own timeout.
     PoolTimedOut,
     /// The database answered the query with an error.
@@ -41,6 +43,7 @@ impl CheckErrorKind {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Connect => "connect",
+            Self::ConnectTimedOut => "connect_timed_out",
             Self::PoolTimedOut => "pool_timed_out",
             Self::Query => "query",
             Self::Closed => "closed",
@@ -49,6 +52,18 @@ impl CheckErrorKind {
             Self::Cancelled => "cancelled",
             Self::Other => "other",
         }
+    }
+}
+
+impl CheckErrorKind {
+    /// Whether the check failed by waiting too long rather than by being refused: such a
+    /// failure is reported `timed_out`, like a check the round's deadline cut short.
+    #[must_use]
+    pub const fn is_timeout(self) -> bool {
+        matches!(
+            self,
+            Self::ConnectTimedOut | Self::PoolTimedOut | Self::TimedOut
+        )
     }
 }
 
@@ -65,6 +80,20 @@ impl CheckError {
             kind,
             message: redact(message.as_ref()),
         }
+    }
+
+    /// Creates a connect error, of kind [`CheckErrorKind::ConnectTimedOut`] when anything in
+    /// the chain of sources is a timeout (an I/O timeout, or [`ConnectError::TimedOut`]).
+    ///
+    /// [`ConnectError::TimedOut`]: crate::check::ConnectError::TimedOut
+    pub fn connect(error: &(dyn std::error::Error + 'static)) -> Self {
+        let timed_out = std::iter::successors(Some(error), |error| error.source()).any(is_timeout);
+        let kind = if timed_out {
+            CheckErrorKind::ConnectTimedOut
+        } else {
+            CheckErrorKind::Connect
+        };
+        Self::from_error(kind, error)
     }
 
     /// Creates an error from another error, its message being the whole chain of sources
@@ -104,6 +133,17 @@ impl fmt::Display for CheckError {
 }
 
 impl std::error::Error for CheckError {}
+
+fn is_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(io) = error.downcast_ref::<std::io::Error>() {
+        return io.kind() == std::io::ErrorKind::TimedOut;
+    }
+    #[cfg(feature = "postgres")]
+    if let Some(crate::check::ConnectError::TimedOut(_)) = error.downcast_ref() {
+        return true;
+    }
+    false
+}
 
 #[cfg(test)]
 mod tests {

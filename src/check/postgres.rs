@@ -136,13 +136,13 @@ where
                 let conn = pool
                     .dedicated_connection()
                     .await
-                    .map_err(|error| CheckError::from_error(CheckErrorKind::Connect, &error))?;
+                    .map_err(|error| CheckError::connect(&error))?;
                 // Another checkout may have filled the pool meanwhile; then this connection
                 // is simply dropped.
                 let _ = pool.add(conn);
             }
             let conn = pool.get_owned().await.map_err(|error| match error {
-                RunError::User(error) => CheckError::from_error(CheckErrorKind::Connect, &error),
+                RunError::User(error) => CheckError::connect(&error),
                 RunError::TimedOut => CheckError::new(
                     CheckErrorKind::PoolTimedOut,
                     "the pool had no connection to give within its connection_timeout",

@@ -170,6 +170,13 @@ impl Claim {
                 let (result, elapsed) = finished.clone().expect("waited for Some");
                 match result {
                     Ok(()) => (DatabaseStatus::Ready, elapsed, None, None),
+                    // A check that gave up waiting (a connect timeout, the pool's own timeout,
+                    // the check limit) says the same as our deadline: the database did not
+                    // answer in time. Reporting it `not_ready` would flip a stalled database
+                    // between the two, and past the fail direction.
+                    Err(error) if error.kind().is_timeout() => {
+                        (DatabaseStatus::TimedOut, elapsed, Some(error), None)
+                    }
                     Err(error) => (DatabaseStatus::NotReady, elapsed, Some(error), None),
                 }
             }
