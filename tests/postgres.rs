@@ -18,6 +18,18 @@ use tower_health::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck
 use tower_health::verdict::DatabaseStatus;
 use tower_health::{FailDirection, HealthMonitor, Status};
 
+/// A monitor whose default database is the test database behind a fresh [`PgProxy`], served
+/// over HTTP, its first rounds done and ready.
+async fn through_proxy(
+    config: tower_health::HealthConfig,
+) -> (PgProxy, tower_health::HealthHandle, support::TestServer) {
+    let proxy = PgProxy::start(pg_addr()).await;
+    let (health, server) = health_server(config.database("default", postgres(&proxy.url()))).await;
+    first_rounds(&health).await;
+    assert!(health.readiness().ready, "{:?}", health.readiness());
+    (proxy, health, server)
+}
+
 /// Waits until the default database's check is reported `timed_out`.
 async fn until_timed_out(health: &tower_health::HealthHandle) {
     let timed_out = eventually(Duration::from_secs(5), || async {
@@ -309,10 +321,7 @@ async fn no_database_gives_the_documented_answers() {
 #[tokio::test]
 async fn a_frozen_connection_times_out_and_recovers_when_it_thaws() {
     require_postgres!();
-    let proxy = PgProxy::start(pg_addr()).await;
-    let (health, _server) = health_server(fast().database("default", postgres(&proxy.url()))).await;
-    first_rounds(&health).await;
-    assert!(health.readiness().ready);
+    let (proxy, health, _server) = through_proxy(fast()).await;
 
     proxy.freeze();
     until_timed_out(&health).await;
@@ -339,13 +348,7 @@ async fn a_frozen_connection_times_out_and_recovers_when_it_thaws() {
 #[tokio::test]
 async fn a_connection_that_stays_dark_is_abandoned_and_replaced() {
     require_postgres!();
-    let proxy = PgProxy::start(pg_addr()).await;
-    let config = fast()
-        .check_limit(Duration::from_secs(1))
-        .database("default", postgres(&proxy.url()));
-    let (health, _server) = health_server(config).await;
-    first_rounds(&health).await;
-    assert!(health.readiness().ready);
+    let (proxy, health, _server) = through_proxy(fast().check_limit(Duration::from_secs(1))).await;
 
     // The pooled connection goes dark for good; new connections still get through.
     proxy.freeze();
@@ -367,12 +370,8 @@ async fn a_connection_that_stays_dark_is_abandoned_and_replaced() {
 #[tokio::test]
 async fn a_cut_connection_fails_then_a_new_one_recovers() {
     require_postgres!();
-    let proxy = PgProxy::start(pg_addr()).await;
-    let config = fast()
-        .readiness_interval(Duration::from_millis(50))
-        .database("default", postgres(&proxy.url()));
-    let (health, _server) = health_server(config).await;
-    first_rounds(&health).await;
+    let (proxy, health, _server) =
+        through_proxy(fast().readiness_interval(Duration::from_millis(50))).await;
 
     proxy.cut();
     // The next check finds its pooled connection closed and fails (the pool then discards
