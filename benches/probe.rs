@@ -128,7 +128,7 @@ fn request(path: &'static str) -> Request<()> {
 /// A monitor with one always-ready database, its first rounds done.
 fn monitor(runtime: &tokio::runtime::Runtime, config: HealthConfig) -> HealthHandle {
     let _entered = runtime.enter();
-    let health = HealthMonitor::spawn(config.database("default", Instant));
+    let health = HealthMonitor::spawn(config.database("default", Instant).unwrap());
     runtime.block_on(async {
         while health.readiness().checked_at.is_none() || health.health().checked_at.is_none() {
             tokio::time::sleep(Duration::from_millis(1)).await;

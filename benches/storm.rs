@@ -201,7 +201,7 @@ async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
         } else {
             format!("db{index}")
         };
-        config = config.database(&name, PostgresCheck::connect(&bench_url())?);
+        config = config.database(&name, PostgresCheck::connect(&bench_url())?)?;
     }
     for index in 0..stalled {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -212,7 +212,7 @@ async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
                 held.push(stream);
             }
         });
-        config = config.database(&format!("stalled{index}"), PostgresCheck::connect(&url)?);
+        config = config.database(&format!("stalled{index}"), PostgresCheck::connect(&url)?)?;
     }
     let health = HealthMonitor::spawn(config);
     while health.readiness().checked_at.is_none() || health.health().checked_at.is_none() {

@@ -18,18 +18,23 @@
 mod common;
 
 use std::error::Error;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::{DrainConfig, DrainHandle, HealthMonitor};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn Error>> {
+async fn main() -> ExitCode {
+    common::run(work()).await
+}
+
+async fn work() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let health = HealthMonitor::spawn(common::health_config()?);
     let drain = DrainHandle::new(DrainConfig::from_env()?);
-    let admin = AdminServer::new(AdminConfig::from_env()?, health)
-        .drain(drain.clone())
+    let admin = AdminServer::new(AdminConfig::from_env()?, &health)
+        .drain(&drain)
         .start()
         .await?;
     tracing::info!("admin server on http://{}", admin.local_addr());

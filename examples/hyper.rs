@@ -15,6 +15,7 @@ mod common;
 use std::convert::Infallible;
 use std::error::Error;
 use std::pin::pin;
+use std::process::ExitCode;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -25,13 +26,17 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::{ServiceBuilder, service_fn};
-use tower_health::{DrainConfig, DrainLayer, HealthLayer, HealthMonitor, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, PingLayer};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn Error>> {
+async fn main() -> ExitCode {
+    common::run(serve()).await
+}
+
+async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
-    let health = HealthMonitor::spawn(common::health_config()?);
-    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::from_env()?);
+    let health = HealthLayer::new(common::health_config()?);
+    let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
 
     let app = service_fn(|_request: Request<Incoming>| async {
         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(
@@ -40,46 +45,48 @@ async fn main() -> Result<(), Box<dyn Error>> {
     });
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
-        .layer(HealthLayer::new(health).drain(drain.clone()))
+        .layer(health)
         .layer(drain_layer)
         .service(app);
 
     let listener = TcpListener::bind(common::listen_addr()).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
-    let graceful = GracefulShutdown::new();
-    let mut shutdown = pin!(drain.shutdown_signal());
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::warn!(%error, "accept failed");
-                        continue;
+    drain
+        .serve(|shutdown| async move {
+            let graceful = GracefulShutdown::new();
+            let mut shutdown = pin!(shutdown);
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let (stream, _) = match accepted {
+                            Ok(accepted) => accepted,
+                            Err(error) => {
+                                tracing::warn!(%error, "accept failed");
+                                continue;
+                            }
+                        };
+                        if let Err(error) = stream.set_nodelay(true) {
+                            tracing::warn!(%error, "cannot set TCP_NODELAY");
+                        }
+                        let service = TowerToHyperService::new(service.clone());
+                        let connection = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service);
+                        let connection = graceful.watch(connection);
+                        tokio::spawn(async move {
+                            if let Err(error) = connection.await {
+                                tracing::debug!(%error, "connection ended with an error");
+                            }
+                        });
                     }
-                };
-                if let Err(error) = stream.set_nodelay(true) {
-                    tracing::warn!(%error, "cannot set TCP_NODELAY");
+                    () = &mut shutdown => break,
                 }
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service.clone()));
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    if let Err(error) = connection.await {
-                        tracing::debug!(%error, "connection ended with an error");
-                    }
-                });
             }
-            () = &mut shutdown => break,
-        }
-    }
-    // Stop accepting; let the open connections finish, within the drain timeout.
-    drop(listener);
-    tokio::select! {
-        () = graceful.shutdown() => tracing::info!("every connection closed"),
-        () = drain.timeout_elapsed() => {
-            tracing::warn!(in_flight = drain.in_flight(), "drain timeout: closing what is still open");
-        }
-    }
+            // Stop accepting; let the open connections finish (`serve` bounds this by the
+            // drain timeout).
+            drop(listener);
+            graceful.shutdown().await;
+            Ok::<_, Infallible>(())
+        })
+        .await?;
     Ok(())
 }

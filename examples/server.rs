@@ -1,5 +1,5 @@
 //! An axum app behind the full tower-health stack: probes on `/health/*`, one ordinary route
-//! on `/`, and a drain on SIGTERM or Ctrl-C.
+//! on `/` with tower-http's tracing and request timeout, and a drain on SIGTERM or Ctrl-C.
 //!
 //! Run with
 //!
@@ -20,33 +20,41 @@
 mod common;
 
 use std::error::Error;
-use std::future::IntoFuture;
+use std::process::ExitCode;
+use std::time::Duration;
 
 use axum::Router;
-use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::serve::ListenerExt;
+use http::StatusCode;
 use tokio::net::TcpListener;
-use tower::ServiceBuilder;
-use tower::make::Shared;
-use tower_health::{DrainConfig, DrainLayer, HealthLayer, HealthMonitor, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn Error>> {
-    common::init_tracing();
-    let health = HealthMonitor::spawn(common::health_config()?);
-    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::from_env()?);
+async fn main() -> ExitCode {
+    common::run(serve()).await
+}
 
-    let app = Router::new().route("/", get(|| async { "hello from behind tower-health\n" }));
-    // The probe layers wrap the whole router (axum's own layers run after routing), and sit
-    // outside the drain so that probes never count as in-flight work.
-    let service = ServiceBuilder::new()
-        // axum::serve wants axum's body type.
-        .map_response(IntoResponse::into_response)
-        .layer(PingLayer::new())
-        .layer(HealthLayer::new(health).drain(drain.clone()))
+async fn serve() -> Result<(), Box<dyn Error>> {
+    common::init_tracing();
+    let health = HealthLayer::new(common::health_config()?);
+    let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
+
+    // Layers read bottom-up: a request meets PingLayer first, then HealthLayer, then the
+    // drain, then the app's own tracing and timeout. Probes are answered before the timeout
+    // and the tracing (no log line per kubelet probe) and never count as in-flight work.
+    let app = Router::new()
+        .route("/", get(|| async { "hello from behind tower-health\n" }))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(10),
+        ))
+        .layer(TraceLayer::new_for_http())
         .layer(drain_layer)
-        .service(app);
+        .layer(health)
+        .layer(PingLayer::new());
 
     let listener = TcpListener::bind(common::listen_addr()).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
@@ -57,16 +65,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
             tracing::warn!(%error, "cannot set TCP_NODELAY");
         }
     });
-
-    let server =
-        axum::serve(listener, Shared::new(service)).with_graceful_shutdown(drain.shutdown_signal());
-    // Graceful shutdown waits for every connection to finish; the drain timeout bounds it.
-    tokio::select! {
-        result = server.into_future() => result?,
-        () = drain.timeout_elapsed() => {
-            tracing::warn!(in_flight = drain.in_flight(), "drain timeout: closing what is still open");
-        }
-    }
-    tracing::info!("server closed");
+    drain
+        .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
+        .await?;
     Ok(())
 }

@@ -7,12 +7,12 @@ use std::task::{Context, Poll};
 use http::Response;
 use pin_project_lite::pin_project;
 
-use crate::body::{ProbeBody, ResponseBody};
-use crate::probe::Reply;
+use crate::body::ResponseBody;
+use crate::probe_response::ProbeResponse;
 
 pin_project! {
     /// Response future of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):
-    /// the inner service's future, or a probe answer that is ready at once (or, for
+    /// the inner service's future, or a probe's response that is ready at once (or, for
     /// `?nocache=true`, after a fresh computation).
     pub struct ResponseFuture<F> {
         #[pin]
@@ -24,7 +24,7 @@ pin_project! {
     #[project = KindProj]
     enum Kind<F> {
         Inner { #[pin] future: F },
-        Probe { reply: Reply },
+        Probe { response: ProbeResponse },
     }
 }
 
@@ -35,13 +35,9 @@ impl<F> ResponseFuture<F> {
         }
     }
 
-    pub(crate) fn probe(response: Response<ProbeBody>) -> Self {
-        Self::reply(Reply::now(response))
-    }
-
-    pub(crate) fn reply(reply: Reply) -> Self {
+    pub(crate) fn probe(response: ProbeResponse) -> Self {
         Self {
-            kind: Kind::Probe { reply },
+            kind: Kind::Probe { response },
         }
     }
 }
@@ -57,7 +53,7 @@ where
             KindProj::Inner { future } => future
                 .poll(cx)
                 .map_ok(|response| response.map(ResponseBody::inner)),
-            KindProj::Probe { reply } => Pin::new(reply)
+            KindProj::Probe { response } => Pin::new(response)
                 .poll(cx)
                 .map(|response| Ok(response.map(ResponseBody::probe))),
         }

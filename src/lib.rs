@@ -5,15 +5,12 @@
 //!
 //! Load balancers and Kubernetes ask every instance two different questions: "are you alive?"
 //! (should I restart you?) and "are you ready?" (should I send you traffic?). This crate
-//! answers them, and three more, with the status code doing the talking:
+//! answers them, and four more, with the status code doing the talking:
 //!
-//! | Path | Question | Answer |
-//! |---|---|---|
-//! | `/health` | the full picture | 200 healthy or degraded; 503 unhealthy, error, unavailable, draining |
-//! | `/health/live` | is the process alive? | always 200, drain included |
-//! | `/health/ready` | can it serve traffic? | 200 when every database is usable; 503 when one is not, has timed out (by default), or while draining |
-//! | `/health/pool` | is the default database usable? | 200 when it is; 503 when not, on error, or while draining |
-//! | `/health/ping` | fastest possible yes | always 200, no database access |
+//! The layer's paths are under a configurable prefix (`/health`); the admin server (feature
+//! `admin`) has the Python system's:
+//!
+#![doc = include_str!("docs/endpoints.md")]
 //!
 //! - A [`HealthMonitor`] checks every configured database in parallel under one deadline, on
 //!   its own cadence, and publishes each verdict already rendered (status, headers, JSON
@@ -28,35 +25,39 @@
 //!
 //! # Example
 //!
+//! An axum app with every probe, a drain on SIGTERM, and the PostgreSQL check:
+//!
 //! ```no_run
-//! use axum::{Router, response::IntoResponse, routing::get};
-//! use tower::ServiceBuilder;
+//! use axum::{Router, routing::get};
 //! use tower_health::check::PostgresCheck;
-//! use tower_health::{DrainConfig, DrainLayer, HealthConfig, HealthLayer, HealthMonitor, PingLayer};
+//! use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = HealthConfig::from_env()?
-//!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?);
-//! let health = HealthMonitor::spawn(config);
-//! let (drain_layer, drain) = DrainLayer::pair(DrainConfig::from_env()?);
+//!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?)?;
+//! let health = HealthLayer::new(config); // starts the monitor
+//! let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
 //!
-//! let app = Router::new().route("/", get(|| async { "hello" }));
-//! // Probe layers wrap the whole router, outside the drain.
-//! let app = ServiceBuilder::new()
-//!     .map_response(IntoResponse::into_response) // axum::serve wants axum's body
-//!     .layer(PingLayer::new())
-//!     .layer(HealthLayer::new(health).drain(drain.clone()))
+//! // Layers read bottom-up: a request meets PingLayer first, then HealthLayer, then the
+//! // drain. Probe paths match no route, so they reach the layers through the fallback.
+//! let app = Router::new()
+//!     .route("/", get(|| async { "hello" }))
 //!     .layer(drain_layer)
-//!     .service(app);
+//!     .layer(health)
+//!     .layer(PingLayer::new());
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! axum::serve(listener, tower::make::Shared::new(app))
-//!     .with_graceful_shutdown(drain.shutdown_signal())
+//! // SIGTERM: drain, wait the drain delay, shut down gracefully within the drain timeout.
+//! drain
+//!     .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
 //!     .await?;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! `HealthLayer::new` takes a [`HealthConfig`] (and starts a monitor) or a [`HealthHandle`]
+//! (and shares a running one, say with the admin server); see [`HealthLayer::new`].
 //!
 //! # Verdicts
 //!
@@ -83,7 +84,6 @@ mod macros;
 #[cfg(feature = "admin")]
 #[cfg_attr(docsrs, doc(cfg(feature = "admin")))]
 pub mod admin;
-mod answer;
 mod body;
 pub mod check;
 pub mod config;
@@ -93,7 +93,9 @@ pub mod health;
 pub mod monitor;
 pub mod ping;
 mod probe;
-mod render;
+mod probe_response;
+mod redact;
+mod rendered;
 mod status;
 mod util;
 pub mod verdict;
@@ -102,7 +104,8 @@ pub use self::body::ResponseBody;
 pub use self::config::{FailDirection, HealthConfig, NoCache};
 pub use self::drain::{DrainConfig, DrainHandle, DrainLayer, DrainPolicy};
 pub use self::health::HealthLayer;
-pub use self::monitor::{HealthHandle, HealthMonitor};
+pub use self::monitor::{HealthHandle, HealthMonitor, MonitorSource};
 pub use self::ping::PingLayer;
+pub use self::redact::redact;
 pub use self::status::Status;
 pub use self::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};

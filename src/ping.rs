@@ -37,19 +37,19 @@
 //! the inner service is not ready gets 503 with `Retry-After: 1` instead of waiting. axum
 //! routers and tonic servers are always ready, so for them nothing changes.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{self, HeaderValue};
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::answer::{Answer, METHOD_NOT_ALLOWED, MethodKind, PING};
 use crate::body::ResponseBody;
 pub use crate::future::ResponseFuture;
-use crate::probe::trim_trailing_slash;
+use crate::probe::{BodyMode, trim_trailing_slash};
+use crate::probe_response::ProbeResponse;
+use crate::rendered::fixed::{METHOD_NOT_ALLOWED, OVERLOADED, PING};
 
 /// Layer that answers the ping path before the inner service.
 ///
@@ -143,16 +143,6 @@ impl<S: Clone> Clone for Ping<S> {
     }
 }
 
-/// Answer to ordinary requests that arrive while the inner service is not ready.
-static OVERLOADED: LazyLock<Answer> = LazyLock::new(|| {
-    Answer::fixed(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "no-store",
-        br#"{"error":"service overloaded"}"#,
-        &[(header::RETRY_AFTER, HeaderValue::from_static("1"))],
-    )
-});
-
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Ping<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
@@ -173,17 +163,16 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         if self.is_ping(request.uri().path()) {
-            let response = match MethodKind::of(request.method()) {
-                MethodKind::Get => PING.respond(false, 0),
-                MethodKind::Head => PING.respond(true, 0),
-                MethodKind::NotAllowed => METHOD_NOT_ALLOWED.respond(false, 0),
+            let response = match BodyMode::of(request.method()) {
+                Some(mode) => ProbeResponse::fixed(&PING, mode),
+                None => ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full),
             };
             return ResponseFuture::probe(response);
         }
         if std::mem::take(&mut self.inner_ready) {
             ResponseFuture::inner(self.inner.call(request))
         } else {
-            ResponseFuture::probe(OVERLOADED.respond(false, 0))
+            ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full))
         }
     }
 }
@@ -193,6 +182,7 @@ mod tests {
     use std::convert::Infallible;
     use std::future::Ready;
 
+    use http::StatusCode;
     use http_body_util::{BodyExt, Empty};
 
     use super::*;

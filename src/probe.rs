@@ -1,66 +1,130 @@
-//! Which probe a request asks for, and the answer it gets.
+//! The six questions, where each is asked, and how a request asks it.
+//!
+//! Every fact about a probe lives in one `match` here (its paths, whether a drain turns it
+//! into 503, whether it takes `?nocache=true`), so adding one is a compiler-guided change.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Instant;
+use http::Method;
 
-use http::header::{self, HeaderName, HeaderValue};
-use http::{Method, Response};
-
-use crate::answer::{LIVE, METHOD_NOT_ALLOWED, MethodKind, PING};
-use crate::body::ProbeBody;
-use crate::drain::DrainHandle;
-use crate::monitor::{Fresh, Published, Shared};
-
-/// The five questions.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// The questions a probe asks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Probe {
     Health,
     Live,
     Ready,
+    Startup,
     Pool,
     Ping,
 }
 
 impl Probe {
-    /// Whether draining turns this probe's answer into 503 (liveness and ping stay 200).
-    fn drains(self) -> bool {
-        matches!(self, Self::Health | Self::Ready | Self::Pool)
+    pub(crate) const ALL: [Self; 6] = [
+        Self::Health,
+        Self::Live,
+        Self::Ready,
+        Self::Startup,
+        Self::Pool,
+        Self::Ping,
+    ];
+
+    /// The path under the layer's prefix (`/health` by default).
+    pub(crate) const fn layer_suffix(self) -> &'static str {
+        match self {
+            Self::Health => "",
+            Self::Live => "/live",
+            Self::Ready => "/ready",
+            Self::Startup => "/startup",
+            Self::Pool => "/pool",
+            Self::Ping => "/ping",
+        }
+    }
+
+    /// The admin server's path, as the Python system's admin server has them.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) const fn admin_path(self) -> &'static str {
+        match self {
+            Self::Health => "/health",
+            Self::Live => "/liveness",
+            Self::Ready => "/readiness",
+            Self::Startup => "/startup",
+            Self::Pool => "/health/pool",
+            Self::Ping => "/health/ping",
+        }
+    }
+
+    /// The Kubernetes-style alias at the root, answered by the layer when
+    /// [`HealthConfig::kubernetes_aliases`](crate::HealthConfig::kubernetes_aliases) is on.
+    pub(crate) const fn kubernetes_alias(self) -> Option<&'static str> {
+        match self {
+            Self::Live => Some("/livez"),
+            Self::Ready => Some("/readyz"),
+            Self::Health | Self::Startup | Self::Pool | Self::Ping => None,
+        }
+    }
+
+    /// Whether a drain turns this probe's answer into 503 (liveness, startup and ping stay
+    /// 200, so that the orchestrator does not restart a pod that is merely draining).
+    pub(crate) const fn drains(self) -> bool {
+        match self {
+            Self::Health | Self::Ready | Self::Pool => true,
+            Self::Live | Self::Startup | Self::Ping => false,
+        }
     }
 
     /// Whether `?nocache=true` means anything for this probe.
-    pub(crate) fn takes_nocache(self) -> bool {
-        matches!(self, Self::Health | Self::Pool)
+    pub(crate) const fn takes_nocache(self) -> bool {
+        match self {
+            Self::Health | Self::Pool => true,
+            Self::Live | Self::Ready | Self::Startup | Self::Ping => false,
+        }
+    }
+
+    /// The admin server's probe for `path` (a trailing slash accepted).
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) fn from_admin_path(path: &str) -> Option<Self> {
+        let path = trim_trailing_slash(path);
+        Self::ALL
+            .into_iter()
+            .find(|probe| probe.admin_path() == path)
     }
 }
 
-/// The layer's probe paths: `<prefix>`, `<prefix>/live`, `<prefix>/ready`, `<prefix>/pool`,
-/// `<prefix>/ping`, each also with a trailing slash.
+/// The layer's probe paths: `<prefix><suffix>` for every probe, each also with a trailing
+/// slash, and the Kubernetes aliases when asked for.
 #[derive(Clone, Debug)]
-pub(crate) struct PrefixPaths {
+pub(crate) struct ProbePaths {
     prefix: Box<str>,
+    kubernetes_aliases: bool,
 }
 
-impl PrefixPaths {
-    pub(crate) fn new(prefix: &str) -> Self {
+impl ProbePaths {
+    pub(crate) fn new(prefix: &str, kubernetes_aliases: bool) -> Self {
         Self {
             prefix: prefix.into(),
+            kubernetes_aliases,
         }
     }
 
+    /// The probe `path` asks for, if any. The common case (a path outside the prefix) costs
+    /// one prefix comparison.
     pub(crate) fn classify(&self, path: &str) -> Option<Probe> {
-        let rest = path.strip_prefix(&*self.prefix)?;
+        let Some(rest) = path.strip_prefix(&*self.prefix) else {
+            return self.classify_alias(path);
+        };
         // `<prefix>/` is `<prefix>`.
-        match rest.strip_suffix('/').unwrap_or(rest) {
-            "" => Some(Probe::Health),
-            "/live" => Some(Probe::Live),
-            "/ready" => Some(Probe::Ready),
-            "/pool" => Some(Probe::Pool),
-            "/ping" => Some(Probe::Ping),
-            _ => None,
+        let suffix = rest.strip_suffix('/').unwrap_or(rest);
+        Probe::ALL
+            .into_iter()
+            .find(|probe| probe.layer_suffix() == suffix)
+    }
+
+    fn classify_alias(&self, path: &str) -> Option<Probe> {
+        if !self.kubernetes_aliases {
+            return None;
         }
+        let path = trim_trailing_slash(path);
+        Probe::ALL
+            .into_iter()
+            .find(|probe| probe.kubernetes_alias() == Some(path))
     }
 }
 
@@ -70,6 +134,37 @@ pub(crate) fn trim_trailing_slash(path: &str) -> &str {
         Some(trimmed) if !trimmed.is_empty() => trimmed,
         _ => path,
     }
+}
+
+/// How much of a response a request's method asks for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BodyMode {
+    /// GET: status, headers and body.
+    Full,
+    /// HEAD: the same status and headers (with the GET body's `Content-Length`), no body.
+    HeadOnly,
+}
+
+impl BodyMode {
+    /// The mode for `method`; `None` for a method a probe path does not answer (405).
+    pub(crate) fn of(method: &Method) -> Option<Self> {
+        if method == Method::GET {
+            Some(Self::Full)
+        } else if method == Method::HEAD {
+            Some(Self::HeadOnly)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether a probe is answered from the published verdict or computed afresh.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Freshness {
+    /// The published verdict (every probe, nearly always).
+    Published,
+    /// A fresh computation, for an allowed `?nocache=true`.
+    Bypass,
 }
 
 /// Whether the query string asks to bypass the cache (`nocache=true`, `nocache=1`, or a bare
@@ -83,103 +178,18 @@ pub(crate) fn wants_nocache(query: Option<&str>) -> bool {
     })
 }
 
-/// A fresh computation's answer, for `?nocache=true`. Boxed: the bypass path is rare and may
-/// wait for the database, unlike every other probe.
-pub(crate) type FreshFuture = Pin<Box<dyn Future<Output = Response<ProbeBody>> + Send>>;
-
-/// The answer to a probe: ready at once from the published verdicts, or after a fresh
-/// computation.
-pub(crate) enum Reply {
-    Now(Option<Response<ProbeBody>>),
-    Fresh(FreshFuture),
-}
-
-impl Reply {
-    pub(crate) fn now(response: Response<ProbeBody>) -> Self {
-        Self::Now(Some(response))
-    }
-}
-
-impl Future for Reply {
-    type Output = Response<ProbeBody>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut *self {
-            Self::Now(response) => {
-                Poll::Ready(response.take().expect("future polled after completion"))
-            }
-            Self::Fresh(future) => future.as_mut().poll(cx),
-        }
-    }
-}
-
-/// Answers `probe`. Everything but a cache bypass is a pointer load and a response built
-/// from pre-rendered parts: no lock, no I/O, no JSON encoding, no await.
-pub(crate) fn reply(
-    shared: &Arc<Shared>,
-    probe: Probe,
-    method: &Method,
-    nocache: bool,
-    drain: Option<&DrainHandle>,
-) -> Reply {
-    let head_only = match MethodKind::of(method) {
-        MethodKind::Get => false,
-        MethodKind::Head => true,
-        MethodKind::NotAllowed => return Reply::now(METHOD_NOT_ALLOWED.respond(false, 0)),
-    };
-    // While draining, the answer also says when to come back.
-    let retry_after = drain
-        .filter(|drain| probe.drains() && drain.is_draining())
-        .map(|drain| (header::RETRY_AFTER, drain.retry_after()));
-    let draining = retry_after.is_some();
-    let response = match probe {
-        Probe::Live => LIVE.respond(head_only, 0),
-        Probe::Ping => PING.respond(head_only, 0),
-        Probe::Ready => respond(&shared.readiness.load(), head_only, retry_after, false),
-        Probe::Health | Probe::Pool if nocache && !draining => {
-            let shared = Arc::clone(shared);
-            // The computation starts when the future is first polled, in the server's runtime.
-            return Reply::Fresh(Box::pin(async move {
-                match (shared.fresh().fresh().await, probe) {
-                    (Some(Fresh { pool, .. }), Probe::Pool) => {
-                        respond(&pool, head_only, None, true)
-                    }
-                    (Some(Fresh { health, .. }), _) => respond(&health, head_only, None, true),
-                    // The computation could not finish (runtime shutdown): serve what is
-                    // published, unmarked.
-                    (None, Probe::Pool) => respond(&shared.pool.load(), head_only, None, false),
-                    (None, _) => respond(&shared.health.load(), head_only, None, false),
-                }
-            }));
-        }
-        Probe::Health => respond(&shared.health.load(), head_only, retry_after, false),
-        Probe::Pool => respond(&shared.pool.load(), head_only, retry_after, false),
-    };
-    Reply::now(response)
-}
-
-/// Answers from a published verdict; `retry_after` is set while draining.
-fn respond<V>(
-    published: &Published<V>,
-    head_only: bool,
-    retry_after: Option<(HeaderName, &HeaderValue)>,
-    bypassed: bool,
-) -> Response<ProbeBody> {
-    let (answer, age_ms) = published.answer(Instant::now(), retry_after.is_some(), bypassed);
-    answer.respond_with(head_only, age_ms, retry_after)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn paths_under_the_prefix() {
-        let paths = PrefixPaths::new("/health");
+        let paths = ProbePaths::new("/health", false);
         assert_eq!(paths.classify("/health"), Some(Probe::Health));
         assert_eq!(paths.classify("/health/"), Some(Probe::Health));
         assert_eq!(paths.classify("/health/live"), Some(Probe::Live));
         assert_eq!(paths.classify("/health/ready/"), Some(Probe::Ready));
+        assert_eq!(paths.classify("/health/startup"), Some(Probe::Startup));
         assert_eq!(paths.classify("/health/pool"), Some(Probe::Pool));
         assert_eq!(paths.classify("/health/ping"), Some(Probe::Ping));
         for other in [
@@ -189,9 +199,49 @@ mod tests {
             "/health//",
             "/health/live/x",
             "/api/health",
+            "/livez",
+            "/readyz",
         ] {
             assert_eq!(paths.classify(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn kubernetes_aliases_only_when_asked() {
+        let paths = ProbePaths::new("/probes", true);
+        assert_eq!(paths.classify("/livez"), Some(Probe::Live));
+        assert_eq!(paths.classify("/readyz/"), Some(Probe::Ready));
+        assert_eq!(paths.classify("/probes/startup"), Some(Probe::Startup));
+        assert_eq!(paths.classify("/healthz"), None);
+        assert_eq!(paths.classify("/health/ready"), None);
+    }
+
+    #[test]
+    fn admin_paths() {
+        assert_eq!(Probe::from_admin_path("/health"), Some(Probe::Health));
+        assert_eq!(Probe::from_admin_path("/health/"), Some(Probe::Health));
+        assert_eq!(Probe::from_admin_path("/liveness"), Some(Probe::Live));
+        assert_eq!(Probe::from_admin_path("/readiness/"), Some(Probe::Ready));
+        assert_eq!(Probe::from_admin_path("/startup"), Some(Probe::Startup));
+        assert_eq!(Probe::from_admin_path("/health/pool"), Some(Probe::Pool));
+        assert_eq!(Probe::from_admin_path("/health/ping"), Some(Probe::Ping));
+        for other in [
+            "/",
+            "//",
+            "/health/live",
+            "/health/ready",
+            "/livez",
+            "/metrics",
+        ] {
+            assert_eq!(Probe::from_admin_path(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn methods() {
+        assert_eq!(BodyMode::of(&Method::GET), Some(BodyMode::Full));
+        assert_eq!(BodyMode::of(&Method::HEAD), Some(BodyMode::HeadOnly));
+        assert_eq!(BodyMode::of(&Method::POST), None);
     }
 
     #[test]

@@ -24,7 +24,8 @@ async fn through_proxy(
     config: tower_health::HealthConfig,
 ) -> (PgProxy, tower_health::HealthHandle, support::TestServer) {
     let proxy = PgProxy::start(pg_addr()).await;
-    let (health, server) = health_server(config.database("default", postgres(&proxy.url()))).await;
+    let (health, server) =
+        health_server(config.database("default", postgres(&proxy.url())).unwrap()).await;
     first_rounds(&health).await;
     assert!(health.readiness().ready, "{:?}", health.readiness());
     (proxy, health, server)
@@ -42,7 +43,8 @@ async fn until_timed_out(health: &tower_health::HealthHandle) {
 #[tokio::test]
 async fn a_healthy_database_answers_200_on_every_probe() {
     require_postgres!();
-    let (health, server) = health_server(fast().database("default", postgres(&pg_url()))).await;
+    let (health, server) =
+        health_server(fast().database("default", postgres(&pg_url())).unwrap()).await;
     first_rounds(&health).await;
     let client = Client::new();
 
@@ -101,7 +103,7 @@ async fn a_healthy_database_answers_200_on_every_probe() {
 async fn a_refused_port_fails_fast_with_a_redacted_error() {
     let addr = refused_addr().await;
     let url = format!("postgres://app:s3cret-pw@{addr}/app");
-    let (health, server) = health_server(fast().database("default", postgres(&url))).await;
+    let (health, server) = health_server(fast().database("default", postgres(&url)).unwrap()).await;
     first_rounds(&health).await;
     let client = Client::new();
 
@@ -141,7 +143,8 @@ async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
     let budget = Duration::from_millis(300);
     let config = fast()
         .readiness_timeout(budget)
-        .database("default", postgres(&stalled.url()));
+        .database("default", postgres(&stalled.url()))
+        .unwrap();
     let started = Instant::now();
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
@@ -187,7 +190,8 @@ async fn fail_direction_ready_keeps_a_stalled_database_in_rotation() {
     let stalled = StalledListener::start().await;
     let config = fast()
         .fail_direction(FailDirection::Ready)
-        .database("default", postgres(&stalled.url()));
+        .database("default", postgres(&stalled.url()))
+        .unwrap();
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
     let ready = Client::new().get(server.addr, "/health/ready").await;
@@ -206,7 +210,7 @@ async fn a_stall_stays_timed_out_when_connection_attempts_give_up() {
     // must still read `timed_out` (and stay in rotation under fail direction `ready`), not
     // flip to `not_ready`.
     let stalled = StalledListener::start().await;
-    let manager = tower_health::check::CheckConnectionManager::new(stalled.url().parse().unwrap())
+    let manager = tower_health::check::PostgresCheckManager::new(stalled.url().parse().unwrap())
         .connect_timeout(Duration::from_millis(400));
     let pool = bb8::Pool::builder()
         .max_size(1)
@@ -216,7 +220,8 @@ async fn a_stall_stays_timed_out_when_connection_attempts_give_up() {
         .readiness_interval(Duration::from_millis(50))
         .readiness_timeout(Duration::from_millis(100))
         .fail_direction(FailDirection::Ready)
-        .database("default", PostgresCheck::new(pool));
+        .database("default", PostgresCheck::new(pool))
+        .unwrap();
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
     let mut seen = std::collections::HashSet::new();
@@ -239,7 +244,9 @@ async fn only_readiness_names_a_stalled_second_database() {
     let stalled = StalledListener::start().await;
     let config = fast()
         .database("default", postgres(&pg_url()))
-        .database("replica", postgres(&stalled.url()));
+        .unwrap()
+        .database("replica", postgres(&stalled.url()))
+        .unwrap();
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
     let client = Client::new();
@@ -274,8 +281,11 @@ async fn every_database_is_checked_in_parallel_under_one_deadline() {
     let config = fast()
         .readiness_timeout(budget)
         .database("default", postgres(&pg_url()))
+        .unwrap()
         .database("a", postgres(&stalls[0].url()))
-        .database("b", postgres(&stalls[1].url()));
+        .unwrap()
+        .database("b", postgres(&stalls[1].url()))
+        .unwrap();
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
     let verdict = health.readiness();
@@ -432,7 +442,7 @@ async fn a_slow_query_times_out_and_is_not_run_twice_at_once() {
         check: PostgresCheck::new(pool),
         seconds: 2.0,
     };
-    let (health, _server) = health_server(fast().database("default", check)).await;
+    let (health, _server) = health_server(fast().database("default", check).unwrap()).await;
     first_rounds(&health).await;
     assert_eq!(
         health.readiness().databases[0].status,
@@ -466,7 +476,7 @@ async fn a_panicking_check_is_an_error_not_a_dead_monitor() {
             panic!("boom")
         }
     }
-    let (health, monitor) = HealthMonitor::new(fast().database("default", Panics));
+    let (health, monitor) = HealthMonitor::new(fast().database("default", Panics).unwrap());
     tokio::spawn(monitor.run());
     first_rounds(&health).await;
     let verdict = health.health();

@@ -180,7 +180,8 @@ async fn ordinary_responses_stream_through_unbuffered() {
 #[tokio::test]
 async fn nocache_computes_fresh_and_marks_the_answer_bypassed() {
     require_postgres!();
-    let (health, server) = health_server(fast().database("default", postgres(&pg_url()))).await;
+    let (health, server) =
+        health_server(fast().database("default", postgres(&pg_url())).unwrap()).await;
     first_rounds(&health).await;
     let client = Client::new();
     for path in ["/health", "/health/pool"] {
@@ -217,7 +218,8 @@ async fn concurrent_bypasses_share_one_computation() {
         .health_interval(hour)
         .readiness_timeout(Duration::from_secs(5))
         .nocache_min_interval(Duration::ZERO)
-        .database("default", postgres(&proxy.url()));
+        .database("default", postgres(&proxy.url()))
+        .unwrap();
     let health = HealthMonitor::spawn(config);
     let arrived = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = arrived.clone();
@@ -302,7 +304,8 @@ async fn bypasses_are_rate_limited_and_can_be_switched_off() {
 async fn probe_traffic_never_reaches_the_database() {
     require_postgres!();
     let proxy = PgProxy::start(pg_addr()).await;
-    let (health, server) = health_server(fast().database("default", postgres(&proxy.url()))).await;
+    let (health, server) =
+        health_server(fast().database("default", postgres(&proxy.url())).unwrap()).await;
     first_rounds(&health).await;
     let (stats_before, queries_before) = (health.stats(), proxy.queries());
 

@@ -3,6 +3,8 @@
 
 use std::env;
 use std::error::Error;
+use std::future::Future;
+use std::process::ExitCode;
 
 use tower_health::HealthConfig;
 use tower_health::check::PostgresCheck;
@@ -18,6 +20,18 @@ pub(crate) fn init_tracing() {
         .init();
 }
 
+/// Runs an example's `main`, printing a start-up error as a person reads it (`error: ...`)
+/// rather than as a `Debug` dump, and exiting non-zero.
+pub(crate) async fn run(main: impl Future<Output = Result<(), Box<dyn Error>>>) -> ExitCode {
+    match main.await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// `LISTEN_ADDR`, default `127.0.0.1:8080`.
 pub(crate) fn listen_addr() -> String {
     env::var("LISTEN_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".to_owned())
@@ -29,10 +43,10 @@ pub(crate) fn health_config() -> Result<HealthConfig, Box<dyn Error>> {
     let mut config = HealthConfig::from_env()?;
     match env::var("DATABASE_URL") {
         Ok(url) if url.trim().is_empty() => return Ok(config.without_databases()),
-        Ok(url) => config = config.database("default", connect("DATABASE_URL", &url)?),
+        Ok(url) => config = config.database("default", connect("DATABASE_URL", &url)?)?,
         // `TOWER_HEALTH_DATABASE_URL` or `BALDUR_SQL_DSN` may have set one already.
         Err(_) if config.database_names().next().is_some() => {}
-        Err(_) => config = config.database("default", connect("default", DEFAULT_DATABASE_URL)?),
+        Err(_) => config = config.database("default", connect("default", DEFAULT_DATABASE_URL)?)?,
     }
     let mut named: Vec<_> = env::vars()
         .filter_map(|(key, url)| {
@@ -43,7 +57,7 @@ pub(crate) fn health_config() -> Result<HealthConfig, Box<dyn Error>> {
     named.sort();
     for (name, url) in named {
         let check = connect(&format!("DATABASE_URL_{name}"), &url)?;
-        config = config.database(&name.to_ascii_lowercase(), check);
+        config = config.database(&name.to_ascii_lowercase(), check)?;
     }
     tracing::info!(databases = ?config.database_names().collect::<Vec<_>>(), "checking");
     Ok(config)

@@ -8,8 +8,11 @@
 //! | `/health` | the full picture; needs a key once an operator key is configured |
 //! | `/liveness` | always 200, drain included |
 //! | `/readiness` | 200 when every database is usable; 503 when not, or while draining |
+//! | `/startup` | 503 until the process has started, then 200 for good |
 //! | `/health/pool` | 200 when the default database is usable; 503 when not, or while draining |
 //! | `/health/ping` | always 200, no database access |
+//!
+//! (The crate docs have the full table, layer paths beside these.)
 //!
 //! Other paths get 404, other methods 405. It speaks HTTP/1.1 with keep-alive, closes
 //! connections that stay idle or send their request head too slowly, and serves a bounded
@@ -32,12 +35,15 @@
 //!
 //! ```
 //! use tower_health::admin::{AdminConfig, AdminServer};
-//! use tower_health::{HealthConfig, HealthMonitor};
+//! use tower_health::{HealthConfig, HealthLayer};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthMonitor::spawn(HealthConfig::new());
-//! let admin = AdminServer::new(AdminConfig::new().port(0), health).start().await?;
+//! let health = HealthLayer::new(HealthConfig::new());
+//! // The same monitor as the layer's: one set of checks, two readers.
+//! let admin = AdminServer::new(AdminConfig::new().port(0), health.handle())
+//!     .start()
+//!     .await?;
 //! println!("admin server on http://{}", admin.local_addr());
 //! admin.shutdown();
 //! admin.closed().await;
@@ -47,9 +53,18 @@
 //!
 //! # Drain
 //!
-//! With [`AdminServer::drain`], readiness, health and pool answer 503 `draining` once the drain
-//! starts, while liveness and ping keep answering (the Python system's admin server stopped
-//! answering at once); the server closes when the drain is over.
+//! When its monitor follows a drain ([`HealthLayer::drain_pair`](crate::HealthLayer::drain_pair),
+//! [`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain) or [`AdminServer::drain`]),
+//! readiness, health and pool answer 503 `draining` once the drain starts, while liveness,
+//! startup and ping keep answering (the Python system's admin server stopped answering at
+//! once); the server closes when the drain is over.
+//!
+//! # Keys protect this port only
+//!
+//! The operator key guards the admin server's `/health` and `?nocache=true`. The layers on
+//! the application's port have no notion of a caller: there `/health` is public, and
+//! `?nocache=true` is allowed unless [`NoCache`](crate::NoCache) says otherwise (`authorized`
+//! means `off` on the application's port).
 
 mod auth;
 mod config;

@@ -22,11 +22,14 @@ use super::host::HostPolicy;
 use super::service::AdminState;
 use crate::config::ConfigError;
 use crate::drain::DrainHandle;
-use crate::monitor::HealthHandle;
+use crate::monitor::{HealthHandle, MonitorSource};
 use crate::util::race;
 
 /// How long open connections get to finish when the server closes.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// How often a server started before the monitor had a drain looks for one.
+const DRAIN_LOOKUP_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The admin server: the probes on a port of their own, for any process (an HTTP app, a
 /// worker with no HTTP at all).
@@ -37,7 +40,6 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 pub struct AdminServer {
     config: AdminConfig,
     health: HealthHandle,
-    drain: Option<DrainHandle>,
 }
 
 /// Why the admin server did not start.
@@ -74,21 +76,31 @@ impl std::error::Error for AdminError {
 }
 
 impl AdminServer {
-    /// An admin server answering from `health`'s verdicts.
-    pub fn new(config: AdminConfig, health: HealthHandle) -> Self {
+    /// An admin server answering from a monitor's verdicts: a [`HealthHandle`] (for example
+    /// `layer.handle()` of a [`HealthLayer`](crate::HealthLayer), to share its monitor), or a
+    /// [`HealthConfig`](crate::HealthConfig) for a monitor of its own. It follows the
+    /// monitor's drain, if one is attached (see [`HealthHandle::follow_drain`]).
+    ///
+    /// # Panics
+    ///
+    /// With a `HealthConfig`, when called outside a Tokio runtime.
+    pub fn new(config: AdminConfig, health: impl MonitorSource) -> Self {
         Self {
             config,
-            health,
-            drain: None,
+            health: health.into_handle(),
         }
     }
 
     /// Follows `drain`: readiness, health and pool answer 503 `draining` once it starts,
-    /// liveness and ping keep answering, and the server closes when the drain is over.
+    /// liveness, startup and ping keep answering, and the server closes when the drain is
+    /// over. The monitor's other readers follow it too ([`HealthHandle::follow_drain`]);
+    /// a monitor that already follows this drain needs no call.
     ///
-    /// Defaults to no drain handle.
-    pub fn drain(mut self, drain: DrainHandle) -> Self {
-        self.drain = Some(drain);
+    /// # Panics
+    ///
+    /// When the monitor already follows a different drain.
+    pub fn drain(self, drain: impl AsRef<DrainHandle>) -> Self {
+        self.health.follow_drain(drain.as_ref());
         self
     }
 
@@ -115,8 +127,7 @@ impl AdminServer {
             .then(|| HostPolicy::new(addr.ip(), local_addr.port(), &config.allowed_hosts));
         tracing::info!(%local_addr, authentication = keys.enabled(), "admin server listening");
         let state = Arc::new(AdminState {
-            shared: self.health.shared,
-            drain: self.drain,
+            health: self.health,
             keys,
             hosts,
         });
@@ -175,19 +186,21 @@ async fn serve(
     mut stop: watch::Receiver<bool>,
     config: AdminConfig,
 ) {
-    let drain = state.drain.clone();
+    let health = state.health.clone();
     let mut closing = pin!(race(
         async {
             // Closing also when the handle is gone (the channel closes).
             let _ = stop.wait_for(|stop| *stop).await;
         },
         async {
-            match drain {
-                Some(drain) => {
-                    drain.drained().await;
+            // The drain may be attached to the monitor after the server started.
+            let drain = loop {
+                if let Some(drain) = health.drain() {
+                    break drain.clone();
                 }
-                None => std::future::pending().await,
-            }
+                tokio::time::sleep(DRAIN_LOOKUP_INTERVAL).await;
+            };
+            drain.drained().await;
         },
     ));
     let graceful = GracefulShutdown::new();
@@ -219,8 +232,8 @@ async fn serve(
         let _ = stream.set_nodelay(true);
         let state = state.clone();
         let service = service_fn(move |request: Request<Incoming>| {
-            let reply = state.handle(&request);
-            async move { Ok::<_, Infallible>(reply.await) }
+            let response = state.handle(&request);
+            async move { Ok::<_, Infallible>(response.await) }
         });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())

@@ -1,6 +1,6 @@
 use std::fmt;
 
-use super::redact;
+use crate::redact::redact;
 
 /// Why a database check failed.
 ///
@@ -85,7 +85,7 @@ impl CheckError {
     /// Creates a connect error, of kind [`CheckErrorKind::ConnectTimedOut`] when anything in
     /// the chain of sources is a timeout (an I/O timeout, or [`ConnectError::TimedOut`]).
     ///
-    /// [`ConnectError::TimedOut`]: crate::check::ConnectError::TimedOut
+    /// [`ConnectError::TimedOut`]: crate::check::PostgresConnectError::TimedOut
     pub fn connect(error: &(dyn std::error::Error + 'static)) -> Self {
         let timed_out = std::iter::successors(Some(error), |error| error.source()).any(is_timeout);
         let kind = if timed_out {
@@ -139,7 +139,7 @@ fn is_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
         return io.kind() == std::io::ErrorKind::TimedOut;
     }
     #[cfg(feature = "postgres")]
-    if let Some(crate::check::ConnectError::TimedOut(_)) = error.downcast_ref() {
+    if let Some(crate::check::PostgresConnectError::TimedOut(_)) = error.downcast_ref() {
         return true;
     }
     false

@@ -31,8 +31,8 @@
 mod error;
 mod pool_stats;
 #[cfg(feature = "postgres")]
-mod postgres;
-mod redact;
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub mod postgres;
 
 use std::fmt;
 use std::future::Future;
@@ -41,11 +41,14 @@ use std::pin::Pin;
 pub use self::error::{CheckError, CheckErrorKind};
 pub use self::pool_stats::PoolStats;
 #[cfg(feature = "postgres")]
+#[allow(deprecated)]
+pub use self::postgres::{CheckClient, CheckConnectionManager, ConnectError, InvalidDsn};
+#[cfg(feature = "postgres")]
 pub use self::postgres::{
-    CheckClient, CheckConnectionManager, ConnectError, InvalidDsn, PostgresCheck,
-    PostgresConnection,
+    InvalidPostgresDsn, PostgresCheck, PostgresCheckClient, PostgresCheckManager,
+    PostgresConnectError, PostgresConnection,
 };
-pub use self::redact::redact;
+pub use crate::redact::redact;
 
 /// The future a [`DatabaseCheck`] returns: `'static` so that the monitor can run it in a task
 /// of its own and leave it running past a round's deadline.

@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::check::redact;
+use crate::redact::redact;
 
 /// A setting that could not be used: names the variable (or setting), the offending value
 /// (redacted) and what was expected.
@@ -46,31 +46,17 @@ impl ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid {}={:?}: {}",
-            self.variable, self.value, self.reason
-        )
+        write!(f, "{}={:?}: {}", self.variable, self.value, self.reason)
     }
 }
 
 impl std::error::Error for ConfigError {}
 
-/// The Python system's names this crate reads (all `TOWER_HEALTH_` names are its own).
-const COMPAT_NAMES: [&str; 9] = [
-    "BALDUR_SQL_DSN",
-    "BALDUR_REDIS_URL",
-    "BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS",
-    "BALDUR_HEALTH_CHECK_READINESS_CACHE_TTL_SECONDS",
-    "BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION",
-    "BALDUR_ADMIN_BIND",
-    "BALDUR_ADMIN_PORT",
-    "BALDUR_ADMIN_KEY",
-    "BALDUR_ADMIN_READONLY_KEY",
-];
-
-fn is_read(name: &str) -> bool {
-    name.starts_with("TOWER_HEALTH_") || COMPAT_NAMES.contains(&name)
+/// Whether a variable may be a setting: every `TOWER_HEALTH_` name is ours, and every
+/// `BALDUR_` name is captured too, so that a parser asking for a Python-system name finds it
+/// without a second list to keep in step.
+fn may_be_setting(name: &str) -> bool {
+    name.starts_with("TOWER_HEALTH_") || name.starts_with("BALDUR_")
 }
 
 /// A snapshot of the environment variables to read settings from. Empty values count as
@@ -84,7 +70,7 @@ impl Env {
     pub(crate) fn from_process() -> Result<Self, ConfigError> {
         let mut vars = HashMap::new();
         for (key, value) in std::env::vars_os() {
-            let Some(key) = key.to_str().filter(|key| is_read(key)) else {
+            let Some(key) = key.to_str().filter(|key| may_be_setting(key)) else {
                 continue;
             };
             // Not echoed: it may be a key or a connection string.
@@ -281,9 +267,6 @@ mod tests {
     #[test]
     fn error_names_variable_and_redacted_value() {
         let error = ConfigError::new("DSN", "postgres://u:secret@h/db", "bad");
-        assert_eq!(
-            error.to_string(),
-            "invalid DSN=\"postgres://u:***@h/db\": bad"
-        );
+        assert_eq!(error.to_string(), "DSN=\"postgres://u:***@h/db\": bad");
     }
 }

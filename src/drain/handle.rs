@@ -4,12 +4,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use http::StatusCode;
-use http::header::{self, HeaderValue};
+use http::header::HeaderValue;
 use tokio::sync::Notify;
 
 use super::DrainConfig;
-use crate::answer::Answer;
+use crate::rendered::Rendered;
+use crate::rendered::fixed::drain_rejected;
 
 /// The shared drain state: start the drain, watch its phase, wait for it to finish.
 ///
@@ -25,7 +25,7 @@ pub struct DrainHandle {
 struct DrainState {
     config: DrainConfig,
     retry_after: HeaderValue,
-    rejected: Answer,
+    rejected: Rendered,
     draining: AtomicBool,
     /// Set once the drain has been seen over, so that the phase never goes back.
     drained: AtomicBool,
@@ -100,12 +100,7 @@ impl DrainHandle {
             config.delay
         );
         let retry_after = HeaderValue::from(config.retry_after_secs());
-        let rejected = Answer::fixed(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no-store",
-            br#"{"status":"draining","error":"the server is draining and takes no new requests"}"#,
-            &[(header::RETRY_AFTER, retry_after.clone())],
-        );
+        let rejected = drain_rejected(&retry_after);
         Self {
             state: Arc::new(DrainState {
                 config,
@@ -265,8 +260,13 @@ impl DrainHandle {
         &self.state.retry_after
     }
 
-    pub(crate) fn rejected(&self) -> &Answer {
+    pub(crate) fn rejected(&self) -> &Rendered {
         &self.state.rejected
+    }
+
+    /// Whether `other` is a handle on the same drain.
+    pub(crate) fn same_drain(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
     }
 
     /// Counts a request in flight until the returned guard is dropped.
@@ -275,6 +275,13 @@ impl DrainHandle {
         InFlightGuard {
             state: self.state.clone(),
         }
+    }
+}
+
+/// So that methods taking a drain accept a handle or a reference to one.
+impl AsRef<Self> for DrainHandle {
+    fn as_ref(&self) -> &Self {
+        self
     }
 }
 

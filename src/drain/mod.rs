@@ -2,9 +2,11 @@
 //!
 //! A rolling update without failed requests goes in this order, and [`DrainHandle`] drives it:
 //!
+//! [`DrainHandle::serve`] runs the whole sequence around your server:
+//!
 //! 1. SIGTERM arrives ([`DrainHandle::shutdown_signal`]) and the drain starts. Readiness,
-//!    health and pool answer 503 `draining` with `Retry-After`; liveness and ping keep
-//!    answering 200, so the orchestrator does not restart a pod that is merely draining.
+//!    health and pool answer 503 `draining` with `Retry-After`; liveness, startup and ping
+//!    keep answering 200, so the orchestrator does not restart a pod that is merely draining.
 //! 2. For the [drain delay](DrainConfig::delay) the server keeps serving ordinary requests
 //!    (under [`DrainPolicy::Serve`]), adding `Connection: close` to HTTP/1 responses so that
 //!    keep-alive clients move on, while load balancers notice and stop sending traffic.
@@ -31,18 +33,19 @@
 //! use http::{Request, StatusCode};
 //! use http_body_util::Full;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//! use tower_health::{DrainConfig, DrainLayer, HealthConfig, HealthLayer, HealthMonitor, PingLayer};
+//! use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthMonitor::spawn(HealthConfig::new());
-//! let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new().delay(Duration::ZERO));
+//! let health = HealthLayer::new(HealthConfig::new());
+//! // The pair comes from the health layer, so that its probes cannot miss the drain.
+//! let (drain_layer, drain) = health.drain_pair(DrainConfig::new().delay(Duration::ZERO));
 //! let app = service_fn(|_request: Request<Full<Bytes>>| async {
 //!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
 //! });
 //! let service = ServiceBuilder::new()
 //!     .layer(PingLayer::new())
-//!     .layer(HealthLayer::new(health).drain(drain.clone()))
+//!     .layer(health)
 //!     .layer(drain_layer)
 //!     .service(app);
 //!
@@ -62,7 +65,7 @@ mod future;
 mod handle;
 mod layer;
 mod service;
-mod signal;
+mod shutdown;
 
 pub use self::body::DrainBody;
 pub use self::config::{DrainConfig, DrainPolicy};
@@ -70,3 +73,4 @@ pub use self::future::ResponseFuture;
 pub use self::handle::{DrainHandle, DrainPhase, Drained};
 pub use self::layer::DrainLayer;
 pub use self::service::Drain;
+pub use self::shutdown::ShutdownSignal;

@@ -5,6 +5,7 @@ use http::{Request, Response, Version};
 use tower_service::Service;
 
 use super::{DrainBody, DrainHandle, DrainLayer, DrainPolicy, ResponseFuture};
+use crate::probe::BodyMode;
 
 /// Middleware that counts requests in flight and applies the drain policy once the drain has
 /// started.
@@ -47,7 +48,7 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let config = self.handle.config();
         if config.policy == DrainPolicy::Reject && self.handle.is_draining() {
-            return ResponseFuture::rejected(self.handle.rejected().respond(false, 0));
+            return ResponseFuture::rejected(self.handle.rejected().response(BodyMode::Full));
         }
         // `Connection` is a hop-by-hop header HTTP/2 forbids.
         let close_if_draining = config.connection_close

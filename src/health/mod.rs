@@ -1,14 +1,11 @@
-//! Middleware that answers the five probe paths before the inner service.
+//! Middleware that answers the probe paths before the inner service.
 //!
 //! [`HealthLayer`] answers, under the configured prefix (default `/health`):
 //!
-//! | Path | Question | Answer |
-//! |---|---|---|
-//! | `/health` | the full picture | 200 healthy or degraded; 503 unhealthy, error, unavailable, draining |
-//! | `/health/live` | is the process alive? | always 200, drain included |
-//! | `/health/ready` | can it serve traffic? | 200 when every database is usable; 503 when one is not, has timed out (by default), or while draining |
-//! | `/health/pool` | is the default database usable? | 200 when it is; 503 when it is not, the check failed, or while draining |
-//! | `/health/ping` | fastest possible yes | always 200, no database access |
+#![doc = include_str!("../docs/endpoints.md")]
+//!
+//! With [`HealthConfig::kubernetes_aliases`](crate::HealthConfig::kubernetes_aliases), `/livez`
+//! and `/readyz` are answered too.
 //!
 //! A trailing slash is accepted. GET and HEAD are answered; any other method gets 405 with
 //! `Allow: GET, HEAD`. Every other path goes to the inner service, request and response
@@ -22,16 +19,15 @@
 //! use http_body_util::Full;
 //! use bytes::Bytes;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//! use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
+//! use tower_health::{HealthConfig, HealthLayer};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthMonitor::spawn(HealthConfig::new());
 //! let app = service_fn(|_request: Request<Full<Bytes>>| async {
 //!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
 //! });
 //! let service = ServiceBuilder::new()
-//!     .layer(HealthLayer::new(health))
+//!     .layer(HealthLayer::new(HealthConfig::new()))
 //!     .service(app);
 //!
 //! let response = service

@@ -1,4 +1,3 @@
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -8,9 +7,10 @@ use tower_service::Service;
 use super::{HealthLayer, ResponseFuture};
 use crate::body::ResponseBody;
 use crate::config::NoCache;
-use crate::drain::DrainHandle;
-use crate::monitor::HealthHandle;
-use crate::probe::{self, PrefixPaths};
+use crate::monitor::{HealthHandle, MonitorSource};
+use crate::probe::{self, BodyMode, Freshness};
+use crate::probe_response::ProbeResponse;
+use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 
 /// Middleware that answers the probe paths from published verdicts and passes every other
 /// request to the inner service untouched.
@@ -20,55 +20,19 @@ use crate::probe::{self, PrefixPaths};
 pub struct Health<S> {
     inner: S,
     // One reference count per request: hyper-util and axum clone the service for each one.
-    state: Arc<HealthState>,
-}
-
-/// What every clone of one [`Health`] shares.
-#[derive(Debug)]
-pub(super) struct HealthState {
     handle: HealthHandle,
-    paths: PrefixPaths,
-    drain: Option<DrainHandle>,
-}
-
-impl HealthState {
-    pub(super) fn handle(&self) -> &HealthHandle {
-        &self.handle
-    }
-
-    pub(super) fn new(handle: HealthHandle, drain: Option<DrainHandle>) -> Arc<Self> {
-        let paths = PrefixPaths::new(&handle.shared.config.path_prefix);
-        Arc::new(Self {
-            handle,
-            paths,
-            drain,
-        })
-    }
 }
 
 impl<S> Health<S> {
     /// Wraps `inner`, answering the probes with `handle`'s verdicts.
     pub fn new(inner: S, handle: HealthHandle) -> Self {
-        Self::with_state(inner, HealthState::new(handle, None))
-    }
-
-    pub(super) fn with_state(inner: S, state: Arc<HealthState>) -> Self {
-        Self { inner, state }
-    }
-
-    /// Answers readiness, health and pool with 503 `draining` once `drain` has started.
-    ///
-    /// Defaults to no drain handle.
-    #[must_use]
-    pub fn drain(self, drain: DrainHandle) -> Self {
-        let state = HealthState::new(self.state.handle().clone(), Some(drain));
-        Self::with_state(self.inner, state)
+        Self { inner, handle }
     }
 
     /// Returns a new [`Layer`](tower_layer::Layer) that wraps services with a [`Health`]
-    /// middleware.
-    pub fn layer(handle: HealthHandle) -> HealthLayer {
-        HealthLayer::new(handle)
+    /// middleware; see [`HealthLayer::new`].
+    pub fn layer(source: impl MonitorSource) -> HealthLayer {
+        HealthLayer::new(source)
     }
 
     define_inner_service_accessors!();
@@ -88,20 +52,25 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let state = &*self.state;
-        let Some(probe) = state.paths.classify(request.uri().path()) else {
+        let handle = &self.handle;
+        let Some(probe) = handle.probe_paths().classify(request.uri().path()) else {
             return ResponseFuture::inner(self.inner.call(request));
         };
-        let shared = &state.handle.shared;
-        let nocache = probe.takes_nocache()
-            && shared.config.nocache == NoCache::Allowed
-            && probe::wants_nocache(request.uri().query());
-        ResponseFuture::reply(probe::reply(
-            shared,
-            probe,
-            request.method(),
-            nocache,
-            state.drain.as_ref(),
-        ))
+        let Some(mode) = BodyMode::of(request.method()) else {
+            return ResponseFuture::probe(ProbeResponse::fixed(
+                &METHOD_NOT_ALLOWED,
+                BodyMode::Full,
+            ));
+        };
+        // The layers have no notion of a caller, so `authorized` is `off` here.
+        let freshness = if probe.takes_nocache()
+            && handle.nocache_policy() == NoCache::Allowed
+            && probe::wants_nocache(request.uri().query())
+        {
+            Freshness::Bypass
+        } else {
+            Freshness::Published
+        };
+        ResponseFuture::probe(handle.probe_response(probe, mode, freshness))
     }
 }

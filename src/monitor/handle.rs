@@ -3,18 +3,25 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::shared::Shared;
+use super::published::Variant;
+use super::state::MonitorState;
+use crate::config::NoCache;
+use crate::drain::DrainHandle;
+use crate::probe::{BodyMode, Freshness, Probe, ProbePaths};
+use crate::probe_response::ProbeResponse;
+use crate::rendered::fixed::{LIVE, PING};
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
 
 /// A handle on the verdicts a [`HealthMonitor`](super::HealthMonitor) publishes.
 ///
-/// Cheap to clone; give one to every [`HealthLayer`](crate::HealthLayer) and to anything else
-/// that wants the verdicts. The monitor stops once every handle is gone.
+/// Cheap to clone; give one to every reader (a [`HealthLayer`](crate::HealthLayer), the admin
+/// server, your own code). The monitor stops once every handle, and every layer and service
+/// built from one, is gone.
 ///
 /// See the [module docs](super) for an example.
 #[derive(Clone)]
 pub struct HealthHandle {
-    pub(crate) shared: Arc<Shared>,
+    state: Arc<MonitorState>,
 }
 
 /// Counters of the monitor's work since it was created.
@@ -34,22 +41,26 @@ pub struct MonitorStats {
 }
 
 impl HealthHandle {
+    pub(crate) fn new(state: Arc<MonitorState>) -> Self {
+        Self { state }
+    }
+
     /// The latest readiness verdict.
     #[must_use]
     pub fn readiness(&self) -> Arc<ReadinessVerdict> {
-        self.shared.readiness.load().verdict.clone()
+        self.state.readiness.load().verdict.clone()
     }
 
     /// The latest health verdict.
     #[must_use]
     pub fn health(&self) -> Arc<HealthVerdict> {
-        self.shared.health.load().verdict.clone()
+        self.state.health.load().verdict.clone()
     }
 
     /// The latest pool verdict.
     #[must_use]
     pub fn pool(&self) -> Arc<PoolVerdict> {
-        self.shared.pool.load().verdict.clone()
+        self.state.pool.load().verdict.clone()
     }
 
     /// Computes a fresh health verdict now, as `?nocache=true` does: bounded by the readiness
@@ -58,7 +69,7 @@ impl HealthHandle {
     /// Returns `None` only when the computation could not finish (the runtime is shutting
     /// down).
     pub async fn refresh(&self) -> Option<Arc<HealthVerdict>> {
-        let fresh = self.shared.fresh().fresh().await?;
+        let fresh = self.state.fresh().fresh().await?;
         Some(fresh.health.verdict.clone())
     }
 
@@ -66,34 +77,128 @@ impl HealthHandle {
     /// publication. Status transitions are also logged through `tracing`, once each.
     #[must_use]
     pub fn subscribe(&self) -> watch::Receiver<Arc<HealthVerdict>> {
-        self.shared.subscribe()
+        self.state.subscribe()
     }
 
     /// Whether the monitor is running (its [`run`](super::HealthMonitor::run) future is being
     /// polled and has not finished).
     #[must_use]
     pub fn is_monitor_running(&self) -> bool {
-        self.shared.is_monitor_running()
+        self.state.is_monitor_running()
     }
 
     /// What the monitor has done so far.
     #[must_use]
     pub fn stats(&self) -> MonitorStats {
-        let (readiness_rounds, health_rounds, fresh_rounds, checks_started) =
-            self.shared.counters();
-        MonitorStats {
-            readiness_rounds,
-            health_rounds,
-            fresh_rounds,
-            checks_started,
+        self.state.stats()
+    }
+
+    /// Declares the application started (migrations run, caches loaded): with
+    /// [`HealthConfig::startup_waits_for_mark`](crate::HealthConfig::startup_waits_for_mark),
+    /// `/health/startup` answers 503 until this is called and the first readiness round has
+    /// completed, then 200 for the rest of the process's life. Without that setting it
+    /// changes nothing. Calling it again does nothing.
+    pub fn mark_started(&self) {
+        if self.state.startup.mark() {
+            tracing::info!("the application declared itself started");
         }
+    }
+
+    /// Whether `/health/startup` answers 200.
+    #[must_use]
+    pub fn is_started(&self) -> bool {
+        self.state.startup.is_started()
+    }
+
+    /// Makes every reader of this monitor (its layers, the admin server) follow `drain`:
+    /// readiness, health and pool answer 503 `draining` once it starts.
+    ///
+    /// # Panics
+    ///
+    /// When the monitor already follows a different drain: one process drains once.
+    pub fn follow_drain(&self, drain: &DrainHandle) {
+        let followed = self.state.drain.get_or_init(|| drain.clone());
+        assert!(
+            followed.same_drain(drain),
+            "this health monitor already follows another drain"
+        );
+    }
+
+    /// The drain this monitor follows, if one was attached.
+    #[must_use]
+    pub fn drain(&self) -> Option<&DrainHandle> {
+        self.state.drain.get()
+    }
+
+    /// Who may bypass the cache with `?nocache=true`.
+    pub(crate) fn nocache_policy(&self) -> NoCache {
+        self.state.config.nocache
+    }
+
+    /// The layer's probe paths.
+    pub(crate) fn probe_paths(&self) -> &ProbePaths {
+        &self.state.paths
+    }
+
+    /// The response to `probe`. Everything but a cache bypass is a pointer load and a
+    /// response built from pre-rendered parts: no lock, no I/O, no JSON encoding, no await.
+    pub(crate) fn probe_response(
+        &self,
+        probe: Probe,
+        mode: BodyMode,
+        freshness: Freshness,
+    ) -> ProbeResponse {
+        let state = &self.state;
+        // While draining, the response also says when to come back.
+        let draining = state
+            .drain
+            .get()
+            .filter(|drain| probe.drains() && drain.is_draining())
+            .map(|drain| Variant::Draining(drain.retry_after()));
+        let response = match (probe, draining, freshness) {
+            (Probe::Live, _, _) => LIVE.response(mode),
+            (Probe::Ping, _, _) => PING.response(mode),
+            (Probe::Startup, _, _) => state.startup.rendered().response(mode),
+            (Probe::Ready, variant, _) => {
+                let variant = variant.unwrap_or(Variant::Published);
+                state.readiness.load().response(variant, mode)
+            }
+            (Probe::Health | Probe::Pool, None, Freshness::Bypass) => {
+                return self.fresh_response(probe, mode);
+            }
+            (Probe::Health, variant, _) => {
+                let variant = variant.unwrap_or(Variant::Published);
+                state.health.load().response(variant, mode)
+            }
+            (Probe::Pool, variant, _) => {
+                let variant = variant.unwrap_or(Variant::Published);
+                state.pool.load().response(variant, mode)
+            }
+        };
+        ProbeResponse::ready(response)
+    }
+
+    /// A fresh computation's response, for `?nocache=true` on health or pool.
+    fn fresh_response(&self, probe: Probe, mode: BodyMode) -> ProbeResponse {
+        let state = Arc::clone(&self.state);
+        // The computation starts when the future is first polled, in the server's runtime.
+        ProbeResponse::Fresh(Box::pin(async move {
+            match (state.fresh().fresh().await, probe) {
+                (Some(fresh), Probe::Pool) => fresh.pool.response(Variant::Bypassed, mode),
+                (Some(fresh), _) => fresh.health.response(Variant::Bypassed, mode),
+                // The computation could not finish (runtime shutdown): serve what is
+                // published, unmarked.
+                (None, Probe::Pool) => state.pool.load().response(Variant::Published, mode),
+                (None, _) => state.health.load().response(Variant::Published, mode),
+            }
+        }))
     }
 }
 
 impl fmt::Debug for HealthHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HealthHandle")
-            .field("config", &self.shared.config)
+            .field("config", &self.state.config)
             .field("monitor_running", &self.is_monitor_running())
             .finish_non_exhaustive()
     }

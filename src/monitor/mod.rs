@@ -11,18 +11,22 @@
 //!
 //! # Example
 //!
+//! [`HealthLayer::new`](crate::HealthLayer::new) with a [`HealthConfig`](crate::HealthConfig)
+//! starts a monitor for you. Start one yourself to share it between several readers, or to
+//! run it where you choose:
+//!
 //! ```
-//! use tower_health::{HealthConfig, HealthMonitor};
+//! use tower_health::{HealthConfig, HealthMonitor, Status};
 //!
 //! # #[tokio::main]
 //! # async fn main() {
 //! let (health, monitor) = HealthMonitor::new(HealthConfig::new());
 //! tokio::spawn(monitor.run());
 //!
-//! // No database configured: readiness has nothing to wait for.
+//! // No database configured: health has nothing to follow, and says so.
 //! let mut updates = health.subscribe();
-//! updates.changed().await.unwrap();
-//! assert!(health.readiness().ready);
+//! let verdict = updates.wait_for(|verdict| verdict.checked_at.is_some()).await.unwrap();
+//! assert_eq!(verdict.status, Status::Unhealthy);
 //! # }
 //! ```
 //!
@@ -39,13 +43,15 @@
 //! defaults) is not served as fresh: readiness answers 503 `not_ready` and health and pool
 //! answer 503 `unavailable`, each with the reason. Liveness and ping are not affected.
 
+mod fresh;
 mod handle;
 mod published;
 mod runner;
-mod shared;
 mod slot;
+mod source;
+mod startup;
+mod state;
 
 pub use self::handle::{HealthHandle, MonitorStats};
-pub(crate) use self::published::Published;
 pub use self::runner::HealthMonitor;
-pub(crate) use self::shared::{Fresh, Shared};
+pub use self::source::MonitorSource;

@@ -1,13 +1,16 @@
-//! A verdict as published: the verdict itself and its answers, rendered ahead of time.
+//! A verdict as published: the verdict itself and its responses, rendered ahead of time.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
+use http::Response;
+use http::header::{self, HeaderValue};
 
-use crate::answer::Answer;
-use crate::render::Answers;
+use crate::body::ProbeBody;
+use crate::probe::BodyMode;
+use crate::rendered::RenderedVerdict;
 
 #[derive(Debug)]
 pub(crate) struct Published<V> {
@@ -15,40 +18,56 @@ pub(crate) struct Published<V> {
     /// When the round that produced the verdict finished: the origin of `age_ms`.
     pub(crate) computed_at: Instant,
     /// Older than this, the verdict is served as stale; `None` for placeholders that are
-    /// answers of their own (no round yet, monitor stopped).
+    /// responses of their own (no round yet, monitor stopped).
     stale_after: Option<Duration>,
-    answers: Answers,
+    rendered: RenderedVerdict,
+}
+
+/// Which of a verdict's rendered responses a request gets (a stale verdict gets its stale
+/// response whatever is asked, but while draining).
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Variant<'a> {
+    /// The published verdict.
+    Published,
+    /// A fresh computation's verdict, for `?nocache=true`.
+    Bypassed,
+    /// The server is draining; the response carries this `Retry-After`.
+    Draining(&'a HeaderValue),
 }
 
 impl<V> Published<V> {
-    pub(crate) fn new(verdict: V, answers: Answers, stale_after: Option<Duration>) -> Self {
+    pub(crate) fn new(
+        verdict: V,
+        rendered: RenderedVerdict,
+        stale_after: Option<Duration>,
+    ) -> Self {
         Self {
             verdict: Arc::new(verdict),
             computed_at: Instant::now(),
             stale_after,
-            answers,
+            rendered,
         }
     }
 
-    /// The answer for one probe, and the verdict's age in milliseconds.
-    pub(crate) fn answer(&self, now: Instant, draining: bool, bypassed: bool) -> (&Answer, u64) {
-        let age = now.saturating_duration_since(self.computed_at);
-        let answer = if draining {
-            &self.answers.draining
-        } else if self.stale_after.is_some_and(|bound| age > bound) {
-            &self.answers.stale
-        } else if bypassed {
-            &self.answers.bypassed
-        } else {
-            &self.answers.normal
+    /// The response to one request.
+    pub(crate) fn response(&self, variant: Variant<'_>, mode: BodyMode) -> Response<ProbeBody> {
+        let age = Instant::now().saturating_duration_since(self.computed_at);
+        let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
+        let stale = self.stale_after.is_some_and(|bound| age > bound);
+        let (rendered, retry_after) = match variant {
+            Variant::Draining(retry_after) => (&self.rendered.draining, Some(retry_after)),
+            _ if stale => (&self.rendered.stale, None),
+            Variant::Bypassed => (&self.rendered.bypassed, None),
+            Variant::Published => (&self.rendered.published, None),
         };
-        (answer, u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
+        let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
+        rendered.response_aged(mode, age_ms, extra)
     }
 }
 
 /// Publishes `new` unless what is published is newer (two cadences and the bypass publish
 /// the same verdict; a slow round must not overwrite a fresher one), or the monitor is not
-/// running (then the "not running" placeholder must stay: a bypass's answer goes to its
+/// running (then the "not running" placeholder must stay: a bypass's verdict goes to its
 /// requester only). Returns what was published before.
 pub(crate) fn publish_newer<V>(
     slot: &ArcSwap<Published<V>>,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::{MissedTickBehavior, interval};
 
 use super::handle::HealthHandle;
-use super::shared::Shared;
+use super::state::MonitorState;
 use crate::config::HealthConfig;
 use crate::util::join;
 
@@ -17,7 +17,7 @@ use crate::util::join;
 ///
 /// See the [module docs](super) for an example.
 pub struct HealthMonitor {
-    shared: Weak<Shared>,
+    shared: Weak<MonitorState>,
 }
 
 impl HealthMonitor {
@@ -25,18 +25,20 @@ impl HealthMonitor {
     /// completes, every verdict is `unavailable` and probes that depend on one answer 503.
     #[must_use]
     pub fn new(config: HealthConfig) -> (HealthHandle, Self) {
-        let shared = Arc::new(Shared::new(config));
+        let shared = Arc::new(MonitorState::new(config));
         let monitor = Self {
             shared: Arc::downgrade(&shared),
         };
-        (HealthHandle { shared }, monitor)
+        (HealthHandle::new(shared), monitor)
     }
 
     /// Creates the monitor, spawns it on the current Tokio runtime, and returns the handle.
+    /// [`HealthLayer::new`](crate::HealthLayer::new) with a [`HealthConfig`] does this for
+    /// you.
     ///
     /// # Panics
     ///
-    /// When called outside a Tokio runtime.
+    /// When called outside a Tokio runtime, as `tokio::spawn` does.
     #[must_use]
     pub fn spawn(config: HealthConfig) -> HealthHandle {
         let (handle, monitor) = Self::new(config);
@@ -77,9 +79,9 @@ impl fmt::Debug for HealthMonitor {
 }
 
 /// Runs `round` every `period`, until the shared state is gone.
-async fn every<F, Fut>(period: Duration, shared: &Weak<Shared>, mut round: F)
+async fn every<F, Fut>(period: Duration, shared: &Weak<MonitorState>, mut round: F)
 where
-    F: FnMut(Arc<Shared>) -> Fut,
+    F: FnMut(Arc<MonitorState>) -> Fut,
     Fut: Future<Output = ()>,
 {
     let mut ticks = interval(period);
@@ -95,7 +97,7 @@ where
 }
 
 /// Marks the monitor stopped when `run` ends or is dropped.
-struct RunningGuard(Weak<Shared>);
+struct RunningGuard(Weak<MonitorState>);
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {

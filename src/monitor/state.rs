@@ -1,95 +1,61 @@
-//! The state the monitor, the handles and the layers share.
+//! What the monitor, its handles and the layers share: the configuration, the database
+//! slots, the published verdicts, and the monitor's own state.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
+use super::fresh::FreshRounds;
+use super::handle::MonitorStats;
 use super::published::{Published, publish_newer};
 use super::slot::DatabaseSlot;
+use super::startup::Startup;
 use crate::config::HealthConfig;
-use crate::render;
+use crate::drain::DrainHandle;
+use crate::probe::ProbePaths;
+use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
 
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct MonitorState {
     pub(crate) config: HealthConfig,
+    /// The layer's probe paths, from the configuration.
+    pub(crate) paths: ProbePaths,
     slots: Vec<DatabaseSlot>,
     default_index: Option<usize>,
     pub(crate) readiness: ArcSwap<Published<ReadinessVerdict>>,
     pub(crate) health: ArcSwap<Published<HealthVerdict>>,
     pub(crate) pool: ArcSwap<Published<PoolVerdict>>,
-    fresh: Mutex<FreshState>,
+    pub(crate) startup: Startup,
+    /// The drain every reader of this monitor follows, once one is attached.
+    pub(crate) drain: OnceLock<DrainHandle>,
+    fresh: FreshRounds,
     monitor_running: AtomicBool,
     updates: watch::Sender<Arc<HealthVerdict>>,
-    readiness_rounds: AtomicU64,
-    health_rounds: AtomicU64,
-    fresh_rounds: AtomicU64,
+    pub(crate) counters: Counters,
 }
 
-/// A fresh computation for `?nocache=true`: both verdicts it published.
-#[derive(Clone, Debug)]
-pub(crate) struct Fresh {
-    pub(crate) health: Arc<Published<HealthVerdict>>,
-    pub(crate) pool: Arc<Published<PoolVerdict>>,
-}
-
+/// The monitor's work so far (the checks started are counted by each slot).
 #[derive(Debug, Default)]
-struct FreshState {
-    running: Option<watch::Receiver<Option<Fresh>>>,
-    last: Option<Fresh>,
-}
-
-/// Where a bypass gets its fresh verdicts from.
-#[derive(Debug)]
-pub(crate) enum FreshWait {
-    /// A computation finished within the rate limit: reuse it.
-    Ready(Fresh),
-    /// Wait for the computation in flight.
-    Wait(watch::Receiver<Option<Fresh>>),
-}
-
-impl FreshWait {
-    pub(crate) async fn fresh(self) -> Option<Fresh> {
-        match self {
-            Self::Ready(fresh) => Some(fresh),
-            Self::Wait(mut receiver) => receiver
-                .wait_for(Option::is_some)
-                .await
-                .ok()
-                .and_then(|fresh| fresh.clone()),
-        }
-    }
-}
-
-/// Ends a fresh computation: records its result, or (if the task was cancelled) just clears
-/// `running`, so that the next bypass starts over instead of waiting on a dead channel.
-struct FreshDone<'a>(&'a Shared);
-
-impl FreshDone<'_> {
-    fn finish(self, fresh: Fresh) {
-        self.0.fresh_state().last = Some(fresh);
-    }
-}
-
-impl Drop for FreshDone<'_> {
-    fn drop(&mut self) {
-        self.0.fresh_state().running = None;
-    }
+pub(crate) struct Counters {
+    pub(crate) readiness_rounds: AtomicU64,
+    pub(crate) health_rounds: AtomicU64,
+    pub(crate) fresh_rounds: AtomicU64,
 }
 
 /// What one round concluded about every database.
-struct Round {
-    outcomes: Vec<DatabaseOutcome>,
-    finished_at: SystemTime,
+pub(crate) struct Round {
+    pub(crate) outcomes: Vec<DatabaseOutcome>,
+    pub(crate) finished_at: SystemTime,
 }
 
 const NO_ROUND_YET: &str = "no round has completed yet";
 const MONITOR_STOPPED: &str = "the health monitor is not running";
 
-impl Shared {
+impl MonitorState {
     pub(crate) fn new(config: HealthConfig) -> Self {
         let limit = config.check_limit.max(config.readiness_timeout);
         let slots = config
@@ -98,22 +64,29 @@ impl Shared {
             .map(|entry| DatabaseSlot::new(entry, limit))
             .collect();
         let default_index = config.default_database_index();
+        let paths = ProbePaths::new(&config.path_prefix, config.kubernetes_aliases);
+        let startup = Startup::new(config.startup_waits_for_mark);
         let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
         let (updates, _) = watch::channel(health.verdict.clone());
         Self {
             config,
+            paths,
             slots,
             default_index,
             readiness: ArcSwap::from_pointee(readiness),
             health: ArcSwap::from_pointee(health),
             pool: ArcSwap::from_pointee(pool),
-            fresh: Mutex::default(),
+            startup,
+            drain: OnceLock::new(),
+            fresh: FreshRounds::default(),
             monitor_running: AtomicBool::new(false),
             updates,
-            readiness_rounds: AtomicU64::new(0),
-            health_rounds: AtomicU64::new(0),
-            fresh_rounds: AtomicU64::new(0),
+            counters: Counters::default(),
         }
+    }
+
+    pub(crate) fn fresh_rounds(&self) -> &FreshRounds {
+        &self.fresh
     }
 
     pub(crate) fn is_monitor_running(&self) -> bool {
@@ -136,14 +109,13 @@ impl Shared {
         self.updates.subscribe()
     }
 
-    pub(crate) fn counters(&self) -> (u64, u64, u64, u64) {
-        let checks = self.slots.iter().map(DatabaseSlot::checks_started).sum();
-        (
-            self.readiness_rounds.load(Ordering::Relaxed),
-            self.health_rounds.load(Ordering::Relaxed),
-            self.fresh_rounds.load(Ordering::Relaxed),
-            checks,
-        )
+    pub(crate) fn stats(&self) -> MonitorStats {
+        MonitorStats {
+            readiness_rounds: self.counters.readiness_rounds.load(Ordering::Relaxed),
+            health_rounds: self.counters.health_rounds.load(Ordering::Relaxed),
+            fresh_rounds: self.counters.fresh_rounds.load(Ordering::Relaxed),
+            checks_started: self.slots.iter().map(DatabaseSlot::checks_started).sum(),
+        }
     }
 
     /// The staleness bound of verdicts refreshed every `interval`: three missed rounds.
@@ -152,7 +124,7 @@ impl Shared {
     }
 
     /// Checks `slots` in parallel under the one deadline.
-    async fn round(&self, slots: &[DatabaseSlot]) -> Round {
+    pub(crate) async fn round(&self, slots: &[DatabaseSlot]) -> Round {
         let started = Instant::now();
         let deadline = started + self.config.readiness_timeout;
         let claims: Vec<_> = slots.iter().map(|slot| slot.claim(started)).collect();
@@ -167,7 +139,7 @@ impl Shared {
     }
 
     /// The default database's slot alone: what health and pool are about.
-    fn default_slot(&self) -> &[DatabaseSlot] {
+    pub(crate) fn default_slot(&self) -> &[DatabaseSlot] {
         match self.default_index {
             Some(index) => &self.slots[index..=index],
             None => &[],
@@ -176,7 +148,9 @@ impl Shared {
 
     pub(crate) async fn readiness_round(&self) {
         let round = self.round(&self.slots).await;
-        self.readiness_rounds.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .readiness_rounds
+            .fetch_add(1, Ordering::Relaxed);
         let default = self
             .default_index
             .map(|index| round.outcomes[index].clone());
@@ -187,56 +161,21 @@ impl Shared {
             self.config.fail_direction,
             round.finished_at,
         );
-        let answers = render::readiness(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, answers, Some(stale_after)));
+        let rendered = render_readiness(&verdict, stale_after);
+        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
         let previous = publish_newer(&self.readiness, &published, &self.monitor_running);
+        self.startup.first_round_completed();
         log_readiness_transition(&previous.verdict, &published.verdict);
     }
 
     pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
         let round = self.round(self.default_slot()).await;
-        self.health_rounds.fetch_add(1, Ordering::Relaxed);
+        self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
         self.publish_health(round.outcomes.into_iter().next(), round.finished_at)
     }
 
-    /// Starts (or joins, or reuses within the rate limit) a fresh computation of the health
-    /// and pool verdicts.
-    fn fresh_state(&self) -> std::sync::MutexGuard<'_, FreshState> {
-        self.fresh.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn fresh(self: &Arc<Self>) -> FreshWait {
-        let mut state = self.fresh_state();
-        if let Some(last) = &state.last {
-            let age = last.health.computed_at.elapsed();
-            if age < self.config.nocache_min_interval {
-                return FreshWait::Ready(last.clone());
-            }
-        }
-        if let Some(running) = &state.running {
-            return FreshWait::Wait(running.clone());
-        }
-        let (sender, receiver) = watch::channel(None);
-        state.running = Some(receiver.clone());
-        drop(state);
-        let shared = Arc::clone(self);
-        // Spawned, so that a client that goes away does not cancel what others wait for.
-        tokio::spawn(async move {
-            let done = FreshDone(&shared);
-            let round = shared.round(shared.default_slot()).await;
-            shared.fresh_rounds.fetch_add(1, Ordering::Relaxed);
-            let default = round.outcomes.into_iter().next();
-            let pool = shared.publish_pool(default.clone(), round.finished_at);
-            let health = shared.publish_health(default, round.finished_at);
-            let fresh = Fresh { health, pool };
-            done.finish(fresh.clone());
-            let _ = sender.send(Some(fresh));
-        });
-        FreshWait::Wait(receiver)
-    }
-
     /// Publishes the pool verdict from the default database's outcome.
-    fn publish_pool(
+    pub(crate) fn publish_pool(
         &self,
         default: Option<DatabaseOutcome>,
         finished_at: SystemTime,
@@ -246,21 +185,21 @@ impl Shared {
             .map(|(outcome, slot)| (outcome, slot.vendor(), slot.pool_stats()));
         let verdict = PoolVerdict::from_outcome(default, finished_at);
         let stale_after = self.stale_after(self.config.readiness_interval);
-        let answers = render::pool(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, answers, Some(stale_after)));
+        let rendered = render_pool(&verdict, stale_after);
+        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
         publish_newer(&self.pool, &published, &self.monitor_running);
         published
     }
 
-    fn publish_health(
+    pub(crate) fn publish_health(
         &self,
         default: Option<DatabaseOutcome>,
         finished_at: SystemTime,
     ) -> Arc<Published<HealthVerdict>> {
         let verdict = HealthVerdict::from_outcome(default, self.is_monitor_running(), finished_at);
         let stale_after = self.stale_after(self.config.health_interval);
-        let answers = render::health(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, answers, Some(stale_after)));
+        let rendered = render_health(&verdict, stale_after);
+        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
         let previous = publish_newer(&self.health, &published, &self.monitor_running);
         if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
             log_health_transition(&previous.verdict, &published.verdict);
@@ -286,11 +225,11 @@ fn placeholders(
     (
         Published::new(
             readiness.clone(),
-            render::readiness(&readiness, unused),
+            render_readiness(&readiness, unused),
             None,
         ),
-        Published::new(health.clone(), render::health(&health, unused), None),
-        Published::new(pool.clone(), render::pool(&pool, unused), None),
+        Published::new(health.clone(), render_health(&health, unused), None),
+        Published::new(pool.clone(), render_pool(&pool, unused), None),
     )
 }
 

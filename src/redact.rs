@@ -2,11 +2,11 @@
 /// (`postgres://user:secret@host` becomes `postgres://user:***@host`) and every `password=`
 /// setting of a key-value connection string.
 ///
-/// [`CheckError`](super::CheckError) applies it to every message; use it on anything else that
+/// [`CheckError`](crate::check::CheckError) applies it to every message; use it on anything else that
 /// may carry a connection string, such as your own log lines.
 ///
 /// ```
-/// use tower_health::check::redact;
+/// use tower_health::redact;
 ///
 /// assert_eq!(
 ///     redact("postgres://app:hunter2@db:5432/app"),

@@ -1,18 +1,17 @@
 use std::fmt;
-use std::ops::Deref;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bb8::{ManageConnection, Pool, RunError};
-use bb8_postgres::PostgresConnectionManager;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::Config;
 
-use super::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats, redact};
-
-/// How long [`CheckConnectionManager`] lets one connection attempt take, TCP connect and
-/// PostgreSQL startup together.
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+use super::{
+    DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
+};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::redact::redact;
 
 /// Checks a PostgreSQL database through a `bb8` pool with one `SELECT 1` (simple query
 /// protocol: one round trip, no prepared statement).
@@ -46,8 +45,11 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// # Ok(())
 /// # }
 /// ```
-pub struct PostgresCheck<M: ManageConnection = CheckConnectionManager> {
+pub struct PostgresCheck<M: ManageConnection = PostgresCheckManager> {
     pool: Pool<M>,
+    /// Connections the check opened itself and added to the pool: bb8 counts those in
+    /// `connections` but not in `connections_created`.
+    added: Arc<AtomicU64>,
 }
 
 impl<M> PostgresCheck<M>
@@ -59,7 +61,10 @@ where
     /// Checks the database through an existing pool.
     #[must_use]
     pub fn new(pool: Pool<M>) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            added: Arc::default(),
+        }
     }
 
     /// The pool the check goes through.
@@ -69,7 +74,7 @@ where
     }
 }
 
-impl PostgresCheck<CheckConnectionManager> {
+impl PostgresCheck<PostgresCheckManager> {
     /// Parses a connection string (URL or key-value form) and builds a dedicated one-connection
     /// pool for the checks, without TLS.
     ///
@@ -80,10 +85,9 @@ impl PostgresCheck<CheckConnectionManager> {
     ///
     /// When the connection string does not parse. The error's message never repeats the
     /// password.
-    pub fn connect(dsn: &str) -> Result<Self, InvalidDsn> {
-        let config = Config::from_str(dsn).map_err(|error| InvalidDsn {
-            message: redact(&error.to_string()),
-        })?;
+    pub fn connect(dsn: &str) -> Result<Self, InvalidPostgresDsn> {
+        let config = Config::from_str(dsn)
+            .map_err(|error| InvalidPostgresDsn::new(redact(&error.to_string())))?;
         Ok(Self::from_config(config))
     }
 
@@ -103,7 +107,7 @@ impl PostgresCheck<CheckConnectionManager> {
         if config.get_tcp_user_timeout().is_none() {
             config.tcp_user_timeout(Duration::from_secs(10));
         }
-        let manager = CheckConnectionManager::new(config);
+        let manager = PostgresCheckManager::new(config);
         // No reaper (idle_timeout and max_lifetime off) means building spawns nothing, so
         // this works outside a runtime.
         let pool = Pool::builder()
@@ -114,7 +118,7 @@ impl PostgresCheck<CheckConnectionManager> {
             .idle_timeout(None)
             .max_lifetime(None)
             .build_unchecked(manager);
-        Self { pool }
+        Self::new(pool)
     }
 }
 
@@ -130,6 +134,7 @@ where
 
     fn check(&self) -> CheckFuture {
         let pool = self.pool.clone();
+        let added = Arc::clone(&self.added);
         Box::pin(async move {
             let state = pool.state();
             if state.idle_connections == 0 && state.connections < pool.config().max_size {
@@ -139,7 +144,9 @@ where
                     .map_err(|error| CheckError::connect(&error))?;
                 // Another checkout may have filled the pool meanwhile; then this connection
                 // is simply dropped.
-                let _ = pool.add(conn);
+                if pool.add(conn).is_ok() {
+                    added.fetch_add(1, Ordering::Relaxed);
+                }
             }
             let conn = pool.get_owned().await.map_err(|error| match error {
                 RunError::User(error) => CheckError::connect(&error),
@@ -175,7 +182,8 @@ where
         );
         stats.pending_gets = statistics.pending_gets();
         stats.gets_timed_out = statistics.get_timed_out;
-        stats.connections_created = statistics.connections_created;
+        stats.connections_created =
+            statistics.connections_created + self.added.load(Ordering::Relaxed);
         stats.connections_closed_broken = statistics.connections_closed_broken;
         Some(stats)
     }
@@ -186,126 +194,6 @@ impl<M: ManageConnection> fmt::Debug for PostgresCheck<M> {
         f.debug_struct("PostgresCheck")
             .field("state", &self.pool.state())
             .finish_non_exhaustive()
-    }
-}
-
-/// The connection manager of the pools [`PostgresCheck::connect`] builds: `bb8-postgres`'s
-/// manager without TLS, with every connection attempt bounded as a whole.
-///
-/// tokio-postgres's own `connect_timeout` covers only the TCP connect. Against a server that
-/// accepts and never answers, the startup handshake would otherwise wait forever, and bb8
-/// would keep that attempt (and the pool slot it holds) forever too.
-pub struct CheckConnectionManager {
-    inner: PostgresConnectionManager<NoTls>,
-    connect_timeout: Duration,
-}
-
-impl CheckConnectionManager {
-    /// A manager for the given configuration.
-    #[must_use]
-    pub fn new(config: Config) -> Self {
-        Self {
-            inner: PostgresConnectionManager::new(config, NoTls),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-        }
-    }
-
-    /// Bounds each connection attempt, TCP connect and PostgreSQL startup together.
-    ///
-    /// Defaults to 5 seconds.
-    ///
-    /// # Panics
-    ///
-    /// When `timeout` is zero.
-    #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        assert!(timeout > Duration::ZERO, "connect_timeout must be non-zero");
-        self.connect_timeout = timeout;
-        self
-    }
-}
-
-impl ManageConnection for CheckConnectionManager {
-    type Connection = CheckClient;
-    type Error = ConnectError;
-
-    async fn connect(&self) -> Result<CheckClient, ConnectError> {
-        match tokio::time::timeout(self.connect_timeout, self.inner.connect()).await {
-            Ok(result) => result.map(CheckClient::new).map_err(ConnectError::Postgres),
-            Err(_) => Err(ConnectError::TimedOut(self.connect_timeout)),
-        }
-    }
-
-    async fn is_valid(&self, conn: &mut CheckClient) -> Result<(), ConnectError> {
-        self.inner
-            .is_valid(&mut conn.client)
-            .await
-            .map_err(ConnectError::Postgres)
-    }
-
-    fn has_broken(&self, conn: &mut CheckClient) -> bool {
-        conn.broken.load(Ordering::Acquire) || self.inner.has_broken(&mut conn.client)
-    }
-}
-
-/// A pooled connection [`PostgresCheck`] can run its query on.
-pub trait PostgresConnection: Send + Sync + 'static {
-    /// The client to query.
-    fn client(&self) -> &Client;
-
-    /// Marks the connection as not to be reused: called when a check on it is abandoned
-    /// mid-query. A plain `tokio_postgres::Client` cannot be marked (bb8 returns it to the
-    /// pool); give such pools a `tcp_user_timeout` and a `max_lifetime`.
-    fn mark_broken(&self) {}
-}
-
-impl PostgresConnection for Client {
-    fn client(&self) -> &Client {
-        self
-    }
-}
-
-/// The connections of [`CheckConnectionManager`] pools: a `tokio_postgres::Client` that can be
-/// marked broken, so that a connection whose check was abandoned is discarded instead of
-/// serving (and hanging) the next check.
-pub struct CheckClient {
-    client: Client,
-    broken: AtomicBool,
-}
-
-impl CheckClient {
-    fn new(client: Client) -> Self {
-        Self {
-            client,
-            broken: AtomicBool::new(false),
-        }
-    }
-}
-
-impl PostgresConnection for CheckClient {
-    fn client(&self) -> &Client {
-        &self.client
-    }
-
-    fn mark_broken(&self) {
-        self.broken.store(true, Ordering::Release);
-    }
-}
-
-impl Deref for CheckClient {
-    type Target = Client;
-
-    fn deref(&self) -> &Client {
-        &self.client
-    }
-}
-
-impl fmt::Debug for CheckClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CheckClient")
-            .field("closed", &self.client.is_closed())
-            .field("broken", &self.broken.load(Ordering::Relaxed))
-            .finish()
     }
 }
 
@@ -326,58 +214,6 @@ impl<C: PostgresConnection> Drop for MarkBrokenOnDrop<'_, C> {
     }
 }
 
-impl fmt::Debug for CheckConnectionManager {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The inner manager's Debug prints the configuration, password included.
-        f.debug_struct("CheckConnectionManager")
-            .field("connect_timeout", &self.connect_timeout)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The error of a [`CheckConnectionManager`] connection attempt.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ConnectError {
-    /// tokio-postgres failed to connect or to validate the connection.
-    Postgres(tokio_postgres::Error),
-    /// The attempt took longer than the manager's connect timeout.
-    TimedOut(Duration),
-}
-
-impl fmt::Display for ConnectError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Postgres(error) => fmt::Display::fmt(error, f),
-            Self::TimedOut(after) => write!(f, "connection attempt timed out after {after:?}"),
-        }
-    }
-}
-
-impl std::error::Error for ConnectError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        // Display already shows the tokio-postgres error itself.
-        match self {
-            Self::Postgres(error) => error.source(),
-            Self::TimedOut(_) => None,
-        }
-    }
-}
-
-/// A PostgreSQL connection string that does not parse.
-#[derive(Debug, Clone)]
-pub struct InvalidDsn {
-    message: String,
-}
-
-impl fmt::Display for InvalidDsn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid postgresql connection string: {}", self.message)
-    }
-}
-
-impl std::error::Error for InvalidDsn {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,7 +233,7 @@ mod tests {
     fn debug_output_hides_the_configuration() {
         let check = PostgresCheck::connect("postgres://app:hunter2@db/app").unwrap();
         assert!(!format!("{check:?}").contains("hunter2"));
-        let manager = CheckConnectionManager::new(Config::from_str("password=hunter2").unwrap());
+        let manager = PostgresCheckManager::new(Config::from_str("password=hunter2").unwrap());
         assert!(!format!("{manager:?}").contains("hunter2"));
     }
 }

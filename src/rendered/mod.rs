@@ -1,23 +1,26 @@
-//! Probe answers rendered ahead of time, and turning one into a response.
+//! Responses rendered ahead of time, and turning one into the response to a request.
 //!
 //! Everything that can be computed before a probe arrives is: the status code, the header map
-//! and the JSON bytes. Answering then clones a `HeaderMap` (its two allocations are the only
-//! ones a GET probe costs) and two `Bytes` handles.
+//! and the JSON bytes. Building the response then clones a `HeaderMap` (its two allocations
+//! are the only ones a GET probe costs) and two `Bytes` handles.
 
-use std::sync::LazyLock;
+pub(crate) mod fixed;
+mod verdicts;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Method, Response, StatusCode};
+use http::{Response, StatusCode};
 
+pub(crate) use self::verdicts::{RenderedVerdict, render_health, render_pool, render_readiness};
 use crate::body::ProbeBody;
+use crate::probe::BodyMode;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
-/// One rendered answer.
+/// One response rendered ahead of time.
 #[derive(Clone, Debug)]
-pub(crate) struct Answer {
+pub(crate) struct Rendered {
     status: StatusCode,
     headers: HeaderMap,
     /// The body; when `tail` is set, the verdict's age goes between the two.
@@ -27,14 +30,14 @@ pub(crate) struct Answer {
     content_length: Option<HeaderValue>,
 }
 
-impl Answer {
-    /// A JSON answer with `Cache-Control: no-store`.
+impl Rendered {
+    /// A JSON response with `Cache-Control: no-store`.
     pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Self {
         Self::with_headers(status, json_headers(NO_STORE), Bytes::from(body), None)
     }
 
-    /// A JSON answer whose body ends with the age of the verdict: `head` ends just before the
-    /// number, `tail` follows it.
+    /// A JSON response whose body ends with the age of the verdict: `head` ends just before
+    /// the number, `tail` follows it.
     pub(crate) fn json_with_age(status: StatusCode, head: Vec<u8>, tail: &'static [u8]) -> Self {
         Self::with_headers(
             status,
@@ -44,19 +47,30 @@ impl Answer {
         )
     }
 
-    /// A fixed JSON answer: `Content-Type: application/json`, the given `Cache-Control`, and
-    /// any extra headers.
+    /// A fixed JSON response: `Content-Type: application/json`, the given `Cache-Control`,
+    /// and any extra headers.
     pub(crate) fn fixed(
         status: StatusCode,
         cache_control: &'static str,
         body: &'static [u8],
         extra: &[(HeaderName, HeaderValue)],
     ) -> Self {
+        Self::fixed_bytes(status, cache_control, Bytes::from_static(body), extra)
+    }
+
+    /// [`Rendered::fixed`] with a body built at run time.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) fn fixed_bytes(
+        status: StatusCode,
+        cache_control: &'static str,
+        body: Bytes,
+        extra: &[(HeaderName, HeaderValue)],
+    ) -> Self {
         let mut headers = json_headers(HeaderValue::from_static(cache_control));
         for (name, value) in extra {
             headers.insert(name.clone(), value.clone());
         }
-        Self::with_headers(status, headers, Bytes::from_static(body), None)
+        Self::with_headers(status, headers, body, None)
     }
 
     fn with_headers(
@@ -75,16 +89,23 @@ impl Answer {
         }
     }
 
-    /// The response for one request. `head_only` answers HEAD: the same status and headers
-    /// (with the `Content-Length` the GET body would have), no body.
-    pub(crate) fn respond(&self, head_only: bool, age_ms: u64) -> Response<ProbeBody> {
-        self.respond_with(head_only, age_ms, None)
+    /// The status code this response answers with.
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
     }
 
-    /// [`Answer::respond`] with one more header, such as a drain's `Retry-After`.
-    pub(crate) fn respond_with(
+    /// The response to one request, for a response with no age in its body.
+    pub(crate) fn response(&self, mode: BodyMode) -> Response<ProbeBody> {
+        self.response_aged(mode, 0, None)
+    }
+
+    /// The response to one request: `age_ms` goes into the body of a response rendered with
+    /// [`Rendered::json_with_age`], and `extra` (a drain's `Retry-After`, say) is added to its
+    /// headers.
+    pub(crate) fn response_aged(
         &self,
-        head_only: bool,
+        mode: BodyMode,
         age_ms: u64,
         extra: Option<(HeaderName, &HeaderValue)>,
     ) -> Response<ProbeBody> {
@@ -93,6 +114,7 @@ impl Answer {
             self.tail.as_ref().map(|_| age_ms),
             self.tail.clone().unwrap_or_default(),
         );
+        let head_only = mode == BodyMode::HeadOnly;
         let headers = if head_only || extra.is_some() {
             // Sized for what is added, so that adding does not grow it (more allocations).
             let mut headers = HeaderMap::with_capacity(self.headers.len() + 2);
@@ -128,50 +150,6 @@ fn json_headers(cache_control: HeaderValue) -> HeaderMap {
     headers
 }
 
-/// `/health/live`: the process answers, so it is alive.
-pub(crate) static LIVE: LazyLock<Answer> =
-    LazyLock::new(|| Answer::fixed(StatusCode::OK, "no-store", br#"{"status":"alive"}"#, &[]));
-
-/// `/health/ping`: the cheapest possible yes. Load balancers may cache it for a second.
-pub(crate) static PING: LazyLock<Answer> = LazyLock::new(|| {
-    Answer::fixed(
-        StatusCode::OK,
-        "max-age=1",
-        br#"{"ping":"pong","status":"alive"}"#,
-        &[],
-    )
-});
-
-/// Any method but GET and HEAD on a probe path.
-pub(crate) static METHOD_NOT_ALLOWED: LazyLock<Answer> = LazyLock::new(|| {
-    Answer::fixed(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "no-store",
-        br#"{"error":"method not allowed","allow":["GET","HEAD"]}"#,
-        &[(header::ALLOW, HeaderValue::from_static("GET, HEAD"))],
-    )
-});
-
-/// How a request's method is answered on a probe path.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum MethodKind {
-    Get,
-    Head,
-    NotAllowed,
-}
-
-impl MethodKind {
-    pub(crate) fn of(method: &Method) -> Self {
-        if method == Method::GET {
-            Self::Get
-        } else if method == Method::HEAD {
-            Self::Head
-        } else {
-            Self::NotAllowed
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use http_body_util::BodyExt;
@@ -180,9 +158,9 @@ mod tests {
 
     #[tokio::test]
     async fn head_keeps_status_and_headers_and_drops_the_body() {
-        let answer = Answer::json_with_age(StatusCode::OK, br#"{"age_ms":"#.to_vec(), b"}");
-        let get = answer.respond(false, 1234);
-        let head = answer.respond(true, 1234);
+        let rendered = Rendered::json_with_age(StatusCode::OK, br#"{"age_ms":"#.to_vec(), b"}");
+        let get = rendered.response_aged(BodyMode::Full, 1234, None);
+        let head = rendered.response_aged(BodyMode::HeadOnly, 1234, None);
         assert_eq!(head.status(), get.status());
         assert_eq!(head.headers()[header::CONTENT_LENGTH], "15");
         assert_eq!(head.headers()[header::CONTENT_TYPE], "application/json");
@@ -199,13 +177,12 @@ mod tests {
     }
 
     #[test]
-    fn methods() {
-        assert_eq!(MethodKind::of(&Method::GET), MethodKind::Get);
-        assert_eq!(MethodKind::of(&Method::HEAD), MethodKind::Head);
-        assert_eq!(MethodKind::of(&Method::POST), MethodKind::NotAllowed);
-        assert_eq!(
-            METHOD_NOT_ALLOWED.respond(false, 0).headers()[header::ALLOW],
-            "GET, HEAD"
-        );
+    fn an_extra_header_is_added() {
+        let rendered = Rendered::json(StatusCode::SERVICE_UNAVAILABLE, b"{}".to_vec());
+        let retry = HeaderValue::from_static("5");
+        let response =
+            rendered.response_aged(BodyMode::Full, 0, Some((header::RETRY_AFTER, &retry)));
+        assert_eq!(response.headers()[header::RETRY_AFTER], "5");
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "no-store");
     }
 }

@@ -1,6 +1,6 @@
-//! Turning verdicts into JSON answers, once per round.
+//! Rendering verdicts into JSON responses, once per round.
 //!
-//! Each verdict is rendered in every variant a probe may need (normal, bypassed, draining,
+//! Each verdict is rendered in every variant a probe may need (published, bypassed, draining,
 //! stale), so that answering never encodes JSON. Key names follow the Python system this crate
 //! replaces, so existing dashboards keep working; keys are only ever added.
 
@@ -9,27 +9,30 @@ use std::time::{Duration, SystemTime};
 use http::StatusCode;
 use serde_json::{Map, Value, json};
 
+use super::Rendered;
 use crate::Status;
-use crate::answer::Answer;
 use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
 
-/// Every variant of one verdict's answer.
+/// Every variant of one verdict's response.
 #[derive(Clone, Debug)]
-pub(crate) struct Answers {
+pub(crate) struct RenderedVerdict {
     /// Served from the published verdict (`"_cache": {"hit": true}`).
-    pub(crate) normal: Answer,
+    pub(crate) published: Rendered,
     /// Served to `?nocache=true` (`"_cache": {"hit": "bypassed"}`).
-    pub(crate) bypassed: Answer,
+    pub(crate) bypassed: Rendered,
     /// Served while the server drains.
-    pub(crate) draining: Answer,
+    pub(crate) draining: Rendered,
     /// Served when the verdict is older than its staleness bound.
-    pub(crate) stale: Answer,
+    pub(crate) stale: Rendered,
 }
 
 const DRAINING_REASON: &str =
     "the server is draining: it finishes in-flight requests and takes no new traffic";
 
-pub(crate) fn readiness(verdict: &ReadinessVerdict, stale_after: Duration) -> Answers {
+pub(crate) fn render_readiness(
+    verdict: &ReadinessVerdict,
+    stale_after: Duration,
+) -> RenderedVerdict {
     let mut checks = Map::new();
     let mut details = Map::new();
     for outcome in &verdict.databases {
@@ -58,23 +61,23 @@ pub(crate) fn readiness(verdict: &ReadinessVerdict, stale_after: Duration) -> An
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let normal = Answer::json(code, to_vec(&body(status, verdict.reason)));
+    let published = Rendered::json(code, to_vec(&body(status, verdict.reason)));
     let stale_reason = stale_reason("readiness", stale_after);
-    Answers {
-        bypassed: normal.clone(),
-        normal,
-        draining: Answer::json(
+    RenderedVerdict {
+        bypassed: published.clone(),
+        published,
+        draining: Rendered::json(
             StatusCode::SERVICE_UNAVAILABLE,
             to_vec(&body("draining", Some(DRAINING_REASON))),
         ),
-        stale: Answer::json(
+        stale: Rendered::json(
             StatusCode::SERVICE_UNAVAILABLE,
             to_vec(&body("not_ready", Some(&stale_reason))),
         ),
     }
 }
 
-pub(crate) fn health(verdict: &HealthVerdict, stale_after: Duration) -> Answers {
+pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> RenderedVerdict {
     let database = match &verdict.database {
         Some(outcome) if outcome.is_ready() => Status::Healthy,
         _ => Status::Unhealthy,
@@ -105,7 +108,7 @@ pub(crate) fn health(verdict: &HealthVerdict, stale_after: Duration) -> Answers 
     )
 }
 
-pub(crate) fn pool(verdict: &PoolVerdict, stale_after: Duration) -> Answers {
+pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> RenderedVerdict {
     let error = verdict
         .outcome
         .as_ref()
@@ -167,22 +170,25 @@ pub(crate) fn pool(verdict: &PoolVerdict, stale_after: Duration) -> Answers {
 /// in per request.
 fn with_cache_variants(
     code: StatusCode,
-    normal: &Value,
+    published: &Value,
     draining: &Value,
     stale: &Value,
-) -> Answers {
+) -> RenderedVerdict {
     let unavailable = StatusCode::SERVICE_UNAVAILABLE;
-    Answers {
-        normal: cached(code, normal, "true"),
-        bypassed: cached(code, normal, "\"bypassed\""),
+    RenderedVerdict {
+        published: cached(code, published, "true"),
+        bypassed: cached(code, published, "\"bypassed\""),
         draining: cached(unavailable, draining, "true"),
         stale: cached(unavailable, stale, "true"),
     }
 }
 
-fn cached(code: StatusCode, body: &Value, hit: &str) -> Answer {
+fn cached(code: StatusCode, body: &Value, hit: &str) -> Rendered {
     let mut head = to_vec(body);
-    // `to_vec` of an object always ends with `}`; reopen it to append `_cache` last.
+    // The age changes with every request, so the body is stored as two halves around it and
+    // the digits are written per request (`ProbeBody`): no JSON encoding and no allocation on
+    // the probe path (BENCHMARKS.md: two allocations per answer, the header map's). `to_vec`
+    // of an object always ends with `}`; reopen it to append `_cache` last.
     let closing = head.pop();
     debug_assert_eq!(closing, Some(b'}'));
     if head.len() > 1 {
@@ -191,7 +197,7 @@ fn cached(code: StatusCode, body: &Value, hit: &str) -> Answer {
     head.extend_from_slice(br#""_cache":{"hit":"#);
     head.extend_from_slice(hit.as_bytes());
     head.extend_from_slice(br#","age_ms":"#);
-    Answer::json_with_age(code, head, b"}}")
+    Rendered::json_with_age(code, head, b"}}")
 }
 
 fn database_detail(outcome: &DatabaseOutcome) -> Value {

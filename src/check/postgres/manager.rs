@@ -1,0 +1,141 @@
+use std::fmt;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bb8::ManageConnection;
+use bb8_postgres::PostgresConnectionManager;
+use tokio_postgres::{Client, Config, NoTls};
+
+use super::{DEFAULT_CONNECT_TIMEOUT, PostgresConnectError};
+
+/// The connection manager of the pools [`PostgresCheck::connect`](super::PostgresCheck::connect) builds: `bb8-postgres`'s
+/// manager without TLS, with every connection attempt bounded as a whole.
+///
+/// tokio-postgres's own `connect_timeout` covers only the TCP connect. Against a server that
+/// accepts and never answers, the startup handshake would otherwise wait forever, and bb8
+/// would keep that attempt (and the pool slot it holds) forever too.
+pub struct PostgresCheckManager {
+    inner: PostgresConnectionManager<NoTls>,
+    connect_timeout: Duration,
+}
+
+impl PostgresCheckManager {
+    /// A manager for the given configuration.
+    #[must_use]
+    pub fn new(config: Config) -> Self {
+        Self {
+            inner: PostgresConnectionManager::new(config, NoTls),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+
+    /// Bounds each connection attempt, TCP connect and PostgreSQL startup together.
+    ///
+    /// Defaults to 5 seconds.
+    ///
+    /// # Panics
+    ///
+    /// When `timeout` is zero.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        assert!(timeout > Duration::ZERO, "connect_timeout must be non-zero");
+        self.connect_timeout = timeout;
+        self
+    }
+}
+
+impl ManageConnection for PostgresCheckManager {
+    type Connection = PostgresCheckClient;
+    type Error = PostgresConnectError;
+
+    async fn connect(&self) -> Result<PostgresCheckClient, PostgresConnectError> {
+        match tokio::time::timeout(self.connect_timeout, self.inner.connect()).await {
+            Ok(result) => result
+                .map(PostgresCheckClient::new)
+                .map_err(PostgresConnectError::Postgres),
+            Err(_) => Err(PostgresConnectError::TimedOut(self.connect_timeout)),
+        }
+    }
+
+    async fn is_valid(&self, conn: &mut PostgresCheckClient) -> Result<(), PostgresConnectError> {
+        self.inner
+            .is_valid(&mut conn.client)
+            .await
+            .map_err(PostgresConnectError::Postgres)
+    }
+
+    fn has_broken(&self, conn: &mut PostgresCheckClient) -> bool {
+        conn.broken.load(Ordering::Acquire) || self.inner.has_broken(&mut conn.client)
+    }
+}
+
+impl fmt::Debug for PostgresCheckManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The inner manager's Debug prints the configuration, password included.
+        f.debug_struct("PostgresCheckManager")
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A pooled connection [`PostgresCheck`](super::PostgresCheck) can run its query on.
+pub trait PostgresConnection: Send + Sync + 'static {
+    /// The client to query.
+    fn client(&self) -> &Client;
+
+    /// Marks the connection as not to be reused: called when a check on it is abandoned
+    /// mid-query. A plain `tokio_postgres::Client` cannot be marked (bb8 returns it to the
+    /// pool); give such pools a `tcp_user_timeout` and a `max_lifetime`.
+    fn mark_broken(&self) {}
+}
+
+impl PostgresConnection for Client {
+    fn client(&self) -> &Client {
+        self
+    }
+}
+
+/// The connections of [`PostgresCheckManager`] pools: a `tokio_postgres::Client` that can be
+/// marked broken, so that a connection whose check was abandoned is discarded instead of
+/// serving (and hanging) the next check.
+pub struct PostgresCheckClient {
+    client: Client,
+    broken: AtomicBool,
+}
+
+impl PostgresCheckClient {
+    fn new(client: Client) -> Self {
+        Self {
+            client,
+            broken: AtomicBool::new(false),
+        }
+    }
+}
+
+impl PostgresConnection for PostgresCheckClient {
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Release);
+    }
+}
+
+impl Deref for PostgresCheckClient {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl fmt::Debug for PostgresCheckClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresCheckClient")
+            .field("closed", &self.client.is_closed())
+            .field("broken", &self.broken.load(Ordering::Relaxed))
+            .finish()
+    }
+}

@@ -1,0 +1,45 @@
+//! PostgreSQL checks through `bb8` pools (feature `postgres`).
+//!
+//! [`PostgresCheck`] runs one `SELECT 1` through a pool; [`PostgresCheckManager`] is the
+//! connection manager of the small dedicated pools it builds from a connection string.
+//!
+//! # Versions
+//!
+//! A pool you hand to [`PostgresCheck::new`] must come from the same `bb8`, `bb8-postgres`
+//! and `tokio-postgres` as this crate's (0.9, 0.9 and 0.7), or the compiler reports
+//! "multiple different versions of crate `bb8`". Build it through the re-exports below to be
+//! sure: `tower_health::check::postgres::bb8::Pool`.
+
+mod check;
+mod error;
+mod manager;
+
+use std::time::Duration;
+
+pub use bb8;
+pub use bb8_postgres;
+pub use tokio_postgres;
+
+pub use self::check::PostgresCheck;
+pub use self::error::{InvalidPostgresDsn, PostgresConnectError};
+pub use self::manager::{PostgresCheckClient, PostgresCheckManager, PostgresConnection};
+
+/// How long [`PostgresCheckManager`] lets one connection attempt take, TCP connect and
+/// PostgreSQL startup together.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Renamed to [`PostgresConnectError`].
+#[deprecated(since = "0.2.0", note = "renamed to `PostgresConnectError`")]
+pub type ConnectError = PostgresConnectError;
+
+/// Renamed to [`PostgresCheckClient`].
+#[deprecated(since = "0.2.0", note = "renamed to `PostgresCheckClient`")]
+pub type CheckClient = PostgresCheckClient;
+
+/// Renamed to [`PostgresCheckManager`].
+#[deprecated(since = "0.2.0", note = "renamed to `PostgresCheckManager`")]
+pub type CheckConnectionManager = PostgresCheckManager;
+
+/// Renamed to [`InvalidPostgresDsn`].
+#[deprecated(since = "0.2.0", note = "renamed to `InvalidPostgresDsn`")]
+pub type InvalidDsn = InvalidPostgresDsn;

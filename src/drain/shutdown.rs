@@ -1,0 +1,134 @@
+//! The shutdown sequence: a signal starts the drain, the drain delay passes, the server's
+//! graceful shutdown runs bounded by the drain timeout, and the drain's end is awaited.
+
+use std::future::{Future, IntoFuture, poll_fn};
+use std::pin::{Pin, pin};
+use std::task::Poll;
+use std::time::Duration;
+
+use super::{DrainHandle, Drained};
+use crate::util::race;
+
+/// The future [`DrainHandle::serve`] hands to the server as its graceful-shutdown signal.
+pub type ShutdownSignal = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+impl DrainHandle {
+    /// Runs a server through the whole shutdown sequence, and returns how the drain ended.
+    ///
+    /// `server` gets the signal to pass to its graceful shutdown (axum's
+    /// `with_graceful_shutdown`, or your own loop with hyper-util's `GracefulShutdown`). Then:
+    ///
+    /// 1. SIGTERM or Ctrl-C (or [`start`](DrainHandle::start) from elsewhere) starts the
+    ///    drain: readiness, health and pool answer 503 `draining`;
+    /// 2. the [drain delay](super::DrainConfig::delay) passes while requests are still served;
+    /// 3. the signal resolves and the server's graceful shutdown begins, bounded by the
+    ///    [drain timeout](super::DrainConfig::timeout): past it, the server future is dropped
+    ///    with whatever is still open;
+    /// 4. [`drained`](DrainHandle::drained) is awaited, and its result returned. An admin
+    ///    server following this drain closes on its own at this point.
+    ///
+    /// A server that stops by itself before any drain starts the drain (nothing serves any
+    /// more) and returns at once.
+    ///
+    /// ```no_run
+    /// # async fn run(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
+    /// use tower_health::{DrainConfig, DrainHandle};
+    ///
+    /// let drain = DrainHandle::new(DrainConfig::from_env().expect("valid drain settings"));
+    /// let drained = drain
+    ///     .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
+    ///     .await?;
+    /// assert!(drained.is_clean(), "{} requests abandoned", drained.abandoned);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What the server returns, as soon as it does.
+    pub async fn serve<F, S, E>(&self, server: F) -> Result<Drained, E>
+    where
+        F: FnOnce(ShutdownSignal) -> S,
+        S: IntoFuture<Output = Result<(), E>>,
+    {
+        let mut server = pin!(server(Box::pin(self.shutdown_signal())).into_future());
+        let mut timeout = pin!(self.timeout_elapsed());
+        let finished = poll_fn(|cx| {
+            if let Poll::Ready(result) = server.as_mut().poll(cx) {
+                return Poll::Ready(Some(result));
+            }
+            timeout.as_mut().poll(cx).map(|()| None)
+        })
+        .await;
+        match finished {
+            Some(Err(error)) => return Err(error),
+            Some(Ok(())) if !self.is_draining() => {
+                self.start();
+                tracing::info!("the server stopped on its own");
+                return Ok(Drained {
+                    abandoned: self.in_flight(),
+                    elapsed: Duration::ZERO,
+                });
+            }
+            Some(Ok(())) => {}
+            None => tracing::warn!(
+                in_flight = self.in_flight(),
+                "drain timeout: closing the connections still open"
+            ),
+        }
+        let drained = self.drained().await;
+        tracing::info!(
+            abandoned = drained.abandoned,
+            elapsed = ?drained.elapsed,
+            "server closed"
+        );
+        Ok(drained)
+    }
+
+    /// A future for a server's graceful shutdown: waits for SIGTERM or Ctrl-C (or for the
+    /// drain to be started some other way), starts the drain, waits the drain delay, then
+    /// resolves so that the server stops accepting connections and lets the open ones finish.
+    ///
+    /// [`DrainHandle::serve`] runs the whole sequence around it, the bound by the drain
+    /// timeout included; use this directly only to write that sequence yourself.
+    pub fn shutdown_signal(&self) -> impl Future<Output = ()> + Send + 'static {
+        let drain = self.clone();
+        async move {
+            race(termination_signal(), drain.started()).await;
+            drain.start();
+            drain.delay_elapsed().await;
+            tracing::info!(
+                in_flight = drain.in_flight(),
+                "drain delay over: shutting the server down"
+            );
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM (what Kubernetes sends to stop a pod).
+async fn termination_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+
+    race(ctrl_c, terminate).await;
+    tracing::info!("termination signal received");
+}

@@ -1,0 +1,112 @@
+//! Fresh computations for `?nocache=true`: concurrent bypasses share one computation, and a
+//! bypass within `nocache_min_interval` of the last one reuses its result.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::watch;
+
+use super::published::Published;
+use super::state::MonitorState;
+use crate::verdict::{HealthVerdict, PoolVerdict};
+
+/// A fresh computation's result: both verdicts it published.
+#[derive(Clone, Debug)]
+pub(crate) struct Fresh {
+    pub(crate) health: Arc<Published<HealthVerdict>>,
+    pub(crate) pool: Arc<Published<PoolVerdict>>,
+}
+
+/// The computation in flight, if any, and the last one's result.
+#[derive(Debug, Default)]
+pub(crate) struct FreshRounds {
+    state: Mutex<FreshState>,
+}
+
+#[derive(Debug, Default)]
+struct FreshState {
+    running: Option<watch::Receiver<Option<Fresh>>>,
+    last: Option<Fresh>,
+}
+
+impl FreshRounds {
+    fn lock(&self) -> MutexGuard<'_, FreshState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where a bypass gets its fresh verdicts from.
+#[derive(Debug)]
+pub(crate) enum FreshWait {
+    /// A computation finished within the rate limit: reuse it.
+    Ready(Fresh),
+    /// Wait for the computation in flight.
+    Wait(watch::Receiver<Option<Fresh>>),
+}
+
+impl FreshWait {
+    /// The fresh verdicts; `None` when the computation could not finish (runtime shutdown).
+    pub(crate) async fn fresh(self) -> Option<Fresh> {
+        match self {
+            Self::Ready(fresh) => Some(fresh),
+            Self::Wait(mut receiver) => receiver
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|fresh| fresh.clone()),
+        }
+    }
+}
+
+/// Ends a fresh computation: records its result, or (if the task was cancelled) just clears
+/// `running`, so that the next bypass starts over instead of waiting on a dead channel.
+struct FreshDone<'a>(&'a FreshRounds);
+
+impl FreshDone<'_> {
+    fn finish(self, fresh: Fresh) {
+        self.0.lock().last = Some(fresh);
+    }
+}
+
+impl Drop for FreshDone<'_> {
+    fn drop(&mut self) {
+        self.0.lock().running = None;
+    }
+}
+
+impl MonitorState {
+    /// Starts (or joins, or reuses within the rate limit) a fresh computation of the health
+    /// and pool verdicts.
+    pub(crate) fn fresh(self: &Arc<Self>) -> FreshWait {
+        let mut state = self.fresh_rounds().lock();
+        if let Some(last) = &state.last {
+            let age = last.health.computed_at.elapsed();
+            if age < self.config.nocache_min_interval {
+                return FreshWait::Ready(last.clone());
+            }
+        }
+        if let Some(running) = &state.running {
+            return FreshWait::Wait(running.clone());
+        }
+        let (sender, receiver) = watch::channel(None);
+        state.running = Some(receiver.clone());
+        drop(state);
+        let monitor = Arc::clone(self);
+        // Spawned, so that a client that goes away does not cancel what others wait for.
+        tokio::spawn(async move {
+            let done = FreshDone(monitor.fresh_rounds());
+            let round = monitor.round(monitor.default_slot()).await;
+            monitor
+                .counters
+                .fresh_rounds
+                .fetch_add(1, Ordering::Relaxed);
+            let default = round.outcomes.into_iter().next();
+            let pool = monitor.publish_pool(default.clone(), round.finished_at);
+            let health = monitor.publish_health(default, round.finished_at);
+            let fresh = Fresh { health, pool };
+            done.finish(fresh.clone());
+            let _ = sender.send(Some(fresh));
+        });
+        FreshWait::Wait(receiver)
+    }
+}

@@ -1,0 +1,86 @@
+//! Whether the process has finished starting: the answer of `/health/startup`.
+//!
+//! Started means the first readiness round has completed and, when the application asked to
+//! declare it ([`HealthConfig::startup_waits_for_mark`](crate::HealthConfig::startup_waits_for_mark)),
+//! that it has called [`HealthHandle::mark_started`](crate::HealthHandle::mark_started). Both
+//! only ever turn on, so once started, always started: a startup probe that failed later
+//! would restart a pod that is merely busy or draining.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::rendered::Rendered;
+use crate::rendered::fixed::{STARTED, STARTING_APPLICATION, STARTING_FIRST_ROUND};
+
+#[derive(Debug)]
+pub(crate) struct Startup {
+    waits_for_mark: bool,
+    first_round: AtomicBool,
+    marked: AtomicBool,
+}
+
+impl Startup {
+    pub(crate) fn new(waits_for_mark: bool) -> Self {
+        Self {
+            waits_for_mark,
+            first_round: AtomicBool::new(false),
+            marked: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn first_round_completed(&self) {
+        self.first_round.store(true, Ordering::Release);
+    }
+
+    /// Returns whether this call was the first.
+    pub(crate) fn mark(&self) -> bool {
+        !self.marked.swap(true, Ordering::AcqRel)
+    }
+
+    pub(crate) fn is_started(&self) -> bool {
+        self.first_round.load(Ordering::Acquire)
+            && (!self.waits_for_mark || self.marked.load(Ordering::Acquire))
+    }
+
+    /// The response `/health/startup` gives now.
+    pub(crate) fn rendered(&self) -> &'static Rendered {
+        if !self.first_round.load(Ordering::Acquire) {
+            &STARTING_FIRST_ROUND
+        } else if self.waits_for_mark && !self.marked.load(Ordering::Acquire) {
+            &STARTING_APPLICATION
+        } else {
+            &STARTED
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn started_after_the_first_round() {
+        let startup = Startup::new(false);
+        assert!(!startup.is_started());
+        assert_eq!(
+            startup.rendered().status(),
+            http::StatusCode::SERVICE_UNAVAILABLE
+        );
+        startup.first_round_completed();
+        assert!(startup.is_started());
+        assert_eq!(startup.rendered().status(), http::StatusCode::OK);
+    }
+
+    #[test]
+    fn waits_for_the_application_when_asked() {
+        let startup = Startup::new(true);
+        assert!(startup.mark(), "the first mark counts");
+        assert!(!startup.mark());
+        assert!(!startup.is_started(), "the first round has not completed");
+        let startup = Startup::new(true);
+        startup.first_round_completed();
+        assert!(std::ptr::eq(startup.rendered(), &*STARTING_APPLICATION));
+        startup.mark();
+        assert!(startup.is_started());
+        assert!(std::ptr::eq(startup.rendered(), &*STARTED));
+    }
+}

@@ -1,0 +1,191 @@
+//! Every response whose body never changes: liveness, ping, startup, the errors of the probe
+//! paths and the admin server, and the drain's rejection.
+
+use std::sync::LazyLock;
+
+use http::StatusCode;
+use http::header::{self, HeaderValue};
+
+use super::Rendered;
+#[cfg(feature = "admin")]
+use crate::probe::Probe;
+
+/// `/health/live`: the process answers, so it is alive.
+pub(crate) static LIVE: LazyLock<Rendered> =
+    LazyLock::new(|| Rendered::fixed(StatusCode::OK, "no-store", br#"{"status":"alive"}"#, &[]));
+
+/// `/health/ping`: the cheapest possible yes. Load balancers may cache it for a second.
+pub(crate) static PING: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::OK,
+        "max-age=1",
+        br#"{"ping":"pong","status":"alive"}"#,
+        &[],
+    )
+});
+
+/// `/health/startup` once the process has started, for the rest of its life.
+pub(crate) static STARTED: LazyLock<Rendered> =
+    LazyLock::new(|| Rendered::fixed(StatusCode::OK, "no-store", br#"{"status":"started"}"#, &[]));
+
+/// `/health/startup` before the first readiness round has completed.
+pub(crate) static STARTING_FIRST_ROUND: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "no-store",
+        br#"{"status":"starting","reason":"the first readiness round has not completed"}"#,
+        &[],
+    )
+});
+
+/// `/health/startup` after the first round, while the application has not yet called
+/// `mark_started()`.
+pub(crate) static STARTING_APPLICATION: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "no-store",
+        br#"{"status":"starting","reason":"the application has not declared itself started (HealthHandle::mark_started)"}"#,
+        &[],
+    )
+});
+
+/// Any method but GET and HEAD on a probe path.
+pub(crate) static METHOD_NOT_ALLOWED: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "no-store",
+        br#"{"error":"method not allowed","allow":["GET","HEAD"]}"#,
+        &[(header::ALLOW, HeaderValue::from_static("GET, HEAD"))],
+    )
+});
+
+/// [`Ping`](crate::ping::Ping)'s answer to an ordinary request that arrives while the inner
+/// service is not ready, when it is set to shed load.
+pub(crate) static OVERLOADED: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "no-store",
+        br#"{"error":"service overloaded"}"#,
+        &[(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+    )
+});
+
+/// The admin server's answer to a path it does not serve: the paths it does, from the probe
+/// table.
+#[cfg(feature = "admin")]
+pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
+    let paths: Vec<&str> = Probe::ALL.into_iter().map(Probe::admin_path).collect();
+    let body = serde_json::json!({ "error": "not found", "paths": paths });
+    let body = serde_json::to_vec(&body).expect("a serde_json::Value always serializes");
+    Rendered::fixed_bytes(StatusCode::NOT_FOUND, "no-store", body.into(), &[])
+});
+
+/// The admin server's answer to a `Host` or `Origin` it does not know (DNS rebinding).
+#[cfg(feature = "admin")]
+pub(crate) static ADMIN_FORBIDDEN: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::FORBIDDEN,
+        "no-store",
+        br#"{"error":"forbidden","reason":"Host or Origin is not an allowed name for this server"}"#,
+        &[],
+    )
+});
+
+/// The admin server's answer to a request that needs a key and has none.
+#[cfg(feature = "admin")]
+pub(crate) static ADMIN_MISSING_KEY: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::UNAUTHORIZED,
+        "no-store",
+        br#"{"error":"unauthorized","reason":"this endpoint needs a key: Authorization: Bearer <key>"}"#,
+        &[(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="tower-health""#),
+        )],
+    )
+});
+
+/// The admin server's answer to a key that is malformed or wrong.
+#[cfg(feature = "admin")]
+pub(crate) static ADMIN_INVALID_KEY: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::UNAUTHORIZED,
+        "no-store",
+        br#"{"error":"unauthorized","reason":"the key is malformed or not valid"}"#,
+        &[(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="tower-health", error="invalid_token""#),
+        )],
+    )
+});
+
+/// The drain's answer to an ordinary request under [`DrainPolicy::Reject`](crate::DrainPolicy),
+/// with the drain's `Retry-After`.
+pub(crate) fn drain_rejected(retry_after: &HeaderValue) -> Rendered {
+    Rendered::fixed(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "no-store",
+        br#"{"status":"draining","error":"the server is draining and takes no new requests"}"#,
+        &[(header::RETRY_AFTER, retry_after.clone())],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+    use crate::probe::BodyMode;
+
+    async fn body(rendered: &Rendered) -> String {
+        let bytes = rendered
+            .response(BodyMode::Full)
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[cfg(feature = "admin")]
+    #[tokio::test]
+    async fn admin_not_found_lists_every_admin_path() {
+        assert_eq!(
+            body(&ADMIN_NOT_FOUND).await,
+            r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping"]}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn fixed_bodies() {
+        assert_eq!(body(&LIVE).await, r#"{"status":"alive"}"#);
+        assert_eq!(body(&PING).await, r#"{"ping":"pong","status":"alive"}"#);
+        assert_eq!(
+            PING.response(BodyMode::Full).headers()[header::CACHE_CONTROL],
+            "max-age=1"
+        );
+        assert_eq!(body(&STARTED).await, r#"{"status":"started"}"#);
+        assert_eq!(
+            STARTING_FIRST_ROUND.status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            STARTING_APPLICATION.status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            METHOD_NOT_ALLOWED.response(BodyMode::Full).headers()[header::ALLOW],
+            "GET, HEAD"
+        );
+        let rejected = drain_rejected(&HeaderValue::from_static("7"));
+        assert_eq!(
+            rejected.response(BodyMode::Full).headers()[header::RETRY_AFTER],
+            "7"
+        );
+        assert_eq!(
+            body(&rejected).await,
+            r#"{"status":"draining","error":"the server is draining and takes no new requests"}"#
+        );
+    }
+}
