@@ -97,6 +97,8 @@ mod probe_response;
 mod redact;
 mod rendered;
 mod status;
+#[cfg(test)]
+mod test_helpers;
 mod util;
 pub mod verdict;
 

@@ -237,6 +237,28 @@ mod tests {
         }
     }
 
+    /// The endpoint table of the docs and the README is written once, in `docs/endpoints.md`;
+    /// its paths must be the ones this file answers.
+    #[test]
+    fn the_endpoint_table_lists_every_probe_with_its_paths() {
+        let table = include_str!("docs/endpoints.md");
+        let rows: Vec<&str> = table.lines().skip(2).collect();
+        assert_eq!(rows.len(), Probe::ALL.len(), "one row per probe");
+        for (row, probe) in rows.iter().zip(Probe::ALL) {
+            let layer = format!(
+                "| `/health{}` | `{}` |",
+                probe.layer_suffix(),
+                probe.admin_path()
+            );
+            assert!(row.starts_with(&layer), "{probe:?}: {row}");
+        }
+        let readme = include_str!("../README.md");
+        assert!(
+            readme.contains(table),
+            "README.md's endpoint table differs from docs/endpoints.md"
+        );
+    }
+
     #[test]
     fn methods() {
         assert_eq!(BodyMode::of(&Method::GET), Some(BodyMode::Full));

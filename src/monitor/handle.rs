@@ -21,7 +21,7 @@ use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
 /// See the [module docs](super) for an example.
 #[derive(Clone)]
 pub struct HealthHandle {
-    state: Arc<MonitorState>,
+    pub(super) state: Arc<MonitorState>,
 }
 
 /// Counters of the monitor's work since it was created.

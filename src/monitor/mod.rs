@@ -51,6 +51,8 @@ mod slot;
 mod source;
 mod startup;
 mod state;
+#[cfg(test)]
+mod tests;
 
 pub use self::handle::{HealthHandle, MonitorStats};
 pub use self::runner::HealthMonitor;

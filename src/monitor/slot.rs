@@ -46,6 +46,7 @@ pub(crate) struct Claim {
     in_flight: InFlight,
     /// Whether the check was already running before this round began.
     inherited: bool,
+    round_started: Instant,
 }
 
 impl DatabaseSlot {
@@ -86,6 +87,7 @@ impl DatabaseSlot {
                 name: self.inner.name.clone(),
                 inherited: in_flight.started_at < round_started,
                 in_flight: in_flight.clone(),
+                round_started,
             };
         }
         let (finished_tx, finished) = watch::channel(None);
@@ -140,6 +142,7 @@ impl DatabaseSlot {
             name: self.inner.name.clone(),
             in_flight,
             inherited: false,
+            round_started,
         }
     }
 }
@@ -165,6 +168,7 @@ impl Claim {
             self.in_flight.finished.wait_for(Option::is_some),
         )
         .await;
+        let mut running_for = None;
         let (status, elapsed, error, detail) = match waited {
             Ok(Ok(finished)) => {
                 let (result, elapsed) = finished.clone().expect("waited for Some");
@@ -190,30 +194,32 @@ impl Claim {
                 None,
             ),
             Err(_) => {
-                let running_for = self.in_flight.started_at.elapsed();
+                // `elapsed` is what this round waited (its deadline); how long the check has
+                // been running goes beside it, so the two are never confused.
                 let detail = if self.inherited {
-                    format!(
-                        "a check started {} ago is still running; no new check was started",
-                        humantime::format_duration(round_to_millis(running_for))
-                    )
+                    running_for = Some(self.in_flight.started_at.elapsed());
+                    "a check started by an earlier round is still running; no new check was started"
                 } else {
-                    "the check did not finish before the deadline".to_owned()
+                    "the check did not finish before the deadline"
                 };
-                (DatabaseStatus::TimedOut, running_for, None, Some(detail))
+                let waited = self.round_started.elapsed();
+                (
+                    DatabaseStatus::TimedOut,
+                    waited,
+                    None,
+                    Some(detail.to_owned()),
+                )
             }
         };
         DatabaseOutcome {
             name: self.name,
             status,
             elapsed,
+            running_for,
             error,
             detail,
         }
     }
-}
-
-fn round_to_millis(duration: Duration) -> Duration {
-    Duration::from_millis(duration.as_millis() as u64)
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> &str {

@@ -201,13 +201,17 @@ fn cached(code: StatusCode, body: &Value, hit: &str) -> Rendered {
 }
 
 fn database_detail(outcome: &DatabaseOutcome) -> Value {
-    json!({
+    let mut detail = json!({
         "status": outcome.status.as_str(),
         "elapsed_ms": millis(outcome.elapsed),
         "error": outcome.error.as_ref().map(|error| error.message()),
         "error_kind": outcome.error.as_ref().map(|error| error.kind().as_str()),
         "detail": outcome.detail,
-    })
+    });
+    if let Some(running_for) = outcome.running_for {
+        detail["running_for_ms"] = millis(running_for);
+    }
+    detail
 }
 
 fn stale_reason(what: &str, stale_after: Duration) -> String {

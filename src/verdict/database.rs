@@ -42,8 +42,10 @@ pub struct DatabaseOutcome {
     pub name: Arc<str>,
     /// Ready, not ready or timed out.
     pub status: DatabaseStatus,
-    /// How long the check ran before it finished or was given up on.
+    /// How long this round waited: until the check finished, or until the deadline.
     pub elapsed: Duration,
+    /// For a check still running from an earlier round, how long it has been running.
+    pub running_for: Option<Duration>,
     /// Why the check failed (redacted), when it did.
     pub error: Option<CheckError>,
     /// A note for humans, such as why a timed-out check was not started again.

@@ -1,0 +1,487 @@
+//! Every probe's exact response in every state, with fake checks and no database: the verdict
+//! rules and the rendering together, as a reader gets them.
+
+use std::time::Duration;
+
+use http::StatusCode;
+
+use super::{HealthHandle, HealthMonitor};
+use crate::config::{FailDirection, HealthConfig};
+use crate::drain::{DrainConfig, DrainHandle};
+use crate::probe::{BodyMode, Freshness, Probe};
+use crate::test_helpers::{FakeCheck, normalize, read};
+
+/// A monitor whose rounds the test runs by hand.
+fn monitor(config: HealthConfig) -> HealthHandle {
+    let (handle, _run) = HealthMonitor::new(config);
+    handle.state.set_monitor_running(true);
+    handle
+}
+
+/// A monitor of one database checked by `check`. The deadline is short for a check that
+/// hangs (the test waits it out) and long otherwise, so that a loaded machine never turns
+/// an instant answer into `timed_out`.
+fn with(check: FakeCheck) -> HealthHandle {
+    monitor(config_with(check))
+}
+
+fn config_with(check: FakeCheck) -> HealthConfig {
+    let deadline = match check {
+        FakeCheck::Hangs => Duration::from_millis(50),
+        FakeCheck::Ready | FakeCheck::Refused | FakeCheck::Panics => Duration::from_secs(10),
+    };
+    HealthConfig::new()
+        .readiness_timeout(deadline)
+        .database("default", check)
+        .unwrap()
+}
+
+async fn rounds(handle: &HealthHandle) {
+    handle.state.readiness_round().await;
+    handle.state.health_round().await;
+}
+
+async fn get(handle: &HealthHandle, probe: Probe) -> (StatusCode, String) {
+    get_with(handle, probe, Freshness::Published).await
+}
+
+async fn get_with(
+    handle: &HealthHandle,
+    probe: Probe,
+    freshness: Freshness,
+) -> (StatusCode, String) {
+    let (status, _, body) = read(
+        handle
+            .probe_response(probe, BodyMode::Full, freshness)
+            .await,
+    )
+    .await;
+    (status, normalize(&body))
+}
+
+const LIVE: &str = r#"{"status":"alive"}"#;
+const PING: &str = r#"{"ping":"pong","status":"alive"}"#;
+const STARTED: &str = r#"{"status":"started"}"#;
+
+#[tokio::test]
+async fn before_the_first_round() {
+    let handle = with(FakeCheck::Ready);
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{},"details":{},"reason":"no round has completed yet","status":"not_ready","timestamp":"T"}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Health).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{},"reason":"no round has completed yet","self_healing":false,"status":"unavailable","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Pool).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"pool_info":{"alias":null,"error":"no round has completed yet","is_usable":false,"status":"unavailable","vendor":null},"status":"unavailable","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Startup).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"status":"starting","reason":"the first readiness round has not completed"}"#
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Live).await,
+        (StatusCode::OK, LIVE.to_owned())
+    );
+    assert_eq!(
+        get(&handle, Probe::Ping).await,
+        (StatusCode::OK, PING.to_owned())
+    );
+}
+
+#[tokio::test]
+async fn healthy() {
+    let handle = with(FakeCheck::Ready);
+    rounds(&handle).await;
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::OK,
+            r#"{"checks":{"database_default":"ready"},"status":"ready"}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Health).await,
+        (
+            StatusCode::OK,
+            r#"{"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":null,"self_healing":true,"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Pool).await,
+        (
+            StatusCode::OK,
+            r#"{"pool_info":{"alias":"default","check":"ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":null,"gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":true,"max_size":1,"pending_gets":0,"saturated":false,"status":"healthy","vendor":"fake"},"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Startup).await,
+        (StatusCode::OK, STARTED.to_owned())
+    );
+    assert_eq!(
+        get(&handle, Probe::Live).await,
+        (StatusCode::OK, LIVE.to_owned())
+    );
+    assert_eq!(
+        get(&handle, Probe::Ping).await,
+        (StatusCode::OK, PING.to_owned())
+    );
+}
+
+#[tokio::test]
+async fn refused() {
+    let handle = with(FakeCheck::Refused);
+    rounds(&handle).await;
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{"database_default":"not_ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","status":"not_ready"}},"status":"not_ready","timestamp":"T"}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Health).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","name":"default","status":"not_ready"}},"reason":null,"self_healing":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Pool).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"error":"connect: error connecting to server: Connection refused (os error 111)","pool_info":{"alias":"default","check":"not_ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":"connect: error connecting to server: Connection refused (os error 111)","gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":false,"max_size":1,"pending_gets":0,"saturated":false,"status":"error","vendor":"fake"},"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    // A database outage is not a reason to restart: liveness, startup and ping stay 200.
+    assert_eq!(
+        get(&handle, Probe::Startup).await,
+        (StatusCode::OK, STARTED.to_owned())
+    );
+    assert_eq!(
+        get(&handle, Probe::Live).await,
+        (StatusCode::OK, LIVE.to_owned())
+    );
+}
+
+#[tokio::test]
+async fn timed_out_and_a_check_still_running_is_joined() {
+    let handle = with(FakeCheck::Hangs);
+    handle.state.readiness_round().await;
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{"database_default":"timed_out"},"details":{"database_default":{"detail":"the check did not finish before the deadline","elapsed_ms":0,"error":null,"error_kind":null,"status":"timed_out"}},"status":"not_ready","timestamp":"T"}"#.to_owned()
+        )
+    );
+    // The health round finds the readiness round's check still running and waits for it
+    // rather than starting a second one.
+    handle.state.health_round().await;
+    assert_eq!(handle.stats().checks_started, 1);
+    assert_eq!(
+        get(&handle, Probe::Health).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":"a check started by an earlier round is still running; no new check was started","elapsed_ms":0,"error":null,"error_kind":null,"name":"default","running_for_ms":0,"status":"timed_out"}},"reason":null,"self_healing":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    // What this round waited is bounded by its deadline; the age of the check is apart.
+    let outcome = handle.health().database.clone().unwrap();
+    assert!(
+        outcome.elapsed < outcome.running_for.unwrap(),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn timed_out_keeps_the_pod_in_rotation_under_fail_direction_ready() {
+    let config = config_with(FakeCheck::Hangs).fail_direction(FailDirection::Ready);
+    let handle = monitor(config);
+    handle.state.readiness_round().await;
+    let (status, body) = get(&handle, Probe::Ready).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.contains(r#""checks":{"database_default":"timed_out"}"#),
+        "{body}"
+    );
+    assert!(body.contains(r#""status":"ready""#), "{body}");
+}
+
+#[tokio::test]
+async fn a_panicking_check_is_an_error_not_a_crash() {
+    let handle = with(FakeCheck::Panics);
+    rounds(&handle).await;
+    assert_eq!(
+        get(&handle, Probe::Health).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":"the check panicked: the fake check panics","error_kind":"panicked","name":"default","status":"not_ready"}},"reason":"the default database check panicked","self_healing":true,"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    let (status, body) = get(&handle, Probe::Ready).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.contains(r#""error_kind":"panicked""#), "{body}");
+}
+
+#[tokio::test]
+async fn no_database() {
+    let handle = monitor(HealthConfig::new());
+    rounds(&handle).await;
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::OK,
+            r#"{"checks":{},"status":"ready"}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Health).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{},"reason":"no database is configured","self_healing":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Pool).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"pool_info":{"alias":null,"error":"no database is configured","is_usable":false,"status":"degraded","vendor":null},"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+}
+
+#[tokio::test]
+async fn stale_verdicts_are_not_served_as_fresh() {
+    // Bound: 3 x 1 ms + the 20 ms deadline; then no round runs. No database, so that the
+    // round itself does not depend on the deadline.
+    let config = HealthConfig::new()
+        .readiness_interval(Duration::from_millis(1))
+        .health_interval(Duration::from_millis(1))
+        .readiness_timeout(Duration::from_millis(20));
+    let handle = monitor(config);
+    rounds(&handle).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"checks":{},"details":{},"reason":"the readiness verdict is stale: no round has completed for more than 23ms; the health monitor is stuck or stopped","status":"not_ready","timestamp":"T"}"#.to_owned()
+        )
+    );
+    let (status, body) = get(&handle, Probe::Health).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.contains(r#""status":"unavailable""#), "{body}");
+    assert!(body.contains("the health verdict is stale"), "{body}");
+    // Liveness and startup do not follow the monitor.
+    assert_eq!(get(&handle, Probe::Live).await.0, StatusCode::OK);
+    assert_eq!(get(&handle, Probe::Startup).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn draining() {
+    let handle = with(FakeCheck::Ready);
+    rounds(&handle).await;
+    let drain = DrainHandle::new(DrainConfig::new().retry_after(Duration::from_secs(7)));
+    handle.follow_drain(&drain);
+    assert_eq!(get(&handle, Probe::Ready).await.0, StatusCode::OK);
+    drain.start();
+    let (status, headers, body) = read(
+        handle
+            .probe_response(Probe::Ready, BodyMode::Full, Freshness::Published)
+            .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(headers[http::header::RETRY_AFTER], "7");
+    assert_eq!(
+        normalize(&body),
+        r#"{"checks":{"database_default":"ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"status":"ready"}},"reason":"the server is draining: it finishes in-flight requests and takes no new traffic","status":"draining","timestamp":"T"}"#
+    );
+    for probe in [Probe::Health, Probe::Pool] {
+        let (status, body) = get(&handle, probe).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{probe:?}");
+        assert!(body.contains(r#""status":"draining""#), "{probe:?}: {body}");
+    }
+    // A bypass does not get around a drain.
+    let (status, _) = get_with(&handle, Probe::Health, Freshness::Bypass).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    // Draining is a normal phase of life: no restart.
+    for (probe, body) in [
+        (Probe::Live, LIVE),
+        (Probe::Ping, PING),
+        (Probe::Startup, STARTED),
+    ] {
+        assert_eq!(get(&handle, probe).await, (StatusCode::OK, body.to_owned()));
+    }
+}
+
+#[tokio::test]
+async fn a_bypass_computes_afresh_and_says_so() {
+    let handle = with(FakeCheck::Ready);
+    rounds(&handle).await;
+    let before = handle.stats();
+    assert_eq!(
+        get_with(&handle, Probe::Health, Freshness::Bypass).await,
+        (
+            StatusCode::OK,
+            r#"{"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":null,"self_healing":true,"status":"healthy","timestamp":"T","_cache":{"hit":"bypassed","age_ms":0}}"#.to_owned()
+        )
+    );
+    let (_, body) = get_with(&handle, Probe::Pool, Freshness::Bypass).await;
+    assert!(
+        body.ends_with(r#""_cache":{"hit":"bypassed","age_ms":0}}"#),
+        "{body}"
+    );
+    let after = handle.stats();
+    assert_eq!(
+        after.fresh_rounds,
+        before.fresh_rounds + 1,
+        "the second shares the first"
+    );
+    assert_eq!(after.checks_started, before.checks_started + 1);
+    // The published verdict is the fresh one now, served unmarked.
+    let (_, body) = get(&handle, Probe::Health).await;
+    assert!(
+        body.ends_with(r#""_cache":{"hit":true,"age_ms":0}}"#),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn head_gets_the_status_and_length_without_a_body() {
+    let handle = with(FakeCheck::Ready);
+    rounds(&handle).await;
+    for probe in Probe::ALL {
+        let (get_status, _, get_body) = read(
+            handle
+                .probe_response(probe, BodyMode::Full, Freshness::Published)
+                .await,
+        )
+        .await;
+        let (status, headers, body) = read(
+            handle
+                .probe_response(probe, BodyMode::HeadOnly, Freshness::Published)
+                .await,
+        )
+        .await;
+        assert_eq!(status, get_status, "{probe:?}");
+        assert!(body.is_empty(), "{probe:?}");
+        // The age may gain a digit between the two requests, not more.
+        let length: usize = headers[http::header::CONTENT_LENGTH]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(length.abs_diff(get_body.len()) <= 1, "{probe:?}");
+    }
+}
+
+#[tokio::test]
+async fn startup_can_wait_for_the_application() {
+    let config = config_with(FakeCheck::Ready).startup_waits_for_mark(true);
+    let handle = monitor(config);
+    rounds(&handle).await;
+    assert_eq!(
+        get(&handle, Probe::Startup).await,
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"status":"starting","reason":"the application has not declared itself started (HealthHandle::mark_started)"}"#.to_owned()
+        )
+    );
+    assert!(!handle.is_started());
+    handle.mark_started();
+    assert_eq!(
+        get(&handle, Probe::Startup).await,
+        (StatusCode::OK, STARTED.to_owned())
+    );
+    // For the rest of the process's life: a database outage or a stopped monitor does not
+    // take it back.
+    handle.state.set_monitor_running(false);
+    assert_eq!(
+        get(&handle, Probe::Startup).await,
+        (StatusCode::OK, STARTED.to_owned())
+    );
+    assert_eq!(
+        get(&handle, Probe::Ready).await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+}
+
+#[tokio::test]
+async fn a_stopped_monitor_is_unavailable_at_once() {
+    let handle = with(FakeCheck::Ready);
+    rounds(&handle).await;
+    handle.state.set_monitor_running(false);
+    let (status, body) = get(&handle, Probe::Health).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        body.contains(r#""reason":"the health monitor is not running""#),
+        "{body}"
+    );
+    assert!(body.contains(r#""self_healing":false"#), "{body}");
+}
+
+/// The sample bodies in README.md, by name: what a newcomer reads is what the crate returns.
+fn readme_sample(name: &str) -> String {
+    let readme = include_str!("../../README.md");
+    let marker = format!("<!-- body: {name} -->\n```json\n");
+    let start = readme.find(&marker).expect("the sample is in README.md") + marker.len();
+    let end = start + readme[start..].find("\n```").expect("the sample ends");
+    normalize(&readme[start..end])
+}
+
+#[tokio::test]
+async fn the_readme_samples_are_what_the_crate_returns() {
+    let healthy = with(FakeCheck::Ready);
+    rounds(&healthy).await;
+    assert_eq!(
+        get(&healthy, Probe::Ready).await.1,
+        readme_sample("ready/healthy")
+    );
+    assert_eq!(
+        get(&healthy, Probe::Health).await.1,
+        readme_sample("health/healthy")
+    );
+
+    let refused = with(FakeCheck::Refused);
+    rounds(&refused).await;
+    assert_eq!(
+        get(&refused, Probe::Ready).await.1,
+        readme_sample("ready/refused")
+    );
+    assert_eq!(
+        get(&refused, Probe::Pool).await.1,
+        readme_sample("pool/refused")
+    );
+
+    let stalled = with(FakeCheck::Hangs);
+    rounds(&stalled).await;
+    assert_eq!(
+        get(&stalled, Probe::Health).await.1,
+        readme_sample("health/timed_out")
+    );
+
+    let starting = monitor(config_with(FakeCheck::Ready).startup_waits_for_mark(true));
+    rounds(&starting).await;
+    assert_eq!(
+        get(&starting, Probe::Startup).await.1,
+        readme_sample("startup/waiting")
+    );
+}

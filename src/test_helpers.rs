@@ -1,0 +1,94 @@
+//! What the unit tests share: a fake database check, and reading a probe's response.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body_util::BodyExt;
+
+use crate::body::ProbeBody;
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+
+/// A database check with a fixed outcome, and no database behind it.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum FakeCheck {
+    /// Answers at once.
+    Ready,
+    /// Fails at once, as a refused connection does.
+    Refused,
+    /// Never answers, as a database that accepts and stalls.
+    Hangs,
+    /// Panics.
+    Panics,
+}
+
+impl DatabaseCheck for FakeCheck {
+    fn vendor(&self) -> &'static str {
+        "fake"
+    }
+
+    fn check(&self) -> CheckFuture {
+        let fake = *self;
+        Box::pin(async move {
+            match fake {
+                Self::Ready => Ok(()),
+                Self::Refused => Err(CheckError::new(
+                    CheckErrorKind::Connect,
+                    "error connecting to server: Connection refused (os error 111)",
+                )),
+                Self::Hangs => std::future::pending().await,
+                Self::Panics => panic!("the fake check panics"),
+            }
+        })
+    }
+
+    fn pool_stats(&self) -> Option<PoolStats> {
+        Some(PoolStats::new(1, 1, 1))
+    }
+}
+
+/// A response's status, headers and body.
+pub(crate) async fn read(response: Response<ProbeBody>) -> (StatusCode, http::HeaderMap, String) {
+    let (parts, body) = response.into_parts();
+    let bytes: Bytes = body.collect().await.expect("infallible").to_bytes();
+    let body = String::from_utf8(bytes.to_vec()).expect("JSON is UTF-8");
+    (parts.status, parts.headers, body)
+}
+
+/// `body` with the values that change from run to run replaced: every `"timestamp"` by
+/// `"T"`, every `"elapsed_ms"`, `"age_ms"` and `"running_for_ms"` by `0`. Everything else is compared byte for
+/// byte.
+pub(crate) fn normalize(body: &str) -> String {
+    let mut body = body.to_owned();
+    for (key, replacement) in [
+        ("\"timestamp\":", "\"T\""),
+        ("\"elapsed_ms\":", "0"),
+        ("\"age_ms\":", "0"),
+        ("\"running_for_ms\":", "0"),
+    ] {
+        let mut from = 0;
+        while let Some(found) = body[from..].find(key) {
+            let start = from + found + key.len();
+            let end = value_end(&body[start..]) + start;
+            body.replace_range(start..end, replacement);
+            from = start + replacement.len();
+        }
+    }
+    body
+}
+
+/// The length of the JSON scalar at the start of `text` (a string or a number).
+fn value_end(text: &str) -> usize {
+    if let Some(rest) = text.strip_prefix('"') {
+        return rest.find('"').map_or(text.len(), |end| end + 2);
+    }
+    text.find([',', '}', ']']).unwrap_or(text.len())
+}
+
+#[test]
+fn normalize_replaces_only_the_volatile_values() {
+    assert_eq!(
+        normalize(
+            r#"{"a":{"elapsed_ms":1.25,"b":2},"timestamp":"2026-01-01T00:00:00Z","_cache":{"hit":true,"age_ms":17}}"#
+        ),
+        r#"{"a":{"elapsed_ms":0,"b":2},"timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#
+    );
+}
