@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::fast;
+use support::{app, fast};
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -16,12 +16,14 @@ use hyper::body::Incoming;
 use support::{
     Client, PgProxy, eventually, first_rounds, health_server, pg_addr, pg_url, postgres, serve,
 };
-use tower_health::{HealthConfig, HealthLayer, HealthMonitor, NoCache};
+use tower::Layer;
+use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, NoCache};
 
-const PROBES: [&str; 5] = [
+const PROBES: [&str; 6] = [
     "/health",
     "/health/live",
     "/health/ready",
+    "/health/startup",
     "/health/pool",
     "/health/ping",
 ];
@@ -458,4 +460,88 @@ async fn the_monitor_stops_when_every_handle_is_gone() {
         .await
         .expect("the monitor ended once its handles were gone")
         .unwrap();
+}
+
+#[tokio::test]
+async fn startup_waits_for_the_first_round_and_the_application_then_stays_started() {
+    let health = HealthLayer::new(fast().startup_waits_for_mark(true).kubernetes_aliases(true));
+    let handle = health.handle().clone();
+    let (drain_layer, drain) = health.drain_pair(DrainConfig::new());
+    let server = serve(
+        tower::ServiceBuilder::new()
+            .layer(health)
+            .layer(drain_layer)
+            .service(app()),
+    )
+    .await;
+    let client = Client::new();
+    let ready = eventually(Duration::from_secs(10), || async {
+        client.get(server.addr, "/readyz").await.status == StatusCode::OK
+    })
+    .await;
+    assert!(ready, "readiness (through its alias) never turned 200");
+    // The first round is done, but the application has not declared itself started.
+    let starting = client.get(server.addr, "/health/startup").await;
+    assert_eq!(starting.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(starting.json()["status"], "starting");
+    handle.mark_started();
+    let started = client.get(server.addr, "/health/startup/").await;
+    assert_eq!(started.status, StatusCode::OK);
+    assert_eq!(started.text(), r#"{"status":"started"}"#);
+    assert_eq!(
+        client.get(server.addr, "/livez").await.status,
+        StatusCode::OK
+    );
+    // A drain depools; it does not make the pod look like it never started.
+    drain.start();
+    assert_eq!(
+        client.get(server.addr, "/readyz").await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(
+        client.get(server.addr, "/health/startup").await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn the_aliases_are_off_by_default() {
+    let server = serve(
+        tower::ServiceBuilder::new()
+            .layer(HealthLayer::new(fast()))
+            .service(app()),
+    )
+    .await;
+    let client = Client::new();
+    for path in ["/livez", "/readyz"] {
+        let reply = client.get(server.addr, path).await;
+        assert_eq!(reply.text(), format!("inner {path}"), "passed to the app");
+    }
+}
+
+#[tokio::test]
+async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_gone() {
+    let layer = HealthLayer::new(fast());
+    let mut updates = layer.handle().subscribe();
+    let service = layer.layer(app());
+    drop(layer);
+    let server = serve(service).await;
+    let client = Client::new();
+    let ready = eventually(Duration::from_secs(10), || async {
+        client.get(server.addr, "/health/ready").await.status == StatusCode::OK
+    })
+    .await;
+    assert!(ready, "the monitor kept running while a service was left");
+    // The server's connection (kept alive by the client) holds the last service; once both
+    // are gone, so is the monitor, and its channel closes.
+    drop(client);
+    drop(server);
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        while updates.changed().await.is_ok() {}
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the monitor outlived every layer, service and handle"
+    );
 }

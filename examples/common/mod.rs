@@ -64,5 +64,6 @@ pub(crate) fn health_config() -> Result<HealthConfig, Box<dyn Error>> {
 }
 
 fn connect(variable: &str, url: &str) -> Result<PostgresCheck, Box<dyn Error>> {
-    PostgresCheck::connect(url).map_err(|error| format!("{variable}: {error}").into())
+    PostgresCheck::connect(url)
+        .map_err(|error| format!("{variable}={:?}: {error}", tower_health::redact(url)).into())
 }
