@@ -508,7 +508,11 @@ async fn instructions(setup: &Setup, requests: u64) -> Result<u64, Box<dyn Error
         // For `callgrind_annotate`: where the instructions go.
         Some(dir) => std::fs::rename(
             &output,
-            std::path::Path::new(&dir).join(format!("{}-{requests}.callgrind", setup.server)),
+            std::path::Path::new(&dir).join(format!(
+                "{}{}-{requests}.callgrind",
+                setup.server,
+                setup.path.replace('/', "_")
+            )),
         )?,
         None => std::fs::remove_file(&output)?,
     }

@@ -3,16 +3,10 @@
 //! [`AdminServer`] answers, from the same published verdicts as
 //! [`HealthLayer`](crate::HealthLayer):
 //!
-//! | Path | Answer |
-//! |---|---|
-//! | `/health` | the full picture; needs a key once an operator key is configured |
-//! | `/liveness` | always 200, drain included |
-//! | `/readiness` | 200 when every database is usable; 503 when not, or while draining |
-//! | `/startup` | 503 until the process has started, then 200 for good |
-//! | `/health/pool` | 200 when the default database is usable; 503 when not, or while draining |
-//! | `/health/ping` | always 200, no database access |
+#![doc = include_str!("../docs/endpoints.md")]
 //!
-//! (The crate docs have the full table, layer paths beside these.)
+//! The admin server's paths are the second column. `/health` needs a key once an operator key
+//! is configured (see below).
 //!
 //! Other paths get 404, other methods 405. It speaks HTTP/1.1 with keep-alive, closes
 //! connections that stay idle or send their request head too slowly, and serves a bounded

@@ -17,9 +17,10 @@ pub(crate) struct Published<V> {
     pub(crate) verdict: Arc<V>,
     /// When the round that produced the verdict finished: the origin of `age_ms`.
     pub(crate) computed_at: Instant,
-    /// Older than this, the verdict is served as stale; `None` for placeholders that are
-    /// responses of their own (no round yet, monitor stopped).
-    stale_after: Option<Duration>,
+    /// From this instant on, the verdict is served as stale; `None` for placeholders that
+    /// are responses of their own (no round yet, monitor stopped). An instant rather than a
+    /// duration, so that a probe compares two clock readings instead of subtracting them.
+    stale_at: Option<Instant>,
     rendered: RenderedVerdict,
 }
 
@@ -41,19 +42,20 @@ impl<V> Published<V> {
         rendered: RenderedVerdict,
         stale_after: Option<Duration>,
     ) -> Self {
+        let computed_at = Instant::now();
         Self {
             verdict: Arc::new(verdict),
-            computed_at: Instant::now(),
-            stale_after,
+            computed_at,
+            // A bound too far to represent is no bound.
+            stale_at: stale_after.and_then(|bound| computed_at.checked_add(bound)),
             rendered,
         }
     }
 
     /// The response to one request.
     pub(crate) fn response(&self, variant: Variant<'_>, mode: BodyMode) -> Response<ProbeBody> {
-        let age = Instant::now().saturating_duration_since(self.computed_at);
-        let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
-        let stale = self.stale_after.is_some_and(|bound| age > bound);
+        let now = Instant::now();
+        let stale = self.stale_at.is_some_and(|stale_at| now > stale_at);
         let (rendered, retry_after) = match variant {
             Variant::Draining(retry_after) => (&self.rendered.draining, Some(retry_after)),
             _ if stale => (&self.rendered.stale, None),
@@ -61,6 +63,12 @@ impl<V> Published<V> {
             Variant::Published => (&self.rendered.published, None),
         };
         let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
+        let age_ms = if rendered.has_age() {
+            let age = now.saturating_duration_since(self.computed_at);
+            u64::try_from(age.as_millis()).unwrap_or(u64::MAX)
+        } else {
+            0
+        };
         rendered.response_aged(mode, age_ms, extra)
     }
 }

@@ -23,9 +23,10 @@ const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 pub(crate) struct Rendered {
     status: StatusCode,
     headers: HeaderMap,
-    /// The body; when `tail` is set, the verdict's age goes between the two.
-    head: Bytes,
-    tail: Option<Bytes>,
+    /// The body, or for a response that carries the verdict's age, what comes before it.
+    body: Bytes,
+    /// What follows the age, for a response that carries it.
+    age_tail: Option<&'static [u8]>,
     /// `Content-Length` for HEAD, when the length does not depend on the age.
     content_length: Option<HeaderValue>,
 }
@@ -43,7 +44,7 @@ impl Rendered {
             status,
             json_headers(NO_STORE),
             Bytes::from(head),
-            Some(Bytes::from_static(tail)),
+            Some(tail),
         )
     }
 
@@ -76,17 +77,22 @@ impl Rendered {
     fn with_headers(
         status: StatusCode,
         headers: HeaderMap,
-        head: Bytes,
-        tail: Option<Bytes>,
+        body: Bytes,
+        age_tail: Option<&'static [u8]>,
     ) -> Self {
-        let content_length = tail.is_none().then(|| HeaderValue::from(head.len()));
+        let content_length = age_tail.is_none().then(|| HeaderValue::from(body.len()));
         Self {
             status,
             headers,
-            head,
-            tail,
+            body,
+            age_tail,
             content_length,
         }
+    }
+
+    /// Whether the body carries the verdict's age (so that a response needs it).
+    pub(crate) fn has_age(&self) -> bool {
+        self.age_tail.is_some()
     }
 
     /// The status code this response answers with.
@@ -101,7 +107,7 @@ impl Rendered {
     }
 
     /// The response to one request: `age_ms` goes into the body of a response rendered with
-    /// [`Rendered::json_with_age`], and `extra` (a drain's `Retry-After`, say) is added to its
+    /// [`Rendered::json_with_age`] (and is ignored otherwise), and `extra` (a drain's `Retry-After`, say) is added to its
     /// headers.
     pub(crate) fn response_aged(
         &self,
@@ -109,11 +115,7 @@ impl Rendered {
         age_ms: u64,
         extra: Option<(HeaderName, &HeaderValue)>,
     ) -> Response<ProbeBody> {
-        let body = ProbeBody::new(
-            self.head.clone(),
-            self.tail.as_ref().map(|_| age_ms),
-            self.tail.clone().unwrap_or_default(),
-        );
+        let body = ProbeBody::new(self.body.clone(), self.age_tail.map(|tail| (age_ms, tail)));
         let head_only = mode == BodyMode::HeadOnly;
         let headers = if head_only || extra.is_some() {
             // Sized for what is added, so that adding does not grow it (more allocations).
