@@ -2,36 +2,60 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
-use http::Response;
+use http::{Request, Response};
 use pin_project_lite::pin_project;
+use tower_service::Service;
 
 use crate::body::ResponseBody;
 use crate::probe_response::ProbeResponse;
 
 pin_project! {
     /// Response future of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):
-    /// the inner service's future, or a probe's response that is ready at once (or, for
-    /// `?nocache=true`, after a fresh computation).
-    pub struct ResponseFuture<F> {
+    /// the inner service's response (once it is ready, when it was not at `poll_ready`), or a
+    /// probe's response that is ready at once (or, for `?nocache=true`, after a fresh
+    /// computation).
+    pub struct ResponseFuture<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
         #[pin]
-        kind: Kind<F>,
+        kind: Kind<S, ReqBody>,
     }
 }
 
 pin_project! {
     #[project = KindProj]
-    enum Kind<F> {
-        Inner { #[pin] future: F },
+    enum Kind<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        Inner { #[pin] future: S::Future },
+        // The inner service was not ready when the layer was polled: this request waits for
+        // it here, on the instance that was polled, while probes are answered at once.
+        Waiting { service: S, request: Option<Request<ReqBody>> },
         Probe { response: ProbeResponse },
     }
 }
 
-impl<F> ResponseFuture<F> {
-    pub(crate) fn inner(future: F) -> Self {
+impl<S, ReqBody> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    pub(crate) fn inner(future: S::Future) -> Self {
         Self {
             kind: Kind::Inner { future },
+        }
+    }
+
+    /// Waits for `service` to be ready, then calls it with `request`.
+    pub(crate) fn waiting(service: S, request: Request<ReqBody>) -> Self {
+        Self {
+            kind: Kind::Waiting {
+                service,
+                request: Some(request),
+            },
         }
     }
 
@@ -42,28 +66,45 @@ impl<F> ResponseFuture<F> {
     }
 }
 
-impl<F, B, E> Future for ResponseFuture<F>
+impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
 where
-    F: Future<Output = Result<Response<B>, E>>,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
 {
-    type Output = Result<Response<ResponseBody<B>>, E>;
+    type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().kind.project() {
-            KindProj::Inner { future } => future
-                .poll(cx)
-                .map_ok(|response| response.map(ResponseBody::inner)),
-            KindProj::Probe { response } => Pin::new(response)
-                .poll(cx)
-                .map(|response| Ok(response.map(ResponseBody::probe))),
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let mut kind = self.as_mut().project().kind;
+            match kind.as_mut().project() {
+                KindProj::Inner { future } => {
+                    return future
+                        .poll(cx)
+                        .map_ok(|response| response.map(ResponseBody::inner));
+                }
+                KindProj::Waiting { service, request } => {
+                    ready!(service.poll_ready(cx))?;
+                    let request = request.take().expect("future polled after completion");
+                    let future = service.call(request);
+                    kind.set(Kind::Inner { future });
+                }
+                KindProj::Probe { response } => {
+                    return Pin::new(response)
+                        .poll(cx)
+                        .map(|response| Ok(response.map(ResponseBody::probe)));
+                }
+            }
         }
     }
 }
 
-impl<F> std::fmt::Debug for ResponseFuture<F> {
+impl<S, ReqBody> std::fmt::Debug for ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.kind {
             Kind::Inner { .. } => "Inner",
+            Kind::Waiting { .. } => "Waiting",
             Kind::Probe { .. } => "Probe",
         };
         f.debug_struct("ResponseFuture")

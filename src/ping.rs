@@ -32,10 +32,15 @@
 //!
 //! # Backpressure
 //!
-//! Like tower's `LoadShed`, [`Ping`] is always ready: `poll_ready` polls the inner service and
-//! remembers the answer. A ping is answered either way; any other request that arrives while
-//! the inner service is not ready gets 503 with `Retry-After: 1` instead of waiting. axum
-//! routers and tonic servers are always ready, so for them nothing changes.
+//! [`Ping`] is always ready: `poll_ready` polls the inner service and remembers the answer. A
+//! ping is answered either way, at once. Any other request keeps the inner service's
+//! backpressure: when the inner service was not ready, the request waits for it in its
+//! response future (on the instance that was polled), as routers do, so adding `PingLayer`
+//! changes nothing for the application's own requests.
+//!
+//! To shed them instead, as tower's `LoadShed` does, ask for it with
+//! [`PingLayer::shed_load`]: a request that arrives while the inner service is not ready then
+//! gets 503 with `Retry-After: 1`.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -47,6 +52,7 @@ use tower_service::Service;
 
 use crate::body::ResponseBody;
 pub use crate::future::ResponseFuture;
+use crate::health::call_inner;
 use crate::probe::{BodyMode, trim_trailing_slash};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{METHOD_NOT_ALLOWED, OVERLOADED, PING};
@@ -58,6 +64,7 @@ use crate::rendered::fixed::{METHOD_NOT_ALLOWED, OVERLOADED, PING};
 #[must_use]
 pub struct PingLayer {
     path: Arc<str>,
+    shed_load: bool,
 }
 
 impl Default for PingLayer {
@@ -71,7 +78,17 @@ impl PingLayer {
     pub fn new() -> Self {
         Self {
             path: "/health/ping".into(),
+            shed_load: false,
         }
+    }
+
+    /// Answers 503 with `Retry-After: 1` to an ordinary request that arrives while the inner
+    /// service is not ready, instead of letting it wait (tower's `LoadShed`).
+    ///
+    /// Defaults to off: ordinary requests keep the inner service's backpressure.
+    pub fn shed_load(mut self) -> Self {
+        self.shed_load = true;
+        self
     }
 
     /// The path to answer; a trailing slash on requests is accepted either way. `PingLayer`
@@ -98,6 +115,7 @@ impl<S> Layer<S> for PingLayer {
         Ping {
             inner,
             path: self.path.clone(),
+            shed_load: self.shed_load,
             inner_ready: false,
         }
     }
@@ -110,6 +128,7 @@ impl<S> Layer<S> for PingLayer {
 pub struct Ping<S> {
     inner: S,
     path: Arc<str>,
+    shed_load: bool,
     /// Whether the inner service said it is ready since its last call.
     inner_ready: bool,
 }
@@ -137,6 +156,7 @@ impl<S: Clone> Clone for Ping<S> {
         Self {
             inner: self.inner.clone(),
             path: self.path.clone(),
+            shed_load: self.shed_load,
             // The clone's inner service has not been polled for readiness.
             inner_ready: false,
         }
@@ -145,19 +165,21 @@ impl<S: Clone> Clone for Ping<S> {
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Ping<S>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
     ResBody: http_body::Body<Data = Bytes>,
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future>;
+    type Future = ResponseFuture<S, ReqBody>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner_ready = match self.inner.poll_ready(cx) {
-            Poll::Ready(Ok(())) => true,
-            Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-            Poll::Pending => false,
-        };
+        if !self.inner_ready {
+            self.inner_ready = match self.inner.poll_ready(cx) {
+                Poll::Ready(Ok(())) => true,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => false,
+            };
+        }
         Poll::Ready(Ok(()))
     }
 
@@ -169,11 +191,10 @@ where
             };
             return ResponseFuture::probe(response);
         }
-        if std::mem::take(&mut self.inner_ready) {
-            ResponseFuture::inner(self.inner.call(request))
-        } else {
-            ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full))
+        if self.shed_load && !self.inner_ready {
+            return ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full));
         }
+        call_inner(&mut self.inner, &mut self.inner_ready, request)
     }
 }
 
@@ -217,12 +238,28 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn ping_answers_even_when_the_inner_service_is_not_ready() {
+    async fn ping_answers_while_other_requests_wait_for_the_inner_service() {
         let mut service = PingLayer::new().layer(Saturated);
         let (status, body) = send(&mut service, "/health/ping/").await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(body, r#"{"ping":"pong","status":"alive"}"#);
-        // Anything else is shed rather than queued.
+        // Anything else keeps the inner service's backpressure: it waits, it is not shed.
+        std::future::poll_fn(|cx| service.poll_ready(cx))
+            .await
+            .unwrap();
+        let mut work =
+            std::pin::pin!(service.call(Request::get("/work").body(Empty::new()).unwrap()));
+        let polled = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await;
+        assert!(
+            polled.is_pending(),
+            "an ordinary request was answered by PingLayer"
+        );
+    }
+
+    #[tokio::test]
+    async fn shedding_is_asked_for() {
+        let mut service = PingLayer::new().shed_load().layer(Saturated);
+        assert_eq!(send(&mut service, "/health/ping").await.0, StatusCode::OK);
         let (status, body) = send(&mut service, "/work").await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(body, r#"{"error":"service overloaded"}"#);
@@ -230,7 +267,10 @@ mod tests {
 
     #[tokio::test]
     async fn the_path_is_configurable() {
-        let mut service = PingLayer::new().path("/_ping/").layer(Saturated);
+        let mut service = PingLayer::new()
+            .path("/_ping/")
+            .shed_load()
+            .layer(Saturated);
         assert_eq!(send(&mut service, "/_ping").await.0, StatusCode::OK);
         assert_eq!(
             send(&mut service, "/health/ping").await.0,

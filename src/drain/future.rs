@@ -2,8 +2,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use http::Response;
 use http::header::{self, HeaderValue};
+use http::{Response, StatusCode};
 use pin_project_lite::pin_project;
 
 use super::DrainBody;
@@ -68,7 +68,10 @@ where
             } => {
                 let mut response = std::task::ready!(future.poll(cx))?;
                 let guard = guard.take().expect("future polled after completion");
-                if *close_if_draining && guard.is_draining() {
+                // A `101 Switching Protocols` hands the connection to the new protocol (a
+                // WebSocket, say): `Connection: close` would undo the upgrade.
+                let upgrade = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+                if *close_if_draining && !upgrade && guard.is_draining() {
                     response
                         .headers_mut()
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));

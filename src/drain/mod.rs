@@ -18,6 +18,16 @@
 //! [`Drain`] counts a request as in flight until its response body has been sent in full or
 //! dropped, streaming bodies included.
 //!
+//! # Upgraded connections (WebSocket)
+//!
+//! A `101 Switching Protocols` response never gets `Connection: close`, nor does the answer to
+//! a `CONNECT`: the drain must not undo an upgrade. Once the `101` is sent, the connection
+//! belongs to the new protocol and the application's task serving it: the drain does not count
+//! it as in flight (its response body, empty, has ended) and the server's graceful shutdown
+//! does not wait for it. An application with long-lived upgraded connections should watch
+//! [`DrainHandle::started`] and close them itself (a WebSocket close frame, then the socket),
+//! within the [drain timeout](DrainConfig::timeout).
+//!
 //! # Layer order
 //!
 //! Put [`HealthLayer`](crate::HealthLayer) (and [`PingLayer`](crate::PingLayer)) *outside*

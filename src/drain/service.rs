@@ -1,7 +1,7 @@
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{Request, Response, Version};
+use http::{Method, Request, Response, Version};
 use tower_service::Service;
 
 use super::{DrainBody, DrainHandle, DrainLayer, DrainPolicy, ResponseFuture};
@@ -50,9 +50,11 @@ where
         if config.policy == DrainPolicy::Reject && self.handle.is_draining() {
             return ResponseFuture::rejected(self.handle.rejected().response(BodyMode::Full));
         }
-        // `Connection` is a hop-by-hop header HTTP/2 forbids.
+        // `Connection` is a hop-by-hop header HTTP/2 forbids; a CONNECT tunnel's connection
+        // belongs to the tunnel once it is answered.
         let close_if_draining = config.connection_close
-            && matches!(request.version(), Version::HTTP_11 | Version::HTTP_10);
+            && matches!(request.version(), Version::HTTP_11 | Version::HTTP_10)
+            && request.method() != Method::CONNECT;
         let guard = self.handle.enter();
         ResponseFuture::inner(self.inner.call(request), guard, close_if_draining)
     }

@@ -40,14 +40,22 @@
 //!
 //! # Backpressure
 //!
-//! `poll_ready` is delegated to the inner service, as for any middleware, and probe requests
-//! are then answered without calling it. An inner service that stays not-ready therefore
-//! holds probes back too; put [`PingLayer`](crate::PingLayer) outermost for an answer that
-//! never waits.
+//! A probe's answer never depends on the application's load: [`Health`] is always ready. Its
+//! `poll_ready` polls the inner service and remembers the answer; a probe is answered at once
+//! either way, and an application request that finds the inner service not ready waits for it
+//! inside its response future, on the instance that was polled (a clone stays behind), as
+//! routers do. So with a `ConcurrencyLimit`, `Buffer` or `RateLimit` under the stack and the
+//! application saturated, liveness, readiness and ping still answer at once, and the
+//! application's own requests keep their backpressure.
+//!
+//! This needs the inner service to be `Clone` (axum routers, tonic servers, hyper-util's
+//! `service_fn`, and tower's `Buffer` are). A service that is not: put it behind
+//! `tower::buffer::Buffer`, which is cloneable and keeps its backpressure.
 
 mod layer;
 mod service;
 
 pub use self::layer::HealthLayer;
 pub use self::service::Health;
+pub(crate) use self::service::call_inner;
 pub use crate::future::ResponseFuture;

@@ -15,18 +15,38 @@ use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 /// Middleware that answers the probe paths from published verdicts and passes every other
 /// request to the inner service untouched.
 ///
+/// Always ready: probes never wait on the inner service (see the
+/// [module docs](super#backpressure)).
+///
 /// See the [module docs](super) for an example.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Health<S> {
     inner: S,
     // One reference count per request: hyper-util and axum clone the service for each one.
     handle: HealthHandle,
+    /// Whether the inner service said it is ready since its last call.
+    inner_ready: bool,
+}
+
+impl<S: Clone> Clone for Health<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            handle: self.handle.clone(),
+            // New clones shouldn't carry the readiness state: it belongs to `self.inner`.
+            inner_ready: false,
+        }
+    }
 }
 
 impl<S> Health<S> {
     /// Wraps `inner`, answering the probes with `handle`'s verdicts.
     pub fn new(inner: S, handle: HealthHandle) -> Self {
-        Self { inner, handle }
+        Self {
+            inner,
+            handle,
+            inner_ready: false,
+        }
     }
 
     /// Returns a new [`Layer`](tower_layer::Layer) that wraps services with a [`Health`]
@@ -40,21 +60,30 @@ impl<S> Health<S> {
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Health<S>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
     ResBody: http_body::Body<Data = Bytes>,
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future>;
+    type Future = ResponseFuture<S, ReqBody>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        // Polled now so that, when it is ready, an application request goes straight through;
+        // when it is not, only application requests wait for it (in their response future).
+        if !self.inner_ready {
+            self.inner_ready = match self.inner.poll_ready(cx) {
+                Poll::Ready(Ok(())) => true,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => false,
+            };
+        }
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let handle = &self.handle;
         let Some(probe) = handle.probe_paths().classify(request.uri().path()) else {
-            return ResponseFuture::inner(self.inner.call(request));
+            return call_inner(&mut self.inner, &mut self.inner_ready, request);
         };
         let Some(mode) = BodyMode::of(request.method()) else {
             return ResponseFuture::probe(ProbeResponse::fixed(
@@ -72,5 +101,112 @@ where
             Freshness::Published
         };
         ResponseFuture::probe(handle.probe_response(probe, mode, freshness))
+    }
+}
+
+/// Calls `inner` if it said it is ready; otherwise hands the polled instance to the response
+/// future (which waits for it) and keeps a fresh clone, as routers do. The clone, not the
+/// polled instance, stays behind: readiness belongs to the instance that was polled.
+pub(crate) fn call_inner<S, ReqBody>(
+    inner: &mut S,
+    inner_ready: &mut bool,
+    request: Request<ReqBody>,
+) -> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>> + Clone,
+{
+    if std::mem::take(inner_ready) {
+        return ResponseFuture::inner(inner.call(request));
+    }
+    let clone = inner.clone();
+    let polled = std::mem::replace(inner, clone);
+    ResponseFuture::waiting(polled, request)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::future::{Ready, poll_fn, ready};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http::StatusCode;
+    use http_body_util::Empty;
+    use tower_layer::Layer;
+
+    use super::*;
+    use crate::HealthConfig;
+
+    /// Not ready at its first poll (and wakes itself), ready from then on; counts its calls.
+    #[derive(Clone, Default)]
+    struct ReadyOnSecondPoll {
+        polls: Arc<AtomicUsize>,
+        calls: Arc<AtomicUsize>,
+    }
+
+    impl Service<Request<Empty<Bytes>>> for ReadyOnSecondPoll {
+        type Response = Response<Empty<Bytes>>;
+        type Error = Infallible;
+        type Future = Ready<Result<Self::Response, Infallible>>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            if self.polls.fetch_add(1, Ordering::SeqCst) == 0 {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request<Empty<Bytes>>) -> Self::Future {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            ready(Ok(Response::new(Empty::new())))
+        }
+    }
+
+    fn get(path: &str) -> Request<Empty<Bytes>> {
+        Request::get(path).body(Empty::new()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_probe_is_answered_without_waiting_for_the_inner_service() {
+        let inner = ReadyOnSecondPoll::default();
+        let mut service = HealthLayer::new(HealthConfig::new()).layer(inner.clone());
+        poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+        let response = service.call(get("/health/live")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(inner.calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn an_application_request_waits_for_the_inner_service_then_goes_through() {
+        let inner = ReadyOnSecondPoll::default();
+        let mut service = HealthLayer::new(HealthConfig::new()).layer(inner.clone());
+        // The layer is ready although the inner service was not.
+        poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+        assert_eq!(inner.polls.load(Ordering::SeqCst), 1);
+        let response = service.call(get("/work")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            inner.polls.load(Ordering::SeqCst),
+            2,
+            "polled again by the future"
+        );
+        assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_ready_inner_service_is_called_directly() {
+        let inner = ReadyOnSecondPoll::default();
+        inner.polls.store(1, Ordering::SeqCst);
+        let mut service = HealthLayer::new(HealthConfig::new()).layer(inner.clone());
+        poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+        let response = service.call(get("/work")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            inner.polls.load(Ordering::SeqCst),
+            2,
+            "polled once, by the layer"
+        );
+        assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
     }
 }
