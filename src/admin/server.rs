@@ -126,6 +126,13 @@ impl AdminServer {
             .is_loopback()
             .then(|| HostPolicy::new(addr.ip(), local_addr.port(), &config.allowed_hosts));
         tracing::info!(%local_addr, authentication = keys.enabled(), "admin server listening");
+        if !addr.ip().is_loopback() {
+            // The server speaks plain HTTP: off loopback, its keys cross the network in clear.
+            tracing::warn!(
+                %local_addr,
+                "the admin server is bound off loopback and speaks plain HTTP: its keys travel in clear unless a TLS proxy fronts it"
+            );
+        }
         let state = Arc::new(AdminState {
             health: self.health,
             keys,

@@ -16,8 +16,11 @@ pub struct CheckError {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CheckErrorKind {
-    /// Opening a connection failed (refused, unreachable, authentication, TLS).
+    /// Opening a connection failed (refused, unreachable, authentication).
     Connect,
+    /// The TLS handshake failed: the server offers no TLS, or its certificate is not trusted
+    /// or not valid for the host name. The message says why, never the certificate chain.
+    Tls,
     /// Opening a connection took too long (the server accepted and did not answer).
     ConnectTimedOut,
     /// The pool had no connection to give within its own timeout.
@@ -43,6 +46,7 @@ impl CheckErrorKind {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Connect => "connect",
+            Self::Tls => "tls",
             Self::ConnectTimedOut => "connect_timed_out",
             Self::PoolTimedOut => "pool_timed_out",
             Self::Query => "query",
@@ -83,13 +87,16 @@ impl CheckError {
     }
 
     /// Creates a connect error, of kind [`CheckErrorKind::ConnectTimedOut`] when anything in
-    /// the chain of sources is a timeout (an I/O timeout, or [`ConnectError::TimedOut`]).
+    /// the chain of sources is a timeout (an I/O timeout, or [`ConnectError::TimedOut`]), and
+    /// [`CheckErrorKind::Tls`] when it is a failed TLS handshake.
     ///
     /// [`ConnectError::TimedOut`]: crate::check::PostgresConnectError::TimedOut
     pub fn connect(error: &(dyn std::error::Error + 'static)) -> Self {
-        let timed_out = std::iter::successors(Some(error), |error| error.source()).any(is_timeout);
-        let kind = if timed_out {
+        let chain = || std::iter::successors(Some(error), |error| error.source());
+        let kind = if chain().any(is_timeout) {
             CheckErrorKind::ConnectTimedOut
+        } else if chain().any(is_tls) {
+            CheckErrorKind::Tls
         } else {
             CheckErrorKind::Connect
         };
@@ -142,6 +149,29 @@ fn is_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
     if let Some(crate::check::PostgresConnectError::TimedOut(_)) = error.downcast_ref() {
         return true;
     }
+    false
+}
+
+fn is_tls(error: &(dyn std::error::Error + 'static)) -> bool {
+    #[cfg(feature = "rustls")]
+    {
+        // An I/O error's `source` skips the error it wraps, so look inside it.
+        let inner = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|inner| inner as &(dyn std::error::Error + 'static));
+        if error.is::<rustls::Error>() || inner.is_some_and(|inner| inner.is::<rustls::Error>()) {
+            return true;
+        }
+    }
+    // tokio-postgres does not expose its error kinds; its TLS errors say so.
+    #[cfg(feature = "postgres")]
+    if error.is::<tokio_postgres::Error>() {
+        let message = error.to_string();
+        return message.starts_with("error performing TLS handshake")
+            || message == "server does not support TLS";
+    }
+    let _ = error;
     false
 }
 

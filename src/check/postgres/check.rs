@@ -7,6 +7,7 @@ use std::time::Duration;
 use bb8::{ManageConnection, Pool, RunError};
 use tokio_postgres::Config;
 
+use super::tls::{connector, split_tls_params};
 use super::{
     DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
 };
@@ -76,28 +77,42 @@ where
 
 impl PostgresCheck<PostgresCheckManager> {
     /// Parses a connection string (URL or key-value form) and builds a dedicated one-connection
-    /// pool for the checks, without TLS.
+    /// pool for the checks, with TLS as its `sslmode` and `sslrootcert` ask (libpq's meanings;
+    /// see the [module docs](super#tls)).
     ///
-    /// Nothing is connected yet: the first check opens the connection. For TLS, build a pool
-    /// with a TLS-capable `PostgresConnectionManager` and use [`PostgresCheck::new`].
+    /// Nothing is connected yet: the first check opens the connection.
     ///
     /// # Errors
     ///
-    /// When the connection string does not parse. The error's message never repeats the
-    /// password.
+    /// When the connection string does not parse, or asks for TLS without the `rustls`
+    /// feature, or names an `sslrootcert` that cannot be read. The error's message never
+    /// repeats the password.
     pub fn connect(dsn: &str) -> Result<Self, InvalidPostgresDsn> {
-        let config = Config::from_str(dsn)
-            .map_err(|error| InvalidPostgresDsn::new(redact(&error.to_string())))?;
-        Ok(Self::from_config(config))
+        let invalid = |message: String| InvalidPostgresDsn::new(redact(&message));
+        let (rest, tls) = split_tls_params(dsn).map_err(invalid)?;
+        let mut config = Config::from_str(&rest).map_err(|error| invalid(error.to_string()))?;
+        config.ssl_mode(tls.mode.for_tokio_postgres());
+        let connector = connector(&tls).map_err(invalid)?;
+        Ok(Self::with_manager(config, |config| {
+            PostgresCheckManager::with_connector(config, connector)
+        }))
     }
 
-    /// Builds a dedicated one-connection pool from a parsed configuration, without TLS.
+    /// Builds a dedicated one-connection pool from a parsed configuration (TLS as for
+    /// [`PostgresCheckManager::new`]).
     ///
     /// Settings the configuration leaves unset get health-check friendly values:
     /// `application_name` `tower-health`, a 5 s `connect_timeout` and a 10 s
     /// `tcp_user_timeout` (a connection whose peer vanished is dropped instead of hanging).
     #[must_use]
-    pub fn from_config(mut config: Config) -> Self {
+    pub fn from_config(config: Config) -> Self {
+        Self::with_manager(config, PostgresCheckManager::new)
+    }
+
+    fn with_manager(
+        mut config: Config,
+        manager: impl FnOnce(Config) -> PostgresCheckManager,
+    ) -> Self {
         if config.get_application_name().is_none() {
             config.application_name("tower-health");
         }
@@ -107,7 +122,7 @@ impl PostgresCheck<PostgresCheckManager> {
         if config.get_tcp_user_timeout().is_none() {
             config.tcp_user_timeout(Duration::from_secs(10));
         }
-        let manager = PostgresCheckManager::new(config);
+        let manager = manager(config);
         // No reaper (idle_timeout and max_lifetime off) means building spawns nothing, so
         // this works outside a runtime.
         let pool = Pool::builder()

@@ -5,27 +5,38 @@ use std::time::Duration;
 
 use bb8::ManageConnection;
 use bb8_postgres::PostgresConnectionManager;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config};
 
+use super::tls::{Connector, TlsSettings, connector};
 use super::{DEFAULT_CONNECT_TIMEOUT, PostgresConnectError};
 
-/// The connection manager of the pools [`PostgresCheck::connect`](super::PostgresCheck::connect) builds: `bb8-postgres`'s
-/// manager without TLS, with every connection attempt bounded as a whole.
+/// The connection manager of the pools [`PostgresCheck::connect`](super::PostgresCheck::connect)
+/// builds: `bb8-postgres`'s manager, with TLS as the connection string asks (feature `rustls`;
+/// see the [module docs](super#tls)), and every connection attempt bounded as a whole.
 ///
 /// tokio-postgres's own `connect_timeout` covers only the TCP connect. Against a server that
 /// accepts and never answers, the startup handshake would otherwise wait forever, and bb8
 /// would keep that attempt (and the pool slot it holds) forever too.
 pub struct PostgresCheckManager {
-    inner: PostgresConnectionManager<NoTls>,
+    inner: PostgresConnectionManager<Connector>,
     connect_timeout: Duration,
 }
 
 impl PostgresCheckManager {
-    /// A manager for the given configuration.
+    /// A manager for the given configuration. With the `rustls` feature, TLS follows the
+    /// configuration's `ssl_mode` (`prefer` by default) without verifying the certificate, as
+    /// libpq's `require` does; [`PostgresCheck::connect`](super::PostgresCheck::connect) reads
+    /// `verify-ca` and `verify-full` from a connection string.
     #[must_use]
     pub fn new(config: Config) -> Self {
+        let connector =
+            connector(&TlsSettings::default()).expect("the default TLS settings need no file");
+        Self::with_connector(config, connector)
+    }
+
+    pub(crate) fn with_connector(config: Config, connector: Connector) -> Self {
         Self {
-            inner: PostgresConnectionManager::new(config, NoTls),
+            inner: PostgresConnectionManager::new(config, connector),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }

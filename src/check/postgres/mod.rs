@@ -3,6 +3,12 @@
 //! [`PostgresCheck`] runs one `SELECT 1` through a pool; [`PostgresCheckManager`] is the
 //! connection manager of the small dedicated pools it builds from a connection string.
 //!
+//! # TLS
+//!
+//! A connection string's `sslmode` keeps libpq's meaning, with the `rustls` feature:
+//!
+#![doc = include_str!("../../docs/sslmode.md")]
+//!
 //! # Versions
 //!
 //! A pool you hand to [`PostgresCheck::new`] must come from the same `bb8`, `bb8-postgres`
@@ -13,6 +19,9 @@
 mod check;
 mod error;
 mod manager;
+#[cfg(feature = "rustls")]
+mod rustls;
+mod tls;
 
 use std::time::Duration;
 
