@@ -33,10 +33,20 @@ pin_project! {
     {
         Inner { #[pin] future: S::Future },
         // The inner service was not ready when the layer was polled: this request waits for
-        // it here, on the instance that was polled, while probes are answered at once.
-        Waiting { service: S, request: Option<Request<ReqBody>> },
+        // it here, on the instance that was polled, while probes are answered at once. Boxed:
+        // a service and a request would make every response future (probes' included) that
+        // much larger to move, for a state only a saturated application reaches.
+        Waiting { waiting: Box<Waiting<S, ReqBody>> },
         Probe { response: ProbeResponse },
+        // The inner service failed when asked whether it is ready.
+        Error { error: Option<S::Error> },
     }
+}
+
+/// A request waiting for the service that will take it.
+struct Waiting<S, ReqBody> {
+    service: S,
+    request: Option<Request<ReqBody>>,
 }
 
 impl<S, ReqBody> ResponseFuture<S, ReqBody>
@@ -53,8 +63,10 @@ where
     pub(crate) fn waiting(service: S, request: Request<ReqBody>) -> Self {
         Self {
             kind: Kind::Waiting {
-                service,
-                request: Some(request),
+                waiting: Box::new(Waiting {
+                    service,
+                    request: Some(request),
+                }),
             },
         }
     }
@@ -62,6 +74,12 @@ where
     pub(crate) fn probe(response: ProbeResponse) -> Self {
         Self {
             kind: Kind::Probe { response },
+        }
+    }
+
+    pub(crate) fn error(error: S::Error) -> Self {
+        Self {
+            kind: Kind::Error { error: Some(error) },
         }
     }
 }
@@ -81,16 +99,23 @@ where
                         .poll(cx)
                         .map_ok(|response| response.map(ResponseBody::inner));
                 }
-                KindProj::Waiting { service, request } => {
-                    ready!(service.poll_ready(cx))?;
-                    let request = request.take().expect("future polled after completion");
-                    let future = service.call(request);
+                KindProj::Waiting { waiting } => {
+                    ready!(waiting.service.poll_ready(cx))?;
+                    let request = waiting
+                        .request
+                        .take()
+                        .expect("future polled after completion");
+                    let future = waiting.service.call(request);
                     kind.set(Kind::Inner { future });
                 }
                 KindProj::Probe { response } => {
                     return Pin::new(response)
                         .poll(cx)
                         .map(|response| Ok(response.map(ResponseBody::probe)));
+                }
+                KindProj::Error { error } => {
+                    let error = error.take().expect("future polled after completion");
+                    return Poll::Ready(Err(error));
                 }
             }
         }
@@ -106,6 +131,7 @@ where
             Kind::Inner { .. } => "Inner",
             Kind::Waiting { .. } => "Waiting",
             Kind::Probe { .. } => "Probe",
+            Kind::Error { .. } => "Error",
         };
         f.debug_struct("ResponseFuture")
             .field("kind", &kind)

@@ -32,11 +32,10 @@
 //!
 //! # Backpressure
 //!
-//! [`Ping`] is always ready: `poll_ready` polls the inner service and remembers the answer. A
-//! ping is answered either way, at once. Any other request keeps the inner service's
-//! backpressure: when the inner service was not ready, the request waits for it in its
-//! response future (on the instance that was polled), as routers do, so adding `PingLayer`
-//! changes nothing for the application's own requests.
+//! [`Ping`] is always ready, and a ping never asks the inner service. Any other request keeps
+//! the inner service's backpressure: it is asked in `call` and, when it is not ready, the
+//! request waits for it in its response future (on the instance that was asked), as routers
+//! do, so adding `PingLayer` changes nothing for the application's own requests.
 //!
 //! To shed them instead, as tower's `LoadShed` does, ask for it with
 //! [`PingLayer::shed_load`]: a request that arrives while the inner service is not ready then
@@ -52,10 +51,10 @@ use tower_service::Service;
 
 use crate::body::ResponseBody;
 pub use crate::future::ResponseFuture;
-use crate::health::call_inner;
+use crate::health::{WhenBusy, call_inner};
 use crate::probe::{BodyMode, trim_trailing_slash};
 use crate::probe_response::ProbeResponse;
-use crate::rendered::fixed::{METHOD_NOT_ALLOWED, OVERLOADED, PING};
+use crate::rendered::fixed::{METHOD_NOT_ALLOWED, PING};
 
 /// Layer that answers the ping path before the inner service.
 ///
@@ -116,7 +115,6 @@ impl<S> Layer<S> for PingLayer {
             inner,
             path: self.path.clone(),
             shed_load: self.shed_load,
-            inner_ready: false,
         }
     }
 }
@@ -124,13 +122,11 @@ impl<S> Layer<S> for PingLayer {
 /// Middleware that answers the ping path before the inner service.
 ///
 /// See the [module docs](self) for an example.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Ping<S> {
     inner: S,
     path: Arc<str>,
     shed_load: bool,
-    /// Whether the inner service said it is ready since its last call.
-    inner_ready: bool,
 }
 
 impl<S> Ping<S> {
@@ -151,18 +147,6 @@ impl<S> Ping<S> {
     }
 }
 
-impl<S: Clone> Clone for Ping<S> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            path: self.path.clone(),
-            shed_load: self.shed_load,
-            // The clone's inner service has not been polled for readiness.
-            inner_ready: false,
-        }
-    }
-}
-
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Ping<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
@@ -172,14 +156,8 @@ where
     type Error = S::Error;
     type Future = ResponseFuture<S, ReqBody>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if !self.inner_ready {
-            self.inner_ready = match self.inner.poll_ready(cx) {
-                Poll::Ready(Ok(())) => true,
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                Poll::Pending => false,
-            };
-        }
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Always ready: the inner service is asked in `call`, for ordinary requests only.
         Poll::Ready(Ok(()))
     }
 
@@ -191,10 +169,12 @@ where
             };
             return ResponseFuture::probe(response);
         }
-        if self.shed_load && !self.inner_ready {
-            return ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full));
-        }
-        call_inner(&mut self.inner, &mut self.inner_ready, request)
+        let when_busy = if self.shed_load {
+            WhenBusy::Shed
+        } else {
+            WhenBusy::Wait
+        };
+        call_inner(&mut self.inner, request, when_busy)
     }
 }
 

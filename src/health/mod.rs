@@ -40,11 +40,10 @@
 //!
 //! # Backpressure
 //!
-//! A probe's answer never depends on the application's load: [`Health`] is always ready. Its
-//! `poll_ready` polls the inner service and remembers the answer; a probe is answered at once
-//! either way, and an application request that finds the inner service not ready waits for it
-//! inside its response future, on the instance that was polled (a clone stays behind), as
-//! routers do. So with a `ConcurrencyLimit`, `Buffer` or `RateLimit` under the stack and the
+//! A probe's answer never depends on the application's load: [`Health`] is always ready, and
+//! a probe never even asks the inner service. An application request asks it in `call`; when
+//! it is not ready, the request waits for it inside its response future, on the instance that
+//! was asked (a clone stays behind), as routers do. So with a `ConcurrencyLimit`, `Buffer` or `RateLimit` under the stack and the
 //! application saturated, liveness, readiness and ping still answer at once, and the
 //! application's own requests keep their backpressure.
 //!
@@ -57,5 +56,5 @@ mod service;
 
 pub use self::layer::HealthLayer;
 pub use self::service::Health;
-pub(crate) use self::service::call_inner;
+pub(crate) use self::service::{WhenBusy, call_inner};
 pub use crate::future::ResponseFuture;

@@ -1,4 +1,4 @@
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -10,7 +10,7 @@ use crate::config::NoCache;
 use crate::monitor::{HealthHandle, MonitorSource};
 use crate::probe::{self, BodyMode, Freshness};
 use crate::probe_response::ProbeResponse;
-use crate::rendered::fixed::METHOD_NOT_ALLOWED;
+use crate::rendered::fixed::{METHOD_NOT_ALLOWED, OVERLOADED};
 
 /// Middleware that answers the probe paths from published verdicts and passes every other
 /// request to the inner service untouched.
@@ -19,34 +19,17 @@ use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 /// [module docs](super#backpressure)).
 ///
 /// See the [module docs](super) for an example.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Health<S> {
     inner: S,
     // One reference count per request: hyper-util and axum clone the service for each one.
     handle: HealthHandle,
-    /// Whether the inner service said it is ready since its last call.
-    inner_ready: bool,
-}
-
-impl<S: Clone> Clone for Health<S> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            handle: self.handle.clone(),
-            // New clones shouldn't carry the readiness state: it belongs to `self.inner`.
-            inner_ready: false,
-        }
-    }
 }
 
 impl<S> Health<S> {
     /// Wraps `inner`, answering the probes with `handle`'s verdicts.
     pub fn new(inner: S, handle: HealthHandle) -> Self {
-        Self {
-            inner,
-            handle,
-            inner_ready: false,
-        }
+        Self { inner, handle }
     }
 
     /// Returns a new [`Layer`](tower_layer::Layer) that wraps services with a [`Health`]
@@ -67,23 +50,16 @@ where
     type Error = S::Error;
     type Future = ResponseFuture<S, ReqBody>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // Polled now so that, when it is ready, an application request goes straight through;
-        // when it is not, only application requests wait for it (in their response future).
-        if !self.inner_ready {
-            self.inner_ready = match self.inner.poll_ready(cx) {
-                Poll::Ready(Ok(())) => true,
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                Poll::Pending => false,
-            };
-        }
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Always ready: the inner service's readiness is asked for in `call`, and only for the
+        // requests that go to it.
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let handle = &self.handle;
         let Some(probe) = handle.probe_paths().classify(request.uri().path()) else {
-            return call_inner(&mut self.inner, &mut self.inner_ready, request);
+            return call_inner(&mut self.inner, request, WhenBusy::Wait);
         };
         let Some(mode) = BodyMode::of(request.method()) else {
             return ResponseFuture::probe(ProbeResponse::fixed(
@@ -104,23 +80,44 @@ where
     }
 }
 
-/// Calls `inner` if it said it is ready; otherwise hands the polled instance to the response
-/// future (which waits for it) and keeps a fresh clone, as routers do. The clone, not the
-/// polled instance, stays behind: readiness belongs to the instance that was polled.
+/// What an application request does when the inner service is not ready.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum WhenBusy {
+    /// Wait for it, in the response future (the inner service's backpressure, kept).
+    Wait,
+    /// Answer 503 at once, as tower's `LoadShed` does.
+    Shed,
+}
+
+/// Sends an application request to `inner`: at once if it is ready, else as `when_busy` says.
+///
+/// Readiness is asked here, with a no-op waker, rather than in `poll_ready`: a probe then
+/// never polls the inner service at all, and an application request polls it once either
+/// way. When it is not ready, the polled instance goes into the response future (which polls
+/// it again, with the task's waker) and a fresh clone stays behind, as routers do: readiness
+/// belongs to the instance that was polled.
 pub(crate) fn call_inner<S, ReqBody>(
     inner: &mut S,
-    inner_ready: &mut bool,
     request: Request<ReqBody>,
+    when_busy: WhenBusy,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
-    if std::mem::take(inner_ready) {
-        return ResponseFuture::inner(inner.call(request));
+    match inner.poll_ready(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(Ok(())) => ResponseFuture::inner(inner.call(request)),
+        Poll::Ready(Err(error)) => ResponseFuture::error(error),
+        Poll::Pending => match when_busy {
+            WhenBusy::Wait => {
+                let clone = inner.clone();
+                let polled = std::mem::replace(inner, clone);
+                ResponseFuture::waiting(polled, request)
+            }
+            WhenBusy::Shed => {
+                ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full))
+            }
+        },
     }
-    let clone = inner.clone();
-    let polled = std::mem::replace(inner, clone);
-    ResponseFuture::waiting(polled, request)
 }
 
 #[cfg(test)]
@@ -174,6 +171,7 @@ mod tests {
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         let response = service.call(get("/health/live")).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(inner.polls.load(Ordering::SeqCst), 0, "a probe never asks");
         assert_eq!(inner.calls.load(Ordering::SeqCst), 0);
     }
 
@@ -181,15 +179,15 @@ mod tests {
     async fn an_application_request_waits_for_the_inner_service_then_goes_through() {
         let inner = ReadyOnSecondPoll::default();
         let mut service = HealthLayer::new(HealthConfig::new()).layer(inner.clone());
-        // The layer is ready although the inner service was not.
+        // The layer is ready although the inner service is not, and does not ask it.
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
-        assert_eq!(inner.polls.load(Ordering::SeqCst), 1);
+        assert_eq!(inner.polls.load(Ordering::SeqCst), 0);
         let response = service.call(get("/work")).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(
             inner.polls.load(Ordering::SeqCst),
             2,
-            "polled again by the future"
+            "asked in call, then again by the future"
         );
         assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
     }
@@ -205,7 +203,7 @@ mod tests {
         assert_eq!(
             inner.polls.load(Ordering::SeqCst),
             2,
-            "polled once, by the layer"
+            "asked once, in call"
         );
         assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
     }
