@@ -4,13 +4,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bb8::{ManageConnection, Pool, RunError};
+use bb8::{ManageConnection, Pool};
 use tokio_postgres::Config;
 
+use super::own_pool::OwnPool;
+use super::recycle;
 use super::{
     DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
 };
-use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::check::{CheckFuture, DatabaseCheck, PoolStats};
 use crate::redact::redact;
 
 /// Checks a PostgreSQL database through a `bb8` pool with one `SELECT 1` (simple query
@@ -26,12 +28,18 @@ use crate::redact::redact;
 ///   such as your application's own pool. The check then also tells whether that pool can hand
 ///   out a connection in time, and the pool endpoint reports its saturation.
 ///
+/// A connection the server closed while it waited between checks (a restart,
+/// `pg_terminate_backend`, `idle_session_timeout`, a pooler reload) is replaced before the
+/// query; a query that fails because such a kept connection is gone is run once more on a new
+/// connection, within the same deadline. A connection opened in the check itself is never
+/// retried: a refused, stalled or rejecting database is reported in the same round.
+///
 /// A check abandoned mid-query (it ran past the monitor's check limit) discards the
 /// connection it was using when the pool is one of ours; a connection of your own pool goes
 /// back to it, so give that pool a `tcp_user_timeout` and a `max_lifetime`.
 ///
 /// When the pool has no idle connection and room for one, the check opens it itself (and adds
-/// it to the pool) instead of waiting in `Pool::get`: bb8 would otherwise hide a refused
+/// it to the pool once it answered) instead of waiting in `Pool::get`: bb8 would otherwise hide a refused
 /// connection behind its own 30 s `connection_timeout`, and a database that refuses must fail
 /// fast.
 ///
@@ -133,43 +141,11 @@ where
     }
 
     fn check(&self) -> CheckFuture {
-        let pool = self.pool.clone();
-        let added = Arc::clone(&self.added);
-        Box::pin(async move {
-            let state = pool.state();
-            if state.idle_connections == 0 && state.connections < pool.config().max_size {
-                let conn = pool
-                    .dedicated_connection()
-                    .await
-                    .map_err(|error| CheckError::connect(&error))?;
-                // Another checkout may have filled the pool meanwhile; then this connection
-                // is simply dropped.
-                if pool.add(conn).is_ok() {
-                    added.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            let conn = pool.get_owned().await.map_err(|error| match error {
-                RunError::User(error) => CheckError::connect(&error),
-                RunError::TimedOut => CheckError::new(
-                    CheckErrorKind::PoolTimedOut,
-                    "the pool had no connection to give within its connection_timeout",
-                ),
-            })?;
-            // Dropped mid-query, the check was abandoned: the connection is in an unknown state
-            // (a frozen network, say) and must not serve the next check.
-            let abandoned = MarkBrokenOnDrop(Some(&*conn));
-            let answered = conn.client().simple_query("SELECT 1").await;
-            abandoned.disarm();
-            answered.map_err(|error| {
-                let kind = if error.as_db_error().is_some() {
-                    CheckErrorKind::Query
-                } else {
-                    CheckErrorKind::Closed
-                };
-                CheckError::from_error(kind, &error)
-            })?;
-            Ok(())
-        })
+        let source = OwnPool {
+            pool: self.pool.clone(),
+            added: Arc::clone(&self.added),
+        };
+        Box::pin(async move { recycle::check(&source).await })
     }
 
     fn pool_stats(&self) -> Option<PoolStats> {
@@ -194,23 +170,6 @@ impl<M: ManageConnection> fmt::Debug for PostgresCheck<M> {
         f.debug_struct("PostgresCheck")
             .field("state", &self.pool.state())
             .finish_non_exhaustive()
-    }
-}
-
-/// Marks a connection broken if dropped before [`MarkBrokenOnDrop::disarm`].
-struct MarkBrokenOnDrop<'a, C: PostgresConnection>(Option<&'a C>);
-
-impl<C: PostgresConnection> MarkBrokenOnDrop<'_, C> {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl<C: PostgresConnection> Drop for MarkBrokenOnDrop<'_, C> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.0 {
-            conn.mark_broken();
-        }
     }
 }
 

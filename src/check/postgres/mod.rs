@@ -13,6 +13,8 @@
 mod check;
 mod error;
 mod manager;
+mod own_pool;
+mod recycle;
 
 use std::time::Duration;
 
