@@ -127,7 +127,7 @@ async fn healthy() {
         get(&handle, Probe::Pool).await,
         (
             StatusCode::OK,
-            r#"{"pool_info":{"alias":"default","check":"ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":null,"gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":true,"max_size":1,"pending_gets":0,"saturated":false,"status":"healthy","vendor":"fake"},"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"pool_info":{"alias":"default","check":"ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":null,"gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":true,"max_size":1,"pending_gets":0,"reserved_connections_opened":0,"saturated":false,"status":"healthy","vendor":"fake"},"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     assert_eq!(
@@ -166,7 +166,7 @@ async fn refused() {
         get(&handle, Probe::Pool).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"error":"connect: error connecting to server: Connection refused (os error 111)","pool_info":{"alias":"default","check":"not_ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":"connect: error connecting to server: Connection refused (os error 111)","gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":false,"max_size":1,"pending_gets":0,"saturated":false,"status":"error","vendor":"fake"},"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"error":"connect: error connecting to server: Connection refused (os error 111)","pool_info":{"alias":"default","check":"not_ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":"connect: error connecting to server: Connection refused (os error 111)","gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":false,"max_size":1,"pending_gets":0,"reserved_connections_opened":0,"saturated":false,"status":"error","vendor":"fake"},"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     // A database outage is not a reason to restart: liveness, startup and ping stay 200.

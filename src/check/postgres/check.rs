@@ -9,6 +9,7 @@ use tokio_postgres::Config;
 
 use super::own_pool::OwnPool;
 use super::recycle;
+use super::reserved::{Reserved, ReservedSlot};
 use super::{
     DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
 };
@@ -18,15 +19,20 @@ use crate::redact::redact;
 /// Checks a PostgreSQL database through a `bb8` pool with one `SELECT 1` (simple query
 /// protocol: one round trip, no prepared statement).
 ///
-/// Two ways to build one:
+/// Three ways to build one:
 ///
 /// - [`PostgresCheck::connect`] parses a connection string and builds a small pool of its own
 ///   (one connection, no test on checkout: the check is itself the test; every connection
 ///   attempt bounded by 5 s, TCP connect and startup together). This is the recommended setup:
 ///   the checks never compete with your traffic for connections.
-/// - [`PostgresCheck::new`] takes any pool whose connections are `tokio_postgres::Client`s,
-///   such as your application's own pool. The check then also tells whether that pool can hand
-///   out a connection in time, and the pool endpoint reports its saturation.
+/// - [`PostgresCheck::new`] takes your application's own pool, whose connections are
+///   `tokio_postgres::Client`s. The check never queues behind your traffic for one of its
+///   connections: it keeps one connection of its own beside the pool (not in it, and not
+///   counted in its `max_size`), opened by the pool's connection manager and reused every
+///   round. The pool endpoint reports the pool's figures, and a saturated pool (every
+///   connection busy, checkouts waiting) as `degraded`, not as a stalled database.
+/// - [`PostgresCheck::with_dedicated_pool`] takes a pool that is the check's own (a TLS pool,
+///   say) and checks through it, as `connect`'s.
 ///
 /// A connection the server closed while it waited between checks (a restart,
 /// `pg_terminate_backend`, `idle_session_timeout`, a pooler reload) is replaced before the
@@ -34,14 +40,13 @@ use crate::redact::redact;
 /// connection, within the same deadline. A connection opened in the check itself is never
 /// retried: a refused, stalled or rejecting database is reported in the same round.
 ///
-/// A check abandoned mid-query (it ran past the monitor's check limit) discards the
-/// connection it was using when the pool is one of ours; a connection of your own pool goes
-/// back to it, so give that pool a `tcp_user_timeout` and a `max_lifetime`.
+/// A check abandoned mid-query (it ran past the monitor's check limit) closes the connection
+/// it was using (for a pool of your own given to `with_dedicated_pool`, when its connections
+/// can be marked broken, as [`PostgresCheckClient`](super::PostgresCheckClient)s can).
 ///
-/// When the pool has no idle connection and room for one, the check opens it itself (and adds
-/// it to the pool once it answered) instead of waiting in `Pool::get`: bb8 would otherwise hide a refused
-/// connection behind its own 30 s `connection_timeout`, and a database that refuses must fail
-/// fast.
+/// When the connection has to be opened, the check opens it itself instead of waiting in
+/// `Pool::get`: bb8 would otherwise hide a refused connection behind its own 30 s
+/// `connection_timeout`, and a database that refuses must fail fast.
 ///
 /// ```
 /// use tower_health::{HealthConfig, check::PostgresCheck};
@@ -55,9 +60,18 @@ use crate::redact::redact;
 /// ```
 pub struct PostgresCheck<M: ManageConnection = PostgresCheckManager> {
     pool: Pool<M>,
-    /// Connections the check opened itself and added to the pool: bb8 counts those in
-    /// `connections` but not in `connections_created`.
-    added: Arc<AtomicU64>,
+    through: Through<M>,
+}
+
+/// How the check gets its connection.
+enum Through<M: ManageConnection> {
+    /// Through the pool, which is the check's own.
+    OwnPool {
+        /// Connections the check opened itself and added to the pool.
+        added: Arc<AtomicU64>,
+    },
+    /// On a connection reserved beside the application's pool.
+    Reserved(Arc<ReservedSlot<M::Connection>>),
 }
 
 impl<M> PostgresCheck<M>
@@ -66,16 +80,32 @@ where
     M::Connection: PostgresConnection,
     M::Error: std::error::Error + 'static,
 {
-    /// Checks the database through an existing pool.
+    /// Checks the database beside your application's pool, on one connection of its own
+    /// opened by the pool's connection manager and reused every round (see the
+    /// [type docs](Self)). Nothing is connected until the first check.
     #[must_use]
     pub fn new(pool: Pool<M>) -> Self {
         Self {
             pool,
-            added: Arc::default(),
+            through: Through::Reserved(Arc::new(ReservedSlot::new())),
         }
     }
 
-    /// The pool the check goes through.
+    /// Checks the database through a pool that is the check's own, as
+    /// [`PostgresCheck::connect`] does: give it a small pool nothing else uses, with
+    /// `test_on_check_out(false)` (the check is itself the test).
+    #[must_use]
+    pub fn with_dedicated_pool(pool: Pool<M>) -> Self {
+        Self {
+            pool,
+            through: Through::OwnPool {
+                added: Arc::default(),
+            },
+        }
+    }
+
+    /// The pool the check reports on: the one it goes through, or for
+    /// [`PostgresCheck::new`], the application's pool beside which it keeps its connection.
     #[must_use]
     pub fn pool(&self) -> &Pool<M> {
         &self.pool
@@ -126,7 +156,7 @@ impl PostgresCheck<PostgresCheckManager> {
             .idle_timeout(None)
             .max_lifetime(None)
             .build_unchecked(manager);
-        Self::new(pool)
+        Self::with_dedicated_pool(pool)
     }
 }
 
@@ -141,14 +171,28 @@ where
     }
 
     fn check(&self) -> CheckFuture {
-        let source = OwnPool {
-            pool: self.pool.clone(),
-            added: Arc::clone(&self.added),
-        };
-        Box::pin(async move { recycle::check(&source).await })
+        let pool = self.pool.clone();
+        match &self.through {
+            Through::OwnPool { added } => {
+                let source = OwnPool {
+                    pool,
+                    added: Arc::clone(added),
+                };
+                Box::pin(async move { recycle::check(&source).await })
+            }
+            Through::Reserved(slot) => {
+                let source = Reserved {
+                    pool,
+                    slot: Arc::clone(slot),
+                };
+                Box::pin(async move { recycle::check(&source).await })
+            }
+        }
     }
 
     fn pool_stats(&self) -> Option<PoolStats> {
+        // The pool's own figures, never the reserved connection's: they are what an operator
+        // sizes the pool by.
         let state = self.pool.state();
         let statistics = &state.statistics;
         let mut stats = PoolStats::new(
@@ -158,16 +202,26 @@ where
         );
         stats.pending_gets = statistics.pending_gets();
         stats.gets_timed_out = statistics.get_timed_out;
-        stats.connections_created =
-            statistics.connections_created + self.added.load(Ordering::Relaxed);
+        stats.connections_created = statistics.connections_created;
         stats.connections_closed_broken = statistics.connections_closed_broken;
+        match &self.through {
+            Through::OwnPool { added } => {
+                stats.connections_created += added.load(Ordering::Relaxed);
+            }
+            Through::Reserved(slot) => stats.reserved_connections_opened = slot.opened(),
+        }
         Some(stats)
     }
 }
 
 impl<M: ManageConnection> fmt::Debug for PostgresCheck<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let through = match self.through {
+            Through::OwnPool { .. } => "own pool",
+            Through::Reserved(_) => "reserved connection",
+        };
         f.debug_struct("PostgresCheck")
+            .field("through", &through)
             .field("state", &self.pool.state())
             .finish_non_exhaustive()
     }

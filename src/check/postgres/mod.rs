@@ -1,6 +1,7 @@
 //! PostgreSQL checks through `bb8` pools (feature `postgres`).
 //!
-//! [`PostgresCheck`] runs one `SELECT 1` through a pool; [`PostgresCheckManager`] is the
+//! [`PostgresCheck`] runs one `SELECT 1` through a pool of its own, or beside your
+//! application's pool on a connection reserved for it; [`PostgresCheckManager`] is the
 //! connection manager of the small dedicated pools it builds from a connection string.
 //!
 //! # Versions
@@ -15,6 +16,7 @@ mod error;
 mod manager;
 mod own_pool;
 mod recycle;
+mod reserved;
 
 use std::time::Duration;
 
