@@ -18,6 +18,9 @@ pub(crate) enum FakeCheck {
     Hangs,
     /// Panics.
     Panics,
+    /// Answers at once, its pool saturated: every connection busy and checkouts waiting (the
+    /// check went through a connection of its own).
+    Saturated,
 }
 
 impl DatabaseCheck for FakeCheck {
@@ -29,7 +32,7 @@ impl DatabaseCheck for FakeCheck {
         let fake = *self;
         Box::pin(async move {
             match fake {
-                Self::Ready => Ok(()),
+                Self::Ready | Self::Saturated => Ok(()),
                 Self::Refused => Err(CheckError::new(
                     CheckErrorKind::Connect,
                     "error connecting to server: Connection refused (os error 111)",
@@ -41,7 +44,17 @@ impl DatabaseCheck for FakeCheck {
     }
 
     fn pool_stats(&self) -> Option<PoolStats> {
-        Some(PoolStats::new(1, 1, 1))
+        match self {
+            Self::Saturated => {
+                let mut stats = PoolStats::new(10, 10, 0);
+                stats.pending_gets = 4;
+                stats.gets_timed_out = 2;
+                stats.connections_created = 10;
+                stats.reserved_connections_opened = 1;
+                Some(stats)
+            }
+            _ => Some(PoolStats::new(1, 1, 1)),
+        }
     }
 }
 

@@ -18,6 +18,11 @@ pub struct PoolStats {
     pub connections_created: u64,
     /// Connections closed because they were broken, since the pool was built.
     pub connections_closed_broken: u64,
+    /// Connections the check opened for itself beside the pool (the connection it reserves
+    /// next to an application's pool, the first and every replacement), since the check was
+    /// built; 0 for a check that goes through a pool of its own. Not counted in the figures
+    /// above, which are the pool's.
+    pub reserved_connections_opened: u64,
 }
 
 impl PoolStats {

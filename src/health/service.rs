@@ -200,11 +200,7 @@ mod tests {
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         let response = service.call(get("/work")).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
-        assert_eq!(
-            inner.polls.load(Ordering::SeqCst),
-            2,
-            "asked once, in call"
-        );
+        assert_eq!(inner.polls.load(Ordering::SeqCst), 2, "asked once, in call");
         assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
     }
 }

@@ -28,7 +28,9 @@ fn with(check: FakeCheck) -> HealthHandle {
 fn config_with(check: FakeCheck) -> HealthConfig {
     let deadline = match check {
         FakeCheck::Hangs => Duration::from_millis(50),
-        FakeCheck::Ready | FakeCheck::Refused | FakeCheck::Panics => Duration::from_secs(10),
+        FakeCheck::Ready | FakeCheck::Refused | FakeCheck::Panics | FakeCheck::Saturated => {
+            Duration::from_secs(10)
+        }
     };
     HealthConfig::new()
         .readiness_timeout(deadline)
@@ -127,7 +129,7 @@ async fn healthy() {
         get(&handle, Probe::Pool).await,
         (
             StatusCode::OK,
-            r#"{"pool_info":{"alias":"default","check":"ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":null,"gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":true,"max_size":1,"pending_gets":0,"saturated":false,"status":"healthy","vendor":"fake"},"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"pool_info":{"alias":"default","check":"ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":null,"gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":true,"max_size":1,"pending_gets":0,"reserved_connections_opened":0,"saturated":false,"status":"healthy","vendor":"fake"},"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     assert_eq!(
@@ -166,7 +168,7 @@ async fn refused() {
         get(&handle, Probe::Pool).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"error":"connect: error connecting to server: Connection refused (os error 111)","pool_info":{"alias":"default","check":"not_ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":"connect: error connecting to server: Connection refused (os error 111)","gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":false,"max_size":1,"pending_gets":0,"saturated":false,"status":"error","vendor":"fake"},"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"error":"connect: error connecting to server: Connection refused (os error 111)","pool_info":{"alias":"default","check":"not_ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":"connect: error connecting to server: Connection refused (os error 111)","gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":false,"max_size":1,"pending_gets":0,"reserved_connections_opened":0,"saturated":false,"status":"error","vendor":"fake"},"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     // A database outage is not a reason to restart: liveness, startup and ping stay 200.
@@ -178,6 +180,33 @@ async fn refused() {
         get(&handle, Probe::Live).await,
         (StatusCode::OK, LIVE.to_owned())
     );
+}
+
+#[tokio::test]
+async fn a_saturated_pool_is_degraded_not_an_outage() {
+    let handle = with(FakeCheck::Saturated);
+    rounds(&handle).await;
+    // The database answers (through the check's own connection): readiness and health stay
+    // as they are; only the pool endpoint says saturated, with the figures, and still 200.
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::OK,
+            r#"{"checks":{"database_default":"ready"},"status":"ready"}"#.to_owned()
+        )
+    );
+    let (status, body) = get(&handle, Probe::Health).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains(r#""status":"healthy""#), "{body}");
+    assert_eq!(
+        get(&handle, Probe::Pool).await,
+        (
+            StatusCode::OK,
+            r#"{"pool_info":{"alias":"default","check":"ready","connections":10,"connections_closed_broken":0,"connections_created":10,"detail":null,"elapsed_ms":0,"error":null,"gets_timed_out":2,"idle_connections":0,"in_use":10,"is_usable":true,"max_size":10,"pending_gets":4,"reserved_connections_opened":1,"saturated":true,"status":"degraded","vendor":"fake"},"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    let pool = handle.pool();
+    assert!(pool.is_usable() && pool.is_saturated(), "{pool:?}");
 }
 
 #[tokio::test]
@@ -258,6 +287,7 @@ async fn no_database() {
             r#"{"checks":{"database":"unhealthy"},"components":null,"details":{},"reason":"no database is configured","self_healing":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
+    // 503 `degraded`, as documented (and unlike a saturated pool's 200 `degraded`).
     assert_eq!(
         get(&handle, Probe::Pool).await,
         (
@@ -458,6 +488,13 @@ async fn the_readme_samples_are_what_the_crate_returns() {
     assert_eq!(
         get(&healthy, Probe::Health).await.1,
         readme_sample("health/healthy")
+    );
+
+    let saturated = with(FakeCheck::Saturated);
+    rounds(&saturated).await;
+    assert_eq!(
+        get(&saturated, Probe::Pool).await.1,
+        readme_sample("pool/saturated")
     );
 
     let refused = with(FakeCheck::Refused);

@@ -145,6 +145,10 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
             stats.connections_closed_broken.into(),
         );
         info.insert("saturated".into(), stats.is_saturated().into());
+        info.insert(
+            "reserved_connections_opened".into(),
+            stats.reserved_connections_opened.into(),
+        );
     }
     let body = |status: &str, error: Option<&str>| {
         let mut body = json!({

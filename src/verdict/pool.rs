@@ -9,9 +9,15 @@ use crate::check::PoolStats;
 
 /// Is the default database usable? The answer of `/health/pool`.
 ///
-/// Statuses: `healthy` (usable, 200), `error` (not usable or the check failed, 503),
-/// `degraded` (no database is configured, 503: the one place degraded does not answer 200,
-/// kept from the system this crate replaces), `unavailable` (no verdict, 503).
+/// Statuses:
+///
+/// - `healthy`: usable (200).
+/// - `degraded` with a database: usable, but its pool is saturated (every connection busy,
+///   checkouts waiting); 200, like every `degraded`: keep serving, but look into it.
+/// - `degraded` without one: no database is configured (503: the one place degraded does not
+///   answer 200, kept from the system this crate replaces and documented there).
+/// - `error`: not usable, or the check failed (503).
+/// - `unavailable`: no verdict (503).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct PoolVerdict {
@@ -32,13 +38,21 @@ pub struct PoolVerdict {
 }
 
 impl PoolVerdict {
-    /// Whether the default database is usable.
+    /// Whether the default database is usable: its check succeeded, its pool saturated or
+    /// not.
     #[must_use]
     pub fn is_usable(&self) -> bool {
-        self.status == Status::Healthy
+        self.outcome.as_ref().is_some_and(DatabaseOutcome::is_ready)
     }
 
-    /// 200 when the default database is usable, 503 otherwise.
+    /// Whether the default database's pool was saturated after the check.
+    #[must_use]
+    pub fn is_saturated(&self) -> bool {
+        self.stats.as_ref().is_some_and(PoolStats::is_saturated)
+    }
+
+    /// 200 when the default database is usable (saturated or not), 503 otherwise (no database
+    /// configured included).
     #[must_use]
     pub fn http_status(&self) -> StatusCode {
         if self.is_usable() {
@@ -63,10 +77,12 @@ impl PoolVerdict {
                 reason: Some("no database is configured"),
             },
             Some((outcome, vendor, stats)) => Self {
-                status: if outcome.is_ready() {
-                    Status::Healthy
-                } else {
-                    Status::Error
+                // A saturated pool is not an outage: the check answered (through its reserved
+                // connection), so the database is usable, and the figures say why degraded.
+                status: match (outcome.is_ready(), stats.is_some_and(|s| s.is_saturated())) {
+                    (false, _) => Status::Error,
+                    (true, true) => Status::Degraded,
+                    (true, false) => Status::Healthy,
                 },
                 alias: Some(outcome.name.clone()),
                 vendor: Some(vendor),

@@ -4,37 +4,50 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bb8::{ManageConnection, Pool, RunError};
+use bb8::{ManageConnection, Pool};
 use tokio_postgres::Config;
 
+use super::own_pool::OwnPool;
+use super::recycle;
+use super::reserved::{Reserved, ReservedSlot};
 use super::tls::{connector, split_tls_params};
 use super::{
     DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
 };
-use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::check::{CheckFuture, DatabaseCheck, PoolStats};
 use crate::redact::redact;
 
 /// Checks a PostgreSQL database through a `bb8` pool with one `SELECT 1` (simple query
 /// protocol: one round trip, no prepared statement).
 ///
-/// Two ways to build one:
+/// Three ways to build one:
 ///
 /// - [`PostgresCheck::connect`] parses a connection string and builds a small pool of its own
 ///   (one connection, no test on checkout: the check is itself the test; every connection
 ///   attempt bounded by 5 s, TCP connect and startup together). This is the recommended setup:
 ///   the checks never compete with your traffic for connections.
-/// - [`PostgresCheck::new`] takes any pool whose connections are `tokio_postgres::Client`s,
-///   such as your application's own pool. The check then also tells whether that pool can hand
-///   out a connection in time, and the pool endpoint reports its saturation.
+/// - [`PostgresCheck::new`] takes your application's own pool, whose connections are
+///   `tokio_postgres::Client`s. The check never queues behind your traffic for one of its
+///   connections: it keeps one connection of its own beside the pool (not in it, and not
+///   counted in its `max_size`), opened by the pool's connection manager and reused every
+///   round. The pool endpoint reports the pool's figures, and a saturated pool (every
+///   connection busy, checkouts waiting) as `degraded`, not as a stalled database.
+/// - [`PostgresCheck::with_dedicated_pool`] takes a pool that is the check's own (a TLS pool,
+///   say) and checks through it, as `connect`'s.
 ///
-/// A check abandoned mid-query (it ran past the monitor's check limit) discards the
-/// connection it was using when the pool is one of ours; a connection of your own pool goes
-/// back to it, so give that pool a `tcp_user_timeout` and a `max_lifetime`.
+/// A connection the server closed while it waited between checks (a restart,
+/// `pg_terminate_backend`, `idle_session_timeout`, a pooler reload) is replaced before the
+/// query; a query that fails because such a kept connection is gone is run once more on a new
+/// connection, within the same deadline. A connection opened in the check itself is never
+/// retried: a refused, stalled or rejecting database is reported in the same round.
 ///
-/// When the pool has no idle connection and room for one, the check opens it itself (and adds
-/// it to the pool) instead of waiting in `Pool::get`: bb8 would otherwise hide a refused
-/// connection behind its own 30 s `connection_timeout`, and a database that refuses must fail
-/// fast.
+/// A check abandoned mid-query (it ran past the monitor's check limit) closes the connection
+/// it was using (for a pool of your own given to `with_dedicated_pool`, when its connections
+/// can be marked broken, as [`PostgresCheckClient`](super::PostgresCheckClient)s can).
+///
+/// When the connection has to be opened, the check opens it itself instead of waiting in
+/// `Pool::get`: bb8 would otherwise hide a refused connection behind its own 30 s
+/// `connection_timeout`, and a database that refuses must fail fast.
 ///
 /// ```
 /// use tower_health::{HealthConfig, check::PostgresCheck};
@@ -48,9 +61,18 @@ use crate::redact::redact;
 /// ```
 pub struct PostgresCheck<M: ManageConnection = PostgresCheckManager> {
     pool: Pool<M>,
-    /// Connections the check opened itself and added to the pool: bb8 counts those in
-    /// `connections` but not in `connections_created`.
-    added: Arc<AtomicU64>,
+    through: Through<M>,
+}
+
+/// How the check gets its connection.
+enum Through<M: ManageConnection> {
+    /// Through the pool, which is the check's own.
+    OwnPool {
+        /// Connections the check opened itself and added to the pool.
+        added: Arc<AtomicU64>,
+    },
+    /// On a connection reserved beside the application's pool.
+    Reserved(Arc<ReservedSlot<M::Connection>>),
 }
 
 impl<M> PostgresCheck<M>
@@ -59,16 +81,32 @@ where
     M::Connection: PostgresConnection,
     M::Error: std::error::Error + 'static,
 {
-    /// Checks the database through an existing pool.
+    /// Checks the database beside your application's pool, on one connection of its own
+    /// opened by the pool's connection manager and reused every round (see the
+    /// [type docs](Self)). Nothing is connected until the first check.
     #[must_use]
     pub fn new(pool: Pool<M>) -> Self {
         Self {
             pool,
-            added: Arc::default(),
+            through: Through::Reserved(Arc::new(ReservedSlot::new())),
         }
     }
 
-    /// The pool the check goes through.
+    /// Checks the database through a pool that is the check's own, as
+    /// [`PostgresCheck::connect`] does: give it a small pool nothing else uses, with
+    /// `test_on_check_out(false)` (the check is itself the test).
+    #[must_use]
+    pub fn with_dedicated_pool(pool: Pool<M>) -> Self {
+        Self {
+            pool,
+            through: Through::OwnPool {
+                added: Arc::default(),
+            },
+        }
+    }
+
+    /// The pool the check reports on: the one it goes through, or for
+    /// [`PostgresCheck::new`], the application's pool beside which it keeps its connection.
     #[must_use]
     pub fn pool(&self) -> &Pool<M> {
         &self.pool
@@ -133,7 +171,7 @@ impl PostgresCheck<PostgresCheckManager> {
             .idle_timeout(None)
             .max_lifetime(None)
             .build_unchecked(manager);
-        Self::new(pool)
+        Self::with_dedicated_pool(pool)
     }
 }
 
@@ -149,45 +187,27 @@ where
 
     fn check(&self) -> CheckFuture {
         let pool = self.pool.clone();
-        let added = Arc::clone(&self.added);
-        Box::pin(async move {
-            let state = pool.state();
-            if state.idle_connections == 0 && state.connections < pool.config().max_size {
-                let conn = pool
-                    .dedicated_connection()
-                    .await
-                    .map_err(|error| CheckError::connect(&error))?;
-                // Another checkout may have filled the pool meanwhile; then this connection
-                // is simply dropped.
-                if pool.add(conn).is_ok() {
-                    added.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            let conn = pool.get_owned().await.map_err(|error| match error {
-                RunError::User(error) => CheckError::connect(&error),
-                RunError::TimedOut => CheckError::new(
-                    CheckErrorKind::PoolTimedOut,
-                    "the pool had no connection to give within its connection_timeout",
-                ),
-            })?;
-            // Dropped mid-query, the check was abandoned: the connection is in an unknown state
-            // (a frozen network, say) and must not serve the next check.
-            let abandoned = MarkBrokenOnDrop(Some(&*conn));
-            let answered = conn.client().simple_query("SELECT 1").await;
-            abandoned.disarm();
-            answered.map_err(|error| {
-                let kind = if error.as_db_error().is_some() {
-                    CheckErrorKind::Query
-                } else {
-                    CheckErrorKind::Closed
+        match &self.through {
+            Through::OwnPool { added } => {
+                let source = OwnPool {
+                    pool,
+                    added: Arc::clone(added),
                 };
-                CheckError::from_error(kind, &error)
-            })?;
-            Ok(())
-        })
+                Box::pin(async move { recycle::check(&source).await })
+            }
+            Through::Reserved(slot) => {
+                let source = Reserved {
+                    pool,
+                    slot: Arc::clone(slot),
+                };
+                Box::pin(async move { recycle::check(&source).await })
+            }
+        }
     }
 
     fn pool_stats(&self) -> Option<PoolStats> {
+        // The pool's own figures, never the reserved connection's: they are what an operator
+        // sizes the pool by.
         let state = self.pool.state();
         let statistics = &state.statistics;
         let mut stats = PoolStats::new(
@@ -197,35 +217,28 @@ where
         );
         stats.pending_gets = statistics.pending_gets();
         stats.gets_timed_out = statistics.get_timed_out;
-        stats.connections_created =
-            statistics.connections_created + self.added.load(Ordering::Relaxed);
+        stats.connections_created = statistics.connections_created;
         stats.connections_closed_broken = statistics.connections_closed_broken;
+        match &self.through {
+            Through::OwnPool { added } => {
+                stats.connections_created += added.load(Ordering::Relaxed);
+            }
+            Through::Reserved(slot) => stats.reserved_connections_opened = slot.opened(),
+        }
         Some(stats)
     }
 }
 
 impl<M: ManageConnection> fmt::Debug for PostgresCheck<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let through = match self.through {
+            Through::OwnPool { .. } => "own pool",
+            Through::Reserved(_) => "reserved connection",
+        };
         f.debug_struct("PostgresCheck")
+            .field("through", &through)
             .field("state", &self.pool.state())
             .finish_non_exhaustive()
-    }
-}
-
-/// Marks a connection broken if dropped before [`MarkBrokenOnDrop::disarm`].
-struct MarkBrokenOnDrop<'a, C: PostgresConnection>(Option<&'a C>);
-
-impl<C: PostgresConnection> MarkBrokenOnDrop<'_, C> {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl<C: PostgresConnection> Drop for MarkBrokenOnDrop<'_, C> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.0 {
-            conn.mark_broken();
-        }
     }
 }
 

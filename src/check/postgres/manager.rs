@@ -99,6 +99,12 @@ pub trait PostgresConnection: Send + Sync + 'static {
     /// mid-query. A plain `tokio_postgres::Client` cannot be marked (bb8 returns it to the
     /// pool); give such pools a `tcp_user_timeout` and a `max_lifetime`.
     fn mark_broken(&self) {}
+
+    /// Whether the connection is closed (the server ended the session, or the socket broke):
+    /// a check replaces such a connection before querying it.
+    fn is_closed(&self) -> bool {
+        self.client().is_closed()
+    }
 }
 
 impl PostgresConnection for Client {

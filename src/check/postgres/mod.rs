@@ -1,6 +1,7 @@
 //! PostgreSQL checks through `bb8` pools (feature `postgres`).
 //!
-//! [`PostgresCheck`] runs one `SELECT 1` through a pool; [`PostgresCheckManager`] is the
+//! [`PostgresCheck`] runs one `SELECT 1` through a pool of its own, or beside your
+//! application's pool on a connection reserved for it; [`PostgresCheckManager`] is the
 //! connection manager of the small dedicated pools it builds from a connection string.
 //!
 //! # TLS
@@ -19,6 +20,9 @@
 mod check;
 mod error;
 mod manager;
+mod own_pool;
+mod recycle;
+mod reserved;
 #[cfg(feature = "rustls")]
 mod rustls;
 mod tls;
