@@ -151,7 +151,7 @@ impl AdminConfig {
 
     define_env_constructors!("the table above");
 
-    fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
+    pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
         if let Some((name, value)) = env.first(&["TOWER_HEALTH_ADMIN_BIND", "BALDUR_ADMIN_BIND"]) {
             let ip = if value.eq_ignore_ascii_case("localhost") {

@@ -1,6 +1,7 @@
 //! Reading settings from environment variables, with errors that name the variable.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -65,6 +66,16 @@ fn may_be_setting(name: &str) -> bool {
 #[derive(Debug, Default)]
 pub(crate) struct Env {
     vars: HashMap<String, String>,
+    /// Every name and prefix a parser asked for, set or not: what keeps the lists of
+    /// [`known`](super::known) in step with the parsers (a unit test compares the two).
+    asked: RefCell<Asked>,
+}
+
+/// The names and prefixes the parsers asked an [`Env`] for.
+#[derive(Debug, Default)]
+pub(crate) struct Asked {
+    pub(crate) names: BTreeSet<&'static str>,
+    pub(crate) prefixes: BTreeSet<&'static str>,
 }
 
 impl Env {
@@ -80,7 +91,10 @@ impl Env {
             })?;
             vars.insert(key.to_owned(), value);
         }
-        Ok(Self { vars })
+        Ok(Self {
+            vars,
+            asked: RefCell::default(),
+        })
     }
 
     pub(crate) fn from_vars<I, K, V>(vars: I) -> Self
@@ -93,11 +107,33 @@ impl Env {
             .into_iter()
             .map(|(key, value)| (key.into(), value.into()))
             .collect();
-        Self { vars }
+        Self {
+            vars,
+            asked: RefCell::default(),
+        }
+    }
+
+    /// The names of the variables that are set (to a non-empty value), sorted.
+    pub(crate) fn set_names(&self) -> Vec<&str> {
+        let mut names: Vec<_> = self
+            .vars
+            .iter()
+            .filter(|(_, value)| !value.trim().is_empty())
+            .map(|(name, _)| name.as_str())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// What the parsers asked for so far.
+    #[cfg(test)]
+    pub(crate) fn take_asked(&self) -> Asked {
+        self.asked.take()
     }
 
     /// The first of `names` that is set, with its value.
     pub(crate) fn first<'e>(&'e self, names: &[&'static str]) -> Option<(&'static str, &'e str)> {
+        self.asked.borrow_mut().names.extend(names);
         names.iter().find_map(|&name| {
             self.vars
                 .get(name)
@@ -110,6 +146,7 @@ impl Env {
     /// Every set variable whose name starts with `prefix`, as (name, suffix, value), sorted by
     /// name so that the order does not depend on the hash map.
     pub(crate) fn with_prefix(&self, prefix: &'static str) -> Vec<(&str, &str, &str)> {
+        self.asked.borrow_mut().prefixes.insert(prefix);
         let mut found: Vec<_> = self
             .vars
             .iter()
@@ -161,6 +198,7 @@ impl Env {
         own: &'static str,
         seconds: Option<&'static str>,
     ) -> Result<Option<Duration>, ConfigError> {
+        // Both are looked up, so that both are recorded as asked for.
         let own = self.first(&[own]);
         let seconds = seconds.and_then(|seconds| self.first(&[seconds]));
         if let Some((name, value)) = own {
@@ -322,6 +360,20 @@ mod tests {
         assert_eq!(error.reason(), "expected 0 or at least 1ms");
         let error = env.duration_or_zero("HUGE").unwrap_err();
         assert_eq!(error.reason(), "expected at most 1year");
+    }
+
+    #[test]
+    fn every_name_asked_for_is_recorded_set_or_not() {
+        let env = env(&[("OWN", "1s"), ("P_X", "1")]);
+        env.duration("OWN", Some("SECS")).unwrap();
+        env.flag("FLAG").unwrap();
+        env.with_prefix("P_");
+        let asked = env.take_asked();
+        assert_eq!(
+            asked.names.into_iter().collect::<Vec<_>>(),
+            ["FLAG", "OWN", "SECS"]
+        );
+        assert_eq!(asked.prefixes.into_iter().collect::<Vec<_>>(), ["P_"]);
     }
 
     #[test]

@@ -244,7 +244,7 @@ impl HealthConfig {
 
     define_env_constructors!("the [module docs](crate::config)");
 
-    fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
+    pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
         if let Some(timeout) = env.duration(
             "TOWER_HEALTH_READINESS_TIMEOUT",

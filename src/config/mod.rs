@@ -30,13 +30,19 @@
 //! [`MAX_DURATION`] (1 year), or is zero where the setting allows it: a mistaken unit stops
 //! the program at start instead of making a timer spin or a sum overflow later.
 //!
+//! A set `TOWER_HEALTH_*` variable that no setting reads (a misspelt name, or one read by a
+//! feature this build leaves out) is logged as a warning, with the closest known name, by the
+//! first `from_env` of the process.
+//!
 //! `BALDUR_REDIS_URL` is read only to log a warning: there is no verdict cache shared across
 //! processes yet, so each process answers with its own verdicts.
 
 mod databases;
 mod env;
 mod health;
+mod known;
 mod limits;
+mod unknown;
 mod values;
 
 pub use self::databases::DEFAULT_DATABASE;
@@ -46,4 +52,5 @@ pub(crate) use self::env::Env;
 pub use self::health::HealthConfig;
 pub use self::limits::{MAX_DURATION, MIN_DURATION};
 pub(crate) use self::limits::{Zero, assert_in_range};
+pub(crate) use self::unknown::warn_unread_variables_once;
 pub use self::values::{FailDirection, NoCache, UnknownValue};

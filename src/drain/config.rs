@@ -140,7 +140,7 @@ impl DrainConfig {
 
     define_env_constructors!("the table above");
 
-    fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
+    pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
         if let Some(delay) = env.duration_or_zero("TOWER_HEALTH_DRAIN_DELAY")? {
             config.delay = delay;
