@@ -548,4 +548,34 @@ mod tests {
         assert_eq!(error.variable(), "TOWER_HEALTH_DATABASE_URL");
         assert!(!error.to_string().contains("hunter2"), "{error}");
     }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_password_with_a_quote_is_never_echoed() {
+        // tokio-postgres takes this one as it is: the password is `it's`.
+        let dsn = "postgres://app:it's@db/app";
+        let config = HealthConfig::from_vars([("TOWER_HEALTH_DATABASE_URL", dsn)]).unwrap();
+        assert!(!format!("{config:?}").contains("it'"), "{config:?}");
+        // Ones that do not parse: the error names the variable and masks the password.
+        for dsn in [
+            "postgres://app:it's@db:notaport/app",
+            "postgres://app:it's@db/app?sslmode=sometimes",
+            "postgres://app:it s@db:notaport/app",
+            "host=db password='it's",
+        ] {
+            let error = HealthConfig::from_vars([("TOWER_HEALTH_DATABASE_URL", dsn)]).unwrap_err();
+            assert_eq!(error.variable(), "TOWER_HEALTH_DATABASE_URL");
+            for text in [
+                error.to_string(),
+                format!("{error:?}"),
+                error.value().to_owned(),
+            ] {
+                assert!(
+                    !text.contains("it'") && !text.contains("it s"),
+                    "{dsn}: {text}"
+                );
+            }
+            assert!(error.value().contains("***"), "{dsn}: {error}");
+        }
+    }
 }
