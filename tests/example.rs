@@ -125,7 +125,7 @@ async fn rolling_update(name: &str) {
         ],
     );
     let client = Client::new();
-    let up = eventually(Duration::from_secs(30), || async {
+    let up = eventually(support::LIMIT, || async {
         matches!(
             try_get(&client, addr, "/health/ready").await,
             Some(StatusCode::OK)
@@ -166,15 +166,12 @@ async fn rolling_update(name: &str) {
             })
         })
         .collect();
-    let sending = eventually(Duration::from_secs(10), || async {
-        log.lock().await.ok >= 4
-    })
-    .await;
+    let sending = eventually(support::LIMIT, || async { log.lock().await.ok >= 4 }).await;
     assert!(sending, "the clients got no answers before the SIGTERM");
 
     let sent_at = Instant::now();
     child.sigterm();
-    let depooled = eventually(Duration::from_secs(5), || async {
+    let depooled = eventually(support::LIMIT, || async {
         try_get(&client, addr, "/health/ready").await == Some(StatusCode::SERVICE_UNAVAILABLE)
     })
     .await;
