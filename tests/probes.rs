@@ -14,7 +14,8 @@ use http_body_util::BodyExt;
 use http_body_util::channel::Channel;
 use hyper::body::Incoming;
 use support::{
-    Client, PgProxy, eventually, first_rounds, health_server, pg_addr, pg_url, postgres, serve,
+    Client, LIMIT, PgProxy, bounded, eventually, first_rounds, health_server, pg_addr, pg_url,
+    postgres, serve,
 };
 use tower::Layer;
 use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, NoCache};
@@ -156,27 +157,31 @@ async fn ordinary_responses_stream_through_unbuffered() {
     .await;
     let mut receiver = receiver;
 
-    let stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
+    let stream = bounded("connecting", tokio::net::TcpStream::connect(server.addr))
+        .await
+        .unwrap();
+    let handshake = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream));
+    let (mut sender, connection) = bounded("the handshake", handshake).await.unwrap();
     tokio::spawn(connection);
     let request = Request::get("/stream")
         .body(http_body_util::Empty::<Bytes>::new())
         .unwrap();
-    let response = sender.send_request(request).await.unwrap();
+    let response = bounded("the response head", sender.send_request(request))
+        .await
+        .unwrap();
     let mut body = response.into_body();
-    let mut body_sender = receiver.recv().await.unwrap();
+    let mut body_sender = bounded("the body's sender", receiver.recv()).await.unwrap();
 
     // Each chunk arrives before the next one exists: nothing in between buffers the body.
     for chunk in ["first", "second", "third"] {
-        body_sender.send_data(Bytes::from(chunk)).await.unwrap();
-        let frame = body.frame().await.unwrap().unwrap();
+        bounded("sending a chunk", body_sender.send_data(Bytes::from(chunk)))
+            .await
+            .unwrap();
+        let frame = bounded(chunk, body.frame()).await.unwrap().unwrap();
         assert_eq!(frame.into_data().unwrap(), chunk);
     }
     drop(body_sender);
-    assert!(body.frame().await.is_none());
+    assert!(bounded("the end of the body", body.frame()).await.is_none());
 }
 
 #[tokio::test]
@@ -252,7 +257,7 @@ async fn concurrent_bypasses_share_one_computation() {
             tokio::spawn(async move { client.get(server.addr, path).await })
         })
         .collect();
-    let all_arrived = eventually(Duration::from_secs(5), || async {
+    let all_arrived = eventually(LIMIT, || async {
         arrived.load(std::sync::atomic::Ordering::SeqCst) == 20
     })
     .await;
@@ -384,7 +389,7 @@ async fn a_stuck_monitor_is_not_served_as_fresh() {
     first_rounds(&health).await;
     let client = Client::new();
 
-    let stale = eventually(Duration::from_secs(5), || async {
+    let stale = eventually(LIMIT, || async {
         client.get(server.addr, "/health/ready").await.status == StatusCode::SERVICE_UNAVAILABLE
     })
     .await;
@@ -475,7 +480,7 @@ async fn startup_waits_for_the_first_round_and_the_application_then_stays_starte
     )
     .await;
     let client = Client::new();
-    let ready = eventually(Duration::from_secs(10), || async {
+    let ready = eventually(LIMIT, || async {
         client.get(server.addr, "/readyz").await.status == StatusCode::OK
     })
     .await;
@@ -527,7 +532,7 @@ async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_
     drop(layer);
     let server = serve(service).await;
     let client = Client::new();
-    let ready = eventually(Duration::from_secs(10), || async {
+    let ready = eventually(LIMIT, || async {
         client.get(server.addr, "/health/ready").await.status == StatusCode::OK
     })
     .await;
@@ -536,10 +541,8 @@ async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_
     // are gone, so is the monitor, and its channel closes.
     drop(client);
     drop(server);
-    let closed = tokio::time::timeout(Duration::from_secs(10), async {
-        while updates.changed().await.is_ok() {}
-    })
-    .await;
+    let closed =
+        tokio::time::timeout(LIMIT, async { while updates.changed().await.is_ok() {} }).await;
     assert!(
         closed.is_ok(),
         "the monitor outlived every layer, service and handle"
