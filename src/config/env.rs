@@ -233,7 +233,10 @@ fn human_duration(value: &str, zero: Zero) -> Result<Duration, &'static str> {
     let duration = match humantime::parse_duration(value) {
         Ok(duration) => duration,
         Err(_) if zero == Zero::Allowed && value == "0" => Duration::ZERO,
-        Err(humantime::DurationError::NumberOverflow) => return Err("expected at most 1year"),
+        // Too large, or finer than a nanosecond: humantime says which no more than that.
+        Err(humantime::DurationError::NumberOverflow) => {
+            return Err("expected from 1ms to 1year");
+        }
         Err(_) if zero == Zero::Allowed => {
             return Err("expected a duration with a unit, such as 0s, 500ms or 2s");
         }
@@ -319,6 +322,7 @@ mod tests {
         let env = env(&[
             ("HUGE", "1000000000000000s"),
             ("OVERFLOWING", "99999999999999999999999s"),
+            ("SUB_NANOSECOND", "0.0000000001s"),
             ("YEAR", "1y"),
             ("TINY", "500us"),
             ("ZERO", "0s"),
@@ -330,7 +334,8 @@ mod tests {
         ]);
         for (name, reason) in [
             ("HUGE", "expected at most 1year"),
-            ("OVERFLOWING", "expected at most 1year"),
+            ("OVERFLOWING", "expected from 1ms to 1year"),
+            ("SUB_NANOSECOND", "expected from 1ms to 1year"),
             ("TINY", "expected at least 1ms"),
             ("ZERO", "expected at least 1ms"),
         ] {
