@@ -19,7 +19,7 @@ macro_rules! define_inner_service_accessors {
 }
 
 /// Generates `from_env` and `from_vars` for a settings type with a
-/// `fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError>`.
+/// `pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError>`.
 macro_rules! define_env_constructors {
     ($table:literal) => {
         /// Reads the settings from the process environment; see
@@ -31,7 +31,9 @@ macro_rules! define_env_constructors {
         /// When a variable has a value that cannot be used, or the settings do not fit
         /// together; the error names the variable and the value (never a password or a key).
         pub fn from_env() -> Result<Self, crate::config::ConfigError> {
-            Self::from_env_snapshot(&crate::config::Env::from_process()?)
+            let env = crate::config::Env::from_process()?;
+            crate::config::warn_unread_variables_once(&env);
+            Self::from_env_snapshot(&env)
         }
 
         /// Like `from_env`, but reads the given variables instead of the process environment:

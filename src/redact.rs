@@ -28,28 +28,49 @@ fn mask_url_passwords(message: &str) -> String {
         let authority_start = scheme_end + 3;
         out.push_str(&rest[..authority_start]);
         rest = &rest[authority_start..];
-        // A password may hold `/`, `?`, `#` or `@` (drivers read up to the last `@`), so the
-        // whole token up to whitespace or a quote is searched for the last `@`.
-        let token_len = rest
-            .find(|c: char| matches!(c, '"' | '\'' | '`') || c.is_whitespace())
-            .unwrap_or(rest.len());
-        let token = &rest[..token_len];
-        let masked = token.rfind('@').and_then(|at| {
-            let colon = token[..at].find(':')?;
-            Some((colon, at))
-        });
-        match masked {
+        match password_span(rest) {
             Some((colon, at)) => {
-                out.push_str(&token[..=colon]);
+                out.push_str(&rest[..=colon]);
                 out.push_str(MASK);
-                out.push_str(&token[at..]);
+                rest = &rest[at..];
             }
-            None => out.push_str(token),
+            None => {
+                let token_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                out.push_str(&rest[..token_len]);
+                rest = &rest[token_len..];
+            }
         }
-        rest = &rest[token_len..];
     }
     out.push_str(rest);
     out
+}
+
+/// Where the password of the URL whose authority starts `rest` lies: the byte offsets of the
+/// `:` before it and of the `@` after it.
+///
+/// A password may hold `/`, `?`, `#`, `@` and quotes (drivers read up to an `@`, and a quote
+/// is no delimiter inside a URL), so the whole token up to whitespace is searched for its last
+/// `@`. A token with no `@` whose user part is followed by a `:` may be a password with a
+/// space in it (`app:it s@db`): then the next `@` before the next URL ends it. Masking too
+/// much is harmless; too little leaks the password.
+fn password_span(rest: &str) -> Option<(usize, usize)> {
+    let token_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let token = &rest[..token_len];
+    if let Some(at) = token.rfind('@') {
+        let colon = token[..at].find(':')?;
+        return Some((colon, at));
+    }
+    let colon = token
+        .find(':')
+        .filter(|&colon| !token[..colon].contains('/'))?;
+    let url_end = rest.find("://").unwrap_or(rest.len());
+    let first_at = rest[..url_end].find('@')?;
+    // The last `@` of the token holding the first one.
+    let end = rest[first_at..url_end]
+        .find(char::is_whitespace)
+        .map_or(url_end, |len| first_at + len);
+    let at = rest[..end].rfind('@')?;
+    Some((colon, at))
 }
 
 fn mask_key_value_passwords(message: &str) -> String {
@@ -71,10 +92,15 @@ fn mask_key_value_passwords(message: &str) -> String {
         value_start += after_key.len() - after_equals.len();
         let value = after_equals.trim_start();
         value_start += after_equals.len() - value.len();
-        let value_len = match value.strip_prefix('\'') {
+        // A quoted value runs to its closing quote; anything glued to that quote
+        // (`password='it's`, a quote the writer meant as part of the password) is masked too.
+        let unquoted_start = match value.strip_prefix('\'') {
             Some(quoted) => quoted_len(quoted) + 1,
-            None => value.find(char::is_whitespace).unwrap_or(value.len()),
+            None => 0,
         };
+        let value_len = value[unquoted_start..]
+            .find(char::is_whitespace)
+            .map_or(value.len(), |len| unquoted_start + len);
         out.push_str(&message[copied..value_start]);
         out.push_str(MASK);
         copied = value_start + value_len;
@@ -131,6 +157,38 @@ mod tests {
     }
 
     #[test]
+    fn masks_url_passwords_with_quotes_and_spaces() {
+        for (message, masked) in [
+            ("postgres://app:it's@db/app", "postgres://app:***@db/app"),
+            (
+                "postgres://app:it's@db:x/app",
+                "postgres://app:***@db:x/app",
+            ),
+            ("postgres://app:it'@db/app", "postgres://app:***@db/app"),
+            (r#"postgres://app:"x"@db/app"#, "postgres://app:***@db/app"),
+            (
+                "bad 'postgres://app:it's@db/app' here",
+                "bad 'postgres://app:***@db/app' here",
+            ),
+            (
+                "postgres://app:it s@db:x/app",
+                "postgres://app:***@db:x/app",
+            ),
+            (
+                "postgres://app:a b@db/app and redis://r:6379",
+                "postgres://app:***@db/app and redis://r:6379",
+            ),
+        ] {
+            assert_eq!(redact(message), masked, "{message}");
+        }
+        // A host and port with no `@` anywhere after them is no password.
+        assert_eq!(
+            redact("connecting to postgres://db:5432/app failed"),
+            "connecting to postgres://db:5432/app failed"
+        );
+    }
+
+    #[test]
     fn masks_key_value_passwords() {
         assert_eq!(redact(r"password='it\'s x' host=c"), "password=*** host=c");
         assert_eq!(redact(r"password='back\\' host=c"), "password=*** host=c");
@@ -140,6 +198,8 @@ mod tests {
         );
         assert_eq!(redact("password = 'x y' host=c"), "password = *** host=c");
         assert_eq!(redact("password='unterminated"), "password=***");
+        assert_eq!(redact("host=db password='it's"), "host=db password=***");
+        assert_eq!(redact("password='it's' host=db"), "password=*** host=db");
         assert_eq!(
             redact("password authentication failed for user \"app\""),
             "password authentication failed for user \"app\""

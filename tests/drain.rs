@@ -15,8 +15,9 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use support::{Client, eventually, first_rounds};
+use support::{Client, LIMIT, bounded, eventually, first_rounds};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tower::ServiceBuilder;
 use tower_health::drain::DrainPhase;
@@ -25,10 +26,14 @@ use tower_health::{
     PingLayer,
 };
 
-/// The application: `/slow` answers after 300 ms, `/stream` sends three chunks 100 ms apart,
-/// `/hold` sends one chunk and then holds its body open for an hour, anything else answers
-/// at once. Every body is a channel, so streaming is real.
-fn app() -> impl tower::Service<
+/// The application: `/slow` answers once `gate` opens, `/stream` sends one chunk at once and
+/// two more once `gate` opens, `/hold` sends one chunk and then holds its body open for an
+/// hour, anything else answers at once. Every body is a channel, so streaming is real. The
+/// gate, rather than a sleep, keeps work in flight for as long as a test needs, however
+/// loaded the machine; past [`LIMIT`] the work goes on without it, so that nothing hangs.
+fn app(
+    gate: watch::Receiver<bool>,
+) -> impl tower::Service<
     Request<Incoming>,
     Response = Response<Channel<Bytes, Infallible>>,
     Error = Infallible,
@@ -36,31 +41,40 @@ fn app() -> impl tower::Service<
 > + Clone
 + Send
 + 'static {
-    tower::service_fn(|request: Request<Incoming>| async move {
-        let path = request.uri().path().to_owned();
-        if path == "/slow" {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
-        let (mut sender, body) = Channel::new(1);
-        tokio::spawn(async move {
-            match path.as_str() {
-                "/stream" => {
-                    for chunk in ["one ", "two ", "three"] {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        let _ = sender.send_data(Bytes::from(chunk)).await;
+    tower::service_fn(move |request: Request<Incoming>| {
+        let gate = gate.clone();
+        async move {
+            let path = request.uri().path().to_owned();
+            if path == "/slow" {
+                wait_for(gate.clone()).await;
+            }
+            let (mut sender, body) = Channel::new(1);
+            tokio::spawn(async move {
+                match path.as_str() {
+                    "/stream" => {
+                        let _ = sender.send_data(Bytes::from("one ")).await;
+                        wait_for(gate).await;
+                        for chunk in ["two ", "three"] {
+                            let _ = sender.send_data(Bytes::from(chunk)).await;
+                        }
+                    }
+                    "/hold" => {
+                        let _ = sender.send_data(Bytes::from("held ")).await;
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                    }
+                    _ => {
+                        let _ = sender.send_data(Bytes::from(format!("done {path}"))).await;
                     }
                 }
-                "/hold" => {
-                    let _ = sender.send_data(Bytes::from("held ")).await;
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
-                }
-                _ => {
-                    let _ = sender.send_data(Bytes::from(format!("done {path}"))).await;
-                }
-            }
-        });
-        Ok::<_, Infallible>(Response::new(body))
+            });
+            Ok::<_, Infallible>(Response::new(body))
+        }
     })
+}
+
+/// Waits until the gate opens, or [`LIMIT`] passes.
+async fn wait_for(mut gate: watch::Receiver<bool>) {
+    let _ = tokio::time::timeout(LIMIT, gate.wait_for(|open| *open)).await;
 }
 
 struct Server {
@@ -68,6 +82,14 @@ struct Server {
     drain: DrainHandle,
     /// Resolves when the graceful shutdown has finished.
     done: JoinHandle<()>,
+    gate: watch::Sender<bool>,
+}
+
+impl Server {
+    /// Lets `/slow` answer and `/stream` finish.
+    fn open_gate(&self) {
+        self.gate.send_replace(true);
+    }
 }
 
 /// Ping and health outermost, then the drain, then the app; served by hyper-util with a
@@ -78,11 +100,12 @@ async fn server(config: DrainConfig) -> Server {
         HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)));
     first_rounds(&health).await;
     let (drain_layer, drain) = DrainLayer::pair(config);
+    let (gate, gate_rx) = watch::channel(false);
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(HealthLayer::new(health).drain(drain.clone()))
         .layer(drain_layer)
-        .service(app());
+        .service(app(gate_rx));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = drain.shutdown_signal();
@@ -105,7 +128,12 @@ async fn server(config: DrainConfig) -> Server {
         drop(listener);
         graceful.shutdown().await;
     });
-    Server { addr, drain, done }
+    Server {
+        addr,
+        drain,
+        done,
+        gate,
+    }
 }
 
 fn quick() -> DrainConfig {
@@ -133,12 +161,7 @@ async fn in_flight_work_finishes_and_probes_flip_as_they_should() {
         let client = Client::new();
         tokio::spawn(async move { client.get(server.addr, "/stream").await })
     };
-    assert!(
-        eventually(Duration::from_secs(5), || async {
-            server.drain.in_flight() == 6
-        })
-        .await
-    );
+    assert!(eventually(LIMIT, || async { server.drain.in_flight() == 6 }).await);
 
     assert!(server.drain.start());
     assert!(!server.drain.start(), "the first start counts");
@@ -162,6 +185,11 @@ async fn in_flight_work_finishes_and_probes_flip_as_they_should() {
     assert_eq!(ordinary.status, StatusCode::OK);
     assert_eq!(ordinary.header("connection"), Some("close"));
 
+    // Only now does the work in flight finish (the ordinary request's body may still be
+    // on its way out).
+    let six = eventually(LIMIT, || async { server.drain.in_flight() == 6 }).await;
+    assert!(six, "{} in flight", server.drain.in_flight());
+    server.open_gate();
     for request in slow {
         let reply = request.await.unwrap();
         assert_eq!(
@@ -175,17 +203,14 @@ async fn in_flight_work_finishes_and_probes_flip_as_they_should() {
         (StatusCode::OK, "one two three".to_owned())
     );
 
-    let drained = server.drain.drained().await;
+    let drained = bounded("the drain", server.drain.drained()).await;
     assert!(drained.is_clean(), "{drained:?}");
     assert!(
         drained.elapsed >= Duration::from_millis(500),
         "the delay is waited out: {drained:?}"
     );
     assert_eq!(server.drain.phase(), DrainPhase::Drained);
-    tokio::time::timeout(Duration::from_secs(5), server.done)
-        .await
-        .unwrap()
-        .unwrap();
+    bounded("the graceful shutdown", server.done).await.unwrap();
 }
 
 #[tokio::test]
@@ -228,24 +253,24 @@ async fn drained_waits_for_the_last_body() {
     )
     .await;
     let stream = tokio::spawn(async move { Client::new().get(server.addr, "/stream").await });
-    assert!(
-        eventually(Duration::from_secs(5), || async {
-            server.drain.in_flight() == 1
-        })
-        .await
-    );
+    assert!(eventually(LIMIT, || async { server.drain.in_flight() == 1 }).await);
     server.drain.start();
     let mut drained = pin!(server.drain.drained());
-    // The response head has been sent, but the body has not finished: still in flight.
+    // The response head and a first chunk have been sent, but the body cannot finish before
+    // the gate opens: still in flight, so the drain cannot be over (this can only fail).
     assert!(
         tokio::time::timeout(Duration::from_millis(100), drained.as_mut())
             .await
             .is_err()
     );
     assert_eq!(server.drain.phase(), DrainPhase::Draining);
-    let outcome = drained.await;
+    server.open_gate();
+    let outcome = bounded("the drain", drained).await;
     assert!(outcome.is_clean(), "{outcome:?}");
-    assert_eq!(stream.await.unwrap().text(), "one two three");
+    assert_eq!(
+        bounded("the stream", stream).await.unwrap().text(),
+        "one two three"
+    );
 }
 
 #[tokio::test]
@@ -255,14 +280,9 @@ async fn drained_gives_up_at_the_timeout_and_reports_what_it_abandoned() {
         .timeout(Duration::from_millis(400));
     let server = server(config).await;
     let _held = tokio::spawn(async move { Client::new().get(server.addr, "/hold").await });
-    assert!(
-        eventually(Duration::from_secs(5), || async {
-            server.drain.in_flight() == 1
-        })
-        .await
-    );
+    assert!(eventually(LIMIT, || async { server.drain.in_flight() == 1 }).await);
     server.drain.start();
-    let outcome = server.drain.drained().await;
+    let outcome = bounded("the drain", server.drain.drained()).await;
     assert_eq!(outcome.abandoned, 1);
     assert!(outcome.elapsed >= Duration::from_millis(400));
     assert_eq!(server.drain.phase(), DrainPhase::Drained);
@@ -281,9 +301,8 @@ async fn a_probe_storm_during_the_drain_is_not_in_flight_work() {
             tokio::spawn(async move {
                 let client = Client::new();
                 let path = ["/health/ready", "/health/live", "/health/ping", "/health"][i];
-                loop {
-                    client.get(server.addr, path).await;
-                }
+                // Until aborted, or until the server has shut down.
+                while client.try_get(server.addr, path).await.is_ok() {}
             })
         })
         .collect();
@@ -294,11 +313,13 @@ async fn a_probe_storm_during_the_drain_is_not_in_flight_work() {
         assert_eq!(server.drain.in_flight(), 0);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let outcome = server.drain.drained().await;
+    // Probes counted in flight would hold the drain to its 30 s timeout; it resolves once
+    // its delay has passed with nothing in flight.
+    let outcome = bounded("the drain", server.drain.drained()).await;
     assert!(outcome.is_clean(), "{outcome:?}");
     assert!(
         outcome.elapsed < Duration::from_secs(30),
-        "resolved well before the timeout: {outcome:?}"
+        "resolved before the timeout: {outcome:?}"
     );
     for probe in storm {
         probe.abort();

@@ -2,10 +2,12 @@
 
 mod support;
 
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
@@ -30,24 +32,70 @@ fn example(name: &str) -> PathBuf {
     path
 }
 
-fn spawn(name: &str, env: &[(&str, String)]) -> Child {
-    let mut command = Command::new(example(name));
-    command
-        .env_remove("DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    command.spawn().expect("start the example")
+/// A running example. Its stderr is read from the start (a full pipe would block it), and it
+/// is killed if the test ends, or fails, before it exits.
+struct Example {
+    child: Child,
+    stderr: Option<JoinHandle<String>>,
 }
 
-fn sigterm(child: &Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+impl Example {
+    fn spawn(name: &str, env: &[(&str, String)]) -> Self {
+        let mut command = Command::new(example(name));
+        command
+            .env_remove("DATABASE_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("start the example");
+        let mut pipe = child.stderr.take().expect("stderr is piped");
+        let stderr = std::thread::spawn(move || {
+            let mut stderr = String::new();
+            let _ = pipe.read_to_string(&mut stderr);
+            stderr
+        });
+        Self {
+            child,
+            stderr: Some(stderr),
+        }
+    }
+
+    fn sigterm(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits at most `limit` for the process to exit, and returns its status and all it wrote
+    /// to stderr. Past `limit`, the process is killed and the test fails.
+    async fn exit_within(mut self, limit: Duration) -> (ExitStatus, String) {
+        let exited = eventually(limit, || {
+            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+            async move { exited }
+        })
+        .await;
+        if !exited {
+            let _ = self.child.kill();
+        }
+        // At once: the process has exited or been killed, which closes its stderr.
+        let status = self.child.wait().unwrap();
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        assert!(exited, "still running after {limit:?}; stderr:\n{stderr}");
+        (status, stderr)
+    }
+}
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -63,19 +111,21 @@ struct Log {
 /// the process exits cleanly.
 async fn rolling_update(name: &str) {
     let addr = refused_addr().await;
-    let delay = Duration::from_secs(2);
-    let mut child = spawn(
+    // Long enough that the clients stop well inside it even on a loaded machine: they stop
+    // after a few answers during the drain, or one second, whichever comes first.
+    let delay = Duration::from_secs(3);
+    let child = Example::spawn(
         name,
         &[
             ("LISTEN_ADDR", addr.to_string()),
             ("DATABASE_URL", String::new()),
             ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
-            ("TOWER_HEALTH_DRAIN_DELAY", "2s".into()),
+            ("TOWER_HEALTH_DRAIN_DELAY", "3s".into()),
             ("TOWER_HEALTH_DRAIN_TIMEOUT", "10s".into()),
         ],
     );
     let client = Client::new();
-    let up = eventually(Duration::from_secs(30), || async {
+    let up = eventually(support::LIMIT, || async {
         matches!(
             try_get(&client, addr, "/health/ready").await,
             Some(StatusCode::OK)
@@ -84,8 +134,9 @@ async fn rolling_update(name: &str) {
     .await;
     assert!(up, "the {name} example did not become ready");
 
-    // The "load balancer": clients send ordinary requests until readiness has been 503 for
-    // one second (less than the drain delay), as a balancer polling readiness would.
+    // The "load balancer": clients send ordinary requests until they have seen the drain
+    // (readiness 503, then a few answers with `Connection: close`), as a balancer polling
+    // readiness would.
     let draining = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Log::default()));
@@ -115,11 +166,12 @@ async fn rolling_update(name: &str) {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sending = eventually(support::LIMIT, || async { log.lock().await.ok >= 4 }).await;
+    assert!(sending, "the clients got no answers before the SIGTERM");
 
     let sent_at = Instant::now();
-    sigterm(&child);
-    let depooled = eventually(Duration::from_secs(5), || async {
+    child.sigterm();
+    let depooled = eventually(support::LIMIT, || async {
         try_get(&client, addr, "/health/ready").await == Some(StatusCode::SERVICE_UNAVAILABLE)
     })
     .await;
@@ -134,22 +186,21 @@ async fn rolling_update(name: &str) {
         try_get(&client, addr, "/health/ping").await,
         Some(StatusCode::OK)
     );
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Not a bound that can fail: the assertions below check what was served meanwhile.
+    let _ = eventually(Duration::from_secs(1), || async {
+        let log = log.lock().await;
+        log.ok_during_drain >= 5 && log.closed_hints >= 1
+    })
+    .await;
     stop.store(true, Ordering::SeqCst);
     for worker in workers {
-        worker.await.unwrap();
+        tokio::time::timeout(Duration::from_secs(30), worker)
+            .await
+            .expect("a client stopped within 30 s")
+            .unwrap();
     }
 
-    let status = tokio::task::spawn_blocking(move || {
-        let status = child.wait().unwrap();
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-        (status, stderr)
-    });
-    let (status, stderr) = tokio::time::timeout(Duration::from_secs(20), status)
-        .await
-        .unwrap()
-        .unwrap();
+    let (status, stderr) = child.exit_within(Duration::from_secs(20)).await;
     let exited_after = sent_at.elapsed();
     let log = log.lock().await;
     eprintln!(
@@ -189,39 +240,111 @@ async fn the_hyper_example_drains_on_sigterm_without_failing_a_request() {
 
 #[tokio::test]
 async fn a_bad_setting_stops_the_example_at_start_naming_the_variable() {
-    for (variable, value) in [
-        ("TOWER_HEALTH_READINESS_TIMEOUT", "-1s"),
+    for (variable, value, reason) in [
+        (
+            "TOWER_HEALTH_READINESS_TIMEOUT",
+            "-1s",
+            "expected a positive duration",
+        ),
         (
             "BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION",
             "sideways",
+            "expected not_ready or ready",
         ),
         // Read by `from_env` through the same capture as every `BALDUR_*` name.
         (
             "BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS",
             "soon",
+            "expected a positive number of seconds",
         ),
-        ("TOWER_HEALTH_DRAIN_POLICY", "panic"),
-        ("TOWER_HEALTH_STARTUP_WAITS_FOR_MARK", "perhaps"),
-        ("DATABASE_URL", "postgres://app:hunter2@db:notaport/app"),
+        // Would overflow the staleness bound (three intervals plus the timeout).
+        (
+            "TOWER_HEALTH_READINESS_INTERVAL",
+            "1000000000000000s",
+            "expected at most 1year",
+        ),
+        // A near-zero deadline, from a unit mistake.
+        (
+            "BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS",
+            "1e-10",
+            "expected at least 1ms",
+        ),
+        (
+            "TOWER_HEALTH_DRAIN_POLICY",
+            "panic",
+            "expected serve or reject",
+        ),
+        (
+            "TOWER_HEALTH_STARTUP_WAITS_FOR_MARK",
+            "perhaps",
+            "expected true or false",
+        ),
+        (
+            "DATABASE_URL",
+            "postgres://app:hunter2@db:notaport/app",
+            "invalid postgresql connection string",
+        ),
+        // A quote in the password: it must not end the masking.
+        (
+            "TOWER_HEALTH_DATABASE_URL",
+            "postgres://app:it's@db:notaport/app",
+            "invalid postgresql connection string",
+        ),
+        (
+            "DATABASE_URL",
+            "postgres://app:it's@db:notaport/app",
+            "invalid postgresql connection string",
+        ),
     ] {
-        let child = spawn(
+        let child = Example::spawn(
             "server",
             &[
                 (variable, value.to_owned()),
                 ("LISTEN_ADDR", "127.0.0.1:0".into()),
             ],
         );
-        let output = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{variable}={value} was accepted");
+        let (status, stderr) = child.exit_within(Duration::from_secs(30)).await;
+        assert!(!status.success(), "{variable}={value} was accepted");
         // As a person reads it, not a Debug dump: `error: NAME="value": what was expected`.
-        let line = format!("error: {variable}=\"");
-        assert!(
-            stderr.lines().any(|error| error.starts_with(&line)),
-            "{variable}: {stderr}"
-        );
-        assert!(!stderr.contains("hunter2"), "{stderr}");
+        let start = format!("error: {variable}=\"");
+        let line = stderr.lines().find(|line| line.starts_with(&start));
+        let line = line.unwrap_or_else(|| panic!("{variable}={value}: {stderr}"));
+        assert!(line.contains(reason), "{variable}={value}: {line}");
+        for secret in ["hunter2", "it's", "it'"] {
+            assert!(!stderr.contains(secret), "{secret} leaked: {stderr}");
+        }
     }
+}
+
+#[tokio::test]
+async fn a_misspelt_variable_is_named_at_start_with_the_closest_name() {
+    let child = Example::spawn(
+        "server",
+        &[
+            ("TOWER_HEALTH_READINESS_TIMOUT", "300ms".into()),
+            // Read by `DrainConfig` and `AdminConfig`, not by `HealthConfig`, whose
+            // `from_env` runs first: still known.
+            ("TOWER_HEALTH_DRAIN_DELAY", "1s".into()),
+            ("TOWER_HEALTH_ADMIN_PORT", "9999".into()),
+            // Stops the example once both `from_env` have run.
+            ("TOWER_HEALTH_DRAIN_POLICY", "panic".into()),
+            ("LISTEN_ADDR", "127.0.0.1:0".into()),
+            ("NO_COLOR", "1".into()),
+        ],
+    );
+    let (status, stderr) = child.exit_within(Duration::from_secs(30)).await;
+    assert!(!status.success(), "{stderr}");
+    let warning = "TOWER_HEALTH_READINESS_TIMOUT is not read by any setting; did you mean TOWER_HEALTH_READINESS_TIMEOUT?";
+    assert_eq!(stderr.matches(warning).count(), 1, "once: {stderr}");
+    assert!(!stderr.contains("TOWER_HEALTH_DRAIN_DELAY"), "{stderr}");
+    let admin = stderr.contains(
+        "TOWER_HEALTH_ADMIN_PORT is read by the admin server, which this build does not include (feature `admin`)",
+    );
+    assert_eq!(admin, !cfg!(feature = "admin"), "{stderr}");
+    assert!(
+        stderr.contains("error: TOWER_HEALTH_DRAIN_POLICY="),
+        "{stderr}"
+    );
 }
 
 async fn try_get(client: &Client, addr: std::net::SocketAddr, path: &str) -> Option<StatusCode> {

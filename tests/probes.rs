@@ -14,7 +14,8 @@ use http_body_util::BodyExt;
 use http_body_util::channel::Channel;
 use hyper::body::Incoming;
 use support::{
-    Client, PgProxy, eventually, first_rounds, health_server, pg_addr, pg_url, postgres, serve,
+    Client, LIMIT, PgProxy, bounded, eventually, first_rounds, health_server, pg_addr, pg_url,
+    postgres, serve,
 };
 use tower::Layer;
 use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, NoCache};
@@ -49,12 +50,22 @@ async fn head_answers_like_get_without_a_body() {
             "{path}"
         );
         let length: usize = head.header("content-length").unwrap().parse().unwrap();
-        // The age in /health and /health/pool may have gained a digit in between.
-        assert!(
-            length.abs_diff(get.body.len()) <= 1,
-            "{path}: {length} vs {}",
-            get.body.len()
-        );
+        // The age in /health and /health/pool may have changed in between (a new round
+        // even resets it): compare the bodies without its digits.
+        let age_digits = |age: Option<u64>| age.map_or(0, |age| age.to_string().len());
+        let get_age = get.json()["_cache"]["age_ms"].as_u64();
+        let rest = get.body.len() - age_digits(get_age);
+        if get_age.is_some() {
+            let head_digits = length.checked_sub(rest);
+            assert!(
+                head_digits.is_some_and(|digits| (1..=20).contains(&digits)),
+                "{path}: {length} vs {} with {} age digits",
+                get.body.len(),
+                age_digits(get_age)
+            );
+        } else {
+            assert_eq!(length, get.body.len(), "{path}");
+        }
     }
 }
 
@@ -156,27 +167,31 @@ async fn ordinary_responses_stream_through_unbuffered() {
     .await;
     let mut receiver = receiver;
 
-    let stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
+    let stream = bounded("connecting", tokio::net::TcpStream::connect(server.addr))
+        .await
+        .unwrap();
+    let handshake = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream));
+    let (mut sender, connection) = bounded("the handshake", handshake).await.unwrap();
     tokio::spawn(connection);
     let request = Request::get("/stream")
         .body(http_body_util::Empty::<Bytes>::new())
         .unwrap();
-    let response = sender.send_request(request).await.unwrap();
+    let response = bounded("the response head", sender.send_request(request))
+        .await
+        .unwrap();
     let mut body = response.into_body();
-    let mut body_sender = receiver.recv().await.unwrap();
+    let mut body_sender = bounded("the body's sender", receiver.recv()).await.unwrap();
 
     // Each chunk arrives before the next one exists: nothing in between buffers the body.
     for chunk in ["first", "second", "third"] {
-        body_sender.send_data(Bytes::from(chunk)).await.unwrap();
-        let frame = body.frame().await.unwrap().unwrap();
+        bounded("sending a chunk", body_sender.send_data(Bytes::from(chunk)))
+            .await
+            .unwrap();
+        let frame = bounded(chunk, body.frame()).await.unwrap().unwrap();
         assert_eq!(frame.into_data().unwrap(), chunk);
     }
     drop(body_sender);
-    assert!(body.frame().await.is_none());
+    assert!(bounded("the end of the body", body.frame()).await.is_none());
 }
 
 #[tokio::test]
@@ -252,7 +267,7 @@ async fn concurrent_bypasses_share_one_computation() {
             tokio::spawn(async move { client.get(server.addr, path).await })
         })
         .collect();
-    let all_arrived = eventually(Duration::from_secs(5), || async {
+    let all_arrived = eventually(LIMIT, || async {
         arrived.load(std::sync::atomic::Ordering::SeqCst) == 20
     })
     .await;
@@ -306,51 +321,72 @@ async fn bypasses_are_rate_limited_and_can_be_switched_off() {
 async fn probe_traffic_never_reaches_the_database() {
     require_postgres!();
     let proxy = PgProxy::start(pg_addr()).await;
+
+    // With the rounds an hour apart, nothing but probes happens after the first rounds:
+    // thousands of them send not one query.
+    let hour = Duration::from_secs(3600);
+    let idle = HealthConfig::new()
+        .readiness_interval(hour)
+        .health_interval(hour)
+        .database("default", postgres(&proxy.url()))
+        .unwrap();
+    let (health, server) = health_server(idle).await;
+    first_rounds(&health).await;
+    let (checks, queries) = (health.stats().checks_started, proxy.queries());
+    let probes = storm(server.addr, 2000, || true).await;
+    assert_eq!(proxy.queries(), queries, "{probes} probes sent queries");
+    assert_eq!(health.stats().checks_started, checks);
+    drop((health, server));
+
+    // At the test cadences the storm spans several rounds of both, and the queries follow
+    // the rounds (one check per round at most, plus the rounds in flight at either end).
     let (health, server) =
         health_server(fast().database("default", postgres(&proxy.url())).unwrap()).await;
     first_rounds(&health).await;
     let (stats_before, queries_before) = (health.stats(), proxy.queries());
-
-    // Probe for 1.5 s, so that the storm spans many rounds of both cadences.
-    let until = std::time::Instant::now() + Duration::from_millis(1500);
-    let clients: Vec<_> = (0..5)
-        .map(|_| {
-            tokio::spawn(async move {
-                let client = Client::new();
-                let mut sent = 0;
-                while std::time::Instant::now() < until {
-                    let path =
-                        ["/health/ready", "/health", "/health/pool", "/health/live"][sent % 4];
-                    assert!(client.get(server.addr, path).await.status.is_success());
-                    sent += 1;
-                }
-                sent
-            })
-        })
-        .collect();
-    let mut probes = 0;
-    for client in clients {
-        probes += client.await.unwrap();
-    }
-
+    let rounds_since = || {
+        let stats = health.stats();
+        (stats.readiness_rounds - stats_before.readiness_rounds)
+            + (stats.health_rounds - stats_before.health_rounds)
+    };
+    let probes = storm(server.addr, 2000, || rounds_since() >= 6).await;
     let stats = health.stats();
     let queries = proxy.queries() - queries_before;
     let checks = stats.checks_started - stats_before.checks_started;
-    let rounds = (stats.readiness_rounds - stats_before.readiness_rounds)
-        + (stats.health_rounds - stats_before.health_rounds);
+    let rounds = rounds_since();
     eprintln!("{probes} probes: {queries} queries, {checks} checks, {rounds} rounds");
-    assert!(probes > 1000, "only {probes} probes");
-    // Every query is a check, and checks follow the cadence (one per round at most, plus the
-    // rounds in flight at either end), not the 5000 probes.
+    assert!(rounds >= 6, "{rounds} rounds");
     assert!(
         queries.abs_diff(checks) <= 1,
         "{queries} queries vs {checks} checks"
     );
     assert!(checks <= rounds + 2, "{checks} checks in {rounds} rounds");
-    assert!(
-        queries * 20 < probes as u64,
-        "{queries} queries for {probes} probes"
-    );
+}
+
+/// Sends at least `count` probes over five connections, and goes on until `enough` holds too
+/// (for at most [`LIMIT`]); returns how many were sent.
+async fn storm(addr: std::net::SocketAddr, count: usize, enough: impl Fn() -> bool) -> usize {
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let mut sent = 0;
+    let client = Client::new();
+    while sent < count || !enough() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still probing after {LIMIT:?}"
+        );
+        let batch: Vec<_> = (0..5)
+            .map(|i| {
+                let client = client.clone();
+                let path = ["/health/ready", "/health", "/health/pool", "/health/live"][i % 4];
+                tokio::spawn(async move { client.get(addr, path).await.status })
+            })
+            .collect();
+        for probe in batch {
+            assert!(probe.await.unwrap().is_success());
+            sent += 1;
+        }
+    }
+    sent
 }
 
 #[tokio::test]
@@ -384,7 +420,7 @@ async fn a_stuck_monitor_is_not_served_as_fresh() {
     first_rounds(&health).await;
     let client = Client::new();
 
-    let stale = eventually(Duration::from_secs(5), || async {
+    let stale = eventually(LIMIT, || async {
         client.get(server.addr, "/health/ready").await.status == StatusCode::SERVICE_UNAVAILABLE
     })
     .await;
@@ -454,9 +490,16 @@ async fn the_monitor_stops_when_every_handle_is_gone() {
     first_rounds(&health).await;
     let server_handle = health.clone();
     drop(health);
-    assert!(!task.is_finished(), "a handle is still held");
+    // Still running while a handle is held: a round completes after the first handle is gone.
+    let rounds = server_handle.stats().readiness_rounds;
+    let another_round = eventually(LIMIT, || async {
+        server_handle.stats().readiness_rounds > rounds
+    })
+    .await;
+    assert!(another_round, "no round after the first handle was dropped");
+    assert!(server_handle.is_monitor_running());
     drop(server_handle);
-    tokio::time::timeout(Duration::from_secs(5), task)
+    tokio::time::timeout(LIMIT, task)
         .await
         .expect("the monitor ended once its handles were gone")
         .unwrap();
@@ -475,7 +518,7 @@ async fn startup_waits_for_the_first_round_and_the_application_then_stays_starte
     )
     .await;
     let client = Client::new();
-    let ready = eventually(Duration::from_secs(10), || async {
+    let ready = eventually(LIMIT, || async {
         client.get(server.addr, "/readyz").await.status == StatusCode::OK
     })
     .await;
@@ -527,7 +570,7 @@ async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_
     drop(layer);
     let server = serve(service).await;
     let client = Client::new();
-    let ready = eventually(Duration::from_secs(10), || async {
+    let ready = eventually(LIMIT, || async {
         client.get(server.addr, "/health/ready").await.status == StatusCode::OK
     })
     .await;
@@ -536,10 +579,8 @@ async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_
     // are gone, so is the monitor, and its channel closes.
     drop(client);
     drop(server);
-    let closed = tokio::time::timeout(Duration::from_secs(10), async {
-        while updates.changed().await.is_ok() {}
-    })
-    .await;
+    let closed =
+        tokio::time::timeout(LIMIT, async { while updates.changed().await.is_ok() {} }).await;
     assert!(
         closed.is_ok(),
         "the monitor outlived every layer, service and handle"

@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::future::{Future, IntoFuture};
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -19,7 +19,9 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use serde_json::json;
-use support::{Client, Reply, TestServer, app, eventually, fast, first_rounds, serve};
+use support::{
+    Client, LIMIT, Reply, TestServer, app, bounded, eventually, fast, first_rounds, serve,
+};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tower::ServiceBuilder;
@@ -32,21 +34,10 @@ use tower_http::cors::{Any, CorsLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-/// The bound on every wait: generous, a guard against hanging rather than a measurement.
-const LIMIT: Duration = Duration::from_secs(10);
-
 /// The application route's body in the compression tests: several KB, well above
 /// `CompressionLayer`'s 32-byte minimum, and compressible.
 fn big_body() -> String {
     "tower-health stacks test body. ".repeat(256)
-}
-
-/// Awaits `future` for at most [`LIMIT`], failing the test with `what` when it takes longer.
-async fn bounded<F: Future>(what: &str, future: F) -> F::Output {
-    match tokio::time::timeout(LIMIT, future).await {
-        Ok(output) => output,
-        Err(_) => panic!("{what}: no answer within {LIMIT:?}"),
-    }
 }
 
 /// An axum app served by plain `axum::serve` on 127.0.0.1:0; stops when dropped.

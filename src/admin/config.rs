@@ -2,7 +2,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use crate::config::{ConfigError, Env};
+use crate::config::{ConfigError, Env, Zero, assert_in_range};
 
 /// The shortest key accepted: 16 characters. Generate one with `openssl rand -hex 32`.
 pub const MIN_KEY_LEN: usize = 16;
@@ -127,9 +127,11 @@ impl AdminConfig {
     ///
     /// # Panics
     ///
-    /// When `timeout` is zero.
+    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
-        assert!(timeout > Duration::ZERO, "header_timeout must be non-zero");
+        assert_in_range("AdminConfig::header_timeout", timeout, Zero::Refused);
         self.header_timeout = timeout;
         self
     }
@@ -149,7 +151,7 @@ impl AdminConfig {
 
     define_env_constructors!("the table above");
 
-    fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
+    pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
         if let Some((name, value)) = env.first(&["TOWER_HEALTH_ADMIN_BIND", "BALDUR_ADMIN_BIND"]) {
             let ip = if value.eq_ignore_ascii_case("localhost") {
@@ -359,6 +361,21 @@ mod tests {
             let error = AdminConfig::from_vars(vars.clone()).unwrap_err();
             assert_eq!(error.variable(), variable, "{vars:?}: {error}");
         }
+    }
+
+    #[test]
+    fn a_header_timeout_out_of_range_is_refused() {
+        for value in ["0s", "100us", "1000000000000000s"] {
+            let error =
+                AdminConfig::from_vars([("TOWER_HEALTH_ADMIN_HEADER_TIMEOUT", value)]).unwrap_err();
+            assert_eq!(error.variable(), "TOWER_HEALTH_ADMIN_HEADER_TIMEOUT");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "AdminConfig::header_timeout must be from 1ms to 1year")]
+    fn a_header_timeout_longer_than_a_year_panics() {
+        let _ = AdminConfig::new().header_timeout(Duration::MAX);
     }
 
     #[test]

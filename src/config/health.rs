@@ -3,7 +3,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::databases::{DEFAULT_DATABASE, DatabaseEntry, is_valid_database_name};
-use super::{ConfigError, Env, FailDirection, NoCache};
+use super::{ConfigError, Env, FailDirection, NoCache, Zero, assert_in_range};
+
 use crate::check::DatabaseCheck;
 
 /// Settings of the monitor and of the probe endpoints.
@@ -112,12 +113,11 @@ impl HealthConfig {
     ///
     /// # Panics
     ///
-    /// When `timeout` is zero.
+    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn readiness_timeout(mut self, timeout: Duration) -> Self {
-        assert!(
-            timeout > Duration::ZERO,
-            "readiness_timeout must be non-zero"
-        );
+        assert_in_range("HealthConfig::readiness_timeout", timeout, Zero::Refused);
         self.readiness_timeout = timeout;
         self
     }
@@ -128,12 +128,11 @@ impl HealthConfig {
     ///
     /// # Panics
     ///
-    /// When `interval` is zero.
+    /// When `interval` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn readiness_interval(mut self, interval: Duration) -> Self {
-        assert!(
-            interval > Duration::ZERO,
-            "readiness_interval must be non-zero"
-        );
+        assert_in_range("HealthConfig::readiness_interval", interval, Zero::Refused);
         self.readiness_interval = interval;
         self
     }
@@ -144,12 +143,11 @@ impl HealthConfig {
     ///
     /// # Panics
     ///
-    /// When `interval` is zero.
+    /// When `interval` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn health_interval(mut self, interval: Duration) -> Self {
-        assert!(
-            interval > Duration::ZERO,
-            "health_interval must be non-zero"
-        );
+        assert_in_range("HealthConfig::health_interval", interval, Zero::Refused);
         self.health_interval = interval;
         self
     }
@@ -188,7 +186,18 @@ impl HealthConfig {
     /// concurrent bypasses always share one computation. Zero leaves only the coalescing.
     ///
     /// Defaults to 1 second.
+    ///
+    /// # Panics
+    ///
+    /// When `interval` is neither zero nor from 1 ms to 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn nocache_min_interval(mut self, interval: Duration) -> Self {
+        assert_in_range(
+            "HealthConfig::nocache_min_interval",
+            interval,
+            Zero::Allowed,
+        );
         self.nocache_min_interval = interval;
         self
     }
@@ -205,9 +214,11 @@ impl HealthConfig {
     ///
     /// # Panics
     ///
-    /// When `limit` is zero.
+    /// When `limit` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn check_limit(mut self, limit: Duration) -> Self {
-        assert!(limit > Duration::ZERO, "check_limit must be non-zero");
+        assert_in_range("HealthConfig::check_limit", limit, Zero::Refused);
         self.check_limit = limit;
         self
     }
@@ -233,7 +244,7 @@ impl HealthConfig {
 
     define_env_constructors!("the [module docs](crate::config)");
 
-    fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
+    pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
         if let Some(timeout) = env.duration(
             "TOWER_HEALTH_READINESS_TIMEOUT",
@@ -453,6 +464,66 @@ mod tests {
         }
     }
 
+    #[test]
+    fn from_vars_refuses_durations_out_of_range() {
+        for (variable, value, reason) in [
+            (
+                "TOWER_HEALTH_READINESS_INTERVAL",
+                "1000000000000000s",
+                "expected at most 1year",
+            ),
+            (
+                "BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS",
+                "1e-10",
+                "expected at least 1ms",
+            ),
+            (
+                "BALDUR_HEALTH_CHECK_READINESS_CACHE_TTL_SECONDS",
+                "1e20",
+                "expected at most 1year",
+            ),
+            (
+                "TOWER_HEALTH_HEALTH_INTERVAL",
+                "0s",
+                "expected at least 1ms",
+            ),
+            ("TOWER_HEALTH_CHECK_LIMIT", "100us", "expected at least 1ms"),
+            (
+                "TOWER_HEALTH_NOCACHE_MIN_INTERVAL",
+                "10us",
+                "expected 0 or at least 1ms",
+            ),
+        ] {
+            let error = HealthConfig::from_vars([(variable, value)]).unwrap_err();
+            assert_eq!(
+                (error.variable(), error.value(), error.reason()),
+                (variable, value, reason)
+            );
+        }
+        let config = HealthConfig::from_vars([("TOWER_HEALTH_READINESS_INTERVAL", "1y")]).unwrap();
+        assert_eq!(config.readiness_interval, crate::config::MAX_DURATION);
+    }
+
+    #[test]
+    #[should_panic(expected = "HealthConfig::readiness_interval must be from 1ms to 1year")]
+    fn an_interval_longer_than_a_year_panics() {
+        let _ = HealthConfig::new().readiness_interval(Duration::from_secs(1_000_000_000_000_000));
+    }
+
+    #[test]
+    #[should_panic(expected = "HealthConfig::readiness_timeout must be from 1ms to 1year")]
+    fn a_timeout_shorter_than_a_millisecond_panics() {
+        let _ = HealthConfig::new().readiness_timeout(Duration::from_nanos(100));
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "HealthConfig::nocache_min_interval must be zero or from 1ms to 1year"
+    )]
+    fn a_rate_limit_longer_than_a_year_panics() {
+        let _ = HealthConfig::new().nocache_min_interval(Duration::MAX);
+    }
+
     #[cfg(feature = "postgres")]
     #[test]
     fn from_vars_reads_databases() {
@@ -476,5 +547,35 @@ mod tests {
         .unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_DATABASE_URL");
         assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_password_with_a_quote_is_never_echoed() {
+        // tokio-postgres takes this one as it is: the password is `it's`.
+        let dsn = "postgres://app:it's@db/app";
+        let config = HealthConfig::from_vars([("TOWER_HEALTH_DATABASE_URL", dsn)]).unwrap();
+        assert!(!format!("{config:?}").contains("it'"), "{config:?}");
+        // Ones that do not parse: the error names the variable and masks the password.
+        for dsn in [
+            "postgres://app:it's@db:notaport/app",
+            "postgres://app:it's@db/app?sslmode=sometimes",
+            "postgres://app:it s@db:notaport/app",
+            "host=db password='it's",
+        ] {
+            let error = HealthConfig::from_vars([("TOWER_HEALTH_DATABASE_URL", dsn)]).unwrap_err();
+            assert_eq!(error.variable(), "TOWER_HEALTH_DATABASE_URL");
+            for text in [
+                error.to_string(),
+                format!("{error:?}"),
+                error.value().to_owned(),
+            ] {
+                assert!(
+                    !text.contains("it'") && !text.contains("it s"),
+                    "{dsn}: {text}"
+                );
+            }
+            assert!(error.value().contains("***"), "{dsn}: {error}");
+        }
     }
 }

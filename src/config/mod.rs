@@ -25,7 +25,14 @@
 //! | `TOWER_HEALTH_STARTUP_WAITS_FOR_MARK` | | `/health/startup` also waits for `HealthHandle::mark_started()` | `false` |
 //! | `TOWER_HEALTH_KUBERNETES_ALIASES` | | also answer `/livez` and `/readyz` | `false` |
 //!
-//! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`).
+//! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`). Every duration,
+//! from a variable or a builder setter, lies between [`MIN_DURATION`] (1 ms) and
+//! [`MAX_DURATION`] (1 year), or is zero where the setting allows it: a mistaken unit stops
+//! the program at start instead of making a timer spin or a sum overflow later.
+//!
+//! A set `TOWER_HEALTH_*` variable that no setting reads (a misspelt name, or one read by a
+//! feature this build leaves out) is logged as a warning, with the closest known name, by the
+//! first `from_env` of the process.
 //!
 //! `BALDUR_REDIS_URL` is read only to log a warning: there is no verdict cache shared across
 //! processes yet, so each process answers with its own verdicts.
@@ -33,6 +40,9 @@
 mod databases;
 mod env;
 mod health;
+mod known;
+mod limits;
+mod unknown;
 mod values;
 
 pub use self::databases::DEFAULT_DATABASE;
@@ -40,4 +50,7 @@ pub(crate) use self::databases::DatabaseEntry;
 pub use self::env::ConfigError;
 pub(crate) use self::env::Env;
 pub use self::health::HealthConfig;
+pub use self::limits::{MAX_DURATION, MIN_DURATION};
+pub(crate) use self::limits::{Zero, assert_in_range};
+pub(crate) use self::unknown::warn_unread_variables_once;
 pub use self::values::{FailDirection, NoCache, UnknownValue};

@@ -1,7 +1,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Env, UnknownValue};
+use crate::config::{ConfigError, Env, UnknownValue, Zero, assert_in_range};
 
 /// What [`Drain`](super::Drain) does with ordinary requests once the drain has started.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -77,7 +77,14 @@ impl DrainConfig {
     /// update to spread. With Kubernetes' defaults (10 s x 3) it would be 30 s or more.
     ///
     /// Defaults to 5 seconds.
+    ///
+    /// # Panics
+    ///
+    /// When `delay` is neither zero nor from 1 ms to 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn delay(mut self, delay: Duration) -> Self {
+        assert_in_range("DrainConfig::delay", delay, Zero::Allowed);
         self.delay = delay;
         self
     }
@@ -87,7 +94,14 @@ impl DrainConfig {
     /// the pod's `terminationGracePeriodSeconds`.
     ///
     /// Defaults to 20 seconds.
+    ///
+    /// # Panics
+    ///
+    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn timeout(mut self, timeout: Duration) -> Self {
+        assert_in_range("DrainConfig::timeout", timeout, Zero::Refused);
         self.timeout = timeout;
         self
     }
@@ -112,14 +126,21 @@ impl DrainConfig {
     /// The `Retry-After` of draining answers, rounded up to whole seconds (at least one).
     ///
     /// Defaults to 5 seconds.
+    ///
+    /// # Panics
+    ///
+    /// When `retry_after` is neither zero nor from 1 ms to 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
     pub fn retry_after(mut self, retry_after: Duration) -> Self {
+        assert_in_range("DrainConfig::retry_after", retry_after, Zero::Allowed);
         self.retry_after = retry_after;
         self
     }
 
     define_env_constructors!("the table above");
 
-    fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
+    pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
         if let Some(delay) = env.duration_or_zero("TOWER_HEALTH_DRAIN_DELAY")? {
             config.delay = delay;
@@ -195,6 +216,30 @@ mod tests {
             let error = DrainConfig::from_vars([(variable, value)]).unwrap_err();
             assert_eq!((error.variable(), error.value()), (variable, value));
         }
+    }
+
+    #[test]
+    fn durations_out_of_range_are_refused() {
+        for (variable, value) in [
+            ("TOWER_HEALTH_DRAIN_DELAY", "100us"),
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "1000000000000000s"),
+            ("TOWER_HEALTH_DRAIN_RETRY_AFTER", "2y"),
+        ] {
+            let error = DrainConfig::from_vars([(variable, value)]).unwrap_err();
+            assert_eq!((error.variable(), error.value()), (variable, value));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "DrainConfig::timeout must be from 1ms to 1year")]
+    fn a_timeout_longer_than_a_year_panics() {
+        let _ = DrainConfig::new().timeout(Duration::MAX);
+    }
+
+    #[test]
+    #[should_panic(expected = "DrainConfig::delay must be zero or from 1ms to 1year")]
+    fn a_delay_longer_than_a_year_panics() {
+        let _ = DrainConfig::new().delay(Duration::MAX);
     }
 
     #[test]

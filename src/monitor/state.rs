@@ -119,13 +119,18 @@ impl MonitorState {
     }
 
     /// The staleness bound of verdicts refreshed every `interval`: three missed rounds.
+    /// Saturating, so that no setting can make it panic (the config bounds every duration by
+    /// `MAX_DURATION` anyway, and `Published` treats a bound past the clock's range as none).
     fn stale_after(&self, interval: Duration) -> Duration {
-        interval * 3 + self.config.readiness_timeout
+        interval
+            .saturating_mul(3)
+            .saturating_add(self.config.readiness_timeout)
     }
 
     /// Checks `slots` in parallel under the one deadline.
     pub(crate) async fn round(&self, slots: &[DatabaseSlot]) -> Round {
         let started = Instant::now();
+        // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
         let claims: Vec<_> = slots.iter().map(|slot| slot.claim(started)).collect();
         let mut outcomes = Vec::with_capacity(claims.len());

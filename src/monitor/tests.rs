@@ -325,6 +325,24 @@ async fn stale_verdicts_are_not_served_as_fresh() {
 }
 
 #[tokio::test]
+async fn the_longest_settings_publish_without_overflowing() {
+    // A staleness bound of three 1-year intervals plus a 1-year timeout, and a deadline a
+    // year away: every sum the monitor computes stays in range.
+    let year = crate::config::MAX_DURATION;
+    let config = config_with(FakeCheck::Ready)
+        .readiness_timeout(year)
+        .readiness_interval(year)
+        .health_interval(year)
+        .check_limit(year)
+        .nocache_min_interval(year);
+    let handle = monitor(config);
+    rounds(&handle).await;
+    assert_eq!(get(&handle, Probe::Ready).await.0, StatusCode::OK);
+    assert_eq!(get(&handle, Probe::Health).await.0, StatusCode::OK);
+    assert_eq!(get(&handle, Probe::Pool).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn draining() {
     let handle = with(FakeCheck::Ready);
     rounds(&handle).await;

@@ -28,6 +28,18 @@ use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
 pub mod raw;
 
+/// The bound on any single wait of a test (a request, a connection, a task): generous, a guard
+/// against hanging rather than a measurement.
+pub const LIMIT: Duration = Duration::from_secs(30);
+
+/// Awaits `future` for at most [`LIMIT`], failing the test with `what` when it takes longer.
+pub async fn bounded<F: Future>(what: &str, future: F) -> F::Output {
+    match tokio::time::timeout(LIMIT, future).await {
+        Ok(output) => output,
+        Err(_) => panic!("{what}: not done within {LIMIT:?}"),
+    }
+}
+
 /// The PostgreSQL the tests run against (`TEST_DATABASE_URL`, default the local one).
 pub fn pg_url() -> String {
     std::env::var("TEST_DATABASE_URL")
@@ -98,7 +110,9 @@ macro_rules! require_postgres {
 
 /// A connection to the test database, for setup and inspection.
 pub async fn pg_client() -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(&pg_url(), tokio_postgres::NoTls)
+    let url = pg_url();
+    let connect = tokio_postgres::connect(&url, tokio_postgres::NoTls);
+    let (client, connection) = bounded("connecting to the test database", connect)
         .await
         .expect("connect to the test database");
     tokio::spawn(connection);
@@ -194,13 +208,13 @@ pub fn postgres(url: &str) -> PostgresCheck {
 
 /// Waits until both cadences have published a real verdict.
 pub async fn first_rounds(health: &HealthHandle) {
-    let done = eventually(Duration::from_secs(10), || async {
+    let done = eventually(LIMIT, || async {
         health.readiness().checked_at.is_some()
             && health.health().checked_at.is_some()
             && health.pool().checked_at.is_some()
     })
     .await;
-    assert!(done, "the monitor published no verdict within 10 s");
+    assert!(done, "the monitor published no verdict within {LIMIT:?}");
 }
 
 /// Polls `condition` every 10 ms until it holds or `limit` passes; returns whether it held.
@@ -280,7 +294,7 @@ impl Client {
             .unwrap_or_else(|error| panic!("{error}"))
     }
 
-    /// A GET whose failure is reported, not a panic.
+    /// A GET whose failure (or lack of an answer within [`LIMIT`]) is reported, not a panic.
     pub async fn try_get(&self, addr: SocketAddr, path: &str) -> Result<Reply, String> {
         self.try_request(Method::GET, addr, path).await
     }
@@ -291,27 +305,33 @@ impl Client {
         addr: SocketAddr,
         path: &str,
     ) -> Result<Reply, String> {
+        let what = format!("{method} {path}");
         let request = Request::builder()
             .method(method)
             .uri(format!("http://{addr}{path}"))
             .body(Empty::new())
             .unwrap();
-        let response = self
-            .inner
-            .request(request)
+        let exchange = async {
+            let response = self
+                .inner
+                .request(request)
+                .await
+                .map_err(|error| format!("{what}: request failed: {error:?}"))?;
+            let (parts, body) = response.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|error| format!("{what}: body failed: {error:?}"))?
+                .to_bytes();
+            Ok(Reply {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+            })
+        };
+        tokio::time::timeout(LIMIT, exchange)
             .await
-            .map_err(|error| format!("request failed: {error:?}"))?;
-        let (parts, body) = response.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map_err(|error| format!("body failed: {error:?}"))?
-            .to_bytes();
-        Ok(Reply {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-        })
+            .unwrap_or_else(|_| Err(format!("{what}: no answer within {LIMIT:?}")))
     }
 }
 

@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::bounded;
+
 /// A response read off the wire.
 #[derive(Debug)]
 pub struct RawResponse {
@@ -37,14 +39,18 @@ pub struct RawConnection {
 impl RawConnection {
     pub async fn open(addr: SocketAddr) -> Self {
         Self {
-            stream: TcpStream::connect(addr).await.expect("connect"),
+            stream: bounded("connecting", TcpStream::connect(addr))
+                .await
+                .expect("connect"),
             buffer: Vec::new(),
         }
     }
 
     /// Sends raw bytes as they are.
     pub async fn send_raw(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).await.expect("write");
+        bounded("writing", self.stream.write_all(bytes))
+            .await
+            .expect("write");
     }
 
     /// `GET path` with the given extra header lines (each without CRLF), then the response.
@@ -126,9 +132,11 @@ impl RawConnection {
         .is_ok()
     }
 
+    /// Reads what the server sent next; `false` once it closed the connection. A server that
+    /// neither answers nor closes within [`LIMIT`](super::LIMIT) fails the test.
     async fn fill(&mut self) -> bool {
         let mut chunk = [0; 4096];
-        match self.stream.read(&mut chunk).await {
+        match bounded("waiting for the server", self.stream.read(&mut chunk)).await {
             Ok(0) | Err(_) => false,
             Ok(read) => {
                 self.buffer.extend_from_slice(&chunk[..read]);

@@ -258,6 +258,22 @@ mod tests {
     }
 
     #[test]
+    fn a_password_with_a_quote_is_never_echoed() {
+        let check = PostgresCheck::connect("postgres://app:it's@db/app").unwrap();
+        assert!(!format!("{check:?}").contains("it'"));
+        for dsn in [
+            "postgres://app:it's@db:notaport/app",
+            "postgres://app:it's@db/app?sslmode=sometimes",
+            "host=db password='it's",
+        ] {
+            let error = PostgresCheck::connect(dsn).unwrap_err();
+            for text in [error.to_string(), format!("{error:?}")] {
+                assert!(!text.contains("it'"), "{dsn}: {text}");
+            }
+        }
+    }
+
+    #[test]
     fn debug_output_hides_the_configuration() {
         let check = PostgresCheck::connect("postgres://app:hunter2@db/app").unwrap();
         assert!(!format!("{check:?}").contains("hunter2"));

@@ -1,0 +1,152 @@
+//! The environment variables each settings type reads, for the start-up warning about the
+//! ones nothing reads.
+//!
+//! The lists sit apart from the parsers because a build without the `admin` feature still has
+//! to recognise the admin server's names. They cannot drift from the parsers: a unit test
+//! parses every settings type from an [`Env`](super::Env) that records what it is asked for,
+//! and compares.
+
+/// The variables one settings type reads.
+#[derive(Debug)]
+pub(crate) struct Reader {
+    /// What reads them, as a warning names it.
+    pub(crate) what: &'static str,
+    /// The feature the reader needs, with whether this build has it.
+    pub(crate) feature: Option<(&'static str, bool)>,
+    pub(crate) names: &'static [&'static str],
+    /// Prefixes of names ending in a part of the operator's choosing (`<prefix><NAME>`).
+    pub(crate) prefixes: &'static [&'static str],
+}
+
+impl Reader {
+    /// Whether this reader reads `name`.
+    pub(crate) fn reads(&self, name: &str) -> bool {
+        self.names.contains(&name) || self.prefixes.iter().any(|&p| name.starts_with(p))
+    }
+
+    /// The feature this build lacks to read these variables, if any.
+    pub(crate) fn missing_feature(&self) -> Option<&'static str> {
+        match self.feature {
+            Some((feature, false)) => Some(feature),
+            _ => None,
+        }
+    }
+}
+
+/// [`HealthConfig`](super::HealthConfig).
+pub(crate) const HEALTH: Reader = Reader {
+    what: "HealthConfig",
+    feature: None,
+    names: &[
+        "BALDUR_HEALTH_CHECK_READINESS_CACHE_TTL_SECONDS",
+        "BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS",
+        "BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION",
+        "BALDUR_REDIS_URL",
+        "BALDUR_SQL_DSN",
+        "TOWER_HEALTH_CHECK_LIMIT",
+        "TOWER_HEALTH_DATABASE_URL",
+        "TOWER_HEALTH_HEALTH_INTERVAL",
+        "TOWER_HEALTH_KUBERNETES_ALIASES",
+        "TOWER_HEALTH_NOCACHE",
+        "TOWER_HEALTH_NOCACHE_MIN_INTERVAL",
+        "TOWER_HEALTH_PATH_PREFIX",
+        "TOWER_HEALTH_READINESS_INTERVAL",
+        "TOWER_HEALTH_READINESS_TIMEOUT",
+        "TOWER_HEALTH_READINESS_TIMEOUT_FAIL_DIRECTION",
+        "TOWER_HEALTH_STARTUP_WAITS_FOR_MARK",
+    ],
+    prefixes: &["TOWER_HEALTH_DATABASE_URL_"],
+};
+
+/// [`DrainConfig`](crate::DrainConfig).
+pub(crate) const DRAIN: Reader = Reader {
+    what: "DrainConfig",
+    feature: None,
+    names: &[
+        "TOWER_HEALTH_DRAIN_CONNECTION_CLOSE",
+        "TOWER_HEALTH_DRAIN_DELAY",
+        "TOWER_HEALTH_DRAIN_POLICY",
+        "TOWER_HEALTH_DRAIN_RETRY_AFTER",
+        "TOWER_HEALTH_DRAIN_TIMEOUT",
+    ],
+    prefixes: &[],
+};
+
+/// `AdminConfig`, compiled only with the `admin` feature.
+pub(crate) const ADMIN: Reader = Reader {
+    what: "the admin server",
+    feature: Some(("admin", cfg!(feature = "admin"))),
+    names: &[
+        "BALDUR_ADMIN_BIND",
+        "BALDUR_ADMIN_KEY",
+        "BALDUR_ADMIN_PORT",
+        "BALDUR_ADMIN_READONLY_KEY",
+        "TOWER_HEALTH_ADMIN_ALLOWED_HOSTS",
+        "TOWER_HEALTH_ADMIN_BIND",
+        "TOWER_HEALTH_ADMIN_HEADER_TIMEOUT",
+        "TOWER_HEALTH_ADMIN_KEY",
+        "TOWER_HEALTH_ADMIN_MAX_CONNECTIONS",
+        "TOWER_HEALTH_ADMIN_PORT",
+        "TOWER_HEALTH_ADMIN_READONLY_KEY",
+    ],
+    prefixes: &[],
+};
+
+/// Every settings type of the crate, compiled into this build or not.
+pub(crate) const READERS: [&Reader; 3] = [&HEALTH, &DRAIN, &ADMIN];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::config::Env;
+
+    /// What a parser asks an empty environment for: everything it could read, since no
+    /// setting is set and none is an error.
+    fn asked_by(reader: &Reader, parse: impl FnOnce(&Env)) {
+        let env = Env::default();
+        parse(&env);
+        let asked = env.take_asked();
+        let listed: BTreeSet<_> = reader.names.iter().copied().collect();
+        assert_eq!(asked.names, listed, "{}: names", reader.what);
+        let listed: BTreeSet<_> = reader.prefixes.iter().copied().collect();
+        assert_eq!(asked.prefixes, listed, "{}: prefixes", reader.what);
+    }
+
+    #[test]
+    fn each_list_is_what_its_parser_reads() {
+        asked_by(&HEALTH, |env| {
+            let _config = crate::HealthConfig::from_env_snapshot(env).unwrap();
+        });
+        asked_by(&DRAIN, |env| {
+            let _config = crate::DrainConfig::from_env_snapshot(env).unwrap();
+        });
+        #[cfg(feature = "admin")]
+        asked_by(&ADMIN, |env| {
+            let _config = crate::admin::AdminConfig::from_env_snapshot(env).unwrap();
+        });
+    }
+
+    #[test]
+    fn each_name_has_one_reader() {
+        let mut seen = BTreeSet::new();
+        for reader in READERS {
+            for name in reader.names.iter().chain(reader.prefixes) {
+                assert!(seen.insert(name), "{name} is listed twice");
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_admin_server_sits_behind_a_feature() {
+        assert_eq!(HEALTH.missing_feature(), None);
+        assert_eq!(DRAIN.missing_feature(), None);
+        let expected = if cfg!(feature = "admin") {
+            None
+        } else {
+            Some("admin")
+        };
+        assert_eq!(ADMIN.missing_feature(), expected);
+    }
+}
