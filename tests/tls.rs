@@ -133,15 +133,8 @@ async fn an_untrusted_certificate_fails_as_tls_without_the_chain() {
         Some("localhost"),
         &format!("sslmode=verify-full&sslrootcert={UNRELATED_CA}"),
     );
-    let check = PostgresCheck::connect(&dsn).unwrap();
-    let health = HealthMonitor::spawn(
-        fast()
-            .readiness_timeout(Duration::from_secs(5))
-            .database("default", check)
-            .unwrap(),
-    );
-    let checked = eventually(LIMIT, || async { health.readiness().checked_at.is_some() }).await;
-    assert!(checked);
+    let (status, _, health) = first_outcome_kept(&dsn).await;
+    assert_eq!(status, DatabaseStatus::NotReady);
     let readiness = health.readiness();
     let error = readiness.databases[0]
         .error
