@@ -132,3 +132,81 @@ async fn termination_signal() {
     race(ctrl_c, terminate).await;
     tracing::info!("termination signal received");
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::DrainConfig;
+
+    /// A bound against hanging, not a measurement.
+    const LIMIT: Duration = Duration::from_secs(10);
+
+    fn quick() -> DrainHandle {
+        DrainHandle::new(
+            DrainConfig::new()
+                .delay(Duration::from_millis(10))
+                .timeout(Duration::from_millis(200)),
+        )
+    }
+
+    async fn bounded<F: Future>(future: F) -> F::Output {
+        tokio::time::timeout(LIMIT, future)
+            .await
+            .expect("serve returned")
+    }
+
+    #[tokio::test]
+    async fn a_started_drain_shuts_the_server_down_after_the_delay() {
+        let drain = quick();
+        drain.start();
+        let drained = bounded(drain.serve(|shutdown| async move {
+            shutdown.await;
+            Ok::<_, Infallible>(())
+        }))
+        .await
+        .unwrap();
+        assert!(drained.is_clean());
+        assert!(drained.elapsed >= Duration::from_millis(10), "{drained:?}");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_ignores_the_signal_is_dropped_at_the_timeout() {
+        let drain = quick();
+        drain.start();
+        let _guard = drain.enter();
+        let drained =
+            bounded(drain.serve(|_shutdown| std::future::pending::<Result<(), Infallible>>()))
+                .await
+                .unwrap();
+        assert_eq!(
+            drained.abandoned, 1,
+            "the request still in flight is reported"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_error_is_returned_at_once() {
+        let drain = quick();
+        let error = bounded(drain.serve(|_shutdown| async { Err::<(), _>("bind failed") }))
+            .await
+            .unwrap_err();
+        assert_eq!(error, "bind failed");
+        assert!(!drain.is_draining(), "an error is not a drain");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_stops_by_itself_starts_the_drain() {
+        let drain = quick();
+        let drained = bounded(drain.serve(|_shutdown| async { Ok::<_, Infallible>(()) }))
+            .await
+            .unwrap();
+        assert!(drained.is_clean());
+        assert!(
+            drain.is_draining(),
+            "nothing serves any more: readiness must say so"
+        );
+    }
+}

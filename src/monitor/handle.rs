@@ -203,3 +203,32 @@ impl fmt::Debug for HealthHandle {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::drain::{DrainConfig, DrainHandle};
+    use crate::{HealthConfig, HealthMonitor};
+
+    #[test]
+    fn a_monitor_follows_one_drain() {
+        let (health, _monitor) = HealthMonitor::new(HealthConfig::new());
+        assert!(health.drain().is_none());
+        let drain = DrainHandle::new(DrainConfig::new());
+        health.follow_drain(&drain);
+        // Again, or through a clone of either handle: the same drain.
+        health.clone().follow_drain(&drain.clone());
+        assert!(
+            health
+                .drain()
+                .is_some_and(|followed| followed.same_drain(&drain))
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "already follows another drain")]
+    fn a_second_drain_is_refused() {
+        let (health, _monitor) = HealthMonitor::new(HealthConfig::new());
+        health.follow_drain(&DrainHandle::new(DrainConfig::new()));
+        health.follow_drain(&DrainHandle::new(DrainConfig::new()));
+    }
+}
