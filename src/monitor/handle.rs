@@ -215,8 +215,9 @@ mod tests {
         assert!(health.drain().is_none());
         let drain = DrainHandle::new(DrainConfig::new());
         health.follow_drain(&drain);
-        // Again, or through a clone of either handle: the same drain.
-        health.clone().follow_drain(&drain.clone());
+        // Again, or through another handle on either: the same drain.
+        let (other_health, other_drain) = (health.clone(), drain.clone());
+        other_health.follow_drain(&other_drain);
         assert!(
             health
                 .drain()
