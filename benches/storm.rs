@@ -28,9 +28,11 @@
 //!
 //! Settings: `STORM_SECONDS` (measured seconds per run, default 2), `STORM_ROUNDS` (default 3),
 //! `STORM_DATABASE_URL` (a server to create the `tower_health_bench` database on, default the
-//! local PostgreSQL), `STORM_ONLY` (`main` or `scale`, default both), `STORM_FILTER` (only
-//! the servers whose name contains it), `STORM_CLIENT_THREADS` (load generator threads,
-//! default 1; the server always runs on one).
+//! local PostgreSQL), `STORM_ONLY` (`main`, `scale` or `instructions`: the callgrind rows
+//! alone, about a minute; default all), `STORM_FILTER` (only the servers whose name contains
+//! it), `STORM_CLIENT_THREADS` (load generator threads, default 1; the server always runs on
+//! one), `STORM_KEEP_CALLGRIND` (a folder to keep the callgrind files in, named
+//! `<server><path>-<requests>.callgrind`, for `callgrind_annotate`).
 
 use std::convert::Infallible;
 use std::error::Error;
