@@ -87,6 +87,7 @@ mod macros;
 pub mod admin;
 mod body;
 pub mod check;
+pub mod component;
 pub mod config;
 pub mod drain;
 mod future;

@@ -2,10 +2,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::databases::{DEFAULT_DATABASE, DatabaseEntry, is_valid_database_name};
+use super::databases::{DEFAULT_DATABASE, DatabaseEntry, is_valid_check_name};
 use super::{ConfigError, Env, FailDirection, NoCache, Zero, assert_in_range};
 
 use crate::check::DatabaseCheck;
+use crate::component::{ComponentSpec, UnknownComponents};
 
 /// Settings of the monitor and of the probe endpoints.
 ///
@@ -32,6 +33,8 @@ pub struct HealthConfig {
     pub(crate) check_limit: Duration,
     pub(crate) startup_waits_for_mark: bool,
     pub(crate) kubernetes_aliases: bool,
+    pub(crate) components: Vec<ComponentSpec>,
+    pub(crate) unknown_components: UnknownComponents,
 }
 
 impl Default for HealthConfig {
@@ -55,6 +58,8 @@ impl HealthConfig {
             check_limit: Duration::from_secs(10),
             startup_waits_for_mark: false,
             kubernetes_aliases: false,
+            components: Vec::new(),
+            unknown_components: UnknownComponents::Ignored,
         }
     }
 
@@ -71,7 +76,7 @@ impl HealthConfig {
     /// When `name` is empty, longer than 63 bytes, or has characters other than ASCII letters,
     /// digits, `_` and `-` (it becomes part of JSON keys and metric labels).
     pub fn database(mut self, name: &str, check: impl DatabaseCheck) -> Result<Self, ConfigError> {
-        if !is_valid_database_name(name) {
+        if !is_valid_check_name(name) {
             return Err(ConfigError::new(
                 "HealthConfig::database",
                 name,
@@ -104,6 +109,36 @@ impl HealthConfig {
     /// The names of the configured databases, in the order they were added.
     pub fn database_names(&self) -> impl Iterator<Item = &str> {
         self.databases.iter().map(|entry| &*entry.name)
+    }
+
+    /// Adds a component the health round checks, or replaces the one with the same name:
+    /// see [`component`](crate::component).
+    ///
+    /// Defaults to no component; `components` is then `null` in the health body.
+    pub fn component(mut self, spec: ComponentSpec) -> Self {
+        match self
+            .components
+            .iter_mut()
+            .find(|existing| existing.name == spec.name)
+        {
+            Some(existing) => *existing = spec,
+            None => self.components.push(spec),
+        }
+        self
+    }
+
+    /// The names of the registered components, in the order they were added.
+    pub fn component_names(&self) -> impl Iterator<Item = &str> {
+        self.components.iter().map(|spec| &*spec.name)
+    }
+
+    /// How a component counts toward the overall status before its first conclusive
+    /// result; it is shown `unknown` either way.
+    ///
+    /// Defaults to [`UnknownComponents::Ignored`]: counted as fine.
+    pub fn unknown_components(mut self, policy: UnknownComponents) -> Self {
+        self.unknown_components = policy;
+        self
     }
 
     /// The one deadline of a round: every database is checked in parallel, and whatever has not
@@ -330,6 +365,8 @@ impl fmt::Debug for HealthConfig {
             .field("check_limit", &self.check_limit)
             .field("startup_waits_for_mark", &self.startup_waits_for_mark)
             .field("kubernetes_aliases", &self.kubernetes_aliases)
+            .field("components", &self.component_names().collect::<Vec<_>>())
+            .field("unknown_components", &self.unknown_components)
             .finish()
     }
 }

@@ -46,7 +46,7 @@ mod unknown;
 mod values;
 
 pub use self::databases::DEFAULT_DATABASE;
-pub(crate) use self::databases::DatabaseEntry;
+pub(crate) use self::databases::{DatabaseEntry, is_valid_check_name};
 pub use self::env::ConfigError;
 pub(crate) use self::env::Env;
 pub use self::health::HealthConfig;

@@ -102,7 +102,10 @@ impl MonitorState {
                 .fetch_add(1, Ordering::Relaxed);
             let default = round.outcomes.into_iter().next();
             let pool = monitor.publish_pool(default.clone(), round.finished_at);
-            let health = monitor.publish_health(default, round.finished_at);
+            // Components report where the last health round left them: only health rounds
+            // count toward their hysteresis.
+            let components = monitor.component_reports();
+            let health = monitor.publish_health(default, components, round.finished_at);
             let fresh = Fresh { health, pool };
             done.finish(fresh.clone());
             let _ = sender.send(Some(fresh));

@@ -38,6 +38,9 @@ pub struct MonitorStats {
     /// `SELECT 1` for [`PostgresCheck`](crate::check::PostgresCheck); a round that finds a
     /// check still running joins it instead of starting another.
     pub checks_started: u64,
+    /// [Component](crate::component) checks started, over every component. A component on a
+    /// slower cadence, or still running from an earlier round, starts none.
+    pub component_checks_started: u64,
 }
 
 impl HealthHandle {

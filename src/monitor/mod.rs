@@ -43,6 +43,9 @@
 //! defaults) is not served as fresh: readiness answers 503 `not_ready` and health and pool
 //! answer 503 `unavailable`, each with the reason. Liveness and ping are not affected.
 
+#[cfg(test)]
+mod component_tests;
+mod components;
 mod fresh;
 mod handle;
 mod published;

@@ -8,23 +8,27 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
+use super::components::TrackedComponent;
 use super::fresh::FreshRounds;
 use super::handle::MonitorStats;
 use super::published::{Published, publish_newer};
-use super::slot::DatabaseSlot;
+use super::slot::CheckSlot;
 use super::startup::Startup;
 use crate::config::HealthConfig;
 use crate::drain::DrainHandle;
 use crate::probe::ProbePaths;
 use crate::rendered::{render_health, render_pool, render_readiness};
-use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{
+    ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
+};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
     pub(crate) config: HealthConfig,
     /// The layer's probe paths, from the configuration.
     pub(crate) paths: ProbePaths,
-    slots: Vec<DatabaseSlot>,
+    slots: Vec<CheckSlot>,
+    components: Vec<TrackedComponent>,
     default_index: Option<usize>,
     pub(crate) readiness: ArcSwap<Published<ReadinessVerdict>>,
     pub(crate) health: ArcSwap<Published<HealthVerdict>>,
@@ -61,7 +65,12 @@ impl MonitorState {
         let slots = config
             .databases
             .iter()
-            .map(|entry| DatabaseSlot::new(entry, limit))
+            .map(|entry| CheckSlot::database(entry, limit))
+            .collect();
+        let components = config
+            .components
+            .iter()
+            .map(|spec| TrackedComponent::new(spec, limit))
             .collect();
         let default_index = config.default_database_index();
         let paths = ProbePaths::new(&config.path_prefix, config.kubernetes_aliases);
@@ -72,6 +81,7 @@ impl MonitorState {
             config,
             paths,
             slots,
+            components,
             default_index,
             readiness: ArcSwap::from_pointee(readiness),
             health: ArcSwap::from_pointee(health),
@@ -114,7 +124,12 @@ impl MonitorState {
             readiness_rounds: self.counters.readiness_rounds.load(Ordering::Relaxed),
             health_rounds: self.counters.health_rounds.load(Ordering::Relaxed),
             fresh_rounds: self.counters.fresh_rounds.load(Ordering::Relaxed),
-            checks_started: self.slots.iter().map(DatabaseSlot::checks_started).sum(),
+            checks_started: self.slots.iter().map(CheckSlot::checks_started).sum(),
+            component_checks_started: self
+                .components
+                .iter()
+                .map(|component| component.slot.checks_started())
+                .sum(),
         }
     }
 
@@ -128,7 +143,7 @@ impl MonitorState {
     }
 
     /// Checks `slots` in parallel under the one deadline.
-    pub(crate) async fn round(&self, slots: &[DatabaseSlot]) -> Round {
+    pub(crate) async fn round(&self, slots: &[CheckSlot]) -> Round {
         let started = Instant::now();
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
@@ -144,7 +159,7 @@ impl MonitorState {
     }
 
     /// The default database's slot alone: what health and pool are about.
-    pub(crate) fn default_slot(&self) -> &[DatabaseSlot] {
+    pub(crate) fn default_slot(&self) -> &[CheckSlot] {
         match self.default_index {
             Some(index) => &self.slots[index..=index],
             None => &[],
@@ -163,7 +178,9 @@ impl MonitorState {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
+            self.gating_components(),
             self.config.fail_direction,
+            self.config.unknown_components,
             round.finished_at,
         );
         let rendered = render_readiness(&verdict, stale_after);
@@ -173,10 +190,45 @@ impl MonitorState {
         log_readiness_transition(&previous.verdict, &published.verdict);
     }
 
+    /// The default database and every component due, in parallel under the one deadline.
     pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
-        let round = self.round(self.default_slot()).await;
+        let started = Instant::now();
+        // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
+        let deadline = started + self.config.readiness_timeout;
+        // Every check starts before the round waits on any.
+        let database = self.default_slot().first().map(|slot| slot.claim(started));
+        let claims: Vec<_> = self
+            .components
+            .iter()
+            .map(|component| component.claim(started))
+            .collect();
+        let default = match database {
+            Some(claim) => Some(claim.outcome(deadline).await),
+            None => None,
+        };
+        let mut components = Vec::with_capacity(claims.len());
+        for claim in claims {
+            components.push(claim.report(started, deadline).await);
+        }
         self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
-        self.publish_health(round.outcomes.into_iter().next(), round.finished_at)
+        self.publish_health(default, components, SystemTime::now())
+    }
+
+    /// Where every component stands now, as the last health round left it.
+    pub(crate) fn component_reports(&self) -> Vec<ComponentReport> {
+        self.components
+            .iter()
+            .map(TrackedComponent::report)
+            .collect()
+    }
+
+    /// The components that gate readiness, as the last health round left them.
+    fn gating_components(&self) -> Vec<ComponentReport> {
+        self.components
+            .iter()
+            .filter(|component| component.gates_readiness())
+            .map(TrackedComponent::report)
+            .collect()
     }
 
     /// Publishes the pool verdict from the default database's outcome.
@@ -199,9 +251,16 @@ impl MonitorState {
     pub(crate) fn publish_health(
         &self,
         default: Option<DatabaseOutcome>,
+        components: Vec<ComponentReport>,
         finished_at: SystemTime,
     ) -> Arc<Published<HealthVerdict>> {
-        let verdict = HealthVerdict::from_outcome(default, self.is_monitor_running(), finished_at);
+        let verdict = HealthVerdict::from_outcome(
+            default,
+            components,
+            self.config.unknown_components,
+            self.is_monitor_running(),
+            finished_at,
+        );
         let stale_after = self.stale_after(self.config.health_interval);
         let rendered = render_health(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
@@ -260,8 +319,13 @@ fn log_health_transition(previous: &HealthVerdict, current: &HealthVerdict) {
         return;
     }
     let (from, to) = (previous.status, current.status);
-    if current.status.is_serving() {
+    let reason = current.reason.as_deref().unwrap_or_default();
+    if current.status == crate::Status::Healthy {
         tracing::info!(%from, %to, "health status changed");
+        return;
+    }
+    if current.status == crate::Status::Degraded {
+        tracing::warn!(%from, %to, %reason, "health status changed");
         return;
     }
     let reason = current
@@ -274,7 +338,6 @@ fn log_health_transition(previous: &HealthVerdict, current: &HealthVerdict) {
                 .map(ToString::to_string)
                 .or_else(|| outcome.detail.clone())
         })
-        .or(current.reason.map(str::to_owned))
-        .unwrap_or_default();
+        .unwrap_or_else(|| reason.to_owned());
     tracing::warn!(%from, %to, %reason, "health status changed");
 }

@@ -12,7 +12,7 @@ use crate::probe::{BodyMode, Freshness, Probe};
 use crate::test_helpers::{FakeCheck, normalize, read};
 
 /// A monitor whose rounds the test runs by hand.
-fn monitor(config: HealthConfig) -> HealthHandle {
+pub(super) fn monitor(config: HealthConfig) -> HealthHandle {
     let (handle, _run) = HealthMonitor::new(config);
     handle.state.set_monitor_running(true);
     handle
@@ -38,12 +38,12 @@ fn config_with(check: FakeCheck) -> HealthConfig {
         .unwrap()
 }
 
-async fn rounds(handle: &HealthHandle) {
+pub(super) async fn rounds(handle: &HealthHandle) {
     handle.state.readiness_round().await;
     handle.state.health_round().await;
 }
 
-async fn get(handle: &HealthHandle, probe: Probe) -> (StatusCode, String) {
+pub(super) async fn get(handle: &HealthHandle, probe: Probe) -> (StatusCode, String) {
     get_with(handle, probe, Freshness::Published).await
 }
 
@@ -487,7 +487,7 @@ async fn a_stopped_monitor_is_unavailable_at_once() {
 }
 
 /// The sample bodies in README.md, by name: what a newcomer reads is what the crate returns.
-fn readme_sample(name: &str) -> String {
+pub(super) fn readme_sample(name: &str) -> String {
     let readme = include_str!("../../README.md");
     let marker = format!("<!-- body: {name} -->\n```json\n");
     let start = readme.find(&marker).expect("the sample is in README.md") + marker.len();

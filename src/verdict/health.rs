@@ -1,14 +1,25 @@
+use std::borrow::Cow;
 use std::time::SystemTime;
 
-use super::DatabaseOutcome;
+use super::{ComponentReport, DatabaseOutcome};
 use crate::Status;
 use crate::check::CheckErrorKind;
+use crate::component::UnknownComponents;
 
 /// The full picture: the answer of `/health`.
 ///
-/// The status follows the default database: healthy when it answers, unhealthy when it does
-/// not (or when no database is configured), `error` when its check panicked. The other
-/// databases are readiness's business.
+/// The status, rule by rule (the first that applies):
+///
+/// 1. no database is configured: `unhealthy`;
+/// 2. the default database's check panicked: `error`;
+/// 3. the default database does not answer: `unhealthy`;
+/// 4. a critical [component](crate::component) is in trouble: `unhealthy`;
+/// 5. a non-critical component is in trouble: `degraded` (200);
+/// 6. otherwise `healthy`.
+///
+/// A component still `unknown` counts as
+/// [`HealthConfig::unknown_components`](crate::HealthConfig::unknown_components) says. The
+/// other databases are readiness's business.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct HealthVerdict {
@@ -21,12 +32,16 @@ pub struct HealthVerdict {
     /// When the round finished; `None` when no round has.
     pub checked_at: Option<SystemTime>,
     /// Why the status is what it is, when the outcomes alone do not say.
-    pub reason: Option<&'static str>,
+    pub reason: Option<Cow<'static, str>>,
+    /// Every registered component, in registration order; empty when none is.
+    pub components: Vec<ComponentReport>,
 }
 
 impl HealthVerdict {
     pub(crate) fn from_outcome(
         database: Option<DatabaseOutcome>,
+        components: Vec<ComponentReport>,
+        unknown: UnknownComponents,
         self_healing: bool,
         checked_at: SystemTime,
     ) -> Self {
@@ -36,13 +51,35 @@ impl HealthVerdict {
                 .as_ref()
                 .is_some_and(|error| error.kind() == CheckErrorKind::Panicked)
         };
-        let (status, reason) = match &database {
-            None => (Status::Unhealthy, Some("no database is configured")),
-            Some(default) if panicked(default) => {
-                (Status::Error, Some("the default database check panicked"))
-            }
+        let in_trouble = |critical: bool| {
+            components
+                .iter()
+                .find(|report| report.critical == critical && report.counts_as_trouble(unknown))
+        };
+        let (status, reason): (_, Option<Cow<'static, str>>) = match &database {
+            None => (Status::Unhealthy, Some("no database is configured".into())),
+            Some(default) if panicked(default) => (
+                Status::Error,
+                Some("the default database check panicked".into()),
+            ),
             Some(default) if !default.is_ready() => (Status::Unhealthy, None),
-            Some(_) => (Status::Healthy, None),
+            Some(_) => match (in_trouble(true), in_trouble(false)) {
+                (Some(report), _) => (
+                    Status::Unhealthy,
+                    Some(format!("critical component {} is {}", report.name, report.status).into()),
+                ),
+                (None, Some(report)) => (
+                    Status::Degraded,
+                    Some(
+                        format!(
+                            "non-critical component {} is {}",
+                            report.name, report.status
+                        )
+                        .into(),
+                    ),
+                ),
+                (None, None) => (Status::Healthy, None),
+            },
         };
         Self {
             status,
@@ -50,6 +87,7 @@ impl HealthVerdict {
             self_healing,
             checked_at: Some(checked_at),
             reason,
+            components,
         }
     }
 
@@ -59,7 +97,8 @@ impl HealthVerdict {
             database: None,
             self_healing,
             checked_at: None,
-            reason: Some(reason),
+            reason: Some(reason.into()),
+            components: Vec::new(),
         }
     }
 }

@@ -1,6 +1,7 @@
 use std::time::SystemTime;
 
-use super::{DatabaseOutcome, DatabaseStatus};
+use super::{ComponentReport, DatabaseOutcome, DatabaseStatus};
+use crate::component::UnknownComponents;
 use crate::config::FailDirection;
 
 /// Can this instance serve traffic? The answer of `/health/ready`.
@@ -8,10 +9,13 @@ use crate::config::FailDirection;
 #[non_exhaustive]
 pub struct ReadinessVerdict {
     /// Every configured database is usable (a timed-out one counts as usable only under
-    /// [`FailDirection::Ready`]).
+    /// [`FailDirection::Ready`]), and no component that
+    /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble.
     pub ready: bool,
     /// One outcome per configured database, in configuration order.
     pub databases: Vec<DatabaseOutcome>,
+    /// The components that gate readiness, as the last health round left them.
+    pub components: Vec<ComponentReport>,
     /// When the round finished; `None` when no round has.
     pub checked_at: Option<SystemTime>,
     /// Why there is no real verdict (before the first round, after the monitor stopped).
@@ -21,17 +25,22 @@ pub struct ReadinessVerdict {
 impl ReadinessVerdict {
     pub(crate) fn from_outcomes(
         databases: Vec<DatabaseOutcome>,
+        components: Vec<ComponentReport>,
         fail_direction: FailDirection,
+        unknown: UnknownComponents,
         checked_at: SystemTime,
     ) -> Self {
         let ready = databases.iter().all(|outcome| match outcome.status {
             DatabaseStatus::Ready => true,
             DatabaseStatus::TimedOut => fail_direction == FailDirection::Ready,
             DatabaseStatus::NotReady => false,
-        });
+        }) && !components
+            .iter()
+            .any(|report| report.counts_as_trouble(unknown));
         Self {
             ready,
             databases,
+            components,
             checked_at: Some(checked_at),
             reason: None,
         }
@@ -41,6 +50,7 @@ impl ReadinessVerdict {
         Self {
             ready: false,
             databases: Vec::new(),
+            components: Vec::new(),
             checked_at: None,
             reason: Some(reason),
         }
