@@ -214,3 +214,34 @@ async fn unknown_before_the_first_result_and_hysteresis_on_the_way_in() {
         "{failures_seen:?}"
     );
 }
+
+#[tokio::test]
+async fn an_optional_database_refused_degrades_health_and_leaves_readiness_ready() {
+    require_postgres!();
+    let refused = support::refused_addr().await;
+    let settings = config()
+        .database(
+            "replica",
+            postgres(&format!("postgres://postgres@{refused}/postgres")),
+        )
+        .unwrap()
+        .optional_database("replica")
+        .unwrap();
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let degraded = eventually(LIMIT, || async {
+        health.health().status == Status::Degraded
+    })
+    .await;
+    assert!(degraded, "{:?}", health.health());
+    let reply = client.get(server.addr, "/health").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["reason"], "optional database replica is not_ready");
+    assert_eq!(body["details"]["database_replica"]["critical"], false);
+    assert_eq!(body["checks"]["database"], "healthy");
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+    assert_eq!(ready.json()["checks"]["database_replica"], "not_ready");
+}

@@ -34,6 +34,7 @@ pub struct HealthConfig {
     pub(crate) startup_waits_for_mark: bool,
     pub(crate) kubernetes_aliases: bool,
     pub(crate) components: Vec<ComponentSpec>,
+    pub(crate) optional_databases: Vec<Arc<str>>,
     pub(crate) unknown_components: UnknownComponents,
 }
 
@@ -59,6 +60,7 @@ impl HealthConfig {
             startup_waits_for_mark: false,
             kubernetes_aliases: false,
             components: Vec::new(),
+            optional_databases: Vec::new(),
             unknown_components: UnknownComponents::Ignored,
         }
     }
@@ -98,6 +100,39 @@ impl HealthConfig {
             Some(existing) => *existing = entry,
             None => self.databases.push(entry),
         }
+    }
+
+    /// Declares the database `name` optional (non-critical): down, it makes `/health`
+    /// answer 200 `degraded` and leaves readiness alone, for a read replica, say, whose loss
+    /// should not depool every pod that shares it. Applies whether the database is added
+    /// before or after this call; a name no database has is logged as a warning when the
+    /// monitor starts.
+    ///
+    /// Defaults to none: every database gates readiness, and the default one decides
+    /// `unhealthy`.
+    ///
+    /// # Errors
+    ///
+    /// When `name` is not a valid database name (see [`HealthConfig::database`]).
+    pub fn optional_database(mut self, name: &str) -> Result<Self, ConfigError> {
+        if !is_valid_check_name(name) {
+            return Err(ConfigError::new(
+                "HealthConfig::optional_database",
+                name,
+                "a database name must be 1 to 63 ASCII letters, digits, '_' or '-'",
+            ));
+        }
+        if !self.is_optional(name) {
+            self.optional_databases.push(name.into());
+        }
+        Ok(self)
+    }
+
+    /// Whether the database `name` was declared optional.
+    pub(crate) fn is_optional(&self, name: &str) -> bool {
+        self.optional_databases
+            .iter()
+            .any(|optional| &**optional == name)
     }
 
     /// Removes every database added so far.
@@ -327,6 +362,22 @@ impl HealthConfig {
         if let Some(aliases) = env.flag("TOWER_HEALTH_KUBERNETES_ALIASES")? {
             config.kubernetes_aliases = aliases;
         }
+        if let Some((variable, names)) = env.first(&["TOWER_HEALTH_OPTIONAL"]) {
+            for name in names
+                .split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+            {
+                let name = name.to_ascii_lowercase();
+                config = config.optional_database(&name).map_err(|_| {
+                    ConfigError::new(
+                        variable,
+                        names,
+                        "expected database names separated by commas (ASCII letters, digits, '_' or '-')",
+                    )
+                })?;
+            }
+        }
         if env.first(&["BALDUR_REDIS_URL"]).is_some() {
             // Said out loud rather than ignored: an operator coming from the Python system
             // expects verdicts shared through Redis.
@@ -366,6 +417,7 @@ impl fmt::Debug for HealthConfig {
             .field("startup_waits_for_mark", &self.startup_waits_for_mark)
             .field("kubernetes_aliases", &self.kubernetes_aliases)
             .field("components", &self.component_names().collect::<Vec<_>>())
+            .field("optional_databases", &self.optional_databases)
             .field("unknown_components", &self.unknown_components)
             .finish()
     }
@@ -478,6 +530,19 @@ mod tests {
         assert_eq!(config.nocache, NoCache::Off);
         assert_eq!(config.nocache_min_interval, Duration::ZERO);
         assert_eq!(config.check_limit, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn optional_databases_from_the_environment_and_the_builder() {
+        let config =
+            HealthConfig::from_vars([("TOWER_HEALTH_OPTIONAL", "Replica, analytics,")]).unwrap();
+        assert!(config.is_optional("replica") && config.is_optional("analytics"));
+        assert!(!config.is_optional("default"));
+        let config = config.optional_database("reports").unwrap();
+        assert!(config.is_optional("reports"));
+        let error = HealthConfig::from_vars([("TOWER_HEALTH_OPTIONAL", "no spaces")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_OPTIONAL");
+        assert!(HealthConfig::new().optional_database("").is_err());
     }
 
     #[test]

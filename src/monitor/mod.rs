@@ -46,6 +46,8 @@
 #[cfg(test)]
 mod component_tests;
 mod components;
+#[cfg(test)]
+mod database_tests;
 mod fresh;
 mod handle;
 mod published;

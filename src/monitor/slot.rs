@@ -44,6 +44,8 @@ impl Checked {
 struct SlotInner {
     name: Arc<str>,
     check: Checked,
+    /// Reported on every outcome.
+    critical: bool,
     /// How long a check may run before it is dropped.
     limit: Duration,
     in_flight: Mutex<Option<InFlight>>,
@@ -60,6 +62,7 @@ struct InFlight {
 #[derive(Debug)]
 pub(crate) struct Claim {
     name: Arc<str>,
+    critical: bool,
     in_flight: InFlight,
     /// Whether the check was already running before this round began.
     inherited: bool,
@@ -67,11 +70,12 @@ pub(crate) struct Claim {
 }
 
 impl CheckSlot {
-    fn with(name: Arc<str>, check: Checked, limit: Duration) -> Self {
+    fn with(name: Arc<str>, check: Checked, critical: bool, limit: Duration) -> Self {
         Self {
             inner: Arc::new(SlotInner {
                 name,
                 check,
+                critical,
                 limit,
                 in_flight: Mutex::new(None),
                 checks_started: AtomicU64::new(0),
@@ -79,10 +83,11 @@ impl CheckSlot {
         }
     }
 
-    pub(crate) fn database(entry: &DatabaseEntry, limit: Duration) -> Self {
+    pub(crate) fn database(entry: &DatabaseEntry, critical: bool, limit: Duration) -> Self {
         Self::with(
             entry.name.clone(),
             Checked::Database(entry.check.clone()),
+            critical,
             limit,
         )
     }
@@ -91,6 +96,7 @@ impl CheckSlot {
         Self::with(
             spec.name.clone(),
             Checked::Component(spec.component.clone()),
+            spec.critical,
             limit,
         )
     }
@@ -125,6 +131,7 @@ impl CheckSlot {
         if let Some(in_flight) = &*slot {
             return Claim {
                 name: self.inner.name.clone(),
+                critical: self.inner.critical,
                 inherited: in_flight.started_at < round_started,
                 in_flight: in_flight.clone(),
                 round_started,
@@ -180,6 +187,7 @@ impl CheckSlot {
         });
         Claim {
             name: self.inner.name.clone(),
+            critical: self.inner.critical,
             in_flight,
             inherited: false,
             round_started,
@@ -258,6 +266,7 @@ impl Claim {
             running_for,
             error,
             detail,
+            critical: self.critical,
         }
     }
 }

@@ -65,8 +65,13 @@ impl MonitorState {
         let slots = config
             .databases
             .iter()
-            .map(|entry| CheckSlot::database(entry, limit))
+            .map(|entry| CheckSlot::database(entry, !config.is_optional(&entry.name), limit))
             .collect();
+        for name in &config.optional_databases {
+            if !config.database_names().any(|database| database == &**name) {
+                tracing::warn!(database = %name, "a database declared optional is not configured");
+            }
+        }
         let components = config
             .components
             .iter()
@@ -196,22 +201,37 @@ impl MonitorState {
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
         // Every check starts before the round waits on any.
-        let database = self.default_slot().first().map(|slot| slot.claim(started));
+        let databases: Vec<_> = self.slots.iter().map(|slot| slot.claim(started)).collect();
         let claims: Vec<_> = self
             .components
             .iter()
             .map(|component| component.claim(started))
             .collect();
-        let default = match database {
-            Some(claim) => Some(claim.outcome(deadline).await),
-            None => None,
-        };
+        let mut outcomes = Vec::with_capacity(databases.len());
+        for claim in databases {
+            outcomes.push(claim.outcome(deadline).await);
+        }
         let mut components = Vec::with_capacity(claims.len());
         for claim in claims {
             components.push(claim.report(started, deadline).await);
         }
         self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
-        self.publish_health(default, components, SystemTime::now())
+        let (default, others) = self.split_default(outcomes);
+        self.publish_health(default, others, components, SystemTime::now())
+    }
+
+    /// The default database's outcome, and the others', from a round over every database.
+    pub(crate) fn split_default(
+        &self,
+        mut outcomes: Vec<DatabaseOutcome>,
+    ) -> (Option<DatabaseOutcome>, Vec<DatabaseOutcome>) {
+        let default = self.default_index.map(|index| outcomes.remove(index));
+        (default, outcomes)
+    }
+
+    /// Every database's slot.
+    pub(crate) fn slots(&self) -> &[CheckSlot] {
+        &self.slots
     }
 
     /// Where every component stands now, as the last health round left it.
@@ -251,11 +271,13 @@ impl MonitorState {
     pub(crate) fn publish_health(
         &self,
         default: Option<DatabaseOutcome>,
+        others: Vec<DatabaseOutcome>,
         components: Vec<ComponentReport>,
         finished_at: SystemTime,
     ) -> Arc<Published<HealthVerdict>> {
         let verdict = HealthVerdict::from_outcome(
             default,
+            others,
             components,
             self.config.unknown_components,
             self.is_monitor_running(),

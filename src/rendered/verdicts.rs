@@ -105,6 +105,13 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
         detail["name"] = (*outcome.name).into();
         details.insert("database".into(), detail);
     }
+    // The other databases, beside the default one's `database` (kept as the Python system
+    // named it): `database_<name>`, with whether each is critical.
+    for outcome in &verdict.databases {
+        let mut detail = database_detail(outcome);
+        detail["critical"] = outcome.critical.into();
+        details.insert(format!("database_{}", outcome.name), detail);
+    }
     // `null` with no component registered: the body the Python system gave.
     let components = if verdict.components.is_empty() {
         Value::Null

@@ -50,6 +50,10 @@ pub struct DatabaseOutcome {
     pub error: Option<CheckError>,
     /// A note for humans, such as why a timed-out check was not started again.
     pub detail: Option<String>,
+    /// Whether the database is critical (it gates readiness; the default one also decides
+    /// `unhealthy`) or optional (down, it makes health `degraded` and leaves readiness
+    /// alone): see [`HealthConfig::optional_database`](crate::HealthConfig::optional_database).
+    pub critical: bool,
 }
 
 impl DatabaseOutcome {

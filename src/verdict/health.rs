@@ -15,7 +15,9 @@ use crate::component::UnknownComponents;
 /// 3. the default database does not answer: `unhealthy`;
 /// 4. a critical [component](crate::component) is in trouble: `unhealthy`;
 /// 5. a non-critical component is in trouble: `degraded` (200);
-/// 6. otherwise `healthy`.
+/// 6. an [optional database](crate::HealthConfig::optional_database) does not answer:
+///    `degraded` (200; for an optional default database, rules 2 and 3 do not apply);
+/// 7. otherwise `healthy`.
 ///
 /// A component still `unknown` counts as
 /// [`HealthConfig::unknown_components`](crate::HealthConfig::unknown_components) says. The
@@ -27,6 +29,8 @@ pub struct HealthVerdict {
     pub status: Status,
     /// The default database's outcome; `None` when no database is configured.
     pub database: Option<DatabaseOutcome>,
+    /// Every other database's outcome, in configuration order.
+    pub databases: Vec<DatabaseOutcome>,
     /// Whether the background monitor that keeps verdicts fresh is running.
     pub self_healing: bool,
     /// When the round finished; `None` when no round has.
@@ -40,6 +44,7 @@ pub struct HealthVerdict {
 impl HealthVerdict {
     pub(crate) fn from_outcome(
         database: Option<DatabaseOutcome>,
+        databases: Vec<DatabaseOutcome>,
         components: Vec<ComponentReport>,
         unknown: UnknownComponents,
         self_healing: bool,
@@ -58,17 +63,23 @@ impl HealthVerdict {
         };
         let (status, reason): (_, Option<Cow<'static, str>>) = match &database {
             None => (Status::Unhealthy, Some("no database is configured".into())),
-            Some(default) if panicked(default) => (
+            Some(default) if default.critical && panicked(default) => (
                 Status::Error,
                 Some("the default database check panicked".into()),
             ),
-            Some(default) if !default.is_ready() => (Status::Unhealthy, None),
-            Some(_) => match (in_trouble(true), in_trouble(false)) {
-                (Some(report), _) => (
+            Some(default) if default.critical && !default.is_ready() => (Status::Unhealthy, None),
+            Some(default) => match (
+                in_trouble(true),
+                in_trouble(false),
+                std::iter::once(default)
+                    .chain(&databases)
+                    .find(|outcome| !outcome.critical && !outcome.is_ready()),
+            ) {
+                (Some(report), _, _) => (
                     Status::Unhealthy,
                     Some(format!("critical component {} is {}", report.name, report.status).into()),
                 ),
-                (None, Some(report)) => (
+                (None, Some(report), _) => (
                     Status::Degraded,
                     Some(
                         format!(
@@ -78,12 +89,19 @@ impl HealthVerdict {
                         .into(),
                     ),
                 ),
-                (None, None) => (Status::Healthy, None),
+                (None, None, Some(outcome)) => (
+                    Status::Degraded,
+                    Some(
+                        format!("optional database {} is {}", outcome.name, outcome.status).into(),
+                    ),
+                ),
+                (None, None, None) => (Status::Healthy, None),
             },
         };
         Self {
             status,
             database,
+            databases,
             self_healing,
             checked_at: Some(checked_at),
             reason,
@@ -95,6 +113,7 @@ impl HealthVerdict {
         Self {
             status: Status::Unavailable,
             database: None,
+            databases: Vec::new(),
             self_healing,
             checked_at: None,
             reason: Some(reason.into()),

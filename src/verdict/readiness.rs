@@ -8,8 +8,9 @@ use crate::config::FailDirection;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ReadinessVerdict {
-    /// Every configured database is usable (a timed-out one counts as usable only under
-    /// [`FailDirection::Ready`]), and no component that
+    /// Every critical database is usable (a timed-out one counts as usable only under
+    /// [`FailDirection::Ready`]; an [optional](crate::HealthConfig::optional_database) one
+    /// is shown and does not count), and no component that
     /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble.
     pub ready: bool,
     /// One outcome per configured database, in configuration order.
@@ -30,13 +31,18 @@ impl ReadinessVerdict {
         unknown: UnknownComponents,
         checked_at: SystemTime,
     ) -> Self {
-        let ready = databases.iter().all(|outcome| match outcome.status {
-            DatabaseStatus::Ready => true,
-            DatabaseStatus::TimedOut => fail_direction == FailDirection::Ready,
-            DatabaseStatus::NotReady => false,
-        }) && !components
-            .iter()
-            .any(|report| report.counts_as_trouble(unknown));
+        let ready =
+            databases
+                .iter()
+                .filter(|outcome| outcome.critical)
+                .all(|outcome| match outcome.status {
+                    DatabaseStatus::Ready => true,
+                    DatabaseStatus::TimedOut => fail_direction == FailDirection::Ready,
+                    DatabaseStatus::NotReady => false,
+                })
+                && !components
+                    .iter()
+                    .any(|report| report.counts_as_trouble(unknown));
         Self {
             ready,
             databases,
