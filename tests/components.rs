@@ -245,3 +245,62 @@ async fn an_optional_database_refused_degrades_health_and_leaves_readiness_ready
     assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
     assert_eq!(ready.json()["checks"]["database_replica"], "not_ready");
 }
+
+#[tokio::test]
+async fn subscribers_see_the_transitions_of_health_and_readiness() {
+    require_postgres!();
+    let cache = Arc::new(AtomicU8::new(OK));
+    let settings = config().component(ComponentSpec::new("cache", switchable(&cache)));
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let healthy = eventually(LIMIT, || async {
+        health.health().status == Status::Healthy
+    })
+    .await;
+    assert!(healthy, "{:?}", health.health());
+
+    // Health: healthy -> degraded -> healthy, each status change seen once in order.
+    let mut updates = health.subscribe();
+    updates.borrow_and_update();
+    cache.store(REFUSED, Ordering::SeqCst);
+    let mut statuses = vec![Status::Healthy];
+    while statuses.len() < 3 {
+        support::bounded("a health verdict", updates.changed())
+            .await
+            .unwrap();
+        let status = updates.borrow_and_update().status;
+        if statuses.last() != Some(&status) {
+            statuses.push(status);
+            if status == Status::Degraded {
+                cache.store(OK, Ordering::SeqCst);
+            }
+        }
+    }
+    assert_eq!(
+        statuses,
+        [Status::Healthy, Status::Degraded, Status::Healthy]
+    );
+
+    // Readiness: a hold is seen at once, and so is the release.
+    let mut readiness = health.subscribe_readiness();
+    readiness.borrow_and_update();
+    health.hold("maintenance");
+    assert!(readiness.has_changed().unwrap());
+    let verdict = readiness.borrow_and_update().clone();
+    assert!(!verdict.ready);
+    assert_eq!(verdict.held.as_deref(), Some("maintenance"));
+    let client = Client::new();
+    let reply = client.get(server.addr, "/health/ready").await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        client.get(server.addr, "/health/live").await.status,
+        StatusCode::OK
+    );
+    health.release();
+    assert!(readiness.has_changed().unwrap());
+    assert!(readiness.borrow_and_update().ready);
+    assert_eq!(
+        client.get(server.addr, "/health/ready").await.status,
+        StatusCode::OK
+    );
+}

@@ -50,6 +50,8 @@ mod components;
 mod database_tests;
 mod fresh;
 mod handle;
+#[cfg(test)]
+mod hold_tests;
 mod published;
 mod runner;
 mod slot;

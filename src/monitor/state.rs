@@ -2,7 +2,7 @@
 //! slots, the published verdicts, and the monitor's own state.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
@@ -39,6 +39,11 @@ pub(crate) struct MonitorState {
     fresh: FreshRounds,
     monitor_running: AtomicBool,
     updates: watch::Sender<Arc<HealthVerdict>>,
+    readiness_updates: watch::Sender<Arc<ReadinessVerdict>>,
+    /// The manual hold's reason, while one is in place. Also serialises readiness
+    /// publications, so that a round that read the hold before it changed cannot publish
+    /// after the change.
+    hold: Mutex<Option<Arc<str>>>,
     pub(crate) counters: Counters,
 }
 
@@ -82,6 +87,7 @@ impl MonitorState {
         let startup = Startup::new(config.startup_waits_for_mark);
         let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
         let (updates, _) = watch::channel(health.verdict.clone());
+        let (readiness_updates, _) = watch::channel(readiness.verdict.clone());
         Self {
             config,
             paths,
@@ -96,6 +102,8 @@ impl MonitorState {
             fresh: FreshRounds::default(),
             monitor_running: AtomicBool::new(false),
             updates,
+            readiness_updates,
+            hold: Mutex::new(None),
             counters: Counters::default(),
         }
     }
@@ -112,7 +120,10 @@ impl MonitorState {
         self.monitor_running.store(running, Ordering::Release);
         if !running {
             let (readiness, health, pool) = placeholders(MONITOR_STOPPED, false);
-            self.readiness.store(Arc::new(readiness));
+            let readiness = Arc::new(readiness);
+            self.readiness.store(readiness.clone());
+            self.readiness_updates
+                .send_replace(readiness.verdict.clone());
             self.pool.store(Arc::new(pool));
             let health = Arc::new(health);
             self.health.store(health.clone());
@@ -122,6 +133,67 @@ impl MonitorState {
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<HealthVerdict>> {
         self.updates.subscribe()
+    }
+
+    pub(crate) fn subscribe_readiness(&self) -> watch::Receiver<Arc<ReadinessVerdict>> {
+        self.readiness_updates.subscribe()
+    }
+
+    /// Places (`Some`) or releases (`None`) the manual hold, and republishes readiness at
+    /// once. Returns whether anything changed.
+    pub(crate) fn set_hold(&self, reason: Option<Arc<str>>) -> bool {
+        let mut hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
+        if *hold == reason {
+            return false;
+        }
+        hold.clone_from(&reason);
+        let current = self.readiness.load_full();
+        // Before the first round (or once the monitor stopped) there is nothing to
+        // re-render: the next round applies the hold.
+        if let Some(checked_at) = current.verdict.checked_at {
+            let verdict = ReadinessVerdict::from_outcomes(
+                current.verdict.databases.clone(),
+                current.verdict.components.clone(),
+                self.config.fail_direction,
+                self.config.unknown_components,
+                checked_at,
+                reason.clone(),
+            );
+            self.publish_readiness(verdict, Some(current.computed_at));
+        }
+        drop(hold);
+        match reason {
+            Some(reason) => tracing::warn!(%reason, "readiness held by the operator"),
+            None => tracing::info!("readiness hold released"),
+        }
+        true
+    }
+
+    /// The manual hold's reason, if one is in place.
+    pub(crate) fn held(&self) -> Option<Arc<str>> {
+        self.hold
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Renders and publishes a readiness verdict (computed at `computed_at`, or now), tells
+    /// subscribers, and logs a transition. The caller holds the hold's lock.
+    fn publish_readiness(&self, verdict: ReadinessVerdict, computed_at: Option<Instant>) {
+        let stale_after = self.stale_after(self.config.readiness_interval);
+        let rendered = render_readiness(&verdict, stale_after);
+        let published = Arc::new(Published::computed_at(
+            verdict,
+            rendered,
+            Some(stale_after),
+            computed_at.unwrap_or_else(Instant::now),
+        ));
+        let previous = publish_newer(&self.readiness, &published, &self.monitor_running);
+        if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
+            self.readiness_updates
+                .send_replace(published.verdict.clone());
+            log_readiness_transition(&previous.verdict, &published.verdict);
+        }
     }
 
     pub(crate) fn stats(&self) -> MonitorStats {
@@ -180,19 +252,18 @@ impl MonitorState {
             .default_index
             .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, round.finished_at);
-        let stale_after = self.stale_after(self.config.readiness_interval);
+        let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
         let verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
             self.gating_components(),
             self.config.fail_direction,
             self.config.unknown_components,
             round.finished_at,
+            hold.clone(),
         );
-        let rendered = render_readiness(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        let previous = publish_newer(&self.readiness, &published, &self.monitor_running);
+        self.publish_readiness(verdict, None);
+        drop(hold);
         self.startup.first_round_completed();
-        log_readiness_transition(&previous.verdict, &published.verdict);
     }
 
     /// The default database and every component due, in parallel under the one deadline.

@@ -57,6 +57,7 @@ pub(crate) fn render_readiness(
     // Every database ready: the short answer kubelets poll all day (the JSON the Python system
     // gave). Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
     let all_clear = verdict.reason.is_none()
+        && verdict.held.is_none()
         && verdict.databases.iter().all(DatabaseOutcome::is_ready)
         && verdict
             .components
@@ -78,7 +79,14 @@ pub(crate) fn render_readiness(
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let published = Rendered::json(code, to_vec(&body(status, verdict.reason)));
+    let held = verdict
+        .held
+        .as_ref()
+        .map(|reason| format!("held by the operator: {reason}"));
+    let published = Rendered::json(
+        code,
+        to_vec(&body(status, held.as_deref().or(verdict.reason))),
+    );
     let stale_reason = stale_reason("readiness", stale_after);
     RenderedVerdict {
         bypassed: published.clone(),

@@ -1,3 +1,4 @@
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::{ComponentReport, DatabaseOutcome, DatabaseStatus};
@@ -21,6 +22,9 @@ pub struct ReadinessVerdict {
     pub checked_at: Option<SystemTime>,
     /// Why there is no real verdict (before the first round, after the monitor stopped).
     pub reason: Option<&'static str>,
+    /// The reason of a manual hold, while one is in place
+    /// ([`HealthHandle::hold`](crate::HealthHandle::hold)): `ready` is then `false`.
+    pub held: Option<Arc<str>>,
 }
 
 impl ReadinessVerdict {
@@ -30,25 +34,27 @@ impl ReadinessVerdict {
         fail_direction: FailDirection,
         unknown: UnknownComponents,
         checked_at: SystemTime,
+        held: Option<Arc<str>>,
     ) -> Self {
-        let ready =
-            databases
-                .iter()
-                .filter(|outcome| outcome.critical)
-                .all(|outcome| match outcome.status {
-                    DatabaseStatus::Ready => true,
-                    DatabaseStatus::TimedOut => fail_direction == FailDirection::Ready,
-                    DatabaseStatus::NotReady => false,
-                })
-                && !components
-                    .iter()
-                    .any(|report| report.counts_as_trouble(unknown));
+        let databases_ready = databases
+            .iter()
+            .filter(|outcome| outcome.critical)
+            .all(|outcome| match outcome.status {
+                DatabaseStatus::Ready => true,
+                DatabaseStatus::TimedOut => fail_direction == FailDirection::Ready,
+                DatabaseStatus::NotReady => false,
+            });
+        let components_ready = !components
+            .iter()
+            .any(|report| report.counts_as_trouble(unknown));
+        let ready = databases_ready && components_ready && held.is_none();
         Self {
             ready,
             databases,
             components,
             checked_at: Some(checked_at),
             reason: None,
+            held,
         }
     }
 
@@ -59,6 +65,7 @@ impl ReadinessVerdict {
             components: Vec::new(),
             checked_at: None,
             reason: Some(reason),
+            held: None,
         }
     }
 }
