@@ -16,4 +16,12 @@ pub trait Component: fmt::Debug + Send + Sync + 'static {
     /// Checks the subsystem once: `Ok(())` when it is fine, the reason otherwise (redacted
     /// when the [`CheckError`](crate::check::CheckError) is built).
     fn check(&self) -> CheckFuture;
+
+    /// What the component checks, for the health body's `target` (a `host:port`, a URL);
+    /// it must never carry a password. `None` leaves the key out.
+    ///
+    /// Defaults to `None`.
+    fn target(&self) -> Option<String> {
+        None
+    }
 }

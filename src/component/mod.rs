@@ -39,6 +39,11 @@
 //! # let _ = config;
 //! ```
 //!
+//! # Ready-made components
+//!
+//! - [`Tcp`] (feature `tcp`): is `host:port` reachable? Also from the environment:
+//!   `TOWER_HEALTH_TCP_<NAME>=host:port`.
+//!
 //! # States
 //!
 //! Each component is `unknown` until its first conclusive result, then `healthy`, or
@@ -53,8 +58,13 @@ mod check;
 mod from_fn;
 mod spec;
 mod status;
+#[cfg(feature = "tcp")]
+mod tcp;
 
 pub use self::check::Component;
 pub use self::from_fn::{FromFn, from_fn};
 pub use self::spec::ComponentSpec;
 pub use self::status::{ComponentStatus, UnknownComponents};
+#[cfg(feature = "tcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tcp")))]
+pub use self::tcp::Tcp;

@@ -35,6 +35,8 @@ pub struct HealthConfig {
     pub(crate) kubernetes_aliases: bool,
     pub(crate) components: Vec<ComponentSpec>,
     pub(crate) optional_databases: Vec<Arc<str>>,
+    /// Components the environment lists as critical (`TOWER_HEALTH_CRITICAL`).
+    pub(crate) critical_components: Vec<Arc<str>>,
     pub(crate) unknown_components: UnknownComponents,
 }
 
@@ -61,6 +63,7 @@ impl HealthConfig {
             kubernetes_aliases: false,
             components: Vec::new(),
             optional_databases: Vec::new(),
+            critical_components: Vec::new(),
             unknown_components: UnknownComponents::Ignored,
         }
     }
@@ -385,7 +388,7 @@ impl HealthConfig {
                 "BALDUR_REDIS_URL is set, but tower-health has no shared verdict cache: each process answers with its own verdicts"
             );
         }
-        config.databases_from_env(env)
+        config.databases_from_env(env)?.components_from_env(env)
     }
 
     /// The index of the default database: the one named `default`, else the first.
@@ -418,6 +421,7 @@ impl fmt::Debug for HealthConfig {
             .field("kubernetes_aliases", &self.kubernetes_aliases)
             .field("components", &self.component_names().collect::<Vec<_>>())
             .field("optional_databases", &self.optional_databases)
+            .field("critical_components", &self.critical_components)
             .field("unknown_components", &self.unknown_components)
             .finish()
     }

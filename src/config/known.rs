@@ -43,6 +43,7 @@ pub(crate) const HEALTH: Reader = Reader {
         "BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION",
         "BALDUR_REDIS_URL",
         "BALDUR_SQL_DSN",
+        "TOWER_HEALTH_CRITICAL",
         "TOWER_HEALTH_CHECK_LIMIT",
         "TOWER_HEALTH_DATABASE_URL",
         "TOWER_HEALTH_HEALTH_INTERVAL",
@@ -56,7 +57,7 @@ pub(crate) const HEALTH: Reader = Reader {
         "TOWER_HEALTH_READINESS_TIMEOUT_FAIL_DIRECTION",
         "TOWER_HEALTH_STARTUP_WAITS_FOR_MARK",
     ],
-    prefixes: &["TOWER_HEALTH_DATABASE_URL_"],
+    prefixes: &["TOWER_HEALTH_DATABASE_URL_", "TOWER_HEALTH_TCP_"],
 };
 
 /// [`DrainConfig`](crate::DrainConfig).

@@ -285,3 +285,36 @@ async fn a_subscriber_sees_each_transition() {
     assert!(updates.has_changed().unwrap());
     assert_eq!(updates.borrow_and_update().status, Status::Healthy);
 }
+
+#[cfg(feature = "tcp")]
+#[tokio::test]
+async fn a_tcp_component_reports_reachability_and_its_target() {
+    use crate::component::Tcp;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let open = listener.local_addr().unwrap();
+    let closed = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listener.local_addr().unwrap()
+    };
+    let config = config()
+        .component(ComponentSpec::new("open", Tcp::new(open.to_string())))
+        .component(ComponentSpec::new("closed", Tcp::new(closed.to_string())));
+    let handle = monitor(config);
+    rounds(&handle).await;
+    let health = handle.health();
+    assert_eq!(health.components[0].status, ComponentStatus::Healthy);
+    assert_eq!(health.components[1].status, ComponentStatus::Degraded);
+    let (status, body) = get(&handle, Probe::Health).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains(&format!(r#""target":"{open}""#)), "{body}");
+    // The operating system's wording of the refusal sits between the two.
+    let closed_head = format!(
+        r#""closed":{{"check":"failed","consecutive_failures":1,"consecutive_successes":0,"critical":false,"detail":null,"elapsed_ms":0,"error":"connecting to {closed}: "#
+    );
+    let closed_tail = format!(
+        r#"","error_kind":"connect","gates_readiness":false,"reason":"1 failed check in a row, failures_before_trouble is 1","since":"T","status":"degraded","target":"{closed}"}}"#
+    );
+    assert!(body.contains(&closed_head), "{body}");
+    assert!(body.contains(&closed_tail), "{body}");
+    drop(listener);
+}

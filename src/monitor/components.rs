@@ -16,6 +16,8 @@ use crate::verdict::{ComponentReport, DatabaseOutcome};
 #[derive(Debug)]
 pub(crate) struct TrackedComponent {
     spec: ComponentSpec,
+    /// The component's target, asked once.
+    target: Option<String>,
     pub(crate) slot: CheckSlot,
     state: Mutex<Tracked>,
 }
@@ -44,6 +46,7 @@ impl TrackedComponent {
     pub(crate) fn new(spec: &ComponentSpec, limit: Duration) -> Self {
         Self {
             slot: CheckSlot::component(spec, limit),
+            target: spec.component.target(),
             spec: spec.clone(),
             state: Mutex::new(Tracked {
                 status: ComponentStatus::Unknown,
@@ -94,6 +97,7 @@ impl TrackedComponent {
             status: state.status,
             critical: self.spec.critical,
             gates_readiness: self.spec.gates_readiness,
+            target: self.target.clone(),
             outcome: state.last.clone(),
             reason: self.reason(state),
             since: state.since,

@@ -80,8 +80,20 @@ impl MonitorState {
         let components = config
             .components
             .iter()
-            .map(|spec| TrackedComponent::new(spec, limit))
+            .map(|spec| {
+                let mut spec = spec.clone();
+                spec.critical |= config.is_listed_critical(&spec.name);
+                TrackedComponent::new(&spec, limit)
+            })
             .collect();
+        for name in &config.critical_components {
+            if !config
+                .component_names()
+                .any(|component| component == &**name)
+            {
+                tracing::warn!(component = %name, "a component listed in TOWER_HEALTH_CRITICAL is not configured");
+            }
+        }
         let default_index = config.default_database_index();
         let paths = ProbePaths::new(&config.path_prefix, config.kubernetes_aliases);
         let startup = Startup::new(config.startup_waits_for_mark);

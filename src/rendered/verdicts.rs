@@ -282,6 +282,9 @@ fn component_detail(report: &ComponentReport) -> Value {
     if let Some(running_for) = outcome.and_then(|outcome| outcome.running_for) {
         detail["running_for_ms"] = millis(running_for);
     }
+    if let Some(target) = &report.target {
+        detail["target"] = target.as_str().into();
+    }
     detail
 }
 

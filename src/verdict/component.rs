@@ -18,6 +18,9 @@ pub struct ComponentReport {
     pub critical: bool,
     /// Whether it also gates readiness.
     pub gates_readiness: bool,
+    /// What it checks (redacted), when the component says: see
+    /// [`Component::target`](crate::component::Component::target).
+    pub target: Option<String>,
     /// Its last check's outcome (`Ready` means it succeeded); `None` before the first.
     pub outcome: Option<DatabaseOutcome>,
     /// Which rule put it where it is, for humans.
