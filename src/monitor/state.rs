@@ -303,6 +303,20 @@ impl MonitorState {
         self.publish_health(default, others, components, SystemTime::now())
     }
 
+    /// The pools that are saturated now (read right after a round's checks), by database.
+    pub(crate) fn saturated_pools(&self) -> Vec<(Arc<str>, crate::check::PoolStats)> {
+        self.config
+            .databases
+            .iter()
+            .zip(&self.slots)
+            .filter_map(|(entry, slot)| {
+                slot.pool_stats()
+                    .filter(crate::check::PoolStats::is_saturated)
+                    .map(|stats| (entry.name.clone(), stats))
+            })
+            .collect()
+    }
+
     /// The default database's outcome, and the others', from a round over every database.
     pub(crate) fn split_default(
         &self,
@@ -361,6 +375,7 @@ impl MonitorState {
         let verdict = HealthVerdict::from_outcome(
             default,
             others,
+            self.saturated_pools(),
             components,
             self.config.unknown_components,
             self.is_monitor_running(),

@@ -120,6 +120,27 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
         detail["critical"] = outcome.critical.into();
         details.insert(format!("database_{}", outcome.name), detail);
     }
+    // A saturated pool's figures, beside its database: why `degraded`.
+    for (name, stats) in &verdict.saturated_pools {
+        let key = match &verdict.database {
+            Some(default) if default.name == *name => "database".to_owned(),
+            _ => format!("database_{name}"),
+        };
+        if let Some(Value::Object(detail)) = details.get_mut(&key) {
+            detail.insert(
+                "pool".into(),
+                json!({
+                    "saturated": true,
+                    "max_size": stats.max_size,
+                    "connections": stats.connections,
+                    "idle_connections": stats.idle_connections,
+                    "in_use": stats.in_use(),
+                    "pending_gets": stats.pending_gets,
+                    "gets_timed_out": stats.gets_timed_out,
+                }),
+            );
+        }
+    }
     // `null` with no component registered: the body the Python system gave.
     let components = if verdict.components.is_empty() {
         Value::Null

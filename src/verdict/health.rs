@@ -3,7 +3,7 @@ use std::time::SystemTime;
 
 use super::{ComponentReport, DatabaseOutcome};
 use crate::Status;
-use crate::check::CheckErrorKind;
+use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::UnknownComponents;
 
 /// The full picture: the answer of `/health`.
@@ -15,9 +15,11 @@ use crate::component::UnknownComponents;
 /// 3. the default database does not answer: `unhealthy`;
 /// 4. a critical [component](crate::component) is in trouble: `unhealthy`;
 /// 5. a non-critical component is in trouble: `degraded` (200);
-/// 6. an [optional database](crate::HealthConfig::optional_database) does not answer:
+/// 6. a database answers but its pool is saturated (every connection busy, checkouts
+///    waiting): `degraded` (200), with the pool's figures, not "database down";
+/// 7. an [optional database](crate::HealthConfig::optional_database) does not answer:
 ///    `degraded` (200; for an optional default database, rules 2 and 3 do not apply);
-/// 7. otherwise `healthy`.
+/// 8. otherwise `healthy`.
 ///
 /// A component still `unknown` counts as
 /// [`HealthConfig::unknown_components`](crate::HealthConfig::unknown_components) says. The
@@ -31,6 +33,9 @@ pub struct HealthVerdict {
     pub database: Option<DatabaseOutcome>,
     /// Every other database's outcome, in configuration order.
     pub databases: Vec<DatabaseOutcome>,
+    /// The saturated pools the round saw (every connection busy, checkouts waiting), by
+    /// database name, with their figures; empty when none is.
+    pub saturated_pools: Vec<(std::sync::Arc<str>, PoolStats)>,
     /// Whether the background monitor that keeps verdicts fresh is running.
     pub self_healing: bool,
     /// When the round finished; `None` when no round has.
@@ -45,6 +50,7 @@ impl HealthVerdict {
     pub(crate) fn from_outcome(
         database: Option<DatabaseOutcome>,
         databases: Vec<DatabaseOutcome>,
+        saturated_pools: Vec<(std::sync::Arc<str>, PoolStats)>,
         components: Vec<ComponentReport>,
         unknown: UnknownComponents,
         self_healing: bool,
@@ -89,6 +95,21 @@ impl HealthVerdict {
                         .into(),
                     ),
                 ),
+                (None, None, _) if !saturated_pools.is_empty() => {
+                    let (name, stats) = &saturated_pools[0];
+                    (
+                        Status::Degraded,
+                        Some(
+                            format!(
+                                "database {name}'s pool is saturated: {} of {} connections in use, {} checkouts waiting",
+                                stats.in_use(),
+                                stats.max_size,
+                                stats.pending_gets
+                            )
+                            .into(),
+                        ),
+                    )
+                }
                 (None, None, Some(outcome)) => (
                     Status::Degraded,
                     Some(
@@ -102,6 +123,7 @@ impl HealthVerdict {
             status,
             database,
             databases,
+            saturated_pools,
             self_healing,
             checked_at: Some(checked_at),
             reason,
@@ -114,6 +136,7 @@ impl HealthVerdict {
             status: Status::Unavailable,
             database: None,
             databases: Vec::new(),
+            saturated_pools: Vec::new(),
             self_healing,
             checked_at: None,
             reason: Some(reason.into()),
