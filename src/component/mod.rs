@@ -43,6 +43,8 @@
 //!
 //! - [`Tcp`] (feature `tcp`): is `host:port` reachable? Also from the environment:
 //!   `TOWER_HEALTH_TCP_<NAME>=host:port`.
+//! - [`RuntimeWatcher`]: is the Tokio runtime starved (a timer firing late because a task
+//!   blocks a worker thread)?
 //!
 //! # States
 //!
@@ -56,6 +58,7 @@
 
 mod check;
 mod from_fn;
+mod runtime;
 mod spec;
 mod status;
 #[cfg(feature = "tcp")]
@@ -63,6 +66,7 @@ mod tcp;
 
 pub use self::check::Component;
 pub use self::from_fn::{FromFn, from_fn};
+pub use self::runtime::RuntimeWatcher;
 pub use self::spec::ComponentSpec;
 pub use self::status::{ComponentStatus, UnknownComponents};
 #[cfg(feature = "tcp")]

@@ -318,3 +318,32 @@ async fn a_tcp_component_reports_reachability_and_its_target() {
     assert!(body.contains(&closed_tail), "{body}");
     drop(listener);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn the_runtime_watcher_detects_a_blocked_worker_thread() {
+    use crate::component::RuntimeWatcher;
+    let handle = with_component(ComponentSpec::new(
+        "runtime",
+        RuntimeWatcher::new().threshold(Duration::from_millis(100)),
+    ));
+    // The first round starts the watcher's ticking task.
+    rounds(&handle).await;
+    // A task that blocks the runtime's only worker thread, as a synchronous call would.
+    tokio::spawn(async { std::thread::sleep(Duration::from_millis(500)) })
+        .await
+        .unwrap();
+    handle.state.health_round().await;
+    let health = handle.health();
+    let report = &health.components[0];
+    assert_eq!(report.status, ComponentStatus::Degraded, "{report:?}");
+    assert_eq!(health.status, Status::Degraded);
+    let error = report.outcome.as_ref().unwrap().error.as_ref().unwrap();
+    assert!(
+        error
+            .message()
+            .contains("a task is blocking a runtime worker thread"),
+        "{error}"
+    );
+    // Liveness does not follow: a slow pod is not restarted.
+    assert_eq!(get(&handle, Probe::Live).await.0, StatusCode::OK);
+}
