@@ -43,6 +43,8 @@
 //!
 //! - [`Tcp`] (feature `tcp`): is `host:port` reachable? Also from the environment:
 //!   `TOWER_HEALTH_TCP_<NAME>=host:port`.
+//! - [`Http`] (feature `http-check`): does an HTTP dependency answer `GET <url>` with a 2xx?
+//!   Also from the environment: `TOWER_HEALTH_HTTP_<NAME>=url`.
 //! - [`RuntimeWatcher`]: is the Tokio runtime starved (a timer firing late because a task
 //!   blocks a worker thread)?
 //!
@@ -58,6 +60,8 @@
 
 mod check;
 mod from_fn;
+#[cfg(feature = "http-check")]
+mod http;
 mod runtime;
 mod spec;
 mod status;
@@ -66,6 +70,9 @@ mod tcp;
 
 pub use self::check::Component;
 pub use self::from_fn::{FromFn, from_fn};
+#[cfg(feature = "http-check")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http-check")))]
+pub use self::http::{Http, InvalidUrl};
 pub use self::runtime::RuntimeWatcher;
 pub use self::spec::ComponentSpec;
 pub use self::status::{ComponentStatus, UnknownComponents};

@@ -1,5 +1,6 @@
-//! Components declared in the environment: `TOWER_HEALTH_TCP_<NAME>=host:port`, and
-//! `TOWER_HEALTH_CRITICAL=<name>,...` to make components critical.
+//! Components declared in the environment: `TOWER_HEALTH_TCP_<NAME>=host:port`,
+//! `TOWER_HEALTH_HTTP_<NAME>=url`, and `TOWER_HEALTH_CRITICAL=<name>,...` to make components
+//! critical.
 
 use std::sync::Arc;
 
@@ -7,6 +8,9 @@ use super::{ConfigError, Env, HealthConfig, is_valid_check_name};
 
 /// The prefix of the variables declaring a TCP component (`<prefix><NAME>=host:port`).
 const TCP_PREFIX: &str = "TOWER_HEALTH_TCP_";
+
+/// The prefix of the variables declaring an HTTP component (`<prefix><NAME>=url`).
+const HTTP_PREFIX: &str = "TOWER_HEALTH_HTTP_";
 
 /// The variable listing the components that are critical.
 const CRITICAL: &str = "TOWER_HEALTH_CRITICAL";
@@ -24,6 +28,17 @@ impl HealthConfig {
                 ));
             }
             self = tcp(self, variable, &name, target)?;
+        }
+        for (variable, suffix, url) in env.with_prefix(HTTP_PREFIX) {
+            let name = suffix.to_ascii_lowercase();
+            if !is_valid_check_name(&name) {
+                return Err(ConfigError::new(
+                    variable,
+                    url,
+                    "the name after TOWER_HEALTH_HTTP_ must be 1 to 63 ASCII letters, digits, '_' or '-'",
+                ));
+            }
+            self = http(self, variable, &name, url)?;
         }
         if let Some((variable, names)) = env.first(&[CRITICAL]) {
             for name in names
@@ -73,6 +88,33 @@ fn tcp(
     Ok(config.component(crate::component::ComponentSpec::new(name, component)))
 }
 
+#[cfg(feature = "http-check")]
+fn http(
+    config: HealthConfig,
+    variable: &str,
+    name: &str,
+    url: &str,
+) -> Result<HealthConfig, ConfigError> {
+    let component = crate::component::Http::new(url)
+        .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
+    Ok(config.component(crate::component::ComponentSpec::new(name, component)))
+}
+
+/// Refuses rather than silently checking nothing.
+#[cfg(not(feature = "http-check"))]
+fn http(
+    _config: HealthConfig,
+    variable: &str,
+    _name: &str,
+    url: &str,
+) -> Result<HealthConfig, ConfigError> {
+    Err(ConfigError::new(
+        variable,
+        url,
+        "an HTTP component is declared but tower-health was built without the `http-check` feature",
+    ))
+}
+
 /// Refuses rather than silently checking nothing.
 #[cfg(not(feature = "tcp"))]
 fn tcp(
@@ -109,6 +151,20 @@ mod tests {
         assert!(!config.is_listed_critical("cache"));
         let error = HealthConfig::from_vars([("TOWER_HEALTH_TCP_CACHE", "no-port")]).unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_TCP_CACHE");
+    }
+
+    #[cfg(feature = "http-check")]
+    #[test]
+    fn http_components_from_the_environment() {
+        let config =
+            HealthConfig::from_vars([("TOWER_HEALTH_HTTP_SEARCH", "http://search.internal/")])
+                .unwrap();
+        assert_eq!(config.component_names().collect::<Vec<_>>(), ["search"]);
+        let error =
+            HealthConfig::from_vars([("TOWER_HEALTH_HTTP_SEARCH", "https://app:hunter2@x/")])
+                .unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_HTTP_SEARCH");
+        assert!(!error.to_string().contains("hunter2"), "{error}");
     }
 
     #[test]

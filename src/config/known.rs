@@ -57,7 +57,11 @@ pub(crate) const HEALTH: Reader = Reader {
         "TOWER_HEALTH_READINESS_TIMEOUT_FAIL_DIRECTION",
         "TOWER_HEALTH_STARTUP_WAITS_FOR_MARK",
     ],
-    prefixes: &["TOWER_HEALTH_DATABASE_URL_", "TOWER_HEALTH_TCP_"],
+    prefixes: &[
+        "TOWER_HEALTH_DATABASE_URL_",
+        "TOWER_HEALTH_HTTP_",
+        "TOWER_HEALTH_TCP_",
+    ],
 };
 
 /// [`DrainConfig`](crate::DrainConfig).

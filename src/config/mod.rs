@@ -25,6 +25,7 @@
 //! | `TOWER_HEALTH_STARTUP_WAITS_FOR_MARK` | | `/health/startup` also waits for `HealthHandle::mark_started()` | `false` |
 //! | `TOWER_HEALTH_KUBERNETES_ALIASES` | | also answer `/livez` and `/readyz` | `false` |
 //! | `TOWER_HEALTH_TCP_<NAME>` | | `host:port` of a non-critical TCP component `<name>` (lower-cased; feature `tcp`) | none |
+//! | `TOWER_HEALTH_HTTP_<NAME>` | | `http://` URL of a non-critical HTTP component `<name>` (lower-cased; feature `http-check`): `GET`, 2xx expected, redirects not followed | none |
 //! | `TOWER_HEALTH_CRITICAL` | | components that are critical (comma-separated names) | none |
 //! | `TOWER_HEALTH_OPTIONAL` | | databases that are optional (comma-separated names): down, they make health `degraded` and leave readiness alone | none |
 //!

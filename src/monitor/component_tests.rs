@@ -347,3 +347,65 @@ async fn the_runtime_watcher_detects_a_blocked_worker_thread() {
     // Liveness does not follow: a slow pod is not restarted.
     assert_eq!(get(&handle, Probe::Live).await.0, StatusCode::OK);
 }
+
+#[cfg(feature = "http-check")]
+#[tokio::test]
+async fn an_http_component_expects_a_2xx_and_does_not_follow_redirects() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use crate::component::Http;
+    /// A server that answers every request with `status_line`.
+    async fn answering(status_line: &'static str) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = [0; 1024];
+                    let _ = stream.read(&mut request).await;
+                    let response = format!(
+                        "HTTP/1.1 {status_line}\r\nlocation: /elsewhere\r\ncontent-length: 0\r\n\r\n"
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        addr
+    }
+    let ok = answering("200 OK").await;
+    let moved = answering("301 Moved Permanently").await;
+    let down = answering("503 Service Unavailable").await;
+    let config = [("ok", ok), ("moved", moved), ("down", down)]
+        .into_iter()
+        .fold(config(), |config, (name, addr)| {
+            config.component(ComponentSpec::new(
+                name,
+                Http::new(&format!("http://{addr}/status")).unwrap(),
+            ))
+        });
+    let handle = monitor(config);
+    rounds(&handle).await;
+    let health = handle.health();
+    let error = |index: usize| {
+        health.components[index]
+            .outcome
+            .as_ref()
+            .and_then(|outcome| outcome.error.as_ref())
+            .map(|error| error.message().to_owned())
+    };
+    assert_eq!(health.components[0].status, ComponentStatus::Healthy);
+    assert_eq!(error(0), None);
+    assert_eq!(
+        error(1).as_deref(),
+        Some("answered 301 Moved Permanently (redirects are not followed)")
+    );
+    assert_eq!(
+        error(2).as_deref(),
+        Some("answered 503 Service Unavailable, expected 2xx")
+    );
+    assert_eq!(health.status, Status::Degraded);
+    assert_eq!(
+        health.components[0].target.as_deref(),
+        Some(format!("http://{ok}/status").as_str())
+    );
+}
