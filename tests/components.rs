@@ -67,6 +67,11 @@ async fn a_non_critical_component_degrades_health_and_leaves_readiness_alone() {
         "connection refused by cache:6379"
     );
     assert_eq!(body["checks"]["database"], "healthy");
+    // The database's target: host, port and database name, never a user or password.
+    let target = body["details"]["database"]["target"].as_str().unwrap();
+    let addr = support::pg_addr();
+    assert!(target.starts_with(&addr.to_string()), "{target}");
+    assert!(!target.contains('@'), "{target}");
     let ready = client.get(server.addr, "/health/ready").await;
     assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
     assert_eq!(ready.json()["status"], "ready");

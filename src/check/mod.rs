@@ -73,4 +73,12 @@ pub trait DatabaseCheck: fmt::Debug + Send + Sync + 'static {
     fn pool_stats(&self) -> Option<PoolStats> {
         None
     }
+
+    /// What the check connects to, for the health body's `target` (host, port, database
+    /// name); it must never carry a password. `None` leaves the key out.
+    ///
+    /// Defaults to `None`.
+    fn target(&self) -> Option<String> {
+        None
+    }
 }

@@ -46,6 +46,8 @@ struct SlotInner {
     check: Checked,
     /// Reported on every outcome.
     critical: bool,
+    /// What the check connects to, asked once.
+    target: Option<Arc<str>>,
     /// How long a check may run before it is dropped.
     limit: Duration,
     in_flight: Mutex<Option<InFlight>>,
@@ -63,6 +65,7 @@ struct InFlight {
 pub(crate) struct Claim {
     name: Arc<str>,
     critical: bool,
+    target: Option<Arc<str>>,
     in_flight: InFlight,
     /// Whether the check was already running before this round began.
     inherited: bool,
@@ -71,11 +74,16 @@ pub(crate) struct Claim {
 
 impl CheckSlot {
     fn with(name: Arc<str>, check: Checked, critical: bool, limit: Duration) -> Self {
+        let target = match &check {
+            Checked::Database(check) => check.target(),
+            Checked::Component(component) => component.target(),
+        };
         Self {
             inner: Arc::new(SlotInner {
                 name,
                 check,
                 critical,
+                target: target.map(Arc::from),
                 limit,
                 in_flight: Mutex::new(None),
                 checks_started: AtomicU64::new(0),
@@ -132,6 +140,7 @@ impl CheckSlot {
             return Claim {
                 name: self.inner.name.clone(),
                 critical: self.inner.critical,
+                target: self.inner.target.clone(),
                 inherited: in_flight.started_at < round_started,
                 in_flight: in_flight.clone(),
                 round_started,
@@ -188,6 +197,7 @@ impl CheckSlot {
         Claim {
             name: self.inner.name.clone(),
             critical: self.inner.critical,
+            target: self.inner.target.clone(),
             in_flight,
             inherited: false,
             round_started,
@@ -267,6 +277,7 @@ impl Claim {
             error,
             detail,
             critical: self.critical,
+            target: self.target,
         }
     }
 }

@@ -111,6 +111,9 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
     if let Some(outcome) = &verdict.database {
         let mut detail = database_detail(outcome);
         detail["name"] = (*outcome.name).into();
+        if let Some(target) = &outcome.target {
+            detail["target"] = (**target).into();
+        }
         details.insert("database".into(), detail);
     }
     // The other databases, beside the default one's `database` (kept as the Python system
@@ -118,6 +121,9 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
     for outcome in &verdict.databases {
         let mut detail = database_detail(outcome);
         detail["critical"] = outcome.critical.into();
+        if let Some(target) = &outcome.target {
+            detail["target"] = (**target).into();
+        }
         details.insert(format!("database_{}", outcome.name), detail);
     }
     // A saturated pool's figures, beside its database: why `degraded`.

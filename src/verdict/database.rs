@@ -54,6 +54,9 @@ pub struct DatabaseOutcome {
     /// `unhealthy`) or optional (down, it makes health `degraded` and leaves readiness
     /// alone): see [`HealthConfig::optional_database`](crate::HealthConfig::optional_database).
     pub critical: bool,
+    /// What the check connects to (host, port, database name; never a password), when the
+    /// check says: see [`DatabaseCheck::target`](crate::check::DatabaseCheck::target).
+    pub target: Option<Arc<str>>,
 }
 
 impl DatabaseOutcome {
