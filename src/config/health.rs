@@ -38,6 +38,7 @@ pub struct HealthConfig {
     /// Components the environment lists as critical (`TOWER_HEALTH_CRITICAL`).
     pub(crate) critical_components: Vec<Arc<str>>,
     pub(crate) unknown_components: UnknownComponents,
+    pub(crate) self_monitoring: bool,
 }
 
 impl Default for HealthConfig {
@@ -65,6 +66,7 @@ impl HealthConfig {
             optional_databases: Vec::new(),
             critical_components: Vec::new(),
             unknown_components: UnknownComponents::Ignored,
+            self_monitoring: false,
         }
     }
 
@@ -176,6 +178,17 @@ impl HealthConfig {
     /// Defaults to [`UnknownComponents::Ignored`]: counted as fine.
     pub fn unknown_components(mut self, policy: UnknownComponents) -> Self {
         self.unknown_components = policy;
+        self
+    }
+
+    /// Whether the monitor also watches itself: a non-critical component named `monitor`
+    /// reports readiness rounds that lag (none finished for two intervals plus the
+    /// deadline), so `/health` reads `degraded` with the lag before the verdicts go stale.
+    /// A component registered under the name `monitor` takes its place.
+    ///
+    /// Defaults to `false` (the health body's `components` stays `null` without components).
+    pub fn self_monitoring(mut self, enabled: bool) -> Self {
+        self.self_monitoring = enabled;
         self
     }
 
@@ -365,6 +378,9 @@ impl HealthConfig {
         if let Some(aliases) = env.flag("TOWER_HEALTH_KUBERNETES_ALIASES")? {
             config.kubernetes_aliases = aliases;
         }
+        if let Some(enabled) = env.flag("TOWER_HEALTH_SELF_MONITORING")? {
+            config.self_monitoring = enabled;
+        }
         if let Some((variable, names)) = env.first(&["TOWER_HEALTH_OPTIONAL"]) {
             for name in names
                 .split(',')
@@ -423,6 +439,7 @@ impl fmt::Debug for HealthConfig {
             .field("optional_databases", &self.optional_databases)
             .field("critical_components", &self.critical_components)
             .field("unknown_components", &self.unknown_components)
+            .field("self_monitoring", &self.self_monitoring)
             .finish()
     }
 }

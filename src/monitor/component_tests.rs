@@ -409,3 +409,40 @@ async fn an_http_component_expects_a_2xx_and_does_not_follow_redirects() {
         Some(format!("http://{ok}/status").as_str())
     );
 }
+
+#[tokio::test]
+async fn self_monitoring_reports_readiness_rounds_that_lag() {
+    // Bound: 2 x 1 ms + the 20 ms deadline. No database, so that rounds do not depend on
+    // the deadline.
+    let config = HealthConfig::new()
+        .readiness_interval(Duration::from_millis(1))
+        .readiness_timeout(Duration::from_millis(20))
+        .self_monitoring(true);
+    let handle = monitor(config);
+    // Before the first readiness round there is nothing to say: fine, not a failure.
+    handle.state.health_round().await;
+    let health = handle.health();
+    assert_eq!(&*health.components[0].name, "monitor");
+    assert_eq!(health.components[0].status, ComponentStatus::Healthy);
+    handle.state.readiness_round().await;
+    // Then no round runs, as when the monitor is stuck.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handle.state.health_round().await;
+    let health = handle.health();
+    let report = &health.components[0];
+    assert_eq!(report.status, ComponentStatus::Degraded, "{report:?}");
+    let error = report.outcome.as_ref().unwrap().error.as_ref().unwrap();
+    assert!(
+        error
+            .message()
+            .contains("rounds are due every 1ms (bound 22ms): the monitor is lagging"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn without_self_monitoring_components_stay_null() {
+    let handle = monitor(config());
+    rounds(&handle).await;
+    assert!(handle.health().components.is_empty());
+}

@@ -37,6 +37,14 @@
 //! wait for that same check (up to their own deadline) instead of starting another, so a
 //! database that accepts connections and never answers does not collect a pile of them.
 //!
+//! # Self-monitoring
+//!
+//! With [`HealthConfig::self_monitoring`](crate::HealthConfig::self_monitoring), the monitor
+//! also watches itself: a component `monitor` reports readiness rounds that lag (none
+//! finished for two intervals plus the deadline), so `/health` reads `degraded` before the
+//! verdicts go stale. Pool saturation is always watched (every connection busy with
+//! checkouts waiting: `degraded`, with the figures).
+//!
 //! # Staleness
 //!
 //! A verdict older than three of its rounds plus the deadline (3.5 s for readiness with the
@@ -52,6 +60,7 @@ mod fresh;
 mod handle;
 #[cfg(test)]
 mod hold_tests;
+mod lag;
 mod published;
 mod runner;
 mod slot;

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use super::components::TrackedComponent;
 use super::fresh::FreshRounds;
 use super::handle::MonitorStats;
+use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
 use super::published::{Published, publish_newer};
 use super::slot::CheckSlot;
 use super::startup::Startup;
@@ -29,6 +30,8 @@ pub(crate) struct MonitorState {
     pub(crate) paths: ProbePaths,
     slots: Vec<CheckSlot>,
     components: Vec<TrackedComponent>,
+    /// When the last readiness round finished, for self-monitoring.
+    round_clock: Arc<RoundClock>,
     default_index: Option<usize>,
     pub(crate) readiness: ArcSwap<Published<ReadinessVerdict>>,
     pub(crate) health: ArcSwap<Published<HealthVerdict>>,
@@ -77,7 +80,8 @@ impl MonitorState {
                 tracing::warn!(database = %name, "a database declared optional is not configured");
             }
         }
-        let components = config
+        let round_clock = Arc::new(RoundClock::new());
+        let mut components: Vec<TrackedComponent> = config
             .components
             .iter()
             .map(|spec| {
@@ -86,6 +90,19 @@ impl MonitorState {
                 TrackedComponent::new(&spec, limit)
             })
             .collect();
+        if config.self_monitoring
+            && !config
+                .component_names()
+                .any(|name| name == MONITOR_COMPONENT)
+        {
+            let lag = RoundLag {
+                clock: Arc::clone(&round_clock),
+                interval: config.readiness_interval,
+                deadline: config.readiness_timeout,
+            };
+            let spec = crate::component::ComponentSpec::new(MONITOR_COMPONENT, lag);
+            components.push(TrackedComponent::new(&spec, limit));
+        }
         for name in &config.critical_components {
             if !config
                 .component_names()
@@ -105,6 +122,7 @@ impl MonitorState {
             paths,
             slots,
             components,
+            round_clock,
             default_index,
             readiness: ArcSwap::from_pointee(readiness),
             health: ArcSwap::from_pointee(health),
@@ -275,6 +293,7 @@ impl MonitorState {
         );
         self.publish_readiness(verdict, None);
         drop(hold);
+        self.round_clock.round_finished();
         self.startup.first_round_completed();
     }
 
