@@ -45,6 +45,8 @@
 //!   `TOWER_HEALTH_TCP_<NAME>=host:port`.
 //! - [`Http`] (feature `http-check`): does an HTTP dependency answer `GET <url>` with a 2xx?
 //!   Also from the environment: `TOWER_HEALTH_HTTP_<NAME>=url`.
+//! - [`DiskSpace`] (feature `disk`): is there enough free space where the application
+//!   writes?
 //! - [`RuntimeWatcher`]: is the Tokio runtime starved (a timer firing late because a task
 //!   blocks a worker thread)?
 //!
@@ -59,6 +61,8 @@
 //! [`HealthConfig::unknown_components`](crate::HealthConfig::unknown_components).
 
 mod check;
+#[cfg(feature = "disk")]
+mod disk;
 mod from_fn;
 #[cfg(feature = "http-check")]
 mod http;
@@ -69,6 +73,9 @@ mod status;
 mod tcp;
 
 pub use self::check::Component;
+#[cfg(feature = "disk")]
+#[cfg_attr(docsrs, doc(cfg(feature = "disk")))]
+pub use self::disk::DiskSpace;
 pub use self::from_fn::{FromFn, from_fn};
 #[cfg(feature = "http-check")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http-check")))]

@@ -446,3 +446,56 @@ async fn without_self_monitoring_components_stay_null() {
     rounds(&handle).await;
     assert!(handle.health().components.is_empty());
 }
+
+#[cfg(feature = "disk")]
+#[tokio::test]
+async fn disk_space_below_the_minimum_is_trouble() {
+    use crate::component::DiskSpace;
+    let dir = std::env::temp_dir();
+    let config = config()
+        .component(ComponentSpec::new(
+            "enough",
+            DiskSpace::new(&dir).min_available_percent(0),
+        ))
+        .component(ComponentSpec::new(
+            "full",
+            DiskSpace::new(&dir).min_available_bytes(u64::MAX),
+        ))
+        .component(ComponentSpec::new(
+            "missing",
+            DiskSpace::new("/no/such/path/tower-health"),
+        ));
+    let handle = monitor(config);
+    rounds(&handle).await;
+    let health = handle.health();
+    let message = |index: usize| {
+        health.components[index]
+            .outcome
+            .as_ref()
+            .and_then(|outcome| outcome.error.as_ref())
+            .map(|error| error.message().to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        health.components[0].status,
+        ComponentStatus::Healthy,
+        "{}",
+        message(0)
+    );
+    assert_eq!(health.components[1].status, ComponentStatus::Degraded);
+    assert!(
+        message(1).ends_with(&format!("below the minimum of {}", u64::MAX)),
+        "{}",
+        message(1)
+    );
+    assert_eq!(health.components[2].status, ComponentStatus::Degraded);
+    assert!(
+        message(2).starts_with("reading the free space of /no/such/path/tower-health: "),
+        "{}",
+        message(2)
+    );
+    assert_eq!(
+        health.components[0].target.as_deref(),
+        Some(dir.display().to_string().as_str())
+    );
+}
