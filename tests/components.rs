@@ -309,3 +309,38 @@ async fn subscribers_see_the_transitions_of_health_and_readiness() {
         StatusCode::OK
     );
 }
+
+#[tokio::test]
+async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
+    require_postgres!();
+    // As the state diagram: degraded -> unhealthy (database gone) -> degraded (database
+    // back, the component still in trouble) -> healthy (the component recovers).
+    let proxy = support::PgProxy::start(support::pg_addr()).await;
+    let cache = Arc::new(AtomicU8::new(REFUSED));
+    let settings = fast()
+        .database("default", postgres(&proxy.url()))
+        .unwrap()
+        .component(ComponentSpec::new("cache", switchable(&cache)));
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let status_is = |expected: &'static str| {
+        let client = client.clone();
+        async move {
+            eventually(LIMIT, || async {
+                client.get(server.addr, "/health").await.json()["status"] == expected
+            })
+            .await
+        }
+    };
+    assert!(status_is("degraded").await, "{:?}", health.health());
+    proxy.freeze();
+    assert!(status_is("unhealthy").await, "{:?}", health.health());
+    let body = client.get(server.addr, "/health").await.json();
+    assert_eq!(body["checks"]["database"], "unhealthy");
+    assert_eq!(body["components"]["cache"]["status"], "degraded");
+    proxy.thaw();
+    assert!(status_is("degraded").await, "{:?}", health.health());
+    cache.store(OK, Ordering::SeqCst);
+    assert!(status_is("healthy").await, "{:?}", health.health());
+}
