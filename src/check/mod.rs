@@ -28,6 +28,8 @@
 //! }
 //! ```
 
+#[cfg(feature = "deadpool")]
+mod deadpool;
 mod error;
 mod pool_stats;
 #[cfg(feature = "postgres")]
@@ -38,6 +40,9 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
+#[cfg(feature = "deadpool")]
+#[cfg_attr(docsrs, doc(cfg(feature = "deadpool")))]
+pub use self::deadpool::DeadpoolCheck;
 pub use self::error::{CheckError, CheckErrorKind};
 pub use self::pool_stats::PoolStats;
 #[cfg(feature = "postgres")]
