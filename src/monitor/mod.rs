@@ -58,10 +58,12 @@ mod components;
 mod database_tests;
 mod fresh;
 mod handle;
+mod hold;
 #[cfg(test)]
 mod hold_tests;
 mod lag;
 mod published;
+mod rounds;
 mod runner;
 mod slot;
 mod source;
@@ -69,6 +71,7 @@ mod startup;
 mod state;
 #[cfg(test)]
 mod tests;
+mod transitions;
 
 pub use self::handle::{HealthHandle, MonitorStats};
 pub use self::runner::HealthMonitor;

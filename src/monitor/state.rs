@@ -2,8 +2,8 @@
 //! slots, the published verdicts, and the monitor's own state.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
@@ -12,41 +12,39 @@ use super::components::TrackedComponent;
 use super::fresh::FreshRounds;
 use super::handle::MonitorStats;
 use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
-use super::published::{Published, publish_newer};
+use super::published::Published;
 use super::slot::CheckSlot;
 use super::startup::Startup;
 use crate::config::HealthConfig;
 use crate::drain::DrainHandle;
 use crate::probe::ProbePaths;
 use crate::rendered::{render_health, render_pool, render_readiness};
-use crate::verdict::{
-    ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
-};
+use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
     pub(crate) config: HealthConfig,
     /// The layer's probe paths, from the configuration.
     pub(crate) paths: ProbePaths,
-    slots: Vec<CheckSlot>,
-    components: Vec<TrackedComponent>,
+    pub(super) slots: Vec<CheckSlot>,
+    pub(super) components: Vec<TrackedComponent>,
     /// When the last readiness round finished, for self-monitoring.
-    round_clock: Arc<RoundClock>,
-    default_index: Option<usize>,
+    pub(super) round_clock: Arc<RoundClock>,
+    pub(super) default_index: Option<usize>,
     pub(crate) readiness: ArcSwap<Published<ReadinessVerdict>>,
     pub(crate) health: ArcSwap<Published<HealthVerdict>>,
     pub(crate) pool: ArcSwap<Published<PoolVerdict>>,
     pub(crate) startup: Startup,
     /// The drain every reader of this monitor follows, once one is attached.
     pub(crate) drain: OnceLock<DrainHandle>,
-    fresh: FreshRounds,
-    monitor_running: AtomicBool,
-    updates: watch::Sender<Arc<HealthVerdict>>,
-    readiness_updates: watch::Sender<Arc<ReadinessVerdict>>,
+    pub(super) fresh: FreshRounds,
+    pub(super) monitor_running: AtomicBool,
+    pub(super) updates: watch::Sender<Arc<HealthVerdict>>,
+    pub(super) readiness_updates: watch::Sender<Arc<ReadinessVerdict>>,
     /// The manual hold's reason, while one is in place. Also serialises readiness
     /// publications, so that a round that read the hold before it changed cannot publish
     /// after the change.
-    hold: Mutex<Option<Arc<str>>>,
+    pub(super) hold: Mutex<Option<Arc<str>>>,
     pub(crate) counters: Counters,
 }
 
@@ -169,63 +167,6 @@ impl MonitorState {
         self.readiness_updates.subscribe()
     }
 
-    /// Places (`Some`) or releases (`None`) the manual hold, and republishes readiness at
-    /// once. Returns whether anything changed.
-    pub(crate) fn set_hold(&self, reason: Option<Arc<str>>) -> bool {
-        let mut hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
-        if *hold == reason {
-            return false;
-        }
-        hold.clone_from(&reason);
-        let current = self.readiness.load_full();
-        // Before the first round (or once the monitor stopped) there is nothing to
-        // re-render: the next round applies the hold.
-        if let Some(checked_at) = current.verdict.checked_at {
-            let verdict = ReadinessVerdict::from_outcomes(
-                current.verdict.databases.clone(),
-                current.verdict.components.clone(),
-                self.config.fail_direction,
-                self.config.unknown_components,
-                checked_at,
-                reason.clone(),
-            );
-            self.publish_readiness(verdict, Some(current.computed_at));
-        }
-        drop(hold);
-        match reason {
-            Some(reason) => tracing::warn!(%reason, "readiness held by the operator"),
-            None => tracing::info!("readiness hold released"),
-        }
-        true
-    }
-
-    /// The manual hold's reason, if one is in place.
-    pub(crate) fn held(&self) -> Option<Arc<str>> {
-        self.hold
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Renders and publishes a readiness verdict (computed at `computed_at`, or now), tells
-    /// subscribers, and logs a transition. The caller holds the hold's lock.
-    fn publish_readiness(&self, verdict: ReadinessVerdict, computed_at: Option<Instant>) {
-        let stale_after = self.stale_after(self.config.readiness_interval);
-        let rendered = render_readiness(&verdict, stale_after);
-        let published = Arc::new(Published::computed_at(
-            verdict,
-            rendered,
-            Some(stale_after),
-            computed_at.unwrap_or_else(Instant::now),
-        ));
-        let previous = publish_newer(&self.readiness, &published, &self.monitor_running);
-        if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
-            self.readiness_updates
-                .send_replace(published.verdict.clone());
-            log_readiness_transition(&previous.verdict, &published.verdict);
-        }
-    }
-
     pub(crate) fn stats(&self) -> MonitorStats {
         MonitorStats {
             readiness_rounds: self.counters.readiness_rounds.load(Ordering::Relaxed),
@@ -243,172 +184,10 @@ impl MonitorState {
     /// The staleness bound of verdicts refreshed every `interval`: three missed rounds.
     /// Saturating, so that no setting can make it panic (the config bounds every duration by
     /// `MAX_DURATION` anyway, and `Published` treats a bound past the clock's range as none).
-    fn stale_after(&self, interval: Duration) -> Duration {
+    pub(super) fn stale_after(&self, interval: Duration) -> Duration {
         interval
             .saturating_mul(3)
             .saturating_add(self.config.readiness_timeout)
-    }
-
-    /// Checks `slots` in parallel under the one deadline.
-    pub(crate) async fn round(&self, slots: &[CheckSlot]) -> Round {
-        let started = Instant::now();
-        // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
-        let deadline = started + self.config.readiness_timeout;
-        let claims: Vec<_> = slots.iter().map(|slot| slot.claim(started)).collect();
-        let mut outcomes = Vec::with_capacity(claims.len());
-        for claim in claims {
-            outcomes.push(claim.outcome(deadline).await);
-        }
-        Round {
-            outcomes,
-            finished_at: SystemTime::now(),
-        }
-    }
-
-    /// The default database's slot alone: what health and pool are about.
-    pub(crate) fn default_slot(&self) -> &[CheckSlot] {
-        match self.default_index {
-            Some(index) => &self.slots[index..=index],
-            None => &[],
-        }
-    }
-
-    pub(crate) async fn readiness_round(&self) {
-        let round = self.round(&self.slots).await;
-        self.counters
-            .readiness_rounds
-            .fetch_add(1, Ordering::Relaxed);
-        let default = self
-            .default_index
-            .map(|index| round.outcomes[index].clone());
-        self.publish_pool(default, round.finished_at);
-        let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
-        let verdict = ReadinessVerdict::from_outcomes(
-            round.outcomes,
-            self.gating_components(),
-            self.config.fail_direction,
-            self.config.unknown_components,
-            round.finished_at,
-            hold.clone(),
-        );
-        self.publish_readiness(verdict, None);
-        drop(hold);
-        self.round_clock.round_finished();
-        self.startup.first_round_completed();
-    }
-
-    /// The default database and every component due, in parallel under the one deadline.
-    pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
-        let started = Instant::now();
-        // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
-        let deadline = started + self.config.readiness_timeout;
-        // Every check starts before the round waits on any.
-        let databases: Vec<_> = self.slots.iter().map(|slot| slot.claim(started)).collect();
-        let claims: Vec<_> = self
-            .components
-            .iter()
-            .map(|component| component.claim(started))
-            .collect();
-        let mut outcomes = Vec::with_capacity(databases.len());
-        for claim in databases {
-            outcomes.push(claim.outcome(deadline).await);
-        }
-        let mut components = Vec::with_capacity(claims.len());
-        for claim in claims {
-            components.push(claim.report(started, deadline).await);
-        }
-        self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
-        let (default, others) = self.split_default(outcomes);
-        self.publish_health(default, others, components, SystemTime::now())
-    }
-
-    /// The pools that are saturated now (read right after a round's checks), by database.
-    pub(crate) fn saturated_pools(&self) -> Vec<(Arc<str>, crate::check::PoolStats)> {
-        self.config
-            .databases
-            .iter()
-            .zip(&self.slots)
-            .filter_map(|(entry, slot)| {
-                slot.pool_stats()
-                    .filter(crate::check::PoolStats::is_saturated)
-                    .map(|stats| (entry.name.clone(), stats))
-            })
-            .collect()
-    }
-
-    /// The default database's outcome, and the others', from a round over every database.
-    pub(crate) fn split_default(
-        &self,
-        mut outcomes: Vec<DatabaseOutcome>,
-    ) -> (Option<DatabaseOutcome>, Vec<DatabaseOutcome>) {
-        let default = self.default_index.map(|index| outcomes.remove(index));
-        (default, outcomes)
-    }
-
-    /// Every database's slot.
-    pub(crate) fn slots(&self) -> &[CheckSlot] {
-        &self.slots
-    }
-
-    /// Where every component stands now, as the last health round left it.
-    pub(crate) fn component_reports(&self) -> Vec<ComponentReport> {
-        self.components
-            .iter()
-            .map(TrackedComponent::report)
-            .collect()
-    }
-
-    /// The components that gate readiness, as the last health round left them.
-    fn gating_components(&self) -> Vec<ComponentReport> {
-        self.components
-            .iter()
-            .filter(|component| component.gates_readiness())
-            .map(TrackedComponent::report)
-            .collect()
-    }
-
-    /// Publishes the pool verdict from the default database's outcome.
-    pub(crate) fn publish_pool(
-        &self,
-        default: Option<DatabaseOutcome>,
-        finished_at: SystemTime,
-    ) -> Arc<Published<PoolVerdict>> {
-        let default = default
-            .zip(self.default_slot().first())
-            .map(|(outcome, slot)| (outcome, slot.vendor(), slot.pool_stats()));
-        let verdict = PoolVerdict::from_outcome(default, finished_at);
-        let stale_after = self.stale_after(self.config.readiness_interval);
-        let rendered = render_pool(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        publish_newer(&self.pool, &published, &self.monitor_running);
-        published
-    }
-
-    pub(crate) fn publish_health(
-        &self,
-        default: Option<DatabaseOutcome>,
-        others: Vec<DatabaseOutcome>,
-        components: Vec<ComponentReport>,
-        finished_at: SystemTime,
-    ) -> Arc<Published<HealthVerdict>> {
-        let verdict = HealthVerdict::from_outcome(
-            default,
-            others,
-            self.saturated_pools(),
-            components,
-            self.config.unknown_components,
-            self.is_monitor_running(),
-            finished_at,
-        );
-        let stale_after = self.stale_after(self.config.health_interval);
-        let rendered = render_health(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        let previous = publish_newer(&self.health, &published, &self.monitor_running);
-        if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
-            log_health_transition(&previous.verdict, &published.verdict);
-            self.updates.send_replace(published.verdict.clone());
-        }
-        published
     }
 }
 
@@ -434,49 +213,4 @@ fn placeholders(
         Published::new(health.clone(), render_health(&health, unused), None),
         Published::new(pool.clone(), render_pool(&pool, unused), None),
     )
-}
-
-fn log_readiness_transition(previous: &ReadinessVerdict, current: &ReadinessVerdict) {
-    if previous.ready == current.ready && previous.checked_at.is_some() {
-        return;
-    }
-    let databases = current
-        .databases
-        .iter()
-        .map(|outcome| format!("{}={}", outcome.name, outcome.status))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if current.ready {
-        tracing::info!(%databases, "readiness is now ready");
-    } else {
-        tracing::warn!(%databases, "readiness is now not_ready");
-    }
-}
-
-fn log_health_transition(previous: &HealthVerdict, current: &HealthVerdict) {
-    if previous.status == current.status {
-        return;
-    }
-    let (from, to) = (previous.status, current.status);
-    let reason = current.reason.as_deref().unwrap_or_default();
-    if current.status == crate::Status::Healthy {
-        tracing::info!(%from, %to, "health status changed");
-        return;
-    }
-    if current.status == crate::Status::Degraded {
-        tracing::warn!(%from, %to, %reason, "health status changed");
-        return;
-    }
-    let reason = current
-        .database
-        .as_ref()
-        .and_then(|outcome| {
-            outcome
-                .error
-                .as_ref()
-                .map(ToString::to_string)
-                .or_else(|| outcome.detail.clone())
-        })
-        .unwrap_or_else(|| reason.to_owned());
-    tracing::warn!(%from, %to, %reason, "health status changed");
 }
