@@ -13,10 +13,17 @@ pub(super) fn log_readiness_transition(previous: &ReadinessVerdict, current: &Re
         .map(|outcome| format!("{}={}", outcome.name, outcome.status))
         .collect::<Vec<_>>()
         .join(", ");
+    let components = current
+        .components
+        .iter()
+        .map(|report| format!("{}={}", report.name, report.status))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let held = current.held.as_deref().unwrap_or_default();
     if current.ready {
-        tracing::info!(%databases, "readiness is now ready");
+        tracing::info!(%databases, %components, "readiness is now ready");
     } else {
-        tracing::warn!(%databases, "readiness is now not_ready");
+        tracing::warn!(%databases, %components, %held, "readiness is now not_ready");
     }
 }
 
