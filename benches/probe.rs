@@ -10,6 +10,9 @@
 //!   cloned `HeaderMap` and cloned `Bytes`, the least any pre-rendered answer can cost.
 //! - `passthrough/*`: an ordinary request (call, future, body to its end) through
 //!   `PingLayer` + `HealthLayer` + `DrainLayer`, beside the bare inner service.
+//! - `components/*`: the health and readiness probes of a monitor with 20 components
+//!   registered, to compare with `probe/health` and `probe/ready`: the body is longer, the
+//!   work per probe is not (components change what a round renders, not what a probe does).
 //! - `noise/*`: the probe path while another thread publishes new verdicts as fast as it can
 //!   (arc-swap's "noise" pattern): reads stay lock-free under updates.
 //!
@@ -34,6 +37,7 @@ use http_body::Body;
 use http_body_util::Full;
 use tower::{Layer, Service};
 use tower_health::check::{CheckFuture, DatabaseCheck};
+use tower_health::component::{self, ComponentSpec};
 use tower_health::{
     DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
 };
@@ -176,6 +180,33 @@ const PATHS: [(&str, &str); 5] = [
     ("health", "/health"),
     ("pool", "/health/pool"),
 ];
+
+/// 20 components that answer at once.
+fn with_components(config: HealthConfig) -> HealthConfig {
+    (0..20).fold(config, |config, index| {
+        config.component(ComponentSpec::new(
+            &format!("component-{index}"),
+            component::from_fn(|| async { Ok(()) }),
+        ))
+    })
+}
+
+fn components(c: &mut Criterion) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let health = monitor(&runtime, with_components(HealthConfig::new()));
+    let mut service = HealthLayer::new(health).layer(Inner);
+    let mut group = c.benchmark_group("components");
+    for (name, path) in [("health", "/health"), ("ready", "/health/ready")] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || request(path),
+                |request| black_box(now(service.call(request))),
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
 
 fn probes(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -345,6 +376,23 @@ fn report_allocations() {
             path,
         );
     }
+    let mut with_components = HealthLayer::new(monitor(
+        &runtime,
+        with_components(
+            HealthConfig::new()
+                .readiness_interval(hour)
+                .health_interval(hour),
+        ),
+    ))
+    .layer(Inner);
+    for (name, path) in [("health", "/health"), ("ready", "/health/ready")] {
+        let service = &mut with_components;
+        measure(
+            &format!("components/{name}"),
+            Box::new(move |request| drop(black_box(now(service.call(request))))),
+            path,
+        );
+    }
     let mut bare = Inner;
     measure(
         "passthrough/bare",
@@ -361,7 +409,7 @@ fn report_allocations() {
     );
 }
 
-criterion_group!(benches, probes, passthrough, noise);
+criterion_group!(benches, probes, components, passthrough, noise);
 
 fn main() {
     report_allocations();

@@ -62,7 +62,11 @@
 //! # Verdicts
 //!
 //! Only genuine unhealthiness answers 503. `degraded` (something other than the default
-//! database needs a look) keeps the instance in rotation. With no database configured,
+//! database needs a look: a non-critical [component](component), an optional database, a
+//! saturated pool) keeps the instance in rotation; a critical component in trouble makes it
+//! `unhealthy`. Health and readiness verdicts can be watched
+//! ([`HealthHandle::subscribe`], [`HealthHandle::subscribe_readiness`]), and
+//! [`HealthHandle::hold`] takes the instance out of rotation without a drain. With no database configured,
 //! readiness answers 200 with no checks while health (`unhealthy`) and pool (`degraded`)
 //! answer 503, as the system this crate replaces documents: do not route on those two then.
 //!
@@ -72,6 +76,10 @@
 //! |---|---|---|
 //! | `postgres` | [`check::PostgresCheck`], through `bb8` and `bb8-postgres` | Yes |
 //! | `admin` | `admin::AdminServer`: the probes on a loopback port, with keys (hyper) | No |
+//! | `deadpool` | [`check::DeadpoolCheck`]: PostgreSQL through a `deadpool-postgres` pool | No |
+//! | `disk` | [`component::DiskSpace`]: free space where the application writes (fs4) | No |
+//! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
+//! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
 //! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`) | No |
 //! | `full` | every feature | No |
 
@@ -87,6 +95,7 @@ mod macros;
 pub mod admin;
 mod body;
 pub mod check;
+pub mod component;
 pub mod config;
 pub mod drain;
 mod future;

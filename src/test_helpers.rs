@@ -66,13 +66,14 @@ pub(crate) async fn read(response: Response<ProbeBody>) -> (StatusCode, http::He
     (parts.status, parts.headers, body)
 }
 
-/// `body` with the values that change from run to run replaced: every `"timestamp"` by
-/// `"T"`, every `"elapsed_ms"`, `"age_ms"` and `"running_for_ms"` by `0`. Everything else is compared byte for
+/// `body` with the values that change from run to run replaced: every `"timestamp"` and
+/// `"since"` by `"T"`, every `"elapsed_ms"`, `"age_ms"` and `"running_for_ms"` by `0`. Everything else is compared byte for
 /// byte.
 pub(crate) fn normalize(body: &str) -> String {
     let mut body = body.to_owned();
     for (key, replacement) in [
         ("\"timestamp\":", "\"T\""),
+        ("\"since\":", "\"T\""),
         ("\"elapsed_ms\":", "0"),
         ("\"age_ms\":", "0"),
         ("\"running_for_ms\":", "0"),
@@ -104,4 +105,41 @@ fn normalize_replaces_only_the_volatile_values() {
         ),
         r#"{"a":{"elapsed_ms":0,"b":2},"timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#
     );
+}
+
+/// A component whose behaviour the test switches between rounds (a [`FakeCheck`]'s:
+/// answers, refuses, hangs or panics).
+#[derive(Clone, Debug)]
+pub(crate) struct FakeComponent(std::sync::Arc<std::sync::Mutex<FakeCheck>>);
+
+impl FakeComponent {
+    pub(crate) fn new(behaviour: FakeCheck) -> Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(behaviour)))
+    }
+
+    pub(crate) fn set(&self, behaviour: FakeCheck) {
+        *self.0.lock().unwrap() = behaviour;
+    }
+}
+
+impl crate::component::Component for FakeComponent {
+    fn check(&self) -> CheckFuture {
+        let behaviour = *self.0.lock().unwrap();
+        behaviour.check()
+    }
+}
+
+impl DatabaseCheck for FakeComponent {
+    fn vendor(&self) -> &'static str {
+        "fake"
+    }
+
+    fn check(&self) -> CheckFuture {
+        let behaviour = *self.0.lock().unwrap();
+        behaviour.check()
+    }
+
+    fn pool_stats(&self) -> Option<PoolStats> {
+        Some(PoolStats::new(1, 1, 1))
+    }
 }

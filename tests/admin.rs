@@ -355,3 +355,77 @@ async fn shutdown_closes_the_server() {
         .unwrap();
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn the_operator_holds_and_releases_readiness() {
+    let health = monitor().await;
+    let admin = AdminServer::new(keyed().port(0), health.clone())
+        .start()
+        .await
+        .unwrap();
+    let mut connection = RawConnection::open(admin.local_addr()).await;
+    let operator = format!("Authorization: Bearer {OPERATOR}").into_bytes();
+    let viewer = format!("Authorization: Bearer {VIEWER}").into_bytes();
+    let empty: &[u8] = b"Content-Length: 0";
+    // No key: 401; the viewer key: 403; a GET: 405. None of them holds anything.
+    let response = connection.request("POST", "/hold?reason=x", &[empty]).await;
+    assert_eq!(response.status, 401);
+    let response = connection
+        .request("POST", "/hold?reason=x", &[empty, &viewer])
+        .await;
+    assert_eq!(response.status, 403);
+    let response = connection.get("/hold", &[&operator]).await;
+    assert_eq!(response.status, 405);
+    assert_eq!(response.header("allow"), Some("POST"));
+    assert_eq!(health.held(), None);
+    assert_eq!(connection.get("/readiness", &[]).await.status, 200);
+
+    let response = connection
+        .request("POST", "/hold?reason=deploy+freeze", &[empty, &operator])
+        .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        response.json(),
+        serde_json::json!({"status": "held", "reason": "deploy freeze", "changed": true})
+    );
+    let ready = connection.get("/readiness", &[]).await;
+    assert_eq!(ready.status, 503);
+    assert_eq!(
+        ready.json()["reason"],
+        "held by the operator: deploy freeze"
+    );
+    assert_eq!(connection.get("/liveness", &[]).await.status, 200);
+    // Later rounds keep it.
+    let rounds = health.stats().readiness_rounds;
+    let later = eventually(support::LIMIT, || async {
+        health.stats().readiness_rounds >= rounds + 2
+    })
+    .await;
+    assert!(later);
+    assert_eq!(connection.get("/readiness", &[]).await.status, 503);
+
+    let response = connection
+        .request("POST", "/release", &[empty, &viewer])
+        .await;
+    assert_eq!(response.status, 403);
+    let response = connection
+        .request("POST", "/release", &[empty, &operator])
+        .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        response.json(),
+        serde_json::json!({"status": "released", "changed": true})
+    );
+    assert_eq!(connection.get("/readiness", &[]).await.status, 200);
+}
+
+#[tokio::test]
+async fn without_an_operator_key_there_is_no_hold() {
+    let admin = start(AdminConfig::new()).await;
+    let mut connection = RawConnection::open(admin.local_addr()).await;
+    let response = connection
+        .request("POST", "/hold", &[b"Content-Length: 0"])
+        .await;
+    assert_eq!(response.status, 403);
+    assert_eq!(connection.get("/readiness", &[]).await.status, 200);
+}

@@ -248,7 +248,7 @@ async fn a_stall_stays_timed_out_when_connection_attempts_give_up() {
 }
 
 #[tokio::test]
-async fn only_readiness_names_a_stalled_second_database() {
+async fn only_readiness_fails_on_a_stalled_second_database() {
     require_postgres!();
     let stalled = StalledListener::start().await;
     let config = fast()
@@ -268,15 +268,21 @@ async fn only_readiness_names_a_stalled_second_database() {
         serde_json::json!({"database_default": "ready", "database_replica": "timed_out"})
     );
 
-    for path in ["/health", "/health/pool"] {
-        let reply = client.get(server.addr, path).await;
-        assert_eq!(reply.status, StatusCode::OK, "{path}: {}", reply.text());
-        assert!(
-            !reply.text().contains("replica"),
-            "{path} names the replica: {}",
-            reply.text()
-        );
-    }
+    // Health follows the default database, and shows every database (issue 10): the
+    // replica is there, critical, without changing the status.
+    let reply = client.get(server.addr, "/health").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["status"], "healthy");
+    assert_eq!(body["details"]["database_replica"]["critical"], true);
+    assert_eq!(body["details"]["database_replica"]["status"], "timed_out");
+    let reply = client.get(server.addr, "/health/pool").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert!(
+        !reply.text().contains("replica"),
+        "the pool endpoint names the replica: {}",
+        reply.text()
+    );
 }
 
 #[tokio::test]

@@ -104,8 +104,22 @@ async fn a_saturated_application_pool_is_degraded_and_stays_ready() {
     .await;
     assert!(more_rounds);
     assert!(health.readiness().ready, "{:?}", health.readiness());
+    // Health says degraded with the pool's figures, not "database down" (issue 10).
+    let degraded = eventually(Duration::from_secs(10), || async {
+        client.get(server.addr, "/health").await.json()["status"] == "degraded"
+    })
+    .await;
+    assert!(degraded, "{:?}", health.health());
     let full = client.get(server.addr, "/health").await;
     assert_eq!(full.status, StatusCode::OK, "{}", full.text());
+    let body = full.json();
+    // (A round between the two requests may have seen the waiter served already.)
+    if body["status"] == "degraded" {
+        let pool_figures = &body["details"]["database"]["pool"];
+        assert_eq!(pool_figures["saturated"], true, "{body}");
+        assert_eq!(pool_figures["in_use"], 2, "{body}");
+        assert_eq!(body["checks"]["database"], "healthy", "{body}");
+    }
     assert!(
         pool.state().statistics.pending_gets() >= 1,
         "still saturated"

@@ -25,6 +25,20 @@
 //!   `[::1]`, the bind address, or a configured extra), else 403: a web page whose domain
 //!   resolves to 127.0.0.1 cannot read it from a browser (DNS rebinding).
 //!
+//! # Operator controls
+//!
+//! With the operator key (the viewer key gets 403, no key 401; with no operator key
+//! configured, 403):
+//!
+//! - `POST /hold?reason=<text>` takes the pod out of rotation without a drain
+//!   ([`HealthHandle::hold`](crate::HealthHandle::hold)): readiness answers 503 `not_ready`
+//!   with `"reason": "held by the operator: <text>"`; liveness, startup, ping, health and pool
+//!   are untouched. The reason is percent-decoded, redacted and cut to 200 characters.
+//! - `POST /release` puts it back ([`HealthHandle::release`](crate::HealthHandle::release)).
+//!
+//! Both answer 200 `{"status": "held"|"released", "changed": bool, ...}`; any other method
+//! 405 with `Allow: POST`.
+//!
 //! # Example
 //!
 //! ```
@@ -62,9 +76,11 @@
 
 mod auth;
 mod config;
+mod control;
 mod host;
 mod server;
 mod service;
 
 pub use self::config::{AdminConfig, MIN_KEY_LEN};
+pub(crate) use self::control::Control;
 pub use self::server::{AdminError, AdminHandle, AdminServer};

@@ -4,6 +4,7 @@
 use http::{Request, Response};
 
 use super::auth::{Denied, Keys, Role};
+use super::control::Control;
 use super::host::HostPolicy;
 use crate::body::ProbeBody;
 use crate::config::NoCache;
@@ -31,6 +32,9 @@ impl AdminState {
             .is_some_and(|hosts| !hosts.allows(headers))
         {
             return ProbeResponse::fixed(&ADMIN_FORBIDDEN, BodyMode::Full);
+        }
+        if let Some(control) = Control::from_path(request.uri().path()) {
+            return control.respond(request, &self.keys, &self.health);
         }
         let Some(probe) = Probe::from_admin_path(request.uri().path()) else {
             return ProbeResponse::fixed(&ADMIN_NOT_FOUND, BodyMode::Full);

@@ -28,6 +28,8 @@
 //! }
 //! ```
 
+#[cfg(feature = "deadpool")]
+mod deadpool;
 mod error;
 mod pool_stats;
 #[cfg(feature = "postgres")]
@@ -38,6 +40,9 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
+#[cfg(feature = "deadpool")]
+#[cfg_attr(docsrs, doc(cfg(feature = "deadpool")))]
+pub use self::deadpool::DeadpoolCheck;
 pub use self::error::{CheckError, CheckErrorKind};
 pub use self::pool_stats::PoolStats;
 #[cfg(feature = "postgres")]
@@ -71,6 +76,14 @@ pub trait DatabaseCheck: fmt::Debug + Send + Sync + 'static {
     ///
     /// Called once per round, right after the check; it must not block.
     fn pool_stats(&self) -> Option<PoolStats> {
+        None
+    }
+
+    /// What the check connects to, for the health body's `target` (host, port, database
+    /// name); it must never carry a password. `None` leaves the key out.
+    ///
+    /// Defaults to `None`.
+    fn target(&self) -> Option<String> {
         None
     }
 }

@@ -28,7 +28,7 @@ struct DatabaseVariable<'e> {
     url: &'e str,
 }
 
-pub(super) fn is_valid_database_name(name: &str) -> bool {
+pub(crate) fn is_valid_check_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
         && name
@@ -49,7 +49,7 @@ fn database_variables(env: &Env) -> Result<Vec<DatabaseVariable<'_>>, ConfigErro
     }
     for (variable, suffix, url) in env.with_prefix(NAMED_DATABASE_PREFIX) {
         let name = suffix.to_ascii_lowercase();
-        if !is_valid_database_name(&name) {
+        if !is_valid_check_name(&name) {
             return Err(ConfigError::new(
                 variable,
                 url,

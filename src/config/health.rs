@@ -2,10 +2,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::databases::{DEFAULT_DATABASE, DatabaseEntry, is_valid_database_name};
+use super::databases::{DEFAULT_DATABASE, DatabaseEntry, is_valid_check_name};
 use super::{ConfigError, Env, FailDirection, NoCache, Zero, assert_in_range};
 
 use crate::check::DatabaseCheck;
+use crate::component::{ComponentSpec, UnknownComponents};
 
 /// Settings of the monitor and of the probe endpoints.
 ///
@@ -32,6 +33,12 @@ pub struct HealthConfig {
     pub(crate) check_limit: Duration,
     pub(crate) startup_waits_for_mark: bool,
     pub(crate) kubernetes_aliases: bool,
+    pub(crate) components: Vec<ComponentSpec>,
+    pub(crate) optional_databases: Vec<Arc<str>>,
+    /// Components the environment lists as critical (`TOWER_HEALTH_CRITICAL`).
+    pub(crate) critical_components: Vec<Arc<str>>,
+    pub(crate) unknown_components: UnknownComponents,
+    pub(crate) self_monitoring: bool,
 }
 
 impl Default for HealthConfig {
@@ -55,6 +62,11 @@ impl HealthConfig {
             check_limit: Duration::from_secs(10),
             startup_waits_for_mark: false,
             kubernetes_aliases: false,
+            components: Vec::new(),
+            optional_databases: Vec::new(),
+            critical_components: Vec::new(),
+            unknown_components: UnknownComponents::Ignored,
+            self_monitoring: false,
         }
     }
 
@@ -71,7 +83,7 @@ impl HealthConfig {
     /// When `name` is empty, longer than 63 bytes, or has characters other than ASCII letters,
     /// digits, `_` and `-` (it becomes part of JSON keys and metric labels).
     pub fn database(mut self, name: &str, check: impl DatabaseCheck) -> Result<Self, ConfigError> {
-        if !is_valid_database_name(name) {
+        if !is_valid_check_name(name) {
             return Err(ConfigError::new(
                 "HealthConfig::database",
                 name,
@@ -95,6 +107,39 @@ impl HealthConfig {
         }
     }
 
+    /// Declares the database `name` optional (non-critical): down, it makes `/health`
+    /// answer 200 `degraded` and leaves readiness alone, for a read replica, say, whose loss
+    /// should not depool every pod that shares it. Applies whether the database is added
+    /// before or after this call; a name no database has is logged as a warning when the
+    /// monitor starts.
+    ///
+    /// Defaults to none: every database gates readiness, and the default one decides
+    /// `unhealthy`.
+    ///
+    /// # Errors
+    ///
+    /// When `name` is not a valid database name (see [`HealthConfig::database`]).
+    pub fn optional_database(mut self, name: &str) -> Result<Self, ConfigError> {
+        if !is_valid_check_name(name) {
+            return Err(ConfigError::new(
+                "HealthConfig::optional_database",
+                name,
+                "a database name must be 1 to 63 ASCII letters, digits, '_' or '-'",
+            ));
+        }
+        if !self.is_optional(name) {
+            self.optional_databases.push(name.into());
+        }
+        Ok(self)
+    }
+
+    /// Whether the database `name` was declared optional.
+    pub(crate) fn is_optional(&self, name: &str) -> bool {
+        self.optional_databases
+            .iter()
+            .any(|optional| &**optional == name)
+    }
+
     /// Removes every database added so far.
     pub fn without_databases(mut self) -> Self {
         self.databases.clear();
@@ -104,6 +149,47 @@ impl HealthConfig {
     /// The names of the configured databases, in the order they were added.
     pub fn database_names(&self) -> impl Iterator<Item = &str> {
         self.databases.iter().map(|entry| &*entry.name)
+    }
+
+    /// Adds a component the health round checks, or replaces the one with the same name:
+    /// see [`component`](crate::component).
+    ///
+    /// Defaults to no component; `components` is then `null` in the health body.
+    pub fn component(mut self, spec: ComponentSpec) -> Self {
+        match self
+            .components
+            .iter_mut()
+            .find(|existing| existing.name == spec.name)
+        {
+            Some(existing) => *existing = spec,
+            None => self.components.push(spec),
+        }
+        self
+    }
+
+    /// The names of the registered components, in the order they were added.
+    pub fn component_names(&self) -> impl Iterator<Item = &str> {
+        self.components.iter().map(|spec| &*spec.name)
+    }
+
+    /// How a component counts toward the overall status before its first conclusive
+    /// result; it is shown `unknown` either way.
+    ///
+    /// Defaults to [`UnknownComponents::Ignored`]: counted as fine.
+    pub fn unknown_components(mut self, policy: UnknownComponents) -> Self {
+        self.unknown_components = policy;
+        self
+    }
+
+    /// Whether the monitor also watches itself: a non-critical component named `monitor`
+    /// reports readiness rounds that lag (none finished for two intervals plus the
+    /// deadline), so `/health` reads `degraded` with the lag before the verdicts go stale.
+    /// A component registered under the name `monitor` takes its place.
+    ///
+    /// Defaults to `false` (the health body's `components` stays `null` without components).
+    pub fn self_monitoring(mut self, enabled: bool) -> Self {
+        self.self_monitoring = enabled;
+        self
     }
 
     /// The one deadline of a round: every database is checked in parallel, and whatever has not
@@ -292,6 +378,25 @@ impl HealthConfig {
         if let Some(aliases) = env.flag("TOWER_HEALTH_KUBERNETES_ALIASES")? {
             config.kubernetes_aliases = aliases;
         }
+        if let Some(enabled) = env.flag("TOWER_HEALTH_SELF_MONITORING")? {
+            config.self_monitoring = enabled;
+        }
+        if let Some((variable, names)) = env.first(&["TOWER_HEALTH_OPTIONAL"]) {
+            for name in names
+                .split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+            {
+                let name = name.to_ascii_lowercase();
+                config = config.optional_database(&name).map_err(|_| {
+                    ConfigError::new(
+                        variable,
+                        names,
+                        "expected database names separated by commas (ASCII letters, digits, '_' or '-')",
+                    )
+                })?;
+            }
+        }
         if env.first(&["BALDUR_REDIS_URL"]).is_some() {
             // Said out loud rather than ignored: an operator coming from the Python system
             // expects verdicts shared through Redis.
@@ -299,7 +404,7 @@ impl HealthConfig {
                 "BALDUR_REDIS_URL is set, but tower-health has no shared verdict cache: each process answers with its own verdicts"
             );
         }
-        config.databases_from_env(env)
+        config.databases_from_env(env)?.components_from_env(env)
     }
 
     /// The index of the default database: the one named `default`, else the first.
@@ -330,6 +435,11 @@ impl fmt::Debug for HealthConfig {
             .field("check_limit", &self.check_limit)
             .field("startup_waits_for_mark", &self.startup_waits_for_mark)
             .field("kubernetes_aliases", &self.kubernetes_aliases)
+            .field("components", &self.component_names().collect::<Vec<_>>())
+            .field("optional_databases", &self.optional_databases)
+            .field("critical_components", &self.critical_components)
+            .field("unknown_components", &self.unknown_components)
+            .field("self_monitoring", &self.self_monitoring)
             .finish()
     }
 }
@@ -441,6 +551,19 @@ mod tests {
         assert_eq!(config.nocache, NoCache::Off);
         assert_eq!(config.nocache_min_interval, Duration::ZERO);
         assert_eq!(config.check_limit, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn optional_databases_from_the_environment_and_the_builder() {
+        let config =
+            HealthConfig::from_vars([("TOWER_HEALTH_OPTIONAL", "Replica, analytics,")]).unwrap();
+        assert!(config.is_optional("replica") && config.is_optional("analytics"));
+        assert!(!config.is_optional("default"));
+        let config = config.optional_database("reports").unwrap();
+        assert!(config.is_optional("reports"));
+        let error = HealthConfig::from_vars([("TOWER_HEALTH_OPTIONAL", "no spaces")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_OPTIONAL");
+        assert!(HealthConfig::new().optional_database("").is_err());
     }
 
     #[test]

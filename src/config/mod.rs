@@ -24,6 +24,11 @@
 //! | `TOWER_HEALTH_CHECK_LIMIT` | | how long a timed-out check may keep running before it is abandoned | `10s` |
 //! | `TOWER_HEALTH_STARTUP_WAITS_FOR_MARK` | | `/health/startup` also waits for `HealthHandle::mark_started()` | `false` |
 //! | `TOWER_HEALTH_KUBERNETES_ALIASES` | | also answer `/livez` and `/readyz` | `false` |
+//! | `TOWER_HEALTH_TCP_<NAME>` | | `host:port` of a non-critical TCP component `<name>` (lower-cased; feature `tcp`) | none |
+//! | `TOWER_HEALTH_HTTP_<NAME>` | | `http://` URL of a non-critical HTTP component `<name>` (lower-cased; feature `http-check`): `GET`, 2xx expected, redirects not followed | none |
+//! | `TOWER_HEALTH_CRITICAL` | | components that are critical (comma-separated names) | none |
+//! | `TOWER_HEALTH_SELF_MONITORING` | | the monitor watches its own round lag (component `monitor`) | `false` |
+//! | `TOWER_HEALTH_OPTIONAL` | | databases that are optional (comma-separated names): down, they make health `degraded` and leave readiness alone | none |
 //!
 //! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`). Every duration,
 //! from a variable or a builder setter, lies between [`MIN_DURATION`] (1 ms) and
@@ -37,6 +42,7 @@
 //! `BALDUR_REDIS_URL` is read only to log a warning: there is no verdict cache shared across
 //! processes yet, so each process answers with its own verdicts.
 
+mod components;
 mod databases;
 mod env;
 mod health;
@@ -46,7 +52,7 @@ mod unknown;
 mod values;
 
 pub use self::databases::DEFAULT_DATABASE;
-pub(crate) use self::databases::DatabaseEntry;
+pub(crate) use self::databases::{DatabaseEntry, is_valid_check_name};
 pub use self::env::ConfigError;
 pub(crate) use self::env::Env;
 pub use self::health::HealthConfig;

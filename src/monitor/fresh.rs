@@ -95,14 +95,17 @@ impl MonitorState {
         // Spawned, so that a client that goes away does not cancel what others wait for.
         tokio::spawn(async move {
             let done = FreshDone(monitor.fresh_rounds());
-            let round = monitor.round(monitor.default_slot()).await;
+            let round = monitor.round(monitor.slots()).await;
             monitor
                 .counters
                 .fresh_rounds
                 .fetch_add(1, Ordering::Relaxed);
-            let default = round.outcomes.into_iter().next();
+            let (default, others) = monitor.split_default(round.outcomes);
             let pool = monitor.publish_pool(default.clone(), round.finished_at);
-            let health = monitor.publish_health(default, round.finished_at);
+            // Components report where the last health round left them: only health rounds
+            // count toward their hysteresis.
+            let components = monitor.component_reports();
+            let health = monitor.publish_health(default, others, components, round.finished_at);
             let fresh = Fresh { health, pool };
             done.finish(fresh.clone());
             let _ = sender.send(Some(fresh));

@@ -38,6 +38,9 @@ pub struct MonitorStats {
     /// `SELECT 1` for [`PostgresCheck`](crate::check::PostgresCheck); a round that finds a
     /// check still running joins it instead of starting another.
     pub checks_started: u64,
+    /// [Component](crate::component) checks started, over every component. A component on a
+    /// slower cadence, or still running from an earlier round, starts none.
+    pub component_checks_started: u64,
 }
 
 impl HealthHandle {
@@ -78,6 +81,46 @@ impl HealthHandle {
     #[must_use]
     pub fn subscribe(&self) -> watch::Receiver<Arc<HealthVerdict>> {
         self.state.subscribe()
+    }
+
+    /// A receiver that sees every new readiness verdict (each round's, and each hold placed
+    /// or released): a subscriber that keeps up sees every change, a slow one the latest;
+    /// nothing queues. Transitions are also logged through `tracing`, once each.
+    #[must_use]
+    pub fn subscribe_readiness(&self) -> watch::Receiver<Arc<ReadinessVerdict>> {
+        self.state.subscribe_readiness()
+    }
+
+    /// Takes the pod out of rotation without a drain: readiness answers 503 `not_ready`
+    /// with `reason` ("held by the operator: ...") until [`release`](Self::release). Liveness,
+    /// startup and ping are untouched, health and pool too. Takes effect at once (readiness
+    /// is republished), and is kept by every later round. Placing a hold with another reason
+    /// replaces the reason.
+    ///
+    /// Returns whether anything changed.
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "called for its effect; the result is informational"
+    )]
+    pub fn hold(&self, reason: &str) -> bool {
+        self.state.set_hold(Some(reason.into()))
+    }
+
+    /// Releases a [`hold`](Self::hold): readiness answers from the databases again, at once.
+    ///
+    /// Returns whether a hold was in place.
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "called for its effect; the result is informational"
+    )]
+    pub fn release(&self) -> bool {
+        self.state.set_hold(None)
+    }
+
+    /// The reason of the hold in place, if any.
+    #[must_use]
+    pub fn held(&self) -> Option<Arc<str>> {
+        self.state.held()
     }
 
     /// Whether the monitor is running (its [`run`](super::HealthMonitor::run) future is being

@@ -37,15 +37,33 @@
 //! wait for that same check (up to their own deadline) instead of starting another, so a
 //! database that accepts connections and never answers does not collect a pile of them.
 //!
+//! # Self-monitoring
+//!
+//! With [`HealthConfig::self_monitoring`](crate::HealthConfig::self_monitoring), the monitor
+//! also watches itself: a component `monitor` reports readiness rounds that lag (none
+//! finished for two intervals plus the deadline), so `/health` reads `degraded` before the
+//! verdicts go stale. Pool saturation is always watched (every connection busy with
+//! checkouts waiting: `degraded`, with the figures).
+//!
 //! # Staleness
 //!
 //! A verdict older than three of its rounds plus the deadline (3.5 s for readiness with the
 //! defaults) is not served as fresh: readiness answers 503 `not_ready` and health and pool
 //! answer 503 `unavailable`, each with the reason. Liveness and ping are not affected.
 
+#[cfg(test)]
+mod component_tests;
+mod components;
+#[cfg(test)]
+mod database_tests;
 mod fresh;
 mod handle;
+mod hold;
+#[cfg(test)]
+mod hold_tests;
+mod lag;
 mod published;
+mod rounds;
 mod runner;
 mod slot;
 mod source;
@@ -53,6 +71,7 @@ mod startup;
 mod state;
 #[cfg(test)]
 mod tests;
+mod transitions;
 
 pub use self::handle::{HealthHandle, MonitorStats};
 pub use self::runner::HealthMonitor;

@@ -42,7 +42,17 @@ impl<V> Published<V> {
         rendered: RenderedVerdict,
         stale_after: Option<Duration>,
     ) -> Self {
-        let computed_at = Instant::now();
+        Self::computed_at(verdict, rendered, stale_after, Instant::now())
+    }
+
+    /// A verdict computed at `computed_at`: a re-rendering of an earlier round's (a manual
+    /// hold placed or released) keeps that round's age, so it goes stale on time.
+    pub(crate) fn computed_at(
+        verdict: V,
+        rendered: RenderedVerdict,
+        stale_after: Option<Duration>,
+        computed_at: Instant,
+    ) -> Self {
         Self {
             verdict: Arc::new(verdict),
             computed_at,

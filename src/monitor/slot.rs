@@ -1,4 +1,4 @@
-//! One database's check, shared by every round that wants it.
+//! One check (a database's or a component's), shared by every round that wants it.
 //!
 //! A slot runs at most one check at a time. A round that finds a check in flight (started by
 //! an earlier round, the other cadence, or a `?nocache=true` bypass) waits for that check
@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::check::{CheckError, CheckErrorKind, DatabaseCheck, PoolStats};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::component::{Component, ComponentSpec};
 use crate::config::DatabaseEntry;
 use crate::verdict::{DatabaseOutcome, DatabaseStatus};
 
@@ -19,14 +20,34 @@ use crate::verdict::{DatabaseOutcome, DatabaseStatus};
 type Finished = Option<(Result<(), CheckError>, Duration)>;
 
 #[derive(Debug)]
-pub(crate) struct DatabaseSlot {
+pub(crate) struct CheckSlot {
     inner: Arc<SlotInner>,
+}
+
+/// What a slot checks: the two kinds share the one mechanism.
+#[derive(Clone, Debug)]
+enum Checked {
+    Database(Arc<dyn DatabaseCheck>),
+    Component(Arc<dyn Component>),
+}
+
+impl Checked {
+    fn check(&self) -> CheckFuture {
+        match self {
+            Self::Database(check) => check.check(),
+            Self::Component(component) => component.check(),
+        }
+    }
 }
 
 #[derive(Debug)]
 struct SlotInner {
     name: Arc<str>,
-    check: Arc<dyn DatabaseCheck>,
+    check: Checked,
+    /// Reported on every outcome.
+    critical: bool,
+    /// What the check connects to, asked once.
+    target: Option<Arc<str>>,
     /// How long a check may run before it is dropped.
     limit: Duration,
     in_flight: Mutex<Option<InFlight>>,
@@ -43,18 +64,26 @@ struct InFlight {
 #[derive(Debug)]
 pub(crate) struct Claim {
     name: Arc<str>,
+    critical: bool,
+    target: Option<Arc<str>>,
     in_flight: InFlight,
     /// Whether the check was already running before this round began.
     inherited: bool,
     round_started: Instant,
 }
 
-impl DatabaseSlot {
-    pub(crate) fn new(entry: &DatabaseEntry, limit: Duration) -> Self {
+impl CheckSlot {
+    fn with(name: Arc<str>, check: Checked, critical: bool, limit: Duration) -> Self {
+        let target = match &check {
+            Checked::Database(check) => check.target(),
+            Checked::Component(component) => component.target(),
+        };
         Self {
             inner: Arc::new(SlotInner {
-                name: entry.name.clone(),
-                check: entry.check.clone(),
+                name,
+                check,
+                critical,
+                target: target.map(Arc::from),
                 limit,
                 in_flight: Mutex::new(None),
                 checks_started: AtomicU64::new(0),
@@ -62,12 +91,37 @@ impl DatabaseSlot {
         }
     }
 
+    pub(crate) fn database(entry: &DatabaseEntry, critical: bool, limit: Duration) -> Self {
+        Self::with(
+            entry.name.clone(),
+            Checked::Database(entry.check.clone()),
+            critical,
+            limit,
+        )
+    }
+
+    pub(crate) fn component(spec: &ComponentSpec, limit: Duration) -> Self {
+        Self::with(
+            spec.name.clone(),
+            Checked::Component(spec.component.clone()),
+            spec.critical,
+            limit,
+        )
+    }
+
+    /// The database's vendor; `"component"` for a component.
     pub(crate) fn vendor(&self) -> &'static str {
-        self.inner.check.vendor()
+        match &self.inner.check {
+            Checked::Database(check) => check.vendor(),
+            Checked::Component(_) => "component",
+        }
     }
 
     pub(crate) fn pool_stats(&self) -> Option<PoolStats> {
-        self.inner.check.pool_stats()
+        match &self.inner.check {
+            Checked::Database(check) => check.pool_stats(),
+            Checked::Component(_) => None,
+        }
     }
 
     pub(crate) fn checks_started(&self) -> u64 {
@@ -75,7 +129,7 @@ impl DatabaseSlot {
     }
 
     /// Joins the check in flight, or starts one. Synchronous, so that a round starts every
-    /// database's check before it waits on any.
+    /// check before it waits on any.
     pub(crate) fn claim(&self, round_started: Instant) -> Claim {
         let mut slot = self
             .inner
@@ -85,6 +139,8 @@ impl DatabaseSlot {
         if let Some(in_flight) = &*slot {
             return Claim {
                 name: self.inner.name.clone(),
+                critical: self.inner.critical,
+                target: self.inner.target.clone(),
                 inherited: in_flight.started_at < round_started,
                 in_flight: in_flight.clone(),
                 round_started,
@@ -140,6 +196,8 @@ impl DatabaseSlot {
         });
         Claim {
             name: self.inner.name.clone(),
+            critical: self.inner.critical,
+            target: self.inner.target.clone(),
             in_flight,
             inherited: false,
             round_started,
@@ -218,6 +276,8 @@ impl Claim {
             running_for,
             error,
             detail,
+            critical: self.critical,
+            target: self.target,
         }
     }
 }

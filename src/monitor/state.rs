@@ -2,16 +2,18 @@
 //! slots, the published verdicts, and the monitor's own state.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
+use super::components::TrackedComponent;
 use super::fresh::FreshRounds;
 use super::handle::MonitorStats;
-use super::published::{Published, publish_newer};
-use super::slot::DatabaseSlot;
+use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
+use super::published::Published;
+use super::slot::CheckSlot;
 use super::startup::Startup;
 use crate::config::HealthConfig;
 use crate::drain::DrainHandle;
@@ -24,17 +26,25 @@ pub(crate) struct MonitorState {
     pub(crate) config: HealthConfig,
     /// The layer's probe paths, from the configuration.
     pub(crate) paths: ProbePaths,
-    slots: Vec<DatabaseSlot>,
-    default_index: Option<usize>,
+    pub(super) slots: Vec<CheckSlot>,
+    pub(super) components: Vec<TrackedComponent>,
+    /// When the last readiness round finished, for self-monitoring.
+    pub(super) round_clock: Arc<RoundClock>,
+    pub(super) default_index: Option<usize>,
     pub(crate) readiness: ArcSwap<Published<ReadinessVerdict>>,
     pub(crate) health: ArcSwap<Published<HealthVerdict>>,
     pub(crate) pool: ArcSwap<Published<PoolVerdict>>,
     pub(crate) startup: Startup,
     /// The drain every reader of this monitor follows, once one is attached.
     pub(crate) drain: OnceLock<DrainHandle>,
-    fresh: FreshRounds,
-    monitor_running: AtomicBool,
-    updates: watch::Sender<Arc<HealthVerdict>>,
+    pub(super) fresh: FreshRounds,
+    pub(super) monitor_running: AtomicBool,
+    pub(super) updates: watch::Sender<Arc<HealthVerdict>>,
+    pub(super) readiness_updates: watch::Sender<Arc<ReadinessVerdict>>,
+    /// The manual hold's reason, while one is in place. Also serialises readiness
+    /// publications, so that a round that read the hold before it changed cannot publish
+    /// after the change.
+    pub(super) hold: Mutex<Option<Arc<str>>>,
     pub(crate) counters: Counters,
 }
 
@@ -61,17 +71,56 @@ impl MonitorState {
         let slots = config
             .databases
             .iter()
-            .map(|entry| DatabaseSlot::new(entry, limit))
+            .map(|entry| CheckSlot::database(entry, !config.is_optional(&entry.name), limit))
             .collect();
+        for name in &config.optional_databases {
+            if !config.database_names().any(|database| database == &**name) {
+                tracing::warn!(database = %name, "a database declared optional is not configured");
+            }
+        }
+        let round_clock = Arc::new(RoundClock::new());
+        let mut components: Vec<TrackedComponent> = config
+            .components
+            .iter()
+            .map(|spec| {
+                let mut spec = spec.clone();
+                spec.critical |= config.is_listed_critical(&spec.name);
+                TrackedComponent::new(&spec, limit)
+            })
+            .collect();
+        if config.self_monitoring
+            && !config
+                .component_names()
+                .any(|name| name == MONITOR_COMPONENT)
+        {
+            let lag = RoundLag {
+                clock: Arc::clone(&round_clock),
+                interval: config.readiness_interval,
+                deadline: config.readiness_timeout,
+            };
+            let spec = crate::component::ComponentSpec::new(MONITOR_COMPONENT, lag);
+            components.push(TrackedComponent::new(&spec, limit));
+        }
+        for name in &config.critical_components {
+            if !config
+                .component_names()
+                .any(|component| component == &**name)
+            {
+                tracing::warn!(component = %name, "a component listed in TOWER_HEALTH_CRITICAL is not configured");
+            }
+        }
         let default_index = config.default_database_index();
         let paths = ProbePaths::new(&config.path_prefix, config.kubernetes_aliases);
         let startup = Startup::new(config.startup_waits_for_mark);
         let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
         let (updates, _) = watch::channel(health.verdict.clone());
+        let (readiness_updates, _) = watch::channel(readiness.verdict.clone());
         Self {
             config,
             paths,
             slots,
+            components,
+            round_clock,
             default_index,
             readiness: ArcSwap::from_pointee(readiness),
             health: ArcSwap::from_pointee(health),
@@ -81,6 +130,8 @@ impl MonitorState {
             fresh: FreshRounds::default(),
             monitor_running: AtomicBool::new(false),
             updates,
+            readiness_updates,
+            hold: Mutex::new(None),
             counters: Counters::default(),
         }
     }
@@ -97,7 +148,10 @@ impl MonitorState {
         self.monitor_running.store(running, Ordering::Release);
         if !running {
             let (readiness, health, pool) = placeholders(MONITOR_STOPPED, false);
-            self.readiness.store(Arc::new(readiness));
+            let readiness = Arc::new(readiness);
+            self.readiness.store(readiness.clone());
+            self.readiness_updates
+                .send_replace(readiness.verdict.clone());
             self.pool.store(Arc::new(pool));
             let health = Arc::new(health);
             self.health.store(health.clone());
@@ -109,108 +163,31 @@ impl MonitorState {
         self.updates.subscribe()
     }
 
+    pub(crate) fn subscribe_readiness(&self) -> watch::Receiver<Arc<ReadinessVerdict>> {
+        self.readiness_updates.subscribe()
+    }
+
     pub(crate) fn stats(&self) -> MonitorStats {
         MonitorStats {
             readiness_rounds: self.counters.readiness_rounds.load(Ordering::Relaxed),
             health_rounds: self.counters.health_rounds.load(Ordering::Relaxed),
             fresh_rounds: self.counters.fresh_rounds.load(Ordering::Relaxed),
-            checks_started: self.slots.iter().map(DatabaseSlot::checks_started).sum(),
+            checks_started: self.slots.iter().map(CheckSlot::checks_started).sum(),
+            component_checks_started: self
+                .components
+                .iter()
+                .map(|component| component.slot.checks_started())
+                .sum(),
         }
     }
 
     /// The staleness bound of verdicts refreshed every `interval`: three missed rounds.
     /// Saturating, so that no setting can make it panic (the config bounds every duration by
     /// `MAX_DURATION` anyway, and `Published` treats a bound past the clock's range as none).
-    fn stale_after(&self, interval: Duration) -> Duration {
+    pub(super) fn stale_after(&self, interval: Duration) -> Duration {
         interval
             .saturating_mul(3)
             .saturating_add(self.config.readiness_timeout)
-    }
-
-    /// Checks `slots` in parallel under the one deadline.
-    pub(crate) async fn round(&self, slots: &[DatabaseSlot]) -> Round {
-        let started = Instant::now();
-        // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
-        let deadline = started + self.config.readiness_timeout;
-        let claims: Vec<_> = slots.iter().map(|slot| slot.claim(started)).collect();
-        let mut outcomes = Vec::with_capacity(claims.len());
-        for claim in claims {
-            outcomes.push(claim.outcome(deadline).await);
-        }
-        Round {
-            outcomes,
-            finished_at: SystemTime::now(),
-        }
-    }
-
-    /// The default database's slot alone: what health and pool are about.
-    pub(crate) fn default_slot(&self) -> &[DatabaseSlot] {
-        match self.default_index {
-            Some(index) => &self.slots[index..=index],
-            None => &[],
-        }
-    }
-
-    pub(crate) async fn readiness_round(&self) {
-        let round = self.round(&self.slots).await;
-        self.counters
-            .readiness_rounds
-            .fetch_add(1, Ordering::Relaxed);
-        let default = self
-            .default_index
-            .map(|index| round.outcomes[index].clone());
-        self.publish_pool(default, round.finished_at);
-        let stale_after = self.stale_after(self.config.readiness_interval);
-        let verdict = ReadinessVerdict::from_outcomes(
-            round.outcomes,
-            self.config.fail_direction,
-            round.finished_at,
-        );
-        let rendered = render_readiness(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        let previous = publish_newer(&self.readiness, &published, &self.monitor_running);
-        self.startup.first_round_completed();
-        log_readiness_transition(&previous.verdict, &published.verdict);
-    }
-
-    pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
-        let round = self.round(self.default_slot()).await;
-        self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
-        self.publish_health(round.outcomes.into_iter().next(), round.finished_at)
-    }
-
-    /// Publishes the pool verdict from the default database's outcome.
-    pub(crate) fn publish_pool(
-        &self,
-        default: Option<DatabaseOutcome>,
-        finished_at: SystemTime,
-    ) -> Arc<Published<PoolVerdict>> {
-        let default = default
-            .zip(self.default_slot().first())
-            .map(|(outcome, slot)| (outcome, slot.vendor(), slot.pool_stats()));
-        let verdict = PoolVerdict::from_outcome(default, finished_at);
-        let stale_after = self.stale_after(self.config.readiness_interval);
-        let rendered = render_pool(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        publish_newer(&self.pool, &published, &self.monitor_running);
-        published
-    }
-
-    pub(crate) fn publish_health(
-        &self,
-        default: Option<DatabaseOutcome>,
-        finished_at: SystemTime,
-    ) -> Arc<Published<HealthVerdict>> {
-        let verdict = HealthVerdict::from_outcome(default, self.is_monitor_running(), finished_at);
-        let stale_after = self.stale_after(self.config.health_interval);
-        let rendered = render_health(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        let previous = publish_newer(&self.health, &published, &self.monitor_running);
-        if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
-            log_health_transition(&previous.verdict, &published.verdict);
-            self.updates.send_replace(published.verdict.clone());
-        }
-        published
     }
 }
 
@@ -236,45 +213,4 @@ fn placeholders(
         Published::new(health.clone(), render_health(&health, unused), None),
         Published::new(pool.clone(), render_pool(&pool, unused), None),
     )
-}
-
-fn log_readiness_transition(previous: &ReadinessVerdict, current: &ReadinessVerdict) {
-    if previous.ready == current.ready && previous.checked_at.is_some() {
-        return;
-    }
-    let databases = current
-        .databases
-        .iter()
-        .map(|outcome| format!("{}={}", outcome.name, outcome.status))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if current.ready {
-        tracing::info!(%databases, "readiness is now ready");
-    } else {
-        tracing::warn!(%databases, "readiness is now not_ready");
-    }
-}
-
-fn log_health_transition(previous: &HealthVerdict, current: &HealthVerdict) {
-    if previous.status == current.status {
-        return;
-    }
-    let (from, to) = (previous.status, current.status);
-    if current.status.is_serving() {
-        tracing::info!(%from, %to, "health status changed");
-        return;
-    }
-    let reason = current
-        .database
-        .as_ref()
-        .and_then(|outcome| {
-            outcome
-                .error
-                .as_ref()
-                .map(ToString::to_string)
-                .or_else(|| outcome.detail.clone())
-        })
-        .or(current.reason.map(str::to_owned))
-        .unwrap_or_default();
-    tracing::warn!(%from, %to, %reason, "health status changed");
 }

@@ -74,7 +74,15 @@ pub(crate) static OVERLOADED: LazyLock<Rendered> = LazyLock::new(|| {
 /// table.
 #[cfg(feature = "admin")]
 pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
-    let paths: Vec<&str> = Probe::ALL.into_iter().map(Probe::admin_path).collect();
+    let paths: Vec<&str> = Probe::ALL
+        .into_iter()
+        .map(Probe::admin_path)
+        .chain(
+            crate::admin::Control::ALL
+                .into_iter()
+                .map(crate::admin::Control::path),
+        )
+        .collect();
     let body = serde_json::json!({ "error": "not found", "paths": paths });
     let body = serde_json::to_vec(&body).expect("a serde_json::Value always serializes");
     Rendered::fixed_bytes(StatusCode::NOT_FOUND, "no-store", body.into(), &[])
@@ -153,7 +161,7 @@ mod tests {
     async fn admin_not_found_lists_every_admin_path() {
         assert_eq!(
             body(&ADMIN_NOT_FOUND).await,
-            r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping"]}"#
+            r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/hold","/release"]}"#
         );
     }
 

@@ -11,7 +11,10 @@ use serde_json::{Map, Value, json};
 
 use super::Rendered;
 use crate::Status;
-use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::component::UnknownComponents;
+use crate::verdict::{
+    ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
+};
 
 /// Every variant of one verdict's response.
 #[derive(Clone, Debug)]
@@ -40,11 +43,26 @@ pub(crate) fn render_readiness(
         checks.insert(key.clone(), outcome.status.as_str().into());
         details.insert(key, database_detail(outcome));
     }
+    for report in &verdict.components {
+        let key = format!("component_{}", report.name);
+        let check = match report.status {
+            crate::component::ComponentStatus::Unknown => "unknown",
+            _ if report.counts_as_trouble(UnknownComponents::Ignored) => "not_ready",
+            _ => "ready",
+        };
+        checks.insert(key.clone(), check.into());
+        details.insert(key, component_detail(report));
+    }
     let status = if verdict.ready { "ready" } else { "not_ready" };
     // Every database ready: the short answer kubelets poll all day (the JSON the Python system
     // gave). Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
-    let all_clear =
-        verdict.reason.is_none() && verdict.databases.iter().all(DatabaseOutcome::is_ready);
+    let all_clear = verdict.reason.is_none()
+        && verdict.held.is_none()
+        && verdict.databases.iter().all(DatabaseOutcome::is_ready)
+        && verdict
+            .components
+            .iter()
+            .all(|report| report.status == crate::component::ComponentStatus::Healthy);
     let body = |status: &str, reason: Option<&str>| {
         let mut body = json!({ "status": status, "checks": checks });
         if !all_clear || reason.is_some() {
@@ -61,7 +79,14 @@ pub(crate) fn render_readiness(
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let published = Rendered::json(code, to_vec(&body(status, verdict.reason)));
+    let held = verdict
+        .held
+        .as_ref()
+        .map(|reason| format!("held by the operator: {reason}"));
+    let published = Rendered::json(
+        code,
+        to_vec(&body(status, held.as_deref().or(verdict.reason))),
+    );
     let stale_reason = stale_reason("readiness", stale_after);
     RenderedVerdict {
         bypassed: published.clone(),
@@ -86,8 +111,54 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
     if let Some(outcome) = &verdict.database {
         let mut detail = database_detail(outcome);
         detail["name"] = (*outcome.name).into();
+        if let Some(target) = &outcome.target {
+            detail["target"] = (**target).into();
+        }
         details.insert("database".into(), detail);
     }
+    // The other databases, beside the default one's `database` (kept as the Python system
+    // named it): `database_<name>`, with whether each is critical.
+    for outcome in &verdict.databases {
+        let mut detail = database_detail(outcome);
+        detail["critical"] = outcome.critical.into();
+        if let Some(target) = &outcome.target {
+            detail["target"] = (**target).into();
+        }
+        details.insert(format!("database_{}", outcome.name), detail);
+    }
+    // A saturated pool's figures, beside its database: why `degraded`.
+    for (name, stats) in &verdict.saturated_pools {
+        let key = match &verdict.database {
+            Some(default) if default.name == *name => "database".to_owned(),
+            _ => format!("database_{name}"),
+        };
+        if let Some(Value::Object(detail)) = details.get_mut(&key) {
+            detail.insert(
+                "pool".into(),
+                json!({
+                    "saturated": true,
+                    "max_size": stats.max_size,
+                    "connections": stats.connections,
+                    "idle_connections": stats.idle_connections,
+                    "in_use": stats.in_use(),
+                    "pending_gets": stats.pending_gets,
+                    "gets_timed_out": stats.gets_timed_out,
+                }),
+            );
+        }
+    }
+    // `null` with no component registered: the body the Python system gave.
+    let components = if verdict.components.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(
+            verdict
+                .components
+                .iter()
+                .map(|report| ((*report.name).to_owned(), component_detail(report)))
+                .collect(),
+        )
+    };
     let body = |status: &str, reason: Option<&str>| {
         json!({
             "status": status,
@@ -95,14 +166,14 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
             "details": details,
             "timestamp": timestamp(verdict.checked_at),
             "self_healing": verdict.self_healing,
-            "components": Value::Null,
+            "components": components,
             "reason": reason,
         })
     };
     let stale_reason = stale_reason("health", stale_after);
     with_cache_variants(
         verdict.status.http_status(),
-        &body(verdict.status.as_str(), verdict.reason),
+        &body(verdict.status.as_str(), verdict.reason.as_deref()),
         &body("draining", Some(DRAINING_REASON)),
         &body(Status::Unavailable.as_str(), Some(&stale_reason)),
     )
@@ -214,6 +285,32 @@ fn database_detail(outcome: &DatabaseOutcome) -> Value {
     });
     if let Some(running_for) = outcome.running_for {
         detail["running_for_ms"] = millis(running_for);
+    }
+    detail
+}
+
+/// One component as `/health` shows it (and readiness, for one that gates it).
+fn component_detail(report: &ComponentReport) -> Value {
+    let outcome = report.outcome.as_ref();
+    let mut detail = json!({
+        "status": report.status.as_str(),
+        "critical": report.critical,
+        "gates_readiness": report.gates_readiness,
+        "check": report.last_check(),
+        "elapsed_ms": outcome.map(|outcome| millis(outcome.elapsed)),
+        "reason": report.reason,
+        "error": outcome.and_then(|outcome| outcome.error.as_ref().map(|error| error.message())),
+        "error_kind": outcome.and_then(|outcome| outcome.error.as_ref().map(|error| error.kind().as_str())),
+        "detail": outcome.and_then(|outcome| outcome.detail.as_deref()),
+        "since": timestamp(Some(report.since)),
+        "consecutive_failures": report.consecutive_failures,
+        "consecutive_successes": report.consecutive_successes,
+    });
+    if let Some(running_for) = outcome.and_then(|outcome| outcome.running_for) {
+        detail["running_for_ms"] = millis(running_for);
+    }
+    if let Some(target) = &report.target {
+        detail["target"] = target.as_str().into();
     }
     detail
 }

@@ -50,6 +50,13 @@ pub struct DatabaseOutcome {
     pub error: Option<CheckError>,
     /// A note for humans, such as why a timed-out check was not started again.
     pub detail: Option<String>,
+    /// Whether the database is critical (it gates readiness; the default one also decides
+    /// `unhealthy`) or optional (down, it makes health `degraded` and leaves readiness
+    /// alone): see [`HealthConfig::optional_database`](crate::HealthConfig::optional_database).
+    pub critical: bool,
+    /// What the check connects to (host, port, database name; never a password), when the
+    /// check says: see [`DatabaseCheck::target`](crate::check::DatabaseCheck::target).
+    pub target: Option<Arc<str>>,
 }
 
 impl DatabaseOutcome {

@@ -4,11 +4,13 @@
 //! of each as an `Arc`; the probe endpoints answer from responses rendered from them once per
 //! round.
 
+mod component;
 mod database;
 mod health;
 mod pool;
 mod readiness;
 
+pub use self::component::ComponentReport;
 pub use self::database::{DatabaseOutcome, DatabaseStatus};
 pub use self::health::HealthVerdict;
 pub use self::pool::PoolVerdict;

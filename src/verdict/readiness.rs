@@ -1,39 +1,60 @@
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{DatabaseOutcome, DatabaseStatus};
+use super::{ComponentReport, DatabaseOutcome, DatabaseStatus};
+use crate::component::UnknownComponents;
 use crate::config::FailDirection;
 
 /// Can this instance serve traffic? The answer of `/health/ready`.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ReadinessVerdict {
-    /// Every configured database is usable (a timed-out one counts as usable only under
-    /// [`FailDirection::Ready`]).
+    /// Every critical database is usable (a timed-out one counts as usable only under
+    /// [`FailDirection::Ready`]; an [optional](crate::HealthConfig::optional_database) one
+    /// is shown and does not count), and no component that
+    /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble.
     pub ready: bool,
     /// One outcome per configured database, in configuration order.
     pub databases: Vec<DatabaseOutcome>,
+    /// The components that gate readiness, as the last health round left them.
+    pub components: Vec<ComponentReport>,
     /// When the round finished; `None` when no round has.
     pub checked_at: Option<SystemTime>,
     /// Why there is no real verdict (before the first round, after the monitor stopped).
     pub reason: Option<&'static str>,
+    /// The reason of a manual hold, while one is in place
+    /// ([`HealthHandle::hold`](crate::HealthHandle::hold)): `ready` is then `false`.
+    pub held: Option<Arc<str>>,
 }
 
 impl ReadinessVerdict {
     pub(crate) fn from_outcomes(
         databases: Vec<DatabaseOutcome>,
+        components: Vec<ComponentReport>,
         fail_direction: FailDirection,
+        unknown: UnknownComponents,
         checked_at: SystemTime,
+        held: Option<Arc<str>>,
     ) -> Self {
-        let ready = databases.iter().all(|outcome| match outcome.status {
-            DatabaseStatus::Ready => true,
-            DatabaseStatus::TimedOut => fail_direction == FailDirection::Ready,
-            DatabaseStatus::NotReady => false,
-        });
+        let databases_ready = databases
+            .iter()
+            .filter(|outcome| outcome.critical)
+            .all(|outcome| match outcome.status {
+                DatabaseStatus::Ready => true,
+                DatabaseStatus::TimedOut => fail_direction == FailDirection::Ready,
+                DatabaseStatus::NotReady => false,
+            });
+        let components_ready = !components
+            .iter()
+            .any(|report| report.counts_as_trouble(unknown));
+        let ready = databases_ready && components_ready && held.is_none();
         Self {
             ready,
             databases,
+            components,
             checked_at: Some(checked_at),
             reason: None,
+            held,
         }
     }
 
@@ -41,8 +62,10 @@ impl ReadinessVerdict {
         Self {
             ready: false,
             databases: Vec::new(),
+            components: Vec::new(),
             checked_at: None,
             reason: Some(reason),
+            held: None,
         }
     }
 }

@@ -62,6 +62,8 @@ use crate::redact::redact;
 pub struct PostgresCheck<M: ManageConnection = PostgresCheckManager> {
     pool: Pool<M>,
     through: Through<M>,
+    /// `host:port/dbname`, when the check was built from a configuration.
+    target: Option<Arc<str>>,
 }
 
 /// How the check gets its connection.
@@ -89,6 +91,7 @@ where
         Self {
             pool,
             through: Through::Reserved(Arc::new(ReservedSlot::new())),
+            target: None,
         }
     }
 
@@ -102,6 +105,7 @@ where
             through: Through::OwnPool {
                 added: Arc::default(),
             },
+            target: None,
         }
     }
 
@@ -160,6 +164,7 @@ impl PostgresCheck<PostgresCheckManager> {
         if config.get_tcp_user_timeout().is_none() {
             config.tcp_user_timeout(Duration::from_secs(10));
         }
+        let target = target_of(&config);
         let manager = manager(config);
         // No reaper (idle_timeout and max_lifetime off) means building spawns nothing, so
         // this works outside a runtime.
@@ -171,7 +176,10 @@ impl PostgresCheck<PostgresCheckManager> {
             .idle_timeout(None)
             .max_lifetime(None)
             .build_unchecked(manager);
-        Self::with_dedicated_pool(pool)
+        Self {
+            target: Some(target.into()),
+            ..Self::with_dedicated_pool(pool)
+        }
     }
 }
 
@@ -183,6 +191,10 @@ where
 {
     fn vendor(&self) -> &'static str {
         "postgresql"
+    }
+
+    fn target(&self) -> Option<String> {
+        self.target.as_deref().map(str::to_owned)
     }
 
     fn check(&self) -> CheckFuture {
@@ -242,9 +254,56 @@ impl<M: ManageConnection> fmt::Debug for PostgresCheck<M> {
     }
 }
 
+/// `host:port[,host:port...]/dbname`: what the check connects to, never the user's password
+/// (the configuration keeps it apart, and it is not read here).
+fn target_of(config: &Config) -> String {
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(index, host)| {
+            let port = ports
+                .get(index)
+                .or_else(|| ports.first())
+                .copied()
+                .unwrap_or(5432);
+            match host {
+                tokio_postgres::config::Host::Tcp(host) => format!("{host}:{port}"),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(path) => format!("{}:{port}", path.display()),
+            }
+        })
+        .collect();
+    let hosts = if hosts.is_empty() {
+        "localhost:5432".to_owned()
+    } else {
+        hosts.join(",")
+    };
+    match config.get_dbname() {
+        Some(dbname) => format!("{hosts}/{dbname}"),
+        None => hosts,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_target_names_host_port_and_database_never_the_password() {
+        let check =
+            PostgresCheck::connect("postgres://app:hunter2@db.internal:6432/orders").unwrap();
+        assert_eq!(
+            DatabaseCheck::target(&check).as_deref(),
+            Some("db.internal:6432/orders")
+        );
+        let check = PostgresCheck::connect("host=a,b port=5433 dbname=x password=hunter2").unwrap();
+        assert_eq!(
+            DatabaseCheck::target(&check).as_deref(),
+            Some("a:5433,b:5433/x")
+        );
+    }
 
     #[test]
     fn a_bad_dsn_is_refused_without_echoing_the_password() {

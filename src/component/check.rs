@@ -1,0 +1,27 @@
+use std::fmt;
+
+use crate::check::CheckFuture;
+
+/// A check of your own that the health round runs: one question, "is this subsystem fine
+/// right now?".
+///
+/// [`from_fn`](super::from_fn) turns a closure into one. Like a
+/// [`DatabaseCheck`](crate::check::DatabaseCheck), a component does not bound itself: the
+/// monitor runs it in a task of its own, waits for it at most until its timeout (never past
+/// the round's deadline), and drops it past the
+/// [check limit](crate::HealthConfig::check_limit).
+///
+/// See the [module docs](super) for an example.
+pub trait Component: fmt::Debug + Send + Sync + 'static {
+    /// Checks the subsystem once: `Ok(())` when it is fine, the reason otherwise (redacted
+    /// when the [`CheckError`](crate::check::CheckError) is built).
+    fn check(&self) -> CheckFuture;
+
+    /// What the component checks, for the health body's `target` (a `host:port`, a URL);
+    /// it must never carry a password. `None` leaves the key out.
+    ///
+    /// Defaults to `None`.
+    fn target(&self) -> Option<String> {
+        None
+    }
+}

@@ -1,0 +1,88 @@
+//! Components: checks of your own (a cache, a queue, a downstream service) that move the
+//! health verdict.
+//!
+//! A [`Component`] answers "is this subsystem fine right now?". Register one on the
+//! [`HealthConfig`](crate::HealthConfig) with a [`ComponentSpec`]: its name, whether it is
+//! critical, whether it also gates readiness, its timeout, its cadence and its hysteresis.
+//! Components run in the health round, in parallel with the default database's check and
+//! under the round's deadline; they change what the round renders, never what a probe costs.
+//!
+//! - A **non-critical** component in trouble makes `/health` answer 200 `degraded`: keep
+//!   serving, but look into it.
+//! - A **critical** one makes it 503 `unhealthy`.
+//! - Readiness ignores components unless one is declared to
+//!   [gate readiness](ComponentSpec::gates_readiness).
+//!
+//! A component that panics is reported `error` and one that has not answered by its timeout
+//! `timed_out`, for that component alone: the monitor and the other checks go on. A check
+//! still running from an earlier round is joined, never started a second time.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use tower_health::component::{self, ComponentSpec};
+//! use tower_health::HealthConfig;
+//!
+//! let config = HealthConfig::new().component(
+//!     ComponentSpec::new(
+//!         "cache",
+//!         component::from_fn(|| async {
+//!             // Ask the cache whether it answers; an `Err(CheckError)` reports trouble.
+//!             Ok(())
+//!         }),
+//!     )
+//!     .critical(false)
+//!     .timeout(Duration::from_millis(200))
+//!     .failures_before_trouble(3),
+//! );
+//! # let _ = config;
+//! ```
+//!
+//! # Ready-made components
+//!
+//! - [`Tcp`] (feature `tcp`): is `host:port` reachable? Also from the environment:
+//!   `TOWER_HEALTH_TCP_<NAME>=host:port`.
+//! - [`Http`] (feature `http-check`): does an HTTP dependency answer `GET <url>` with a 2xx?
+//!   Also from the environment: `TOWER_HEALTH_HTTP_<NAME>=url`.
+//! - [`DiskSpace`] (feature `disk`): is there enough free space where the application
+//!   writes?
+//! - [`RuntimeWatcher`]: is the Tokio runtime starved (a timer firing late because a task
+//!   blocks a worker thread)?
+//!
+//! # States
+//!
+//! Each component is `unknown` until its first conclusive result, then `healthy`, or
+//! (`degraded` when non-critical, `unhealthy` when critical) once it has failed
+//! [`failures_before_trouble`](ComponentSpec::failures_before_trouble) checks in a row, and
+//! `healthy` again after
+//! [`successes_before_recovery`](ComponentSpec::successes_before_recovery) successes in a
+//! row. How `unknown` counts toward the overall status is
+//! [`HealthConfig::unknown_components`](crate::HealthConfig::unknown_components).
+
+mod check;
+#[cfg(feature = "disk")]
+mod disk;
+mod from_fn;
+#[cfg(feature = "http-check")]
+mod http;
+mod runtime;
+mod spec;
+mod status;
+#[cfg(feature = "tcp")]
+mod tcp;
+
+pub use self::check::Component;
+#[cfg(feature = "disk")]
+#[cfg_attr(docsrs, doc(cfg(feature = "disk")))]
+pub use self::disk::DiskSpace;
+pub use self::from_fn::{FromFn, from_fn};
+#[cfg(feature = "http-check")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http-check")))]
+pub use self::http::{Http, InvalidUrl};
+pub use self::runtime::RuntimeWatcher;
+pub use self::spec::ComponentSpec;
+pub use self::status::{ComponentStatus, UnknownComponents};
+#[cfg(feature = "tcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tcp")))]
+pub use self::tcp::Tcp;

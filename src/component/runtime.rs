@@ -1,0 +1,144 @@
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use super::Component;
+use crate::check::{CheckError, CheckErrorKind, CheckFuture};
+use crate::config::{Zero, assert_in_range};
+
+/// A [`Component`] that watches the Tokio runtime itself: a timer that fires late means a
+/// task is blocking a worker thread (a synchronous call, a long computation) and every task
+/// on that thread waits.
+///
+/// A small task ticks every [`period`](Self::period) and records how late each tick fires;
+/// each check reports trouble when the worst lateness since the previous check exceeds the
+/// [`threshold`](Self::threshold), with the figures. Register it non-critical: `/health`
+/// then reads `degraded` (200) while the runtime is starved, and liveness, which must not
+/// restart a pod for being slow, stays 200 as always.
+///
+/// ```
+/// use tower_health::HealthConfig;
+/// use tower_health::component::{ComponentSpec, RuntimeWatcher};
+///
+/// let config = HealthConfig::new().component(ComponentSpec::new("runtime", RuntimeWatcher::new()));
+/// # let _ = config;
+/// ```
+#[derive(Clone, Debug)]
+pub struct RuntimeWatcher {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    period: Duration,
+    threshold: Duration,
+    /// The worst lateness since the last check, in microseconds.
+    worst_micros: AtomicU64,
+    /// Whether the ticking task has been started (on the first check: the watcher may be
+    /// built outside a runtime).
+    ticking: AtomicBool,
+}
+
+impl Default for RuntimeWatcher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RuntimeWatcher {
+    /// A watcher ticking every 10 ms, in trouble past 100 ms of lateness.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with(Duration::from_millis(10), Duration::from_millis(100))
+    }
+
+    fn with(period: Duration, threshold: Duration) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                period,
+                threshold,
+                worst_micros: AtomicU64::new(0),
+                ticking: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// How often the watcher's timer ticks.
+    ///
+    /// Defaults to 10 milliseconds.
+    ///
+    /// # Panics
+    ///
+    /// When `period` is shorter than 1 ms (zero included) or longer than 1 year.
+    #[must_use]
+    pub fn period(self, period: Duration) -> Self {
+        assert_in_range("RuntimeWatcher::period", period, Zero::Refused);
+        Self::with(period, self.inner.threshold)
+    }
+
+    /// The lateness past which the runtime counts as starved.
+    ///
+    /// Defaults to 100 milliseconds.
+    ///
+    /// # Panics
+    ///
+    /// When `threshold` is shorter than 1 ms (zero included) or longer than 1 year.
+    #[must_use]
+    pub fn threshold(self, threshold: Duration) -> Self {
+        assert_in_range("RuntimeWatcher::threshold", threshold, Zero::Refused);
+        Self::with(self.inner.period, threshold)
+    }
+}
+
+impl Inner {
+    fn record(&self, lateness: Duration) {
+        let micros = u64::try_from(lateness.as_micros()).unwrap_or(u64::MAX);
+        self.worst_micros.fetch_max(micros, Ordering::Relaxed);
+    }
+
+    /// One timer of `period`, and how late it fired.
+    async fn tick(&self) {
+        let started = Instant::now();
+        tokio::time::sleep(self.period).await;
+        self.record(started.elapsed().saturating_sub(self.period));
+    }
+}
+
+/// Ticks until the watcher is gone.
+async fn keep_ticking(inner: Weak<Inner>) {
+    loop {
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        inner.tick().await;
+    }
+}
+
+impl Component for RuntimeWatcher {
+    fn check(&self) -> CheckFuture {
+        let inner = Arc::clone(&self.inner);
+        if !inner.ticking.swap(true, Ordering::AcqRel) {
+            tokio::spawn(keep_ticking(Arc::downgrade(&inner)));
+        }
+        Box::pin(async move {
+            // One tick of its own, which also lets the ticking task record a lateness it
+            // has just suffered.
+            inner.tick().await;
+            let worst = Duration::from_micros(inner.worst_micros.swap(0, Ordering::Relaxed));
+            if worst > inner.threshold {
+                return Err(CheckError::new(
+                    CheckErrorKind::Other,
+                    format!(
+                        "a {} timer fired {} late (threshold {}): a task is blocking a runtime worker thread",
+                        humantime::format_duration(inner.period),
+                        humantime::format_duration(Duration::from_millis(
+                            u64::try_from(worst.as_millis()).unwrap_or(u64::MAX)
+                        )),
+                        humantime::format_duration(inner.threshold),
+                    ),
+                ));
+            }
+            Ok(())
+        })
+    }
+}

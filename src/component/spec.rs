@@ -1,0 +1,149 @@
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Component;
+use crate::config::{Zero, assert_in_range, is_valid_check_name};
+
+/// A [`Component`] and how the monitor treats it; register it with
+/// [`HealthConfig::component`](crate::HealthConfig::component).
+///
+/// See the [module docs](super) for an example.
+#[derive(Clone)]
+#[must_use]
+pub struct ComponentSpec {
+    pub(crate) name: Arc<str>,
+    pub(crate) component: Arc<dyn Component>,
+    pub(crate) critical: bool,
+    pub(crate) gates_readiness: bool,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) cadence: Option<Duration>,
+    pub(crate) failures_before_trouble: u32,
+    pub(crate) successes_before_recovery: u32,
+}
+
+impl ComponentSpec {
+    /// A non-critical component named `name`, with every default.
+    ///
+    /// # Panics
+    ///
+    /// When `name` is empty, longer than 63 bytes, or has characters other than ASCII
+    /// letters, digits, `_` and `-` (it becomes a JSON key and a log field).
+    pub fn new(name: &str, component: impl Component) -> Self {
+        assert!(
+            is_valid_check_name(name),
+            "a component name must be 1 to 63 ASCII letters, digits, '_' or '-', not {name:?}"
+        );
+        Self {
+            name: name.into(),
+            component: Arc::new(component),
+            critical: false,
+            gates_readiness: false,
+            timeout: None,
+            cadence: None,
+            failures_before_trouble: 1,
+            successes_before_recovery: 1,
+        }
+    }
+
+    /// Whether the component is critical: in trouble, a critical component makes `/health`
+    /// 503 `unhealthy`, a non-critical one 200 `degraded`.
+    ///
+    /// Defaults to `false`.
+    pub fn critical(mut self, critical: bool) -> Self {
+        self.critical = critical;
+        self
+    }
+
+    /// Whether the component also gates readiness: in trouble, `/health/ready` answers 503
+    /// with `component_<name>` `not_ready`. For a dependency other than the databases that
+    /// the pod cannot serve without. Readiness reads the component's state from the last
+    /// health round; it does not run the check more often.
+    ///
+    /// Defaults to `false`.
+    pub fn gates_readiness(mut self, gates: bool) -> Self {
+        self.gates_readiness = gates;
+        self
+    }
+
+    /// How long a round waits for the component before reporting it `timed_out`; never
+    /// longer than the round's deadline
+    /// ([`HealthConfig::readiness_timeout`](crate::HealthConfig::readiness_timeout)), which
+    /// bounds everything. The check goes on in the background, and the next round joins it.
+    ///
+    /// Defaults to the round's deadline.
+    ///
+    /// # Panics
+    ///
+    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        assert_in_range("ComponentSpec::timeout", timeout, Zero::Refused);
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// How often the component is checked, for one slower than the health round: in the
+    /// rounds in between, its last result is reused.
+    ///
+    /// Defaults to every health round.
+    ///
+    /// # Panics
+    ///
+    /// When `cadence` is shorter than 1 ms (zero included) or longer than 1 year.
+    pub fn cadence(mut self, cadence: Duration) -> Self {
+        assert_in_range("ComponentSpec::cadence", cadence, Zero::Refused);
+        self.cadence = Some(cadence);
+        self
+    }
+
+    /// How many checks in a row must fail before the component counts as in trouble.
+    ///
+    /// Defaults to 1.
+    ///
+    /// # Panics
+    ///
+    /// When `failures` is 0.
+    pub fn failures_before_trouble(mut self, failures: u32) -> Self {
+        assert!(failures > 0, "failures_before_trouble must be at least 1");
+        self.failures_before_trouble = failures;
+        self
+    }
+
+    /// How many checks in a row must succeed before a component in trouble counts as
+    /// healthy again.
+    ///
+    /// Defaults to 1.
+    ///
+    /// # Panics
+    ///
+    /// When `successes` is 0.
+    pub fn successes_before_recovery(mut self, successes: u32) -> Self {
+        assert!(
+            successes > 0,
+            "successes_before_recovery must be at least 1"
+        );
+        self.successes_before_recovery = successes;
+        self
+    }
+
+    /// The component's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Debug for ComponentSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ComponentSpec")
+            .field("name", &self.name)
+            .field("component", &self.component)
+            .field("critical", &self.critical)
+            .field("gates_readiness", &self.gates_readiness)
+            .field("timeout", &self.timeout)
+            .field("cadence", &self.cadence)
+            .field("failures_before_trouble", &self.failures_before_trouble)
+            .field("successes_before_recovery", &self.successes_before_recovery)
+            .finish()
+    }
+}

@@ -1,0 +1,183 @@
+//! Components declared in the environment: `TOWER_HEALTH_TCP_<NAME>=host:port`,
+//! `TOWER_HEALTH_HTTP_<NAME>=url`, and `TOWER_HEALTH_CRITICAL=<name>,...` to make components
+//! critical.
+
+use std::sync::Arc;
+
+use super::{ConfigError, Env, HealthConfig, is_valid_check_name};
+
+/// The prefix of the variables declaring a TCP component (`<prefix><NAME>=host:port`).
+const TCP_PREFIX: &str = "TOWER_HEALTH_TCP_";
+
+/// The prefix of the variables declaring an HTTP component (`<prefix><NAME>=url`).
+const HTTP_PREFIX: &str = "TOWER_HEALTH_HTTP_";
+
+/// The variable listing the components that are critical.
+const CRITICAL: &str = "TOWER_HEALTH_CRITICAL";
+
+impl HealthConfig {
+    /// Adds the components the environment declares, and reads which are critical.
+    pub(super) fn components_from_env(mut self, env: &Env) -> Result<Self, ConfigError> {
+        for (variable, suffix, target) in env.with_prefix(TCP_PREFIX) {
+            let name = suffix.to_ascii_lowercase();
+            if !is_valid_check_name(&name) {
+                return Err(ConfigError::new(
+                    variable,
+                    target,
+                    "the name after TOWER_HEALTH_TCP_ must be 1 to 63 ASCII letters, digits, '_' or '-'",
+                ));
+            }
+            self = tcp(self, variable, &name, target)?;
+        }
+        for (variable, suffix, url) in env.with_prefix(HTTP_PREFIX) {
+            let name = suffix.to_ascii_lowercase();
+            if !is_valid_check_name(&name) {
+                return Err(ConfigError::new(
+                    variable,
+                    url,
+                    "the name after TOWER_HEALTH_HTTP_ must be 1 to 63 ASCII letters, digits, '_' or '-'",
+                ));
+            }
+            self = http(self, variable, &name, url)?;
+        }
+        if let Some((variable, names)) = env.first(&[CRITICAL]) {
+            for name in names
+                .split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+            {
+                let name = name.to_ascii_lowercase();
+                if !is_valid_check_name(&name) {
+                    return Err(ConfigError::new(
+                        variable,
+                        names,
+                        "expected component names separated by commas (ASCII letters, digits, '_' or '-')",
+                    ));
+                }
+                if !self
+                    .critical_components
+                    .iter()
+                    .any(|known| **known == *name)
+                {
+                    self.critical_components.push(Arc::from(name));
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// Whether the environment listed the component `name` as critical.
+    pub(crate) fn is_listed_critical(&self, name: &str) -> bool {
+        self.critical_components
+            .iter()
+            .any(|known| &**known == name)
+    }
+}
+
+#[cfg(feature = "tcp")]
+fn tcp(
+    config: HealthConfig,
+    variable: &str,
+    name: &str,
+    target: &str,
+) -> Result<HealthConfig, ConfigError> {
+    if !target.contains(':') {
+        return Err(ConfigError::new(variable, target, "expected host:port"));
+    }
+    let component = crate::component::Tcp::new(target);
+    Ok(config.component(crate::component::ComponentSpec::new(name, component)))
+}
+
+#[cfg(feature = "http-check")]
+fn http(
+    config: HealthConfig,
+    variable: &str,
+    name: &str,
+    url: &str,
+) -> Result<HealthConfig, ConfigError> {
+    let component = crate::component::Http::new(url)
+        .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
+    Ok(config.component(crate::component::ComponentSpec::new(name, component)))
+}
+
+/// Refuses rather than silently checking nothing.
+#[cfg(not(feature = "http-check"))]
+fn http(
+    _config: HealthConfig,
+    variable: &str,
+    _name: &str,
+    url: &str,
+) -> Result<HealthConfig, ConfigError> {
+    Err(ConfigError::new(
+        variable,
+        url,
+        "an HTTP component is declared but tower-health was built without the `http-check` feature",
+    ))
+}
+
+/// Refuses rather than silently checking nothing.
+#[cfg(not(feature = "tcp"))]
+fn tcp(
+    _config: HealthConfig,
+    variable: &str,
+    _name: &str,
+    target: &str,
+) -> Result<HealthConfig, ConfigError> {
+    Err(ConfigError::new(
+        variable,
+        target,
+        "a TCP component is declared but tower-health was built without the `tcp` feature",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(feature = "tcp")]
+    #[test]
+    fn tcp_components_and_critical_ones_from_the_environment() {
+        let config = HealthConfig::from_vars([
+            ("TOWER_HEALTH_TCP_CACHE", "127.0.0.1:6379"),
+            ("TOWER_HEALTH_TCP_QUEUE", "queue.internal:5672"),
+            ("TOWER_HEALTH_CRITICAL", "Queue"),
+        ])
+        .unwrap();
+        assert_eq!(
+            config.component_names().collect::<Vec<_>>(),
+            ["cache", "queue"]
+        );
+        assert!(config.is_listed_critical("queue"));
+        assert!(!config.is_listed_critical("cache"));
+        let error = HealthConfig::from_vars([("TOWER_HEALTH_TCP_CACHE", "no-port")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_TCP_CACHE");
+    }
+
+    #[cfg(feature = "http-check")]
+    #[test]
+    fn http_components_from_the_environment() {
+        let config =
+            HealthConfig::from_vars([("TOWER_HEALTH_HTTP_SEARCH", "http://search.internal/")])
+                .unwrap();
+        assert_eq!(config.component_names().collect::<Vec<_>>(), ["search"]);
+        let error =
+            HealthConfig::from_vars([("TOWER_HEALTH_HTTP_SEARCH", "https://app:hunter2@x/")])
+                .unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_HTTP_SEARCH");
+        assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+
+    #[test]
+    fn a_bad_critical_list_names_the_variable() {
+        let error = HealthConfig::from_vars([("TOWER_HEALTH_CRITICAL", "a b")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_CRITICAL");
+    }
+
+    #[cfg(not(feature = "tcp"))]
+    #[test]
+    fn a_tcp_component_without_the_feature_is_refused() {
+        let error =
+            HealthConfig::from_vars([("TOWER_HEALTH_TCP_CACHE", "127.0.0.1:6379")]).unwrap_err();
+        assert!(error.to_string().contains("`tcp` feature"), "{error}");
+    }
+}

@@ -1,0 +1,221 @@
+//! The registered components: their slots, their hysteresis, and their transitions.
+//!
+//! Only the health round records results (a `?nocache=true` computation reports the
+//! components as the last round left them), so each round's result counts once toward the
+//! hysteresis, whatever else runs.
+
+use std::borrow::Cow;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::slot::{CheckSlot, Claim};
+use crate::component::{ComponentSpec, ComponentStatus};
+use crate::verdict::{ComponentReport, DatabaseOutcome};
+
+/// One registered component.
+#[derive(Debug)]
+pub(crate) struct TrackedComponent {
+    spec: ComponentSpec,
+    /// The component's target, asked once.
+    target: Option<String>,
+    pub(crate) slot: CheckSlot,
+    state: Mutex<Tracked>,
+}
+
+/// Where the component stands between rounds.
+#[derive(Debug)]
+struct Tracked {
+    /// `Unknown`, `Healthy`, or in trouble (`Degraded` / `Unhealthy` per criticality).
+    status: ComponentStatus,
+    since: SystemTime,
+    failures: u32,
+    successes: u32,
+    last: Option<DatabaseOutcome>,
+    /// When the last check this component was asked for was claimed, for its cadence.
+    last_claimed: Option<Instant>,
+}
+
+/// A component's part in one round: a claim on its check, or its last result reused.
+#[derive(Debug)]
+pub(crate) struct ComponentClaim<'a> {
+    component: &'a TrackedComponent,
+    claim: Option<Claim>,
+}
+
+impl TrackedComponent {
+    pub(crate) fn new(spec: &ComponentSpec, limit: Duration) -> Self {
+        Self {
+            slot: CheckSlot::component(spec, limit),
+            target: spec.component.target(),
+            spec: spec.clone(),
+            state: Mutex::new(Tracked {
+                status: ComponentStatus::Unknown,
+                since: SystemTime::now(),
+                failures: 0,
+                successes: 0,
+                last: None,
+                last_claimed: None,
+            }),
+        }
+    }
+
+    pub(crate) fn gates_readiness(&self) -> bool {
+        self.spec.gates_readiness
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tracked> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Claims a check when one is due (every round without a cadence), or reuses the last
+    /// result. Synchronous, like [`CheckSlot::claim`].
+    pub(crate) fn claim(&self, round_started: Instant) -> ComponentClaim<'_> {
+        let mut state = self.lock();
+        let due = match (self.spec.cadence, state.last_claimed) {
+            (Some(cadence), Some(last)) => round_started.saturating_duration_since(last) >= cadence,
+            _ => true,
+        };
+        let claim = due.then(|| {
+            state.last_claimed = Some(round_started);
+            self.slot.claim(round_started)
+        });
+        ComponentClaim {
+            component: self,
+            claim,
+        }
+    }
+
+    /// Where the component stands now.
+    pub(crate) fn report(&self) -> ComponentReport {
+        let state = self.lock();
+        self.report_of(&state)
+    }
+
+    fn report_of(&self, state: &Tracked) -> ComponentReport {
+        ComponentReport {
+            name: self.spec.name.clone(),
+            status: state.status,
+            critical: self.spec.critical,
+            gates_readiness: self.spec.gates_readiness,
+            target: self.target.clone(),
+            outcome: state.last.clone(),
+            reason: self.reason(state),
+            since: state.since,
+            consecutive_failures: state.failures,
+            consecutive_successes: state.successes,
+        }
+    }
+
+    /// The rule that put the component where it is.
+    fn reason(&self, state: &Tracked) -> Cow<'static, str> {
+        let needed_failures = self.spec.failures_before_trouble;
+        let needed_successes = self.spec.successes_before_recovery;
+        let plural = |n: u32| if n == 1 { "" } else { "s" };
+        match state.status {
+            ComponentStatus::Unknown if state.last.is_none() => "no check has finished yet".into(),
+            ComponentStatus::Unknown | ComponentStatus::Healthy if state.failures > 0 => format!(
+                "{} failed check{} in a row, below failures_before_trouble ({needed_failures})",
+                state.failures,
+                plural(state.failures),
+            )
+            .into(),
+            ComponentStatus::Unknown | ComponentStatus::Healthy => "the last check succeeded".into(),
+            ComponentStatus::Degraded | ComponentStatus::Unhealthy if state.successes > 0 => {
+                format!(
+                    "{} successful check{} in a row, below successes_before_recovery ({needed_successes})",
+                    state.successes,
+                    plural(state.successes),
+                )
+                .into()
+            }
+            ComponentStatus::Degraded | ComponentStatus::Unhealthy => format!(
+                "{} failed check{} in a row, failures_before_trouble is {needed_failures}",
+                state.failures,
+                plural(state.failures),
+            )
+            .into(),
+        }
+    }
+
+    /// Records one round's result and logs the transition it makes, if any.
+    fn record(&self, outcome: DatabaseOutcome) -> ComponentReport {
+        let mut state = self.lock();
+        let ok = outcome.is_ready();
+        if ok {
+            state.successes = state.successes.saturating_add(1);
+            state.failures = 0;
+        } else {
+            state.failures = state.failures.saturating_add(1);
+            state.successes = 0;
+        }
+        state.last = Some(outcome);
+        let trouble = if self.spec.critical {
+            ComponentStatus::Unhealthy
+        } else {
+            ComponentStatus::Degraded
+        };
+        let previous = state.status;
+        let next = match previous {
+            ComponentStatus::Unknown | ComponentStatus::Healthy
+                if state.failures >= self.spec.failures_before_trouble =>
+            {
+                trouble
+            }
+            ComponentStatus::Unknown if ok => ComponentStatus::Healthy,
+            ComponentStatus::Degraded | ComponentStatus::Unhealthy
+                if state.successes >= self.spec.successes_before_recovery =>
+            {
+                ComponentStatus::Healthy
+            }
+            unchanged => unchanged,
+        };
+        if next != previous {
+            state.status = next;
+            state.since = SystemTime::now();
+        }
+        let report = self.report_of(&state);
+        drop(state);
+        if next != previous {
+            log_transition(previous, &report);
+        }
+        report
+    }
+}
+
+impl ComponentClaim<'_> {
+    /// Waits for the check until `deadline` or the component's own timeout, whichever comes
+    /// first, records the result, and reports where the component stands.
+    pub(crate) async fn report(self, round_started: Instant, deadline: Instant) -> ComponentReport {
+        let Some(claim) = self.claim else {
+            return self.component.report();
+        };
+        let deadline = match self.component.spec.timeout {
+            Some(timeout) => deadline.min(round_started + timeout),
+            None => deadline,
+        };
+        let outcome = claim.outcome(deadline).await;
+        self.component.record(outcome)
+    }
+}
+
+fn log_transition(previous: ComponentStatus, report: &ComponentReport) {
+    let (from, to) = (previous, report.status);
+    let component = &*report.name;
+    let reason = &*report.reason;
+    let error = report
+        .outcome
+        .as_ref()
+        .and_then(|outcome| {
+            outcome
+                .error
+                .as_ref()
+                .map(ToString::to_string)
+                .or_else(|| outcome.detail.clone())
+        })
+        .unwrap_or_default();
+    if to.is_in_trouble() {
+        tracing::warn!(%component, %from, %to, %reason, %error, "component status changed");
+    } else {
+        tracing::info!(%component, %from, %to, %reason, "component status changed");
+    }
+}

@@ -1,0 +1,83 @@
+//! Databases have a criticality: an optional one moves health to `degraded` and leaves
+//! readiness alone; every database is shown on `/health`.
+
+use std::time::Duration;
+
+use http::StatusCode;
+
+use super::tests::{get, monitor, rounds};
+use crate::Status;
+use crate::config::HealthConfig;
+use crate::probe::Probe;
+use crate::test_helpers::FakeCheck;
+
+fn config(replica: FakeCheck) -> HealthConfig {
+    HealthConfig::new()
+        .readiness_timeout(Duration::from_secs(10))
+        .database("default", FakeCheck::Ready)
+        .unwrap()
+        .database("replica", replica)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_optional_database_refused_is_degraded_and_ready() {
+    let handle = monitor(
+        config(FakeCheck::Refused)
+            .optional_database("replica")
+            .unwrap(),
+    );
+    rounds(&handle).await;
+    assert_eq!(
+        get(&handle, Probe::Health).await,
+        (
+            StatusCode::OK,
+            r#"{"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"},"database_replica":{"critical":false,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","status":"not_ready"}},"reason":"optional database replica is not_ready","self_healing":true,"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::OK,
+            r#"{"checks":{"database_default":"ready","database_replica":"not_ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"status":"ready"},"database_replica":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","status":"not_ready"}},"status":"ready","timestamp":"T"}"#.to_owned()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_critical_database_refused_depools_and_health_shows_it() {
+    // The seed's default: every database gates readiness; health follows the default one.
+    let handle = monitor(config(FakeCheck::Refused));
+    rounds(&handle).await;
+    assert_eq!(
+        get(&handle, Probe::Ready).await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let (status, body) = get(&handle, Probe::Health).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(handle.health().status, Status::Healthy);
+    assert!(
+        body.contains(r#""database_replica":{"critical":true,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)""#),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn an_optional_default_database_degrades_instead_of_unhealthy() {
+    let config = HealthConfig::new()
+        .readiness_timeout(Duration::from_secs(10))
+        .optional_database("default")
+        .unwrap()
+        .database("default", FakeCheck::Refused)
+        .unwrap();
+    let handle = monitor(config);
+    rounds(&handle).await;
+    let (status, body) = get(&handle, Probe::Health).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains(r#""status":"degraded""#), "{body}");
+    assert!(
+        body.contains(r#""reason":"optional database default is not_ready""#),
+        "{body}"
+    );
+    assert_eq!(get(&handle, Probe::Ready).await.0, StatusCode::OK);
+}

@@ -1,0 +1,46 @@
+//! The manual hold: readiness 503 with the operator's reason, until released.
+
+use std::sync::{Arc, PoisonError};
+
+use super::state::MonitorState;
+use crate::verdict::ReadinessVerdict;
+
+impl MonitorState {
+    /// Places (`Some`) or releases (`None`) the manual hold, and republishes readiness at
+    /// once. Returns whether anything changed.
+    pub(crate) fn set_hold(&self, reason: Option<Arc<str>>) -> bool {
+        let mut hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
+        if *hold == reason {
+            return false;
+        }
+        hold.clone_from(&reason);
+        let current = self.readiness.load_full();
+        // Before the first round (or once the monitor stopped) there is nothing to
+        // re-render: the next round applies the hold.
+        if let Some(checked_at) = current.verdict.checked_at {
+            let verdict = ReadinessVerdict::from_outcomes(
+                current.verdict.databases.clone(),
+                current.verdict.components.clone(),
+                self.config.fail_direction,
+                self.config.unknown_components,
+                checked_at,
+                reason.clone(),
+            );
+            self.publish_readiness(verdict, Some(current.computed_at));
+        }
+        drop(hold);
+        match reason {
+            Some(reason) => tracing::warn!(%reason, "readiness held by the operator"),
+            None => tracing::info!("readiness hold released"),
+        }
+        true
+    }
+
+    /// The manual hold's reason, if one is in place.
+    pub(crate) fn held(&self) -> Option<Arc<str>> {
+        self.hold
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}

@@ -1,0 +1,202 @@
+//! The rounds: checking, building the verdicts, rendering and publishing them.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+use std::time::{Instant, SystemTime};
+
+use super::components::TrackedComponent;
+use super::published::{Published, publish_newer};
+use super::slot::CheckSlot;
+use super::state::{MonitorState, Round};
+use super::transitions::{log_health_transition, log_readiness_transition};
+use crate::rendered::{render_health, render_pool, render_readiness};
+use crate::verdict::{
+    ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
+};
+
+impl MonitorState {
+    /// Checks `slots` in parallel under the one deadline.
+    pub(crate) async fn round(&self, slots: &[CheckSlot]) -> Round {
+        let started = Instant::now();
+        // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
+        let deadline = started + self.config.readiness_timeout;
+        let claims: Vec<_> = slots.iter().map(|slot| slot.claim(started)).collect();
+        let mut outcomes = Vec::with_capacity(claims.len());
+        for claim in claims {
+            outcomes.push(claim.outcome(deadline).await);
+        }
+        Round {
+            outcomes,
+            finished_at: SystemTime::now(),
+        }
+    }
+
+    /// The default database's slot alone: what health and pool are about.
+    pub(crate) fn default_slot(&self) -> &[CheckSlot] {
+        match self.default_index {
+            Some(index) => &self.slots[index..=index],
+            None => &[],
+        }
+    }
+
+    pub(crate) async fn readiness_round(&self) {
+        let round = self.round(&self.slots).await;
+        self.counters
+            .readiness_rounds
+            .fetch_add(1, Ordering::Relaxed);
+        let default = self
+            .default_index
+            .map(|index| round.outcomes[index].clone());
+        self.publish_pool(default, round.finished_at);
+        let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
+        let verdict = ReadinessVerdict::from_outcomes(
+            round.outcomes,
+            self.gating_components(),
+            self.config.fail_direction,
+            self.config.unknown_components,
+            round.finished_at,
+            hold.clone(),
+        );
+        self.publish_readiness(verdict, None);
+        drop(hold);
+        self.round_clock.round_finished();
+        self.startup.first_round_completed();
+    }
+
+    /// The default database and every component due, in parallel under the one deadline.
+    pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
+        let started = Instant::now();
+        // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
+        let deadline = started + self.config.readiness_timeout;
+        // Every check starts before the round waits on any.
+        let databases: Vec<_> = self.slots.iter().map(|slot| slot.claim(started)).collect();
+        let claims: Vec<_> = self
+            .components
+            .iter()
+            .map(|component| component.claim(started))
+            .collect();
+        let mut outcomes = Vec::with_capacity(databases.len());
+        for claim in databases {
+            outcomes.push(claim.outcome(deadline).await);
+        }
+        let mut components = Vec::with_capacity(claims.len());
+        for claim in claims {
+            components.push(claim.report(started, deadline).await);
+        }
+        self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
+        let (default, others) = self.split_default(outcomes);
+        self.publish_health(default, others, components, SystemTime::now())
+    }
+
+    /// The pools that are saturated now (read right after a round's checks), by database.
+    pub(crate) fn saturated_pools(&self) -> Vec<(Arc<str>, crate::check::PoolStats)> {
+        self.config
+            .databases
+            .iter()
+            .zip(&self.slots)
+            .filter_map(|(entry, slot)| {
+                slot.pool_stats()
+                    .filter(crate::check::PoolStats::is_saturated)
+                    .map(|stats| (entry.name.clone(), stats))
+            })
+            .collect()
+    }
+
+    /// The default database's outcome, and the others', from a round over every database.
+    pub(crate) fn split_default(
+        &self,
+        mut outcomes: Vec<DatabaseOutcome>,
+    ) -> (Option<DatabaseOutcome>, Vec<DatabaseOutcome>) {
+        let default = self.default_index.map(|index| outcomes.remove(index));
+        (default, outcomes)
+    }
+
+    /// Every database's slot.
+    pub(crate) fn slots(&self) -> &[CheckSlot] {
+        &self.slots
+    }
+
+    /// Where every component stands now, as the last health round left it.
+    pub(crate) fn component_reports(&self) -> Vec<ComponentReport> {
+        self.components
+            .iter()
+            .map(TrackedComponent::report)
+            .collect()
+    }
+
+    /// The components that gate readiness, as the last health round left them.
+    fn gating_components(&self) -> Vec<ComponentReport> {
+        self.components
+            .iter()
+            .filter(|component| component.gates_readiness())
+            .map(TrackedComponent::report)
+            .collect()
+    }
+
+    /// Publishes the pool verdict from the default database's outcome.
+    pub(crate) fn publish_pool(
+        &self,
+        default: Option<DatabaseOutcome>,
+        finished_at: SystemTime,
+    ) -> Arc<Published<PoolVerdict>> {
+        let default = default
+            .zip(self.default_slot().first())
+            .map(|(outcome, slot)| (outcome, slot.vendor(), slot.pool_stats()));
+        let verdict = PoolVerdict::from_outcome(default, finished_at);
+        let stale_after = self.stale_after(self.config.readiness_interval);
+        let rendered = render_pool(&verdict, stale_after);
+        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
+        publish_newer(&self.pool, &published, &self.monitor_running);
+        published
+    }
+
+    pub(crate) fn publish_health(
+        &self,
+        default: Option<DatabaseOutcome>,
+        others: Vec<DatabaseOutcome>,
+        components: Vec<ComponentReport>,
+        finished_at: SystemTime,
+    ) -> Arc<Published<HealthVerdict>> {
+        let verdict = HealthVerdict::from_outcome(
+            default,
+            others,
+            self.saturated_pools(),
+            components,
+            self.config.unknown_components,
+            self.is_monitor_running(),
+            finished_at,
+        );
+        let stale_after = self.stale_after(self.config.health_interval);
+        let rendered = render_health(&verdict, stale_after);
+        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
+        let previous = publish_newer(&self.health, &published, &self.monitor_running);
+        if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
+            log_health_transition(&previous.verdict, &published.verdict);
+            self.updates.send_replace(published.verdict.clone());
+        }
+        published
+    }
+
+    /// Renders and publishes a readiness verdict (computed at `computed_at`, or now), tells
+    /// subscribers, and logs a transition. The caller holds the hold's lock.
+    pub(super) fn publish_readiness(
+        &self,
+        verdict: ReadinessVerdict,
+        computed_at: Option<Instant>,
+    ) {
+        let stale_after = self.stale_after(self.config.readiness_interval);
+        let rendered = render_readiness(&verdict, stale_after);
+        let published = Arc::new(Published::computed_at(
+            verdict,
+            rendered,
+            Some(stale_after),
+            computed_at.unwrap_or_else(Instant::now),
+        ));
+        let previous = publish_newer(&self.readiness, &published, &self.monitor_running);
+        if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
+            self.readiness_updates
+                .send_replace(published.verdict.clone());
+            log_readiness_transition(&previous.verdict, &published.verdict);
+        }
+    }
+}

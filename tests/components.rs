@@ -1,0 +1,346 @@
+//! Components over a real server, with the real PostgreSQL as the default database:
+//! degraded and unhealthy by criticality, panics and hangs confined to their component,
+//! hysteresis, and `unknown` before the first result.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use http::StatusCode;
+use support::{Client, LIMIT, eventually, fast, first_rounds, health_server, pg_url, postgres};
+use tokio::sync::watch;
+use tower_health::check::{CheckError, CheckErrorKind};
+use tower_health::component::{self, Component, ComponentSpec, ComponentStatus};
+use tower_health::{HealthConfig, Status};
+
+const OK: u8 = 0;
+const REFUSED: u8 = 1;
+const HANGS: u8 = 2;
+const PANICS: u8 = 3;
+
+/// A component whose behaviour the test switches while the monitor runs.
+fn switchable(behaviour: &Arc<AtomicU8>) -> impl Component {
+    let behaviour = Arc::clone(behaviour);
+    component::from_fn(move || {
+        let now = behaviour.load(Ordering::SeqCst);
+        async move {
+            match now {
+                OK => Ok(()),
+                REFUSED => Err(CheckError::new(
+                    CheckErrorKind::Connect,
+                    "connection refused by cache:6379",
+                )),
+                HANGS => std::future::pending().await,
+                _ => panic!("the component panics"),
+            }
+        }
+    })
+}
+
+fn config() -> HealthConfig {
+    fast().database("default", postgres(&pg_url())).unwrap()
+}
+
+#[tokio::test]
+async fn a_non_critical_component_degrades_health_and_leaves_readiness_alone() {
+    require_postgres!();
+    let cache = Arc::new(AtomicU8::new(REFUSED));
+    let settings = config().component(ComponentSpec::new("cache", switchable(&cache)));
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let degraded = eventually(LIMIT, || async {
+        health.health().status == Status::Degraded
+    })
+    .await;
+    assert!(degraded, "{:?}", health.health());
+    let reply = client.get(server.addr, "/health").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["status"], "degraded");
+    assert_eq!(body["components"]["cache"]["status"], "degraded");
+    assert_eq!(body["components"]["cache"]["critical"], false);
+    assert_eq!(
+        body["components"]["cache"]["error"],
+        "connection refused by cache:6379"
+    );
+    assert_eq!(body["checks"]["database"], "healthy");
+    // The database's target: host, port and database name, never a user or password.
+    let target = body["details"]["database"]["target"].as_str().unwrap();
+    let addr = support::pg_addr();
+    assert!(target.starts_with(&addr.to_string()), "{target}");
+    assert!(!target.contains('@'), "{target}");
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+    assert_eq!(ready.json()["status"], "ready");
+
+    // The component recovers: healthy again.
+    cache.store(OK, Ordering::SeqCst);
+    let recovered = eventually(LIMIT, || async {
+        client.get(server.addr, "/health").await.json()["status"] == "healthy"
+    })
+    .await;
+    assert!(recovered, "{:?}", health.health());
+}
+
+#[tokio::test]
+async fn a_critical_component_makes_health_unhealthy() {
+    require_postgres!();
+    let queue = Arc::new(AtomicU8::new(REFUSED));
+    let settings =
+        config().component(ComponentSpec::new("queue", switchable(&queue)).critical(true));
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let unhealthy = eventually(LIMIT, || async {
+        let reply = client.get(server.addr, "/health").await;
+        reply.status == StatusCode::SERVICE_UNAVAILABLE && reply.json()["status"] == "unhealthy"
+    })
+    .await;
+    assert!(unhealthy, "{:?}", health.health());
+    let body = client.get(server.addr, "/health").await.json();
+    assert_eq!(body["reason"], "critical component queue is unhealthy");
+    assert_eq!(body["components"]["queue"]["critical"], true);
+    // The database is fine, so readiness is.
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+}
+
+#[tokio::test]
+async fn a_panicking_and_a_hanging_component_do_not_hold_up_the_rest() {
+    require_postgres!();
+    let panics = Arc::new(AtomicU8::new(PANICS));
+    let hangs = Arc::new(AtomicU8::new(HANGS));
+    let fine = Arc::new(AtomicU8::new(OK));
+    let settings = config()
+        .component(ComponentSpec::new("panics", switchable(&panics)))
+        .component(ComponentSpec::new("hangs", switchable(&hangs)))
+        .component(ComponentSpec::new("fine", switchable(&fine)).critical(true));
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let reported = eventually(LIMIT, || async {
+        let body = client.get(server.addr, "/health").await.json();
+        body["components"]["panics"]["check"] == "error"
+            && body["components"]["hangs"]["check"] == "timed_out"
+            && body["components"]["fine"]["check"] == "ok"
+    })
+    .await;
+    assert!(reported, "{:?}", health.health());
+    let reply = client.get(server.addr, "/health").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["status"], "degraded");
+    assert_eq!(body["checks"]["database"], "healthy");
+    assert_eq!(body["components"]["panics"]["error_kind"], "panicked");
+    assert_eq!(body["components"]["fine"]["status"], "healthy");
+    // The monitor keeps going: more rounds complete, the hanging check is joined rather than
+    // started again, and readiness is still answered.
+    let rounds = health.stats().health_rounds;
+    let more = eventually(LIMIT, || async {
+        health.stats().health_rounds >= rounds + 3
+    })
+    .await;
+    assert!(more, "{:?}", health.stats());
+    assert!(health.is_monitor_running());
+    let hanging = &health.health().components[1];
+    assert_eq!(&*hanging.name, "hangs");
+    assert!(hanging.consecutive_failures >= 3, "{hanging:?}");
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+}
+
+#[tokio::test]
+async fn unknown_before_the_first_result_and_hysteresis_on_the_way_in() {
+    require_postgres!();
+    // Hangs first: every round times out, fewer failures than the threshold of 1000, and no
+    // success yet, so the component stays unknown (and counts as fine by default).
+    let cache = Arc::new(AtomicU8::new(HANGS));
+    let settings = config().component(
+        ComponentSpec::new("cache", switchable(&cache))
+            .timeout(Duration::from_millis(50))
+            .failures_before_trouble(1000),
+    );
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let timed_out = eventually(LIMIT, || async {
+        health.health().components[0].consecutive_failures >= 2
+    })
+    .await;
+    assert!(timed_out, "{:?}", health.health());
+    let reply = client.get(server.addr, "/health").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["status"], "healthy");
+    assert_eq!(body["components"]["cache"]["status"], "unknown");
+    assert_eq!(body["components"]["cache"]["check"], "timed_out");
+    drop(server);
+    drop(health);
+
+    // Hysteresis: three failures in a row before degraded. Every verdict published on the
+    // way shows the component unknown with fewer failures, never degraded early.
+    let cache = Arc::new(AtomicU8::new(OK));
+    let settings = config().component(
+        ComponentSpec::new("cache", switchable(&cache))
+            .failures_before_trouble(3)
+            .successes_before_recovery(2),
+    );
+    let (health, _server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let healthy = eventually(LIMIT, || async {
+        health.health().components[0].status == ComponentStatus::Healthy
+    })
+    .await;
+    assert!(healthy, "{:?}", health.health());
+    let mut updates: watch::Receiver<_> = health.subscribe();
+    updates.borrow_and_update();
+    cache.store(REFUSED, Ordering::SeqCst);
+    let mut failures_seen = Vec::new();
+    loop {
+        support::bounded("a verdict", updates.changed())
+            .await
+            .unwrap();
+        let verdict = updates.borrow_and_update().clone();
+        let component = &verdict.components[0];
+        if component.status == ComponentStatus::Degraded {
+            assert!(component.consecutive_failures >= 3, "{component:?}");
+            assert_eq!(verdict.status, Status::Degraded);
+            break;
+        }
+        assert_eq!(component.status, ComponentStatus::Healthy, "{component:?}");
+        assert_eq!(verdict.status, Status::Healthy);
+        failures_seen.push(component.consecutive_failures);
+    }
+    assert!(
+        failures_seen.iter().all(|&failures| failures < 3),
+        "{failures_seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_optional_database_refused_degrades_health_and_leaves_readiness_ready() {
+    require_postgres!();
+    let refused = support::refused_addr().await;
+    let settings = config()
+        .database(
+            "replica",
+            postgres(&format!("postgres://postgres@{refused}/postgres")),
+        )
+        .unwrap()
+        .optional_database("replica")
+        .unwrap();
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let degraded = eventually(LIMIT, || async {
+        health.health().status == Status::Degraded
+    })
+    .await;
+    assert!(degraded, "{:?}", health.health());
+    let reply = client.get(server.addr, "/health").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["reason"], "optional database replica is not_ready");
+    assert_eq!(body["details"]["database_replica"]["critical"], false);
+    assert_eq!(body["checks"]["database"], "healthy");
+    let ready = client.get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+    assert_eq!(ready.json()["checks"]["database_replica"], "not_ready");
+}
+
+#[tokio::test]
+async fn subscribers_see_the_transitions_of_health_and_readiness() {
+    require_postgres!();
+    let cache = Arc::new(AtomicU8::new(OK));
+    let settings = config().component(ComponentSpec::new("cache", switchable(&cache)));
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let healthy = eventually(LIMIT, || async {
+        health.health().status == Status::Healthy
+    })
+    .await;
+    assert!(healthy, "{:?}", health.health());
+
+    // Health: healthy -> degraded -> healthy, each status change seen once in order.
+    let mut updates = health.subscribe();
+    updates.borrow_and_update();
+    cache.store(REFUSED, Ordering::SeqCst);
+    let mut statuses = vec![Status::Healthy];
+    while statuses.len() < 3 {
+        support::bounded("a health verdict", updates.changed())
+            .await
+            .unwrap();
+        let status = updates.borrow_and_update().status;
+        if statuses.last() != Some(&status) {
+            statuses.push(status);
+            if status == Status::Degraded {
+                cache.store(OK, Ordering::SeqCst);
+            }
+        }
+    }
+    assert_eq!(
+        statuses,
+        [Status::Healthy, Status::Degraded, Status::Healthy]
+    );
+
+    // Readiness: a hold is seen at once, and so is the release.
+    let mut readiness = health.subscribe_readiness();
+    readiness.borrow_and_update();
+    health.hold("maintenance");
+    assert!(readiness.has_changed().unwrap());
+    let verdict = readiness.borrow_and_update().clone();
+    assert!(!verdict.ready);
+    assert_eq!(verdict.held.as_deref(), Some("maintenance"));
+    let client = Client::new();
+    let reply = client.get(server.addr, "/health/ready").await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        client.get(server.addr, "/health/live").await.status,
+        StatusCode::OK
+    );
+    health.release();
+    assert!(readiness.has_changed().unwrap());
+    assert!(readiness.borrow_and_update().ready);
+    assert_eq!(
+        client.get(server.addr, "/health/ready").await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
+    require_postgres!();
+    // As the state diagram: degraded -> unhealthy (database gone) -> degraded (database
+    // back, the component still in trouble) -> healthy (the component recovers).
+    let proxy = support::PgProxy::start(support::pg_addr()).await;
+    let cache = Arc::new(AtomicU8::new(REFUSED));
+    let settings = fast()
+        .database("default", postgres(&proxy.url()))
+        .unwrap()
+        .component(ComponentSpec::new("cache", switchable(&cache)));
+    let (health, server) = health_server(settings).await;
+    first_rounds(&health).await;
+    let client = Client::new();
+    let status_is = |expected: &'static str| {
+        let client = client.clone();
+        async move {
+            eventually(LIMIT, || async {
+                client.get(server.addr, "/health").await.json()["status"] == expected
+            })
+            .await
+        }
+    };
+    assert!(status_is("degraded").await, "{:?}", health.health());
+    proxy.freeze();
+    assert!(status_is("unhealthy").await, "{:?}", health.health());
+    let body = client.get(server.addr, "/health").await.json();
+    assert_eq!(body["checks"]["database"], "unhealthy");
+    assert_eq!(body["components"]["cache"]["status"], "degraded");
+    proxy.thaw();
+    assert!(status_is("degraded").await, "{:?}", health.health());
+    cache.store(OK, Ordering::SeqCst);
+    assert!(status_is("healthy").await, "{:?}", health.health());
+}
