@@ -205,13 +205,7 @@ fn log_transition(previous: ComponentStatus, report: &ComponentReport) {
     let error = report
         .outcome
         .as_ref()
-        .and_then(|outcome| {
-            outcome
-                .error
-                .as_ref()
-                .map(ToString::to_string)
-                .or_else(|| outcome.detail.clone())
-        })
+        .and_then(DatabaseOutcome::error_or_detail)
         .unwrap_or_default();
     if to.is_in_trouble() {
         tracing::warn!(%component, %from, %to, %reason, %error, "component status changed");

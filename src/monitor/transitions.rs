@@ -1,7 +1,7 @@
 //! One `tracing` event per transition of readiness and of the health status, never one per
 //! round.
 
-use crate::verdict::{HealthVerdict, ReadinessVerdict};
+use crate::verdict::{DatabaseOutcome, HealthVerdict, ReadinessVerdict};
 
 pub(super) fn log_readiness_transition(previous: &ReadinessVerdict, current: &ReadinessVerdict) {
     if previous.ready == current.ready && previous.checked_at.is_some() {
@@ -44,13 +44,7 @@ pub(super) fn log_health_transition(previous: &HealthVerdict, current: &HealthVe
     let reason = current
         .database
         .as_ref()
-        .and_then(|outcome| {
-            outcome
-                .error
-                .as_ref()
-                .map(ToString::to_string)
-                .or_else(|| outcome.detail.clone())
-        })
+        .and_then(DatabaseOutcome::error_or_detail)
         .unwrap_or_else(|| reason.to_owned());
     tracing::warn!(%from, %to, %reason, "health status changed");
 }

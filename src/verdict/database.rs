@@ -60,6 +60,14 @@ pub struct DatabaseOutcome {
 }
 
 impl DatabaseOutcome {
+    /// What went wrong, for a log line: the (redacted) error, or else the detail.
+    pub(crate) fn error_or_detail(&self) -> Option<String> {
+        self.error
+            .as_ref()
+            .map(ToString::to_string)
+            .or_else(|| self.detail.clone())
+    }
+
     /// Whether the check succeeded.
     #[must_use]
     pub fn is_ready(&self) -> bool {
