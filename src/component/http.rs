@@ -11,8 +11,10 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture};
 
 /// A [`Component`] that sends `GET <url>` to an HTTP dependency and expects a 2xx answer.
 ///
-/// Plain `http://` only for now (`https://` is refused when built). Redirects are not
-/// followed: a 3xx is trouble, named as such. The body is not read. The request is bounded
+/// `https://` needs the `rustls` feature (without it, such a URL is refused when built): the
+/// server's certificate is verified, chain and host name, against the Mozilla roots or the
+/// ones [`Http::root_certificates`] reads; a failed handshake is trouble of kind `tls`.
+/// Redirects are not followed: a 3xx is trouble, named as such. The body is not read. The request is bounded
 /// by the component's timeout and the round's deadline, like every check.
 ///
 /// ```
@@ -26,24 +28,40 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture};
 ///
 /// Operators can declare one without code: `TOWER_HEALTH_HTTP_<NAME>=url` adds a
 /// non-critical component `<name>` (lower-cased); see [`crate::config`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Http {
     uri: Uri,
     /// `host:port`, to connect to.
     authority: Arc<str>,
     /// The URL as shown, redacted.
     target: Arc<str>,
+    /// For `https://`: the host name to verify, and the TLS client.
+    #[cfg(feature = "rustls")]
+    tls: Option<
+        Arc<(
+            rustls::pki_types::ServerName<'static>,
+            tokio_rustls::TlsConnector,
+        )>,
+    >,
+}
+
+impl fmt::Debug for Http {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Http")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a URL cannot be checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InvalidUrl {
-    reason: &'static str,
+    reason: String,
 }
 
 impl fmt::Display for InvalidUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.reason)
+        f.write_str(&self.reason)
     }
 }
 
@@ -56,22 +74,76 @@ impl Http {
     ///
     /// When `url` does not parse, has no host, or its scheme is not `http`.
     pub fn new(url: &str) -> Result<Self, InvalidUrl> {
-        let invalid = |reason| InvalidUrl { reason };
+        let invalid = |reason: &str| InvalidUrl {
+            reason: reason.to_owned(),
+        };
         let uri: Uri = url
             .parse()
-            .map_err(|_| invalid("expected an http:// URL"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => return Err(invalid("https:// is not supported yet; use http://")),
-            _ => return Err(invalid("expected an http:// URL")),
-        }
+            .map_err(|_| invalid("expected an http:// or https:// URL"))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") if cfg!(feature = "rustls") => true,
+            Some("https") => {
+                return Err(invalid(
+                    "https:// needs tower-health's `rustls` feature; use http:// or enable it",
+                ));
+            }
+            _ => return Err(invalid("expected an http:// or https:// URL")),
+        };
         let host = uri.host().ok_or_else(|| invalid("the URL has no host"))?;
-        let port = uri.port_u16().unwrap_or(80);
-        Ok(Self {
-            authority: format!("{host}:{port}").into(),
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let authority = format!("{host}:{port}");
+        let http = Self {
+            authority: authority.into(),
             target: crate::redact(url).into(),
+            #[cfg(feature = "rustls")]
+            tls: None,
             uri,
-        })
+        };
+        #[cfg(feature = "rustls")]
+        if https {
+            return http.with_roots(None);
+        }
+        Ok(http)
+    }
+
+    /// Verifies an `https://` server against the certificates of a PEM file (a private CA,
+    /// say) instead of the Mozilla roots.
+    ///
+    /// Defaults to the Mozilla roots (webpki-roots).
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read or holds no certificate, or the URL is not `https://`.
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+    pub fn root_certificates(self, pem_file: &str) -> Result<Self, InvalidUrl> {
+        if self.tls.is_none() {
+            return Err(InvalidUrl {
+                reason: "root certificates are for https:// URLs".to_owned(),
+            });
+        }
+        self.with_roots(Some(pem_file))
+    }
+
+    #[cfg(feature = "rustls")]
+    fn with_roots(mut self, pem_file: Option<&str>) -> Result<Self, InvalidUrl> {
+        let invalid = |reason: String| InvalidUrl { reason };
+        let host = self.uri.host().unwrap_or_default();
+        // An IPv6 literal comes bracketed in a URL, not in a certificate.
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let server_name = rustls::pki_types::ServerName::try_from(host.to_owned())
+            .map_err(|error| invalid(format!("the host {host:?} cannot be verified: {error}")))?;
+        let roots = crate::check::postgres::roots(pem_file).map_err(invalid)?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|error| invalid(format!("cannot set up TLS: {error}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        self.tls = Some(Arc::new((server_name, connector)));
+        Ok(self)
     }
 }
 
@@ -89,44 +161,69 @@ impl Component for Http {
                     );
                 }
             };
-            let (mut sender, connection) =
-                match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
-                    Ok(pair) => pair,
-                    Err(error) => return failed(CheckErrorKind::Other, error.to_string()),
+            #[cfg(feature = "rustls")]
+            if let Some(tls) = &this.tls {
+                let (server_name, connector) = &**tls;
+                let stream = match connector.connect(server_name.clone(), stream).await {
+                    Ok(stream) => stream,
+                    Err(error) => {
+                        return failed(
+                            CheckErrorKind::Tls,
+                            format!("TLS with {}: {error}", this.authority),
+                        );
+                    }
                 };
-            // Ends when the request is done and `sender` dropped, or with the check.
-            tokio::spawn(async move {
-                let _ = connection.await;
-            });
-            let path = this
-                .uri
-                .path_and_query()
-                .map_or("/", |path| path.as_str())
-                .to_owned();
-            let request = Request::get(path)
-                .header(header::HOST, &*this.authority)
-                .header(header::USER_AGENT, "tower-health")
-                .body(Empty::<bytes::Bytes>::new())
-                .expect("a GET with a valid path and host builds");
-            let status = match sender.send_request(request).await {
-                Ok(response) => response.status(),
-                Err(error) => return failed(CheckErrorKind::Other, error.to_string()),
-            };
-            if status.is_success() {
-                Ok(())
-            } else if status.is_redirection() {
-                failed(
-                    CheckErrorKind::Other,
-                    format!("answered {status} (redirects are not followed)"),
-                )
-            } else {
-                failed(CheckErrorKind::Other, answered(status))
+                return this.get(stream).await;
             }
+            this.get(stream).await
         })
     }
 
     fn target(&self) -> Option<String> {
         Some(self.target.to_string())
+    }
+}
+
+impl Http {
+    /// `GET` over an open connection, and what the answer says.
+    async fn get<S>(&self, stream: S) -> Result<(), CheckError>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let failed = |kind, what: String| Err(CheckError::new(kind, what));
+        let (mut sender, connection) =
+            match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
+                Ok(pair) => pair,
+                Err(error) => return failed(CheckErrorKind::Other, error.to_string()),
+            };
+        // Ends when the request is done and `sender` dropped, or with the check.
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let path = self
+            .uri
+            .path_and_query()
+            .map_or("/", |path| path.as_str())
+            .to_owned();
+        let request = Request::get(path)
+            .header(header::HOST, &*self.authority)
+            .header(header::USER_AGENT, "tower-health")
+            .body(Empty::<bytes::Bytes>::new())
+            .expect("a GET with a valid path and host builds");
+        let status = match sender.send_request(request).await {
+            Ok(response) => response.status(),
+            Err(error) => return failed(CheckErrorKind::Other, error.to_string()),
+        };
+        if status.is_success() {
+            Ok(())
+        } else if status.is_redirection() {
+            failed(
+                CheckErrorKind::Other,
+                format!("answered {status} (redirects are not followed)"),
+            )
+        } else {
+            failed(CheckErrorKind::Other, answered(status))
+        }
     }
 }
 
@@ -142,7 +239,11 @@ mod tests {
     fn only_http_urls_with_a_host() {
         assert!(Http::new("http://127.0.0.1:8080/health").is_ok());
         assert!(Http::new("http://search.internal/").is_ok());
-        assert!(Http::new("https://search.internal/").is_err());
+        assert_eq!(
+            Http::new("https://search.internal/").is_ok(),
+            cfg!(feature = "rustls"),
+            "https:// exactly when the rustls feature is on"
+        );
         assert!(Http::new("search.internal").is_err());
         assert!(Http::new("ftp://x/").is_err());
         let with_password = Http::new("http://app:hunter2@search.internal/").unwrap();

@@ -57,8 +57,8 @@ enum Verification {
     Full,
 }
 
-/// The certificates `sslrootcert` names, or the Mozilla roots.
-fn roots(root_cert: Option<&str>) -> Result<RootCertStore, String> {
+/// The certificates a PEM file holds (`sslrootcert`, say), or the Mozilla roots.
+pub(crate) fn roots(root_cert: Option<&str>) -> Result<RootCertStore, String> {
     let Some(path) = root_cert else {
         return Ok(RootCertStore::from_iter(
             webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
