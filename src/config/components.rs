@@ -160,9 +160,8 @@ mod tests {
             HealthConfig::from_vars([("TOWER_HEALTH_HTTP_SEARCH", "http://search.internal/")])
                 .unwrap();
         assert_eq!(config.component_names().collect::<Vec<_>>(), ["search"]);
-        let error =
-            HealthConfig::from_vars([("TOWER_HEALTH_HTTP_SEARCH", "ftp://app:hunter2@x/")])
-                .unwrap_err();
+        let error = HealthConfig::from_vars([("TOWER_HEALTH_HTTP_SEARCH", "ftp://app:hunter2@x/")])
+            .unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_HTTP_SEARCH");
         assert!(!error.to_string().contains("hunter2"), "{error}");
     }
