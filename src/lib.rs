@@ -77,6 +77,7 @@
 //! | `postgres` | [`check::PostgresCheck`], through `bb8` and `bb8-postgres` | Yes |
 //! | `admin` | `admin::AdminServer`: the probes on a loopback port, with keys (hyper) | No |
 //! | `deadpool` | [`check::DeadpoolCheck`]: PostgreSQL through a `deadpool-postgres` pool | No |
+//! | `sqlx` | [`check::SqlxCheck`]: PostgreSQL through an `sqlx` `PgPool` | No |
 //! | `disk` | [`component::DiskSpace`]: free space where the application writes (fs4) | No |
 //! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |

@@ -35,6 +35,8 @@ mod pool_stats;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
+#[cfg(feature = "sqlx")]
+mod sqlx;
 
 use std::fmt;
 use std::future::Future;
@@ -53,6 +55,9 @@ pub use self::postgres::{
     InvalidPostgresDsn, PostgresCheck, PostgresCheckClient, PostgresCheckManager,
     PostgresConnectError, PostgresConnection,
 };
+#[cfg(feature = "sqlx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlx")))]
+pub use self::sqlx::SqlxCheck;
 pub use crate::redact::redact;
 
 /// The future a [`DatabaseCheck`] returns: `'static` so that the monitor can run it in a task

@@ -1,0 +1,51 @@
+//! `SqlxCheck` against the real PostgreSQL: ready, refused, and the pool's figures.
+
+mod support;
+
+use std::time::Duration;
+
+use http::StatusCode;
+use support::{Client, LIMIT, eventually, fast, first_rounds, health_server, pg_url, refused_addr};
+use tower_health::check::{CheckErrorKind, SqlxCheck};
+
+fn sqlx_check(url: &str) -> SqlxCheck {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(2))
+        .connect_lazy(url)
+        .expect("the URL parses");
+    SqlxCheck::new(pool)
+}
+
+#[tokio::test]
+async fn an_sqlx_pool_is_checked_and_its_figures_reported() {
+    require_postgres!();
+    let (health, server) =
+        health_server(fast().database("default", sqlx_check(&pg_url())).unwrap()).await;
+    first_rounds(&health).await;
+    let ready = eventually(LIMIT, || async { health.readiness().ready }).await;
+    assert!(ready, "{:?}", health.readiness());
+    let client = Client::new();
+    let reply = client.get(server.addr, "/health/pool").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["pool_info"]["vendor"], "postgresql");
+    assert_eq!(body["pool_info"]["max_size"], 1);
+    assert_eq!(body["pool_info"]["connections"], 1);
+}
+
+#[tokio::test]
+async fn a_refused_database_is_not_ready_with_a_connect_error() {
+    let addr = refused_addr().await;
+    let url = format!("postgres://postgres:hunter2@{addr}/postgres");
+    let (health, _server) =
+        health_server(fast().database("default", sqlx_check(&url)).unwrap()).await;
+    first_rounds(&health).await;
+    let readiness = health.readiness();
+    assert!(!readiness.ready);
+    let error = readiness.databases[0].error.clone().expect("an error");
+    // Refused, in the first round, with the cause: not a pool timeout.
+    assert_eq!(error.kind(), CheckErrorKind::Connect, "{error}");
+    assert!(error.message().contains("refused"), "{error}");
+    assert!(!error.message().contains("hunter2"), "{error}");
+}
