@@ -32,6 +32,12 @@ async fn an_sqlx_pool_is_checked_and_its_figures_reported() {
     assert_eq!(body["pool_info"]["vendor"], "postgresql");
     assert_eq!(body["pool_info"]["max_size"], 1);
     assert_eq!(body["pool_info"]["connections"], 1);
+    let health_body = client.get(server.addr, "/health").await.json();
+    let target = health_body["details"]["database"]["target"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(target.ends_with("/postgres"), "{target}");
 }
 
 #[tokio::test]

@@ -80,6 +80,17 @@ impl DatabaseCheck for SqlxCheck {
         })
     }
 
+    fn target(&self) -> Option<String> {
+        // Host, port and database from the pool's options: never the password.
+        let options = self.pool.connect_options();
+        let database = options.get_database().unwrap_or_default();
+        Some(format!(
+            "{}:{}/{database}",
+            options.get_host(),
+            options.get_port()
+        ))
+    }
+
     fn pool_stats(&self) -> Option<PoolStats> {
         let idle = u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX);
         Some(PoolStats::new(

@@ -109,6 +109,19 @@ where
         }
     }
 
+    /// Names what the check connects to, shown as `target` in the health body: a pool handed in
+    /// cannot tell (bb8 keeps its manager's configuration to itself), so name it here, such as
+    /// `db.internal:5432/app`. It is passed through [`redact`], so a connection string's
+    /// password never shows.
+    ///
+    /// Defaults to none for a pool handed in; checks built from a connection string
+    /// ([`PostgresCheck::connect`]) know theirs.
+    #[must_use]
+    pub fn with_target(mut self, target: &str) -> Self {
+        self.target = Some(redact(target).into());
+        self
+    }
+
     /// The pool the check reports on: the one it goes through, or for
     /// [`PostgresCheck::new`], the application's pool beside which it keeps its connection.
     #[must_use]
@@ -289,6 +302,23 @@ fn target_of(config: &Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_handed_in_pool_is_named_without_its_password() {
+        let manager = PostgresCheckManager::new(Config::from_str("host=db").unwrap());
+        let pool = Pool::builder().build_unchecked(manager);
+        let check = PostgresCheck::new(pool);
+        assert_eq!(
+            DatabaseCheck::target(&check),
+            None,
+            "a handed-in pool cannot tell"
+        );
+        let check = check.with_target("postgres://app:hunter2@db:5432/app");
+        assert_eq!(
+            DatabaseCheck::target(&check).as_deref(),
+            Some("postgres://app:***@db:5432/app")
+        );
+    }
 
     #[test]
     fn the_target_names_host_port_and_database_never_the_password() {
