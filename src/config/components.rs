@@ -167,6 +167,18 @@ mod tests {
     }
 
     #[test]
+    fn how_unknown_components_count_comes_from_the_environment() {
+        use crate::component::UnknownComponents;
+        let config =
+            HealthConfig::from_vars([("TOWER_HEALTH_UNKNOWN_COMPONENTS", "IN_TROUBLE")]).unwrap();
+        assert_eq!(config.unknown_components, UnknownComponents::InTrouble);
+        let error =
+            HealthConfig::from_vars([("TOWER_HEALTH_UNKNOWN_COMPONENTS", "maybe")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_UNKNOWN_COMPONENTS");
+        assert_eq!(error.reason(), "expected ignored or in_trouble");
+    }
+
+    #[test]
     fn a_bad_critical_list_names_the_variable() {
         let error = HealthConfig::from_vars([("TOWER_HEALTH_CRITICAL", "a b")]).unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_CRITICAL");

@@ -173,7 +173,8 @@ impl HealthConfig {
     }
 
     /// How a component counts toward the overall status before its first conclusive
-    /// result; it is shown `unknown` either way.
+    /// result; it is shown `unknown` either way. Environment:
+    /// `TOWER_HEALTH_UNKNOWN_COMPONENTS=ignored|in_trouble`.
     ///
     /// Defaults to [`UnknownComponents::Ignored`]: counted as fine.
     pub fn unknown_components(mut self, policy: UnknownComponents) -> Self {
@@ -377,6 +378,12 @@ impl HealthConfig {
         }
         if let Some(aliases) = env.flag("TOWER_HEALTH_KUBERNETES_ALIASES")? {
             config.kubernetes_aliases = aliases;
+        }
+        if let Some(policy) = env.parse(
+            &["TOWER_HEALTH_UNKNOWN_COMPONENTS"],
+            "expected ignored or in_trouble",
+        )? {
+            config.unknown_components = policy;
         }
         if let Some(enabled) = env.flag("TOWER_HEALTH_SELF_MONITORING")? {
             config.self_monitoring = enabled;

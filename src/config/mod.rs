@@ -28,6 +28,7 @@
 //! | `TOWER_HEALTH_HTTP_<NAME>` | | `http://` URL of a non-critical HTTP component `<name>` (lower-cased; feature `http-check`): `GET`, 2xx expected, redirects not followed | none |
 //! | `TOWER_HEALTH_CRITICAL` | | components that are critical (comma-separated names) | none |
 //! | `TOWER_HEALTH_SELF_MONITORING` | | the monitor watches its own round lag (component `monitor`) | `false` |
+//! | `TOWER_HEALTH_UNKNOWN_COMPONENTS` | | how a component without a result yet counts: `ignored` or `in_trouble` | `ignored` |
 //! | `TOWER_HEALTH_OPTIONAL` | | databases that are optional (comma-separated names): down, they make health `degraded` and leave readiness alone | none |
 //!
 //! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`). Every duration,
