@@ -5,10 +5,9 @@
 //!
 //! Load balancers and Kubernetes ask every instance two different questions: "are you alive?"
 //! (should I restart you?) and "are you ready?" (should I send you traffic?). This crate
-//! answers them, and four more, with the status code doing the talking:
-//!
-//! The layer's paths are under a configurable prefix (`/health`); the admin server (feature
-//! `admin`) has the Python system's:
+//! answers them, and four more, with the status code doing the talking. The layer's paths are
+//! under a configurable prefix (`/health`); the admin server (feature `admin`) has the Python
+//! system's:
 //!
 #![doc = include_str!("docs/endpoints.md")]
 //!
@@ -81,7 +80,7 @@
 //! | `disk` | [`component::DiskSpace`]: free space where the application writes (fs4) | No |
 //! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
-//! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`) | No |
+//! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`); `https://` for `component::Http` | No |
 //! | `full` | every feature | No |
 
 #![forbid(unsafe_code)]
