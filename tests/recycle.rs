@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use http::StatusCode;
-use support::{Client, eventually, fast, first_rounds, health_server, pg_client, pg_url, postgres};
+use support::{Client, eventually, fast, first_rounds, health_server, pg_client, postgres};
 use tower_health::check::postgres::bb8::{self, ManageConnection};
 use tower_health::check::postgres::{bb8_postgres, tokio_postgres};
 use tower_health::check::{
@@ -24,13 +24,6 @@ use tower_health::{HealthConfig, HealthHandle};
 /// other's connections.
 fn application_name(test: &str) -> String {
     format!("th_recycle_{}_{test}", std::process::id())
-}
-
-/// [`pg_url`] with `params` added to its query string.
-fn url_with(params: &str) -> String {
-    let url = pg_url();
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}{params}")
 }
 
 /// Terminates every backend named `application_name`; returns how many were terminated.
@@ -103,7 +96,7 @@ async fn poll_under_terminations(
 async fn terminated_backends_never_fail_readiness() {
     require_postgres!();
     let name = application_name("terminated");
-    let check = postgres(&url_with(&format!("application_name={name}")));
+    let check = postgres(&support::pg_url_with(&format!("application_name={name}")));
     // A generous deadline: what is tested is that a closed connection is not an outage, not
     // how fast a loaded machine reconnects.
     let config = fast()
@@ -129,7 +122,7 @@ async fn terminated_reserved_connections_never_fail_readiness() {
     require_postgres!();
     let name = application_name("reserved");
     let manager = bb8_postgres::PostgresConnectionManager::new_from_stringlike(
-        url_with(&format!("application_name={name}")),
+        support::pg_url_with(&format!("application_name={name}")),
         tokio_postgres::NoTls,
     )
     .unwrap();
@@ -164,7 +157,7 @@ async fn idle_session_timeout_never_fails_readiness() {
     let name = application_name("idle_timeout");
     // The server closes every connection idle for 200 ms; checks come every 400 ms, so each
     // one finds its connection closed.
-    let url = url_with(&format!(
+    let url = support::pg_url_with(&format!(
         "application_name={name}&options=-c%20idle_session_timeout%3D200"
     ));
     let config = fast()
@@ -256,7 +249,7 @@ async fn terminate_and_wait(conn: &tokio_postgres::Client) {
 }
 
 fn unnoticed(name: &str, terminate_new: bool) -> (Unnoticed, Arc<AtomicUsize>) {
-    let config: tokio_postgres::Config = url_with(&format!("application_name={name}"))
+    let config: tokio_postgres::Config = support::pg_url_with(&format!("application_name={name}"))
         .parse()
         .unwrap();
     let connects = Arc::new(AtomicUsize::new(0));

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use http::StatusCode;
-use support::{Client, eventually, fast, first_rounds, health_server, pg_client, pg_url};
+use support::{Client, eventually, fast, first_rounds, health_server, pg_client};
 use tokio::sync::watch;
 use tower_health::check::PostgresCheck;
 use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
@@ -17,8 +17,7 @@ use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
 async fn a_saturated_application_pool_is_degraded_and_stays_ready() {
     require_postgres!();
     let name = format!("th_saturation_{}", std::process::id());
-    let separator = if pg_url().contains('?') { '&' } else { '?' };
-    let url = format!("{}{separator}application_name={name}", pg_url());
+    let url = support::pg_url_with(&format!("application_name={name}"));
     let manager =
         bb8_postgres::PostgresConnectionManager::new_from_stringlike(url, tokio_postgres::NoTls)
             .unwrap();

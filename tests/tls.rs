@@ -6,7 +6,7 @@ mod support;
 use std::io::Write;
 use std::time::Duration;
 
-use support::{eventually, fast, pg_client, pg_url};
+use support::{eventually, fast, pg_client};
 use tower_health::HealthMonitor;
 use tower_health::check::{CheckErrorKind, PostgresCheck};
 use tower_health::verdict::DatabaseStatus;
@@ -19,12 +19,11 @@ const UNRELATED_CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/unre
 /// The test database's URL with `query` appended (the server's address stays as the tests
 /// know it, unless `host` replaces it).
 fn url(host: Option<&str>, query: &str) -> String {
-    let mut url = pg_url();
-    if let Some(host) = host {
-        url = url.replace("127.0.0.1", host);
+    let url = support::pg_url_with(query);
+    match host {
+        Some(host) => url.replace("127.0.0.1", host),
+        None => url,
     }
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}{query}")
 }
 
 /// The first verdict of a monitor checking `dsn`: whether the default database is ready and,

@@ -46,6 +46,13 @@ pub fn pg_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
 }
 
+/// [`pg_url`] with `params` (`key=value&...`) appended to its query.
+pub fn pg_url_with(params: &str) -> String {
+    let url = pg_url();
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}{params}")
+}
+
 /// The address of [`pg_url`]'s server.
 pub fn pg_addr() -> SocketAddr {
     let url = pg_url();
