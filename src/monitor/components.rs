@@ -9,6 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::slot::{CheckSlot, Claim};
+use super::spawner::Spawner;
 use crate::component::{ComponentSpec, ComponentStatus};
 use crate::verdict::{ComponentReport, DatabaseOutcome};
 
@@ -69,7 +70,7 @@ impl TrackedComponent {
 
     /// Claims a check when one is due (every round without a cadence), or reuses the last
     /// result. Synchronous, like [`CheckSlot::claim`].
-    pub(crate) fn claim(&self, round_started: Instant) -> ComponentClaim<'_> {
+    pub(crate) fn claim(&self, round_started: Instant, spawner: &Spawner) -> ComponentClaim<'_> {
         let mut state = self.lock();
         let due = match (self.spec.cadence, state.last_claimed) {
             (Some(cadence), Some(last)) => round_started.saturating_duration_since(last) >= cadence,
@@ -77,7 +78,7 @@ impl TrackedComponent {
         };
         let claim = due.then(|| {
             state.last_claimed = Some(round_started);
-            self.slot.claim(round_started)
+            self.slot.claim(round_started, spawner)
         });
         ComponentClaim {
             component: self,

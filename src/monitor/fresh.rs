@@ -58,19 +58,20 @@ impl FreshWait {
     }
 }
 
-/// Ends a fresh computation: records its result, or (if the task was cancelled) just clears
-/// `running`, so that the next bypass starts over instead of waiting on a dead channel.
-struct FreshDone<'a>(&'a FreshRounds);
+/// Ends a fresh computation: records its result, or (if the task was cancelled, or dropped
+/// before it ever ran) just clears `running`, so that the next bypass starts over instead of
+/// waiting on a dead channel.
+struct FreshDone(Arc<MonitorState>);
 
-impl FreshDone<'_> {
+impl FreshDone {
     fn finish(self, fresh: Fresh) {
-        self.0.lock().last = Some(fresh);
+        self.0.fresh_rounds().lock().last = Some(fresh);
     }
 }
 
-impl Drop for FreshDone<'_> {
+impl Drop for FreshDone {
     fn drop(&mut self) {
-        self.0.lock().running = None;
+        self.0.fresh_rounds().lock().running = None;
     }
 }
 
@@ -92,9 +93,10 @@ impl MonitorState {
         state.running = Some(receiver.clone());
         drop(state);
         let monitor = Arc::clone(self);
+        // Made before spawning: a task dropped before its first poll runs none of its code.
+        let done = FreshDone(Arc::clone(self));
         // Spawned, so that a client that goes away does not cancel what others wait for.
-        tokio::spawn(async move {
-            let done = FreshDone(monitor.fresh_rounds());
+        self.spawner.spawn(async move {
             let round = monitor.round(monitor.slots()).await;
             monitor
                 .counters

@@ -67,6 +67,7 @@ mod rounds;
 mod runner;
 mod slot;
 mod source;
+mod spawner;
 mod startup;
 mod state;
 #[cfg(test)]

@@ -86,19 +86,24 @@ impl<V> Published<V> {
 /// Publishes `new` unless what is published is newer (two cadences and the bypass publish
 /// the same verdict; a slow round must not overwrite a fresher one), or the monitor is not
 /// running (then the "not running" placeholder must stay: a bypass's verdict goes to its
-/// requester only). Returns what was published before.
+/// requester only). Returns what was published before, or `None` when `new` was refused:
+/// subscribers and transition logs follow exactly what readers were served.
 pub(crate) fn publish_newer<V>(
     slot: &ArcSwap<Published<V>>,
     new: &Arc<Published<V>>,
     monitor_running: &AtomicBool,
-) -> Arc<Published<V>> {
-    slot.rcu(|current| {
+) -> Option<Arc<Published<V>>> {
+    let mut published = false;
+    let previous = slot.rcu(|current| {
         // Read inside the closure: `rcu` retries if the monitor stopped (and stored its
-        // placeholder) in between.
-        if !monitor_running.load(Ordering::Acquire) || current.computed_at > new.computed_at {
-            Arc::clone(current)
-        } else {
+        // placeholder) in between, and the last try is the one that counts.
+        published =
+            monitor_running.load(Ordering::Acquire) && current.computed_at <= new.computed_at;
+        if published {
             Arc::clone(new)
+        } else {
+            Arc::clone(current)
         }
-    })
+    });
+    published.then_some(previous)
 }

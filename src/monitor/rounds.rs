@@ -20,7 +20,10 @@ impl MonitorState {
         let started = Instant::now();
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
-        let claims: Vec<_> = slots.iter().map(|slot| slot.claim(started)).collect();
+        let claims: Vec<_> = slots
+            .iter()
+            .map(|slot| slot.claim(started, &self.spawner))
+            .collect();
         let mut outcomes = Vec::with_capacity(claims.len());
         for claim in claims {
             outcomes.push(claim.outcome(deadline).await);
@@ -69,11 +72,15 @@ impl MonitorState {
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
         // Every check starts before the round waits on any.
-        let databases: Vec<_> = self.slots.iter().map(|slot| slot.claim(started)).collect();
+        let databases: Vec<_> = self
+            .slots
+            .iter()
+            .map(|slot| slot.claim(started, &self.spawner))
+            .collect();
         let claims: Vec<_> = self
             .components
             .iter()
-            .map(|component| component.claim(started))
+            .map(|component| component.claim(started, &self.spawner))
             .collect();
         let mut outcomes = Vec::with_capacity(databases.len());
         for claim in databases {
@@ -146,7 +153,8 @@ impl MonitorState {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let rendered = render_pool(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        publish_newer(&self.pool, &published, &self.monitor_running);
+        // The pool verdict has no subscribers: whether it was published changes nothing here.
+        let _ = publish_newer(&self.pool, &published, &self.monitor_running);
         published
     }
 
@@ -169,8 +177,7 @@ impl MonitorState {
         let stale_after = self.stale_after(self.config.health_interval);
         let rendered = render_health(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        let previous = publish_newer(&self.health, &published, &self.monitor_running);
-        if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
+        if let Some(previous) = publish_newer(&self.health, &published, &self.monitor_running) {
             log_health_transition(&previous.verdict, &published.verdict);
             self.updates.send_replace(published.verdict.clone());
         }
@@ -192,8 +199,7 @@ impl MonitorState {
             Some(stale_after),
             computed_at.unwrap_or_else(Instant::now),
         ));
-        let previous = publish_newer(&self.readiness, &published, &self.monitor_running);
-        if !Arc::ptr_eq(&previous, &published) && previous.computed_at <= published.computed_at {
+        if let Some(previous) = publish_newer(&self.readiness, &published, &self.monitor_running) {
             self.readiness_updates
                 .send_replace(published.verdict.clone());
             log_readiness_transition(&previous.verdict, &published.verdict);

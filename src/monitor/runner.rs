@@ -57,6 +57,7 @@ impl HealthMonitor {
         };
         let readiness_interval = shared.config.readiness_interval;
         let health_interval = shared.config.health_interval;
+        shared.spawner.attach_to_current_runtime();
         shared.set_monitor_running(true);
         drop(shared);
         let _running = RunningGuard(self.shared.clone());

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::spawner::Spawner;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 use crate::component::{Component, ComponentSpec};
 use crate::config::DatabaseEntry;
@@ -128,9 +129,9 @@ impl CheckSlot {
         self.inner.checks_started.load(Ordering::Relaxed)
     }
 
-    /// Joins the check in flight, or starts one. Synchronous, so that a round starts every
-    /// check before it waits on any.
-    pub(crate) fn claim(&self, round_started: Instant) -> Claim {
+    /// Joins the check in flight, or starts one on `spawner`. Synchronous, so that a round
+    /// starts every check before it waits on any.
+    pub(crate) fn claim(&self, round_started: Instant, spawner: &Spawner) -> Claim {
         let mut slot = self
             .inner
             .in_flight
@@ -156,9 +157,10 @@ impl CheckSlot {
         let started_at = in_flight.started_at;
         self.inner.checks_started.fetch_add(1, Ordering::Relaxed);
         let inner = self.inner.clone();
-        tokio::spawn(async move {
-            // Frees the slot however this task ends, cancellation (runtime shutdown) included.
-            let free = FreeOnDrop(&inner);
+        // Frees the slot however the task ends: made before spawning, because a task dropped
+        // before its first poll (its runtime shut down) never runs a line of its own.
+        let free = FreeOnDrop(inner.clone());
+        spawner.spawn(async move {
             let check = inner.check.clone();
             // A task of its own, so that a panic (even in the synchronous part of `check`)
             // becomes this round's error instead of taking the monitor down.
@@ -206,9 +208,9 @@ impl CheckSlot {
 }
 
 /// Empties a slot when dropped.
-struct FreeOnDrop<'a>(&'a SlotInner);
+struct FreeOnDrop(Arc<SlotInner>);
 
-impl Drop for FreeOnDrop<'_> {
+impl Drop for FreeOnDrop {
     fn drop(&mut self) {
         *self
             .0

@@ -14,6 +14,7 @@ use super::handle::MonitorStats;
 use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
 use super::published::Published;
 use super::slot::CheckSlot;
+use super::spawner::Spawner;
 use super::startup::Startup;
 use crate::config::HealthConfig;
 use crate::drain::DrainHandle;
@@ -38,6 +39,8 @@ pub(crate) struct MonitorState {
     /// The drain every reader of this monitor follows, once one is attached.
     pub(crate) drain: OnceLock<DrainHandle>,
     pub(super) fresh: FreshRounds,
+    /// Where checks and bypasses run: the monitor's runtime, once `run` has started.
+    pub(super) spawner: Spawner,
     pub(super) monitor_running: AtomicBool,
     pub(super) updates: watch::Sender<Arc<HealthVerdict>>,
     pub(super) readiness_updates: watch::Sender<Arc<ReadinessVerdict>>,
@@ -128,6 +131,7 @@ impl MonitorState {
             startup,
             drain: OnceLock::new(),
             fresh: FreshRounds::default(),
+            spawner: Spawner::default(),
             monitor_running: AtomicBool::new(false),
             updates,
             readiness_updates,

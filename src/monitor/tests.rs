@@ -9,6 +9,7 @@ use super::{HealthHandle, HealthMonitor};
 use crate::config::{FailDirection, HealthConfig};
 use crate::drain::{DrainConfig, DrainHandle};
 use crate::probe::{BodyMode, Freshness, Probe};
+use crate::status::Status;
 use crate::test_helpers::{FakeCheck, normalize, read};
 
 /// A monitor whose rounds the test runs by hand.
@@ -543,4 +544,105 @@ async fn the_readme_samples_are_what_the_crate_returns() {
         get(&starting, Probe::Startup).await.1,
         readme_sample("startup/waiting")
     );
+}
+
+#[tokio::test]
+async fn subscribers_see_only_what_is_published_while_the_monitor_is_stopped() {
+    let handle = with(FakeCheck::Ready);
+    rounds(&handle).await;
+    handle.state.set_monitor_running(false);
+    let mut health = handle.subscribe();
+    assert_eq!(health.borrow_and_update().status, Status::Unavailable);
+    // A bypass computes for its requester; readers keep the "not running" placeholder, and
+    // so must subscribers.
+    let fresh = handle.refresh().await.expect("the bypass finishes");
+    assert_eq!(fresh.status, Status::Healthy);
+    let (status, _) = get_with(&handle, Probe::Health, Freshness::Bypass).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the requester gets its fresh verdict"
+    );
+    assert_eq!(
+        get(&handle, Probe::Health).await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert!(
+        !health.has_changed().unwrap(),
+        "a subscriber saw {:?}, which no reader was served",
+        health.borrow().status
+    );
+}
+
+/// Polls `future` once on a runtime of its own, then drops that runtime with whatever the
+/// future spawned still queued: a request whose runtime goes away mid-way.
+fn poll_once_on_a_runtime_that_dies<F: std::future::Future>(future: F) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut future = std::pin::pin!(future);
+        let polled = std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx)));
+        assert!(
+            polled.await.is_pending(),
+            "the work was meant to be in flight"
+        );
+    });
+    drop(runtime);
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn work_dropped_before_it_ever_ran_leaves_no_slot_or_bypass_taken() {
+    // A monitor whose rounds the test drives, so that the work goes to the runtime that
+    // asked for it (the one that dies).
+    let handle = with(FakeCheck::Ready);
+    poll_once_on_a_runtime_that_dies(handle.state.readiness_round());
+    poll_once_on_a_runtime_that_dies(handle.refresh());
+    runtime().block_on(async {
+        handle.state.readiness_round().await;
+        let readiness = handle.readiness();
+        assert!(readiness.ready, "{readiness:?}");
+        assert!(
+            handle.refresh().await.is_some(),
+            "the bypass state was left set"
+        );
+        assert_eq!(handle.stats().fresh_rounds, 1);
+    });
+}
+
+#[test]
+fn a_request_runtime_that_dies_costs_the_running_monitor_nothing() {
+    let monitor_runtime = runtime();
+    let config = config_with(FakeCheck::Ready).readiness_interval(Duration::from_millis(10));
+    let handle = monitor_runtime.block_on(async { HealthMonitor::spawn(config) });
+    // The bypass and the checks it starts run on the monitor's runtime, not the one that
+    // asked and died.
+    poll_once_on_a_runtime_that_dies(handle.refresh());
+    monitor_runtime.block_on(async {
+        assert!(
+            handle.refresh().await.is_some(),
+            "the bypass state was left set"
+        );
+        let mut readiness = handle.subscribe_readiness();
+        let rounds_before = handle.stats().readiness_rounds;
+        let two_more_rounds = async {
+            while handle.stats().readiness_rounds < rounds_before + 2 {
+                readiness.changed().await.unwrap();
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), two_more_rounds)
+            .await
+            .expect("the monitor kept running its rounds");
+        let readiness = handle.readiness();
+        assert!(readiness.ready, "{readiness:?}");
+    });
 }
