@@ -9,6 +9,7 @@ use pin_project_lite::pin_project;
 use tower_service::Service;
 
 use crate::body::ResponseBody;
+use crate::drain::InFlightGuard;
 use crate::probe_response::ProbeResponse;
 
 pin_project! {
@@ -47,6 +48,8 @@ pin_project! {
 struct Waiting<S, ReqBody> {
     service: S,
     request: Option<Request<ReqBody>>,
+    /// Counts the request in the drain while it waits; dropped once the service has it.
+    _queued: Option<InFlightGuard>,
 }
 
 impl<S, ReqBody> ResponseFuture<S, ReqBody>
@@ -59,13 +62,19 @@ where
         }
     }
 
-    /// Waits for `service` to be ready, then calls it with `request`.
-    pub(crate) fn waiting(service: S, request: Request<ReqBody>) -> Self {
+    /// Waits for `service` to be ready, then calls it with `request`; `queued` counts the
+    /// request in a drain until then.
+    pub(crate) fn waiting(
+        service: S,
+        request: Request<ReqBody>,
+        queued: Option<InFlightGuard>,
+    ) -> Self {
         Self {
             kind: Kind::Waiting {
                 waiting: Box::new(Waiting {
                     service,
                     request: Some(request),
+                    _queued: queued,
                 }),
             },
         }

@@ -51,7 +51,7 @@ use tower_service::Service;
 
 use crate::body::ResponseBody;
 pub use crate::future::ResponseFuture;
-use crate::health::{WhenBusy, call_inner};
+use crate::health::{ShedWhenBusy, WhenBusy, call_inner};
 use crate::probe::{BodyMode, trim_trailing_slash};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{METHOD_NOT_ALLOWED, PING};
@@ -161,7 +161,7 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
         if self.is_ping(request.uri().path()) {
             let response = match BodyMode::of(request.method()) {
                 Some(mode) => ProbeResponse::fixed(&PING, mode),
@@ -170,11 +170,13 @@ where
             return ResponseFuture::probe(response);
         }
         let when_busy = if self.shed_load {
+            // For a probe layer below, always ready, which alone sees the saturation.
+            request.extensions_mut().insert(ShedWhenBusy);
             WhenBusy::Shed
         } else {
             WhenBusy::Wait
         };
-        call_inner(&mut self.inner, request, when_busy)
+        call_inner(&mut self.inner, request, when_busy, None)
     }
 }
 

@@ -80,6 +80,7 @@ mod shutdown;
 pub use self::body::DrainBody;
 pub use self::config::{DrainConfig, DrainPolicy};
 pub use self::future::ResponseFuture;
+pub(crate) use self::handle::InFlightGuard;
 pub use self::handle::{DrainHandle, DrainPhase, Drained};
 pub use self::layer::DrainLayer;
 pub use self::service::Drain;

@@ -56,5 +56,5 @@ mod service;
 
 pub use self::layer::HealthLayer;
 pub use self::service::Health;
-pub(crate) use self::service::{WhenBusy, call_inner};
+pub(crate) use self::service::{ShedWhenBusy, WhenBusy, call_inner};
 pub use crate::future::ResponseFuture;

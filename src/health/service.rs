@@ -7,6 +7,7 @@ use tower_service::Service;
 use super::{HealthLayer, ResponseFuture};
 use crate::body::ResponseBody;
 use crate::config::NoCache;
+use crate::drain::DrainHandle;
 use crate::monitor::{HealthHandle, MonitorSource};
 use crate::probe::{self, BodyMode, Freshness};
 use crate::probe_response::ProbeResponse;
@@ -59,7 +60,9 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let handle = &self.handle;
         let Some(probe) = handle.probe_paths().classify(request.uri().path()) else {
-            return call_inner(&mut self.inner, request, WhenBusy::Wait);
+            // Queued work counts in the drain it will reach: `drained()` must not report a
+            // clean drain while a request waits here to run.
+            return call_inner(&mut self.inner, request, WhenBusy::Wait, handle.drain());
         };
         let Some(mode) = BodyMode::of(request.method()) else {
             return ResponseFuture::probe(ProbeResponse::fixed(
@@ -83,11 +86,21 @@ where
 /// What an application request does when the inner service is not ready.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum WhenBusy {
-    /// Wait for it, in the response future (the inner service's backpressure, kept).
+    /// Wait for it, in the response future (the inner service's backpressure, kept), unless
+    /// a layer above marked the request [`ShedWhenBusy`].
     Wait,
     /// Answer 503 at once, as tower's `LoadShed` does.
     Shed,
 }
+
+/// Marks a request that a layer above asked to shed rather than queue
+/// ([`PingLayer::shed_load`](crate::PingLayer::shed_load)).
+///
+/// The probe layers are always ready, so a shedding layer above one of them sees nothing of
+/// the application's saturation: the decision is taken where the inner service's readiness
+/// is known, by the lowest probe layer, which reads this mark.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct ShedWhenBusy;
 
 /// Sends an application request to `inner`: at once if it is ready, else as `when_busy` says.
 ///
@@ -95,11 +108,13 @@ pub(crate) enum WhenBusy {
 /// never polls the inner service at all, and an application request polls it once either
 /// way. When it is not ready, the polled instance goes into the response future (which polls
 /// it again, with the task's waker) and a fresh clone stays behind, as routers do: readiness
-/// belongs to the instance that was polled.
+/// belongs to the instance that was polled. A request that waits is counted in flight in
+/// `drain`, if there is one, until it is handed to the inner service.
 pub(crate) fn call_inner<S, ReqBody>(
     inner: &mut S,
     request: Request<ReqBody>,
     when_busy: WhenBusy,
+    drain: Option<&DrainHandle>,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
@@ -107,16 +122,20 @@ where
     match inner.poll_ready(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(Ok(())) => ResponseFuture::inner(inner.call(request)),
         Poll::Ready(Err(error)) => ResponseFuture::error(error),
-        Poll::Pending => match when_busy {
-            WhenBusy::Wait => {
-                let clone = inner.clone();
-                let polled = std::mem::replace(inner, clone);
-                ResponseFuture::waiting(polled, request)
+        Poll::Pending => {
+            // Only a saturated application gets here: the extension lookup costs nothing on
+            // the path every request takes.
+            let shed = match when_busy {
+                WhenBusy::Shed => true,
+                WhenBusy::Wait => request.extensions().get::<ShedWhenBusy>().is_some(),
+            };
+            if shed {
+                return ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full));
             }
-            WhenBusy::Shed => {
-                ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full))
-            }
-        },
+            let clone = inner.clone();
+            let polled = std::mem::replace(inner, clone);
+            ResponseFuture::waiting(polled, request, drain.map(DrainHandle::enter))
+        }
     }
 }
 
