@@ -111,6 +111,7 @@ mod status;
 mod test_helpers;
 mod util;
 pub mod verdict;
+pub mod view;
 
 pub use self::body::ResponseBody;
 pub use self::config::{FailDirection, HealthConfig, NoCache};
@@ -118,6 +119,7 @@ pub use self::drain::{DrainConfig, DrainHandle, DrainLayer, DrainPolicy};
 pub use self::health::HealthLayer;
 pub use self::monitor::{HealthHandle, HealthMonitor, MonitorSource};
 pub use self::ping::PingLayer;
+pub use self::probe::Probe;
 pub use self::redact::redact;
 pub use self::status::Status;
 pub use self::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};

@@ -5,26 +5,85 @@
 
 use http::Method;
 
-/// The questions a probe asks.
+/// The questions a probe asks: the six endpoints, whatever transport answers them.
+///
+/// Every reader of a monitor (the HTTP layers, the admin server, metrics, your own code
+/// through [`HealthHandle::view`](crate::HealthHandle::view)) answers these from the same
+/// [`View`](crate::view::View).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Probe {
+#[non_exhaustive]
+pub enum Probe {
+    /// The full picture (`/health`): 200 healthy or degraded, 503 otherwise.
     Health,
+    /// Is the process alive (`/health/live`)? Always yes while it answers.
     Live,
+    /// Can it take traffic (`/health/ready`)?
     Ready,
+    /// Has it finished starting (`/health/startup`)?
     Startup,
+    /// Is the default database usable (`/health/pool`)?
     Pool,
+    /// The fastest possible yes (`/health/ping`): no verdict read at all.
     Ping,
 }
 
 impl Probe {
-    pub(crate) const ALL: [Self; 6] = [
-        Self::Health,
-        Self::Live,
-        Self::Ready,
-        Self::Startup,
-        Self::Pool,
-        Self::Ping,
-    ];
+    /// Every probe, in the order of the endpoint table.
+    pub const ALL: [Self; 6] = {
+        // Built from `next`, an exhaustive match: a new probe must be placed in the chain,
+        // and a chain that does not fit the array fails to compile.
+        let mut all = [Self::Health; 6];
+        let mut index = 1;
+        while index < all.len() {
+            all[index] = match all[index - 1].next() {
+                Some(next) => next,
+                None => panic!("Probe::ALL is longer than the chain of Probe::next"),
+            };
+            index += 1;
+        }
+        assert!(
+            all[all.len() - 1].next().is_none(),
+            "Probe::ALL is shorter than the chain of Probe::next"
+        );
+        all
+    };
+
+    /// The probe after this one in [`Probe::ALL`].
+    const fn next(self) -> Option<Self> {
+        match self {
+            Self::Health => Some(Self::Live),
+            Self::Live => Some(Self::Ready),
+            Self::Ready => Some(Self::Startup),
+            Self::Startup => Some(Self::Pool),
+            Self::Pool => Some(Self::Ping),
+            Self::Ping => None,
+        }
+    }
+
+    /// A short name for logs, metrics labels and gRPC: `health`, `live`, `ready`,
+    /// `startup`, `pool`, `ping`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Health => "health",
+            Self::Live => "live",
+            Self::Ready => "ready",
+            Self::Startup => "startup",
+            Self::Pool => "pool",
+            Self::Ping => "ping",
+        }
+    }
+
+    /// Whether the admin server asks for the viewer role on this probe once keys are
+    /// configured: the full picture names databases and components; the others are what
+    /// orchestrators poll, and stay public.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) const fn needs_viewer(self) -> bool {
+        match self {
+            Self::Health => true,
+            Self::Live | Self::Ready | Self::Startup | Self::Pool | Self::Ping => false,
+        }
+    }
 
     /// The path under the layer's prefix (`/health` by default).
     pub(crate) const fn layer_suffix(self) -> &'static str {
@@ -85,6 +144,12 @@ impl Probe {
         Self::ALL
             .into_iter()
             .find(|probe| probe.admin_path() == path)
+    }
+}
+
+impl std::fmt::Display for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -1,16 +1,20 @@
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
+use http::Response;
 use tokio::sync::watch;
 
-use super::published::Variant;
+use super::published::{Published, Variant};
 use super::state::MonitorState;
+use crate::body::ProbeBody;
 use crate::config::NoCache;
 use crate::drain::DrainHandle;
 use crate::probe::{BodyMode, Freshness, Probe, ProbePaths};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{LIVE, PING};
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::view::{Judged, View, ViewWatch, decide};
 
 /// A handle on the verdicts a [`HealthMonitor`](super::HealthMonitor) publishes.
 ///
@@ -144,6 +148,7 @@ impl HealthHandle {
     pub fn mark_started(&self) {
         if self.state.startup.mark() {
             tracing::info!("the application declared itself started");
+            self.state.notify_view();
         }
     }
 
@@ -160,7 +165,15 @@ impl HealthHandle {
     ///
     /// When the monitor already follows a different drain: one process drains once.
     pub fn follow_drain(&self, drain: &DrainHandle) {
-        let followed = self.state.drain.get_or_init(|| drain.clone());
+        let mut attached = false;
+        let followed = self.state.drain.get_or_init(|| {
+            attached = true;
+            drain.clone()
+        });
+        if attached {
+            // Watchers start following the drain's start from here.
+            self.state.notify_view();
+        }
         assert!(
             followed.same_drain(drain),
             "this health monitor already follows another drain"
@@ -192,31 +205,20 @@ impl HealthHandle {
         freshness: Freshness,
     ) -> ProbeResponse {
         let state = &self.state;
-        // While draining, the response also says when to come back.
-        let draining = state
-            .drain
-            .get()
-            .filter(|drain| probe.drains() && drain.is_draining())
-            .map(|drain| Variant::Draining(drain.retry_after()));
-        let response = match (probe, draining, freshness) {
-            (Probe::Live, _, _) => LIVE.response(mode),
-            (Probe::Ping, _, _) => PING.response(mode),
-            (Probe::Startup, _, _) => state.startup.rendered().response(mode),
-            (Probe::Ready, variant, _) => {
-                let variant = variant.unwrap_or(Variant::Published);
-                state.readiness.load().response(variant, mode)
-            }
-            (Probe::Health | Probe::Pool, None, Freshness::Bypass) => {
+        let drain = state.drain.get();
+        let response = match probe {
+            Probe::Live => LIVE.response(mode),
+            Probe::Ping => PING.response(mode),
+            Probe::Startup => state.startup.rendered().response(mode),
+            Probe::Ready => respond(probe, &state.readiness.load(), drain, freshness, mode),
+            Probe::Health | Probe::Pool
+                if freshness == Freshness::Bypass
+                    && !drain.is_some_and(DrainHandle::is_draining) =>
+            {
                 return self.fresh_response(probe, mode);
             }
-            (Probe::Health, variant, _) => {
-                let variant = variant.unwrap_or(Variant::Published);
-                state.health.load().response(variant, mode)
-            }
-            (Probe::Pool, variant, _) => {
-                let variant = variant.unwrap_or(Variant::Published);
-                state.pool.load().response(variant, mode)
-            }
+            Probe::Health => respond(probe, &state.health.load(), drain, freshness, mode),
+            Probe::Pool => respond(probe, &state.pool.load(), drain, freshness, mode),
         };
         ProbeResponse::ready(response)
     }
@@ -226,16 +228,60 @@ impl HealthHandle {
         let state = Arc::clone(&self.state);
         // The computation starts when the future is first polled, in the server's runtime.
         ProbeResponse::Fresh(Box::pin(async move {
+            let drain = state.drain.get();
             match (state.fresh().fresh().await, probe) {
-                (Some(fresh), Probe::Pool) => fresh.pool.response(Variant::Bypassed, mode),
-                (Some(fresh), _) => fresh.health.response(Variant::Bypassed, mode),
+                (Some(fresh), Probe::Pool) => {
+                    respond(probe, &fresh.pool, drain, Freshness::Bypass, mode)
+                }
+                (Some(fresh), _) => respond(probe, &fresh.health, drain, Freshness::Bypass, mode),
                 // The computation could not finish (runtime shutdown): serve what is
                 // published, unmarked.
-                (None, Probe::Pool) => state.pool.load().response(Variant::Published, mode),
-                (None, _) => state.health.load().response(Variant::Published, mode),
+                (None, Probe::Pool) => {
+                    respond(probe, &state.pool.load(), drain, Freshness::Published, mode)
+                }
+                (None, _) => respond(
+                    probe,
+                    &state.health.load(),
+                    drain,
+                    Freshness::Published,
+                    mode,
+                ),
             }
         }))
     }
+
+    /// Every probe's answer now, and the verdicts behind them: what the HTTP layers, the
+    /// admin server and metrics answer from (see [`view`](crate::view)).
+    #[must_use]
+    pub fn view(&self) -> View {
+        self.state.view()
+    }
+
+    /// Follows the [`View`]: wakes on each publication, the drain starting, a hold, the
+    /// start, and a verdict going stale.
+    #[must_use]
+    pub fn watch(&self) -> ViewWatch {
+        ViewWatch::new(&self.state)
+    }
+}
+
+/// The response to `probe` from `published`, as [`decide`] answers it now.
+fn respond<V: Judged>(
+    probe: Probe,
+    published: &Published<V>,
+    drain: Option<&DrainHandle>,
+    freshness: Freshness,
+    mode: BodyMode,
+) -> Response<ProbeBody> {
+    let now = Instant::now();
+    let draining = drain.is_some_and(DrainHandle::is_draining);
+    let answer = decide(probe, published, draining, now);
+    let variant = Variant::of(
+        answer.condition,
+        freshness,
+        drain.map(DrainHandle::retry_after),
+    );
+    published.response(variant, mode, now)
 }
 
 impl fmt::Debug for HealthHandle {

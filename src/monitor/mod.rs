@@ -62,7 +62,7 @@ mod hold;
 #[cfg(test)]
 mod hold_tests;
 mod lag;
-mod published;
+pub(crate) mod published;
 mod rounds;
 mod runner;
 mod slot;
@@ -73,7 +73,10 @@ mod state;
 #[cfg(test)]
 mod tests;
 mod transitions;
+#[cfg(test)]
+mod view_tests;
 
 pub use self::handle::{HealthHandle, MonitorStats};
 pub use self::runner::HealthMonitor;
 pub use self::source::MonitorSource;
+pub(crate) use self::state::MonitorState;

@@ -9,23 +9,26 @@ use http::Response;
 use http::header::{self, HeaderValue};
 
 use crate::body::ProbeBody;
-use crate::probe::BodyMode;
+use crate::probe::{BodyMode, Freshness};
 use crate::rendered::RenderedVerdict;
+use crate::view::Condition;
 
 #[derive(Debug)]
 pub(crate) struct Published<V> {
     pub(crate) verdict: Arc<V>,
     /// When the round that produced the verdict finished: the origin of `age_ms`.
     pub(crate) computed_at: Instant,
-    /// From this instant on, the verdict is served as stale; `None` for placeholders that
-    /// are responses of their own (no round yet, monitor stopped). An instant rather than a
-    /// duration, so that a probe compares two clock readings instead of subtracting them.
+    /// From this instant on, the verdict is served as stale; `None` for placeholders and for
+    /// a bound too far to represent. An instant rather than a duration, so that a probe
+    /// compares two clock readings instead of subtracting them.
     stale_at: Option<Instant>,
+    /// A response of its own rather than a round's verdict: no round yet, monitor stopped.
+    placeholder: bool,
     rendered: RenderedVerdict,
 }
 
-/// Which of a verdict's rendered responses a request gets (a stale verdict gets its stale
-/// response whatever is asked, but while draining).
+/// Which of a verdict's rendered responses a request gets: what [`decide`](crate::view)
+/// concluded, and whether the verdict is a bypass's.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Variant<'a> {
     /// The published verdict.
@@ -34,6 +37,30 @@ pub(crate) enum Variant<'a> {
     Bypassed,
     /// The server is draining; the response carries this `Retry-After`.
     Draining(&'a HeaderValue),
+    /// The verdict is older than its staleness bound.
+    Stale,
+}
+
+impl<'a> Variant<'a> {
+    /// The response for a decided `condition`; `retry_after` goes with a drain's.
+    pub(crate) fn of(
+        condition: Condition,
+        freshness: Freshness,
+        retry_after: Option<&'a HeaderValue>,
+    ) -> Self {
+        match (condition, freshness) {
+            (Condition::Draining, _) => retry_after.map_or(Self::Published, Self::Draining),
+            (Condition::Stale, _) => Self::Stale,
+            (
+                Condition::Verdict | Condition::Held | Condition::Unavailable | Condition::Starting,
+                Freshness::Published,
+            ) => Self::Published,
+            (
+                Condition::Verdict | Condition::Held | Condition::Unavailable | Condition::Starting,
+                Freshness::Bypass,
+            ) => Self::Bypassed,
+        }
+    }
 }
 
 impl<V> Published<V> {
@@ -58,24 +85,47 @@ impl<V> Published<V> {
             computed_at,
             // A bound too far to represent is no bound.
             stale_at: stale_after.and_then(|bound| computed_at.checked_add(bound)),
+            placeholder: stale_after.is_none(),
             rendered,
         }
     }
 
-    /// The response to one request.
-    pub(crate) fn response(&self, variant: Variant<'_>, mode: BodyMode) -> Response<ProbeBody> {
-        let now = Instant::now();
-        let stale = self.stale_at.is_some_and(|stale_at| now > stale_at);
+    /// Whether this is a placeholder (no round yet, monitor stopped) rather than a verdict.
+    pub(crate) fn is_placeholder(&self) -> bool {
+        self.placeholder
+    }
+
+    /// Whether the verdict is older than its staleness bound at `now`.
+    pub(crate) fn is_stale(&self, now: Instant) -> bool {
+        self.stale_at.is_some_and(|stale_at| now > stale_at)
+    }
+
+    /// When the verdict goes stale, if ever.
+    pub(crate) fn stale_at(&self) -> Option<Instant> {
+        self.stale_at
+    }
+
+    /// How old the verdict is at `now`.
+    pub(crate) fn age(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.computed_at)
+    }
+
+    /// The response to one request, in the variant decided for it.
+    pub(crate) fn response(
+        &self,
+        variant: Variant<'_>,
+        mode: BodyMode,
+        now: Instant,
+    ) -> Response<ProbeBody> {
         let (rendered, retry_after) = match variant {
             Variant::Draining(retry_after) => (&self.rendered.draining, Some(retry_after)),
-            _ if stale => (&self.rendered.stale, None),
+            Variant::Stale => (&self.rendered.stale, None),
             Variant::Bypassed => (&self.rendered.bypassed, None),
             Variant::Published => (&self.rendered.published, None),
         };
         let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
         let age_ms = if rendered.has_age() {
-            let age = now.saturating_duration_since(self.computed_at);
-            u64::try_from(age.as_millis()).unwrap_or(u64::MAX)
+            u64::try_from(self.age(now).as_millis()).unwrap_or(u64::MAX)
         } else {
             0
         };

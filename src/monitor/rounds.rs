@@ -63,7 +63,9 @@ impl MonitorState {
         self.publish_readiness(verdict, None);
         drop(hold);
         self.round_clock.round_finished();
-        self.startup.first_round_completed();
+        if self.startup.first_round_completed() {
+            self.notify_view();
+        }
     }
 
     /// The default database and every component due, in parallel under the one deadline.
@@ -153,8 +155,9 @@ impl MonitorState {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let rendered = render_pool(&verdict, stale_after);
         let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
-        // The pool verdict has no subscribers: whether it was published changes nothing here.
-        let _ = publish_newer(&self.pool, &published, &self.monitor_running);
+        if publish_newer(&self.pool, &published, &self.monitor_running).is_some() {
+            self.notify_view();
+        }
         published
     }
 
@@ -180,6 +183,7 @@ impl MonitorState {
         if let Some(previous) = publish_newer(&self.health, &published, &self.monitor_running) {
             log_health_transition(&previous.verdict, &published.verdict);
             self.updates.send_replace(published.verdict.clone());
+            self.notify_view();
         }
         published
     }
@@ -203,6 +207,7 @@ impl MonitorState {
             self.readiness_updates
                 .send_replace(published.verdict.clone());
             log_readiness_transition(&previous.verdict, &published.verdict);
+            self.notify_view();
         }
     }
 }

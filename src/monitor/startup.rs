@@ -27,8 +27,9 @@ impl Startup {
         }
     }
 
-    pub(crate) fn first_round_completed(&self) {
-        self.first_round.store(true, Ordering::Release);
+    /// Returns whether this call was the first.
+    pub(crate) fn first_round_completed(&self) -> bool {
+        !self.first_round.swap(true, Ordering::AcqRel)
     }
 
     /// Returns whether this call was the first.

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
@@ -21,6 +21,7 @@ use crate::drain::DrainHandle;
 use crate::probe::ProbePaths;
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::view::{View, ViewInputs};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
@@ -44,6 +45,10 @@ pub(crate) struct MonitorState {
     pub(super) monitor_running: AtomicBool,
     pub(super) updates: watch::Sender<Arc<HealthVerdict>>,
     pub(super) readiness_updates: watch::Sender<Arc<ReadinessVerdict>>,
+    /// Ticks on every change of what the view is read from (see [`ViewWatch`]).
+    ///
+    /// [`ViewWatch`]: crate::view::ViewWatch
+    view_changes: watch::Sender<()>,
     /// The manual hold's reason, while one is in place. Also serialises readiness
     /// publications, so that a round that read the hold before it changed cannot publish
     /// after the change.
@@ -135,6 +140,7 @@ impl MonitorState {
             monitor_running: AtomicBool::new(false),
             updates,
             readiness_updates,
+            view_changes: watch::Sender::new(()),
             hold: Mutex::new(None),
             counters: Counters::default(),
         }
@@ -161,6 +167,30 @@ impl MonitorState {
             self.health.store(health.clone());
             self.updates.send_replace(health.verdict.clone());
         }
+        self.notify_view();
+    }
+
+    /// Every probe's answer now.
+    pub(crate) fn view(&self) -> View {
+        let inputs = ViewInputs {
+            readiness: self.readiness.load_full(),
+            health: self.health.load_full(),
+            pool: self.pool.load_full(),
+            draining: self.drain.get().is_some_and(DrainHandle::is_draining),
+            started: self.startup.is_started(),
+            monitor_running: self.is_monitor_running(),
+        };
+        View::new(inputs, Instant::now())
+    }
+
+    /// A receiver woken on every change of what the view is read from.
+    pub(crate) fn view_changes(&self) -> watch::Receiver<()> {
+        self.view_changes.subscribe()
+    }
+
+    /// Wakes the view's watchers: something it is read from changed.
+    pub(crate) fn notify_view(&self) {
+        self.view_changes.send_replace(());
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<HealthVerdict>> {

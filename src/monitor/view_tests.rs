@@ -1,0 +1,205 @@
+//! The view: drain, hold, startup and staleness decide one answer, and every reader gives
+//! it. The HTTP responses (which the layers and the admin server serve) are checked against
+//! the view in each state, and the watch is checked to wake on each change.
+
+use std::time::Duration;
+
+use http::StatusCode;
+use serde_json::Value;
+
+use super::HealthHandle;
+use super::tests::{monitor, rounds};
+use crate::config::HealthConfig;
+use crate::drain::{DrainConfig, DrainHandle};
+use crate::probe::{BodyMode, Freshness, Probe};
+use crate::test_helpers::{FakeCheck, read};
+use crate::view::{Condition, View};
+
+fn config(check: FakeCheck) -> HealthConfig {
+    HealthConfig::new()
+        .readiness_timeout(Duration::from_secs(10))
+        .database("default", check)
+        .unwrap()
+}
+
+/// Every probe's HTTP response agrees with the view: 200 exactly when it passes, and the
+/// body's `status` is the answer's.
+async fn http_agrees_with_the_view(handle: &HealthHandle, view: &View, state: &str) {
+    for answer in view.answers() {
+        let response = handle
+            .probe_response(answer.probe, BodyMode::Full, Freshness::Published)
+            .await;
+        let (status, _, body) = read(response).await;
+        let expected = if answer.passing {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        assert_eq!(status, expected, "{state}: {answer:?}: {body}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["status"], answer.status, "{state}: {answer:?}");
+    }
+}
+
+/// The conditions of readiness, health and pool, in that order.
+fn conditions(view: &View) -> [Condition; 3] {
+    [Probe::Ready, Probe::Health, Probe::Pool].map(|probe| view.answer(probe).condition)
+}
+
+#[tokio::test]
+async fn every_state_decides_one_answer_for_every_reader() {
+    let handle = monitor(config(FakeCheck::Ready));
+    let view = handle.view();
+    assert_eq!(conditions(&view), [Condition::Unavailable; 3]);
+    assert!(!view.answer(Probe::Startup).passing);
+    assert_eq!(view.answer(Probe::Startup).condition, Condition::Starting);
+    assert!(view.answer(Probe::Live).passing && view.answer(Probe::Ping).passing);
+    http_agrees_with_the_view(&handle, &view, "before the first round").await;
+
+    rounds(&handle).await;
+    let view = handle.view();
+    assert_eq!(conditions(&view), [Condition::Verdict; 3]);
+    assert!(
+        view.answers().iter().all(|answer| answer.passing),
+        "{view:?}"
+    );
+    assert!(view.answer(Probe::Ready).age.is_some());
+    http_agrees_with_the_view(&handle, &view, "healthy").await;
+
+    handle.hold("maintenance");
+    let view = handle.view();
+    assert_eq!(view.held.as_deref(), Some("maintenance"));
+    assert_eq!(view.answer(Probe::Ready).condition, Condition::Held);
+    assert!(!view.answer(Probe::Ready).passing);
+    assert!(
+        view.answer(Probe::Health).passing,
+        "a hold is about traffic only"
+    );
+    http_agrees_with_the_view(&handle, &view, "held").await;
+    handle.release();
+
+    let drain = DrainHandle::new(DrainConfig::new());
+    handle.follow_drain(&drain);
+    drain.start();
+    let view = handle.view();
+    assert!(view.draining);
+    assert_eq!(conditions(&view), [Condition::Draining; 3]);
+    for probe in [Probe::Live, Probe::Ping, Probe::Startup] {
+        assert!(view.answer(probe).passing, "{probe} passes through a drain");
+    }
+    http_agrees_with_the_view(&handle, &view, "draining").await;
+}
+
+#[tokio::test]
+async fn a_refused_database_and_a_stopped_monitor() {
+    let handle = monitor(config(FakeCheck::Refused));
+    rounds(&handle).await;
+    let view = handle.view();
+    assert_eq!(conditions(&view), [Condition::Verdict; 3]);
+    assert_eq!(view.answer(Probe::Ready).status, "not_ready");
+    assert_eq!(view.answer(Probe::Health).status, "unhealthy");
+    assert_eq!(view.answer(Probe::Pool).status, "error");
+    http_agrees_with_the_view(&handle, &view, "refused").await;
+
+    handle.state.set_monitor_running(false);
+    let view = handle.view();
+    assert!(!view.monitor_running);
+    assert_eq!(conditions(&view), [Condition::Unavailable; 3]);
+    assert_eq!(view.answer(Probe::Health).status, "unavailable");
+    http_agrees_with_the_view(&handle, &view, "stopped").await;
+}
+
+#[tokio::test]
+async fn a_stale_verdict_fails_for_every_reader() {
+    let config = HealthConfig::new()
+        .readiness_interval(Duration::from_millis(1))
+        .health_interval(Duration::from_millis(1))
+        .readiness_timeout(Duration::from_millis(20));
+    let handle = monitor(config);
+    rounds(&handle).await;
+    let mut watch = handle.watch();
+    let fresh = watch.changed().await.unwrap();
+    assert_eq!(fresh.answer(Probe::Ready).condition, Condition::Verdict);
+    // No round runs from here on, as with a stuck monitor: the watch wakes by itself when
+    // the verdicts go stale.
+    let stale = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let view = watch.changed().await.unwrap();
+            if conditions(&view) == [Condition::Stale; 3] {
+                break view;
+            }
+        }
+    })
+    .await
+    .expect("the watch saw the verdicts go stale");
+    assert_eq!(stale.answer(Probe::Ready).status, "not_ready");
+    assert_eq!(stale.answer(Probe::Health).status, "unavailable");
+    http_agrees_with_the_view(&handle, &stale, "stale").await;
+}
+
+#[tokio::test]
+async fn the_watch_wakes_on_each_change_and_only_then() {
+    let handle = monitor(config(FakeCheck::Ready));
+    let mut watch = handle.watch();
+    let first = watch.changed().await.unwrap();
+    assert!(!first.answer(Probe::Startup).passing);
+
+    // The first readiness round: ready, and started.
+    let round = handle.state.readiness_round();
+    round.await;
+    let view = bounded(&mut watch).await;
+    assert!(view.answer(Probe::Ready).passing);
+    let view = if view.started {
+        view
+    } else {
+        bounded(&mut watch).await
+    };
+    assert!(view.answer(Probe::Startup).passing);
+
+    // A drain attached and started after the watch began waiting.
+    let drain = DrainHandle::new(DrainConfig::new());
+    let waiting = tokio::spawn({
+        let mut watch = handle.watch();
+        watch.current().unwrap();
+        async move {
+            loop {
+                let view = watch.changed().await.unwrap();
+                if view.draining {
+                    return view;
+                }
+            }
+        }
+    });
+    handle.follow_drain(&drain);
+    drain.start();
+    let view = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the drain reached the watch")
+        .unwrap();
+    assert_eq!(conditions(&view), [Condition::Draining; 3]);
+
+    // Nothing changes: the watch waits.
+    watch.current().unwrap();
+    let quiet = tokio::time::timeout(Duration::from_millis(50), watch.changed()).await;
+    assert!(quiet.is_err(), "woke with nothing changed: {quiet:?}");
+}
+
+#[tokio::test]
+async fn the_watch_ends_with_the_monitor() {
+    let handle = monitor(config(FakeCheck::Ready));
+    let mut watch = handle.watch();
+    watch.current().unwrap();
+    drop(handle);
+    let closed = tokio::time::timeout(Duration::from_secs(30), watch.changed())
+        .await
+        .expect("the watch ended");
+    assert!(closed.is_err());
+}
+
+/// The next view of `watch`, bounded against a hang.
+async fn bounded(watch: &mut crate::view::ViewWatch) -> View {
+    tokio::time::timeout(Duration::from_secs(30), watch.changed())
+        .await
+        .expect("the watch woke")
+        .unwrap()
+}

@@ -1,0 +1,118 @@
+//! The one place that decides what a probe answers: the verdict, then the drain, the age of
+//! the verdict, an operator's hold and the start. Every reader applies this function.
+
+use std::time::Instant;
+
+use super::{Answer, Condition};
+use crate::monitor::published::Published;
+use crate::probe::Probe;
+use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
+
+/// What the decision needs to know of a verdict.
+pub(crate) trait Judged {
+    /// Whether the verdict, as it is, passes.
+    fn passes(&self) -> bool;
+    /// The `status` of the verdict, as it is.
+    fn status(&self) -> &'static str;
+    /// The `status` of the verdict once it is stale.
+    const STALE_STATUS: &'static str;
+    /// Whether an operator's hold is in the verdict (readiness only).
+    fn held(&self) -> bool {
+        false
+    }
+}
+
+impl Judged for ReadinessVerdict {
+    fn passes(&self) -> bool {
+        self.ready
+    }
+
+    fn status(&self) -> &'static str {
+        if self.ready { "ready" } else { "not_ready" }
+    }
+
+    const STALE_STATUS: &'static str = "not_ready";
+
+    fn held(&self) -> bool {
+        self.held.is_some()
+    }
+}
+
+impl Judged for HealthVerdict {
+    fn passes(&self) -> bool {
+        self.status.is_serving()
+    }
+
+    fn status(&self) -> &'static str {
+        self.status.as_str()
+    }
+
+    const STALE_STATUS: &'static str = "unavailable";
+}
+
+impl Judged for PoolVerdict {
+    fn passes(&self) -> bool {
+        self.is_usable()
+    }
+
+    fn status(&self) -> &'static str {
+        self.status.as_str()
+    }
+
+    const STALE_STATUS: &'static str = "unavailable";
+}
+
+/// The answer of a probe that reads `published` (readiness, health, pool) at `now`.
+pub(crate) fn decide<V: Judged>(
+    probe: Probe,
+    published: &Published<V>,
+    draining: bool,
+    now: Instant,
+) -> Answer {
+    let verdict = &*published.verdict;
+    let (condition, passing, status) = if draining && probe.drains() {
+        (Condition::Draining, false, "draining")
+    } else if published.is_placeholder() {
+        (Condition::Unavailable, false, verdict.status())
+    } else if published.is_stale(now) {
+        (Condition::Stale, false, V::STALE_STATUS)
+    } else if verdict.held() {
+        (Condition::Held, false, verdict.status())
+    } else {
+        (Condition::Verdict, verdict.passes(), verdict.status())
+    };
+    Answer {
+        probe,
+        passing,
+        condition,
+        status,
+        age: (!published.is_placeholder()).then(|| published.age(now)),
+    }
+}
+
+/// The answer of liveness and ping: always yes, while the process answers.
+pub(crate) fn alive(probe: Probe) -> Answer {
+    Answer {
+        probe,
+        passing: true,
+        condition: Condition::Verdict,
+        status: "alive",
+        age: None,
+    }
+}
+
+/// The answer of the startup probe: no until the process has started, then yes for good.
+pub(crate) fn startup(started: bool) -> Answer {
+    let (condition, status) = if started {
+        (Condition::Verdict, "started")
+    } else {
+        (Condition::Starting, "starting")
+    };
+    Answer {
+        probe: Probe::Startup,
+        passing: started,
+        condition,
+        status,
+        age: None,
+    }
+}

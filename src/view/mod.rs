@@ -1,0 +1,48 @@
+//! One read of a monitor's verdicts for every reader.
+//!
+//! The monitor publishes verdicts; what a probe answers also depends on the drain, an
+//! operator's hold, whether the process has started and how old the verdict is. Those rules
+//! live in one function here, and every reader applies it: the HTTP layers and the admin
+//! server (per request, on the pre-rendered responses), metrics, your own code, and gRPC. So
+//! two transports never disagree, and a drain reaches them all at the same instant.
+//!
+//! [`HealthHandle::view`](crate::HealthHandle::view) reads the [`View`] now;
+//! [`HealthHandle::watch`](crate::HealthHandle::watch) returns a [`ViewWatch`] that wakes on
+//! every change of it: each publication, the drain starting, a hold placed or released, the
+//! start, and a verdict going stale (found on time, without polling, even when the monitor
+//! itself is stuck).
+//!
+//! # Example
+//!
+//! ```
+//! use tower_health::{HealthConfig, HealthMonitor, Probe};
+//! use tower_health::view::Condition;
+//!
+//! # #[tokio::main]
+//! # async fn main() {
+//! let health = HealthMonitor::spawn(HealthConfig::new());
+//! let mut watch = health.watch();
+//! // No database configured: readiness passes with nothing to check once a round is done.
+//! let view = loop {
+//!     let view = watch.changed().await.expect("the monitor is running");
+//!     if view.answer(Probe::Startup).passing {
+//!         break view;
+//!     }
+//! };
+//! let ready = view.answer(Probe::Ready);
+//! assert!(ready.passing);
+//! assert_eq!(ready.condition, Condition::Verdict);
+//! assert_eq!(ready.status, "ready");
+//! # }
+//! ```
+
+mod answer;
+mod decide;
+mod snapshot;
+mod watch;
+
+pub use self::answer::{Answer, Condition};
+pub(crate) use self::decide::{Judged, alive, decide, startup};
+pub use self::snapshot::View;
+pub(crate) use self::snapshot::ViewInputs;
+pub use self::watch::{ViewClosed, ViewWatch};

@@ -1,0 +1,116 @@
+//! The view: every probe's answer at one instant, with the verdicts behind them.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Answer, alive, decide, startup};
+use crate::monitor::published::Published;
+use crate::probe::Probe;
+use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
+
+/// Every probe's answer at one instant, and the verdicts behind them: what every reader of
+/// a monitor renders.
+///
+/// Read it with [`HealthHandle::view`](crate::HealthHandle::view), or follow it with
+/// [`HealthHandle::watch`](crate::HealthHandle::watch). See the [module docs](super).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct View {
+    /// The health verdict published last.
+    pub health: Arc<HealthVerdict>,
+    /// The readiness verdict published last.
+    pub readiness: Arc<ReadinessVerdict>,
+    /// The pool verdict published last.
+    pub pool: Arc<PoolVerdict>,
+    /// Whether the drain the monitor follows has started.
+    pub draining: bool,
+    /// The reason of the operator's hold, while one is in place.
+    pub held: Option<Arc<str>>,
+    /// Whether the process has finished starting (what `/health/startup` answers).
+    pub started: bool,
+    /// Whether the monitor is running.
+    pub monitor_running: bool,
+    answers: [Answer; Probe::ALL.len()],
+    /// The next instant a verdict of this view goes stale, if any is fresh now.
+    pub(crate) next_stale_at: Option<Instant>,
+}
+
+/// What a view is read from.
+pub(crate) struct ViewInputs {
+    pub(crate) readiness: Arc<Published<ReadinessVerdict>>,
+    pub(crate) health: Arc<Published<HealthVerdict>>,
+    pub(crate) pool: Arc<Published<PoolVerdict>>,
+    pub(crate) draining: bool,
+    pub(crate) started: bool,
+    pub(crate) monitor_running: bool,
+}
+
+impl View {
+    pub(crate) fn new(inputs: ViewInputs, now: Instant) -> Self {
+        let ViewInputs {
+            readiness,
+            health,
+            pool,
+            draining,
+            started,
+            monitor_running,
+        } = inputs;
+        let answers = Probe::ALL.map(|probe| match probe {
+            Probe::Live | Probe::Ping => alive(probe),
+            Probe::Startup => startup(started),
+            Probe::Ready => decide(probe, &readiness, draining, now),
+            Probe::Health => decide(probe, &health, draining, now),
+            Probe::Pool => decide(probe, &pool, draining, now),
+        });
+        let next_stale_at = [readiness.stale_at(), health.stale_at(), pool.stale_at()]
+            .into_iter()
+            .flatten()
+            .filter(|stale_at| *stale_at >= now)
+            .min();
+        Self {
+            held: readiness.verdict.held.clone(),
+            health: health.verdict.clone(),
+            readiness: readiness.verdict.clone(),
+            pool: pool.verdict.clone(),
+            draining,
+            started,
+            monitor_running,
+            answers,
+            next_stale_at,
+        }
+    }
+
+    /// How `probe` is answered.
+    #[must_use]
+    pub fn answer(&self, probe: Probe) -> &Answer {
+        let index = Probe::ALL
+            .iter()
+            .position(|listed| *listed == probe)
+            .expect("Probe::ALL lists every probe");
+        &self.answers[index]
+    }
+
+    /// Every probe's answer, in the order of [`Probe::ALL`].
+    #[must_use]
+    pub fn answers(&self) -> &[Answer] {
+        &self.answers
+    }
+
+    /// Whether `other` says the same: the same verdicts (as published) and the same answers.
+    pub(crate) fn same_as(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.health, &other.health)
+            && Arc::ptr_eq(&self.readiness, &other.readiness)
+            && Arc::ptr_eq(&self.pool, &other.pool)
+            && self.draining == other.draining
+            && self.started == other.started
+            && self.monitor_running == other.monitor_running
+            && self
+                .answers
+                .iter()
+                .zip(&other.answers)
+                .all(|(mine, theirs)| {
+                    (mine.passing, mine.condition, mine.status)
+                        == (theirs.passing, theirs.condition, theirs.status)
+                })
+    }
+}

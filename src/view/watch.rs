@@ -1,0 +1,132 @@
+//! Following the view: woken by every change of any answer, pushed, never polled.
+
+use std::fmt;
+use std::future::pending;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::View;
+use crate::monitor::MonitorState;
+use crate::util::race;
+
+/// A subscription to a monitor's [`View`]: [`changed`](ViewWatch::changed) returns each view
+/// that answers differently from the last one returned (a new verdict published, the drain
+/// started, a hold placed or released, the start, a verdict gone stale).
+///
+/// A watcher that keeps up sees every change; a slow one gets the latest view, never a queue.
+/// The watch does not keep the monitor alive: once every [`HealthHandle`] and layer is gone,
+/// `changed` returns [`ViewClosed`].
+///
+/// Staleness is found on time by the watcher itself (it sleeps until the next verdict would
+/// go stale), so a monitor that is stuck, and publishes nothing, still shows up as stale.
+///
+/// [`HealthHandle`]: crate::HealthHandle
+pub struct ViewWatch {
+    state: Weak<MonitorState>,
+    changes: watch::Receiver<()>,
+    last: Option<View>,
+}
+
+/// The monitor is gone: every handle on it was dropped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ViewClosed(());
+
+impl fmt::Display for ViewClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the health monitor is gone")
+    }
+}
+
+impl std::error::Error for ViewClosed {}
+
+/// How long past a verdict's staleness bound the watcher looks again: `is_stale` is strict.
+const PAST_THE_BOUND: Duration = Duration::from_millis(1);
+
+impl ViewWatch {
+    pub(crate) fn new(state: &Arc<MonitorState>) -> Self {
+        Self {
+            changes: state.view_changes(),
+            state: Arc::downgrade(state),
+            last: None,
+        }
+    }
+
+    /// The view now; the next [`changed`](Self::changed) waits for one that differs from it.
+    ///
+    /// # Errors
+    ///
+    /// [`ViewClosed`] once the monitor is gone.
+    pub fn current(&mut self) -> Result<View, ViewClosed> {
+        let state = self.state.upgrade().ok_or(ViewClosed(()))?;
+        self.changes.borrow_and_update();
+        let view = state.view();
+        self.last = Some(view.clone());
+        Ok(view)
+    }
+
+    /// Waits for a view that answers differently from the last one returned; the first call
+    /// returns the current view at once.
+    ///
+    /// # Errors
+    ///
+    /// [`ViewClosed`] once the monitor is gone.
+    pub async fn changed(&mut self) -> Result<View, ViewClosed> {
+        loop {
+            let (view, drain) = {
+                let state = self.state.upgrade().ok_or(ViewClosed(()))?;
+                // Seen before reading, so that a change in between wakes the wait below.
+                self.changes.borrow_and_update();
+                let view = state.view();
+                let drain = state.drain.get().filter(|_| !view.draining).cloned();
+                (view, drain)
+            };
+            if self.last.as_ref().is_none_or(|last| !last.same_as(&view)) {
+                self.last = Some(view.clone());
+                return Ok(view);
+            }
+            let stale_at = view.next_stale_at;
+            let mut closed = false;
+            race(
+                async {
+                    closed = self.changes.changed().await.is_err();
+                },
+                race(
+                    async {
+                        match stale_at {
+                            Some(at) => {
+                                tokio::time::sleep_until((at + PAST_THE_BOUND).into()).await
+                            }
+                            None => pending().await,
+                        }
+                    },
+                    async {
+                        match &drain {
+                            Some(drain) => drain.started().await,
+                            None => pending().await,
+                        }
+                    },
+                ),
+            )
+            .await;
+            if closed {
+                return Err(ViewClosed(()));
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ViewWatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            state,
+            changes: _,
+            last,
+        } = self;
+        f.debug_struct("ViewWatch")
+            .field("monitor_alive", &(state.strong_count() > 0))
+            .field("last", last)
+            .finish()
+    }
+}
