@@ -100,6 +100,7 @@ pub mod config;
 pub mod drain;
 mod future;
 pub mod health;
+pub mod io;
 pub mod monitor;
 pub mod ping;
 mod probe;

@@ -1,12 +1,13 @@
 //! The admin server over real sockets: paths and methods, keys, safe binding, the Host and
-//! Origin allowlist, the drain, and clients that are slow, silent or too many.
+//! Origin allowlist, the drain, and clients that are slow, silent, too many or never read.
 
 mod support;
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use support::raw::RawConnection;
+use support::slow_reader::SlowReader;
 use support::{eventually, first_rounds};
 use tower_health::admin::{AdminConfig, AdminError, AdminHandle, AdminServer};
 use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthMonitor};
@@ -331,18 +332,82 @@ async fn connections_beyond_the_limit_are_closed() {
         "a third connection was kept"
     );
     drop((first, second));
-    let freed = eventually(support::LIMIT, || async {
-        let mut connection = RawConnection::open(addr).await;
-        connection
-            .send_raw(b"GET /liveness HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert!(
+        probe_answered(addr).await,
+        "closed connections free their places"
+    );
+}
+
+/// Whether a new connection's `GET /liveness` is answered 200 within [`support::LIMIT`],
+/// trying again while the server closes new connections unanswered.
+async fn probe_answered(addr: SocketAddr) -> bool {
+    eventually(support::LIMIT, || async {
+        let mut probe = RawConnection::open(addr).await;
+        probe
+            .send_raw(b"GET /liveness HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             .await;
-        connection
+        probe
             .response(false)
             .await
             .is_some_and(|response| response.status == 200)
     })
+    .await
+}
+
+#[tokio::test]
+async fn clients_that_never_read_cannot_hold_every_connection() {
+    let admin = start(
+        AdminConfig::new()
+            .max_connections(2)
+            .header_timeout(Duration::from_secs(1))
+            .write_timeout(Duration::from_secs(1)),
+    )
     .await;
-    assert!(freed, "closed connections free their places");
+    let addr = admin.local_addr();
+    let mut slow = [
+        SlowReader::start(addr, "/liveness").await,
+        SlowReader::start(addr, "/liveness").await,
+    ];
+    // Both places are taken; a probe still gets its answer (retried: the server may see no
+    // stalled connection yet on the first tries).
+    let answered = probe_answered(addr).await;
+    assert!(answered, "no probe answered while two clients never read");
+    for reader in &mut slow {
+        reader.closed_by_server().await;
+    }
+}
+
+#[tokio::test]
+async fn at_the_limit_a_client_that_never_reads_makes_room() {
+    // No write timeout within the test: only an eviction lets the probe in.
+    let admin = start(
+        AdminConfig::new()
+            .max_connections(1)
+            .write_timeout(Duration::from_secs(3600)),
+    )
+    .await;
+    let addr = admin.local_addr();
+    let mut slow = SlowReader::start(addr, "/liveness").await;
+    let answered = probe_answered(addr).await;
+    assert!(answered, "the probe was kept out");
+    slow.closed_by_server().await;
+}
+
+#[tokio::test]
+async fn a_client_that_never_reads_is_closed() {
+    let admin = start(AdminConfig::new().write_timeout(Duration::from_secs(1))).await;
+    let mut slow = SlowReader::start(admin.local_addr(), "/health/ping").await;
+    let error = slow.closed_by_server().await;
+    // Reset or broken pipe, depending on when the close reaches the client.
+    assert!(
+        matches!(
+            error.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+        ),
+        "{error}"
+    );
+    let mut other = RawConnection::open(admin.local_addr()).await;
+    assert_eq!(other.get("/liveness", &[]).await.status, 200);
 }
 
 #[tokio::test]

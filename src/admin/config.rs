@@ -28,7 +28,8 @@ pub(crate) struct Sourced<T> {
 /// | `TOWER_HEALTH_ADMIN_READONLY_KEY` | `BALDUR_ADMIN_READONLY_KEY` | read-only (viewer) key | none |
 /// | `TOWER_HEALTH_ADMIN_ALLOWED_HOSTS` | | extra `Host`/`Origin` names, comma-separated | none |
 /// | `TOWER_HEALTH_ADMIN_HEADER_TIMEOUT` | | time a client gets to send a request head, idle keep-alive included | `10s` |
-/// | `TOWER_HEALTH_ADMIN_MAX_CONNECTIONS` | | open connections at most; more are closed at once | `64` |
+/// | `TOWER_HEALTH_ADMIN_WRITE_TIMEOUT` | | time an answer may wait on a client that does not read it | `10s` |
+/// | `TOWER_HEALTH_ADMIN_MAX_CONNECTIONS` | | open connections at most (see [`max_connections`](AdminConfig::max_connections)) | `64` |
 #[derive(Clone)]
 #[must_use]
 pub struct AdminConfig {
@@ -38,6 +39,7 @@ pub struct AdminConfig {
     pub(crate) readonly_key: Option<Sourced<String>>,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) header_timeout: Duration,
+    pub(crate) write_timeout: Duration,
     pub(crate) max_connections: usize,
 }
 
@@ -60,6 +62,7 @@ impl AdminConfig {
             readonly_key: None,
             allowed_hosts: Vec::new(),
             header_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
             max_connections: 64,
         }
     }
@@ -121,7 +124,8 @@ impl AdminConfig {
     }
 
     /// How long a client gets to send each request head; it also closes keep-alive
-    /// connections idle for that long, so a slow or idle client cannot hold a connection.
+    /// connections idle for that long. A client that stops reading its answers is bounded by
+    /// [`write_timeout`](AdminConfig::write_timeout) instead.
     ///
     /// Defaults to 10 seconds.
     ///
@@ -136,7 +140,28 @@ impl AdminConfig {
         self
     }
 
-    /// The most connections served at once; one more is closed as soon as it is accepted.
+    /// How long an answer may wait on a client that does not take it (a full socket: the
+    /// client pipelines requests and reads nothing, or reads too slowly) before the connection
+    /// is closed. Any progress starts the wait over. See [`WriteTimeout`](crate::io::WriteTimeout).
+    ///
+    /// Defaults to 10 seconds.
+    ///
+    /// # Panics
+    ///
+    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        assert_in_range("AdminConfig::write_timeout", timeout, Zero::Refused);
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// The most connections served at once. When one more arrives, the connection whose
+    /// writes have waited longest on a client that does not read is closed to make room; if
+    /// none is waiting, the new connection is closed as soon as it is accepted. So clients
+    /// that stop reading cannot keep probes out, while idle and slow-sending clients are
+    /// bounded by [`header_timeout`](AdminConfig::header_timeout).
     ///
     /// Defaults to 64.
     ///
@@ -206,6 +231,9 @@ impl AdminConfig {
         }
         if let Some(timeout) = env.duration("TOWER_HEALTH_ADMIN_HEADER_TIMEOUT", None)? {
             config.header_timeout = timeout;
+        }
+        if let Some(timeout) = env.duration("TOWER_HEALTH_ADMIN_WRITE_TIMEOUT", None)? {
+            config.write_timeout = timeout;
         }
         if let Some(max) = env.parse::<usize>(
             &["TOWER_HEALTH_ADMIN_MAX_CONNECTIONS"],
@@ -298,6 +326,7 @@ impl fmt::Debug for AdminConfig {
             )
             .field("allowed_hosts", &self.allowed_hosts)
             .field("header_timeout", &self.header_timeout)
+            .field("write_timeout", &self.write_timeout)
             .field("max_connections", &self.max_connections)
             .finish()
     }
@@ -319,6 +348,7 @@ mod tests {
             ("BALDUR_ADMIN_READONLY_KEY", VIEWER),
             ("TOWER_HEALTH_ADMIN_ALLOWED_HOSTS", "Admin.internal, other "),
             ("TOWER_HEALTH_ADMIN_HEADER_TIMEOUT", "2s"),
+            ("TOWER_HEALTH_ADMIN_WRITE_TIMEOUT", "3s"),
             ("TOWER_HEALTH_ADMIN_MAX_CONNECTIONS", "3"),
         ])
         .unwrap();
@@ -328,6 +358,7 @@ mod tests {
         assert_eq!(config.readonly_key.unwrap().value, VIEWER);
         assert_eq!(config.allowed_hosts, ["admin.internal", "other"]);
         assert_eq!(config.header_timeout, Duration::from_secs(2));
+        assert_eq!(config.write_timeout, Duration::from_secs(3));
         assert_eq!(config.max_connections, 3);
     }
 
@@ -364,11 +395,15 @@ mod tests {
     }
 
     #[test]
-    fn a_header_timeout_out_of_range_is_refused() {
-        for value in ["0s", "100us", "1000000000000000s"] {
-            let error =
-                AdminConfig::from_vars([("TOWER_HEALTH_ADMIN_HEADER_TIMEOUT", value)]).unwrap_err();
-            assert_eq!(error.variable(), "TOWER_HEALTH_ADMIN_HEADER_TIMEOUT");
+    fn a_timeout_out_of_range_is_refused() {
+        for variable in [
+            "TOWER_HEALTH_ADMIN_HEADER_TIMEOUT",
+            "TOWER_HEALTH_ADMIN_WRITE_TIMEOUT",
+        ] {
+            for value in ["0s", "100us", "1000000000000000s"] {
+                let error = AdminConfig::from_vars([(variable, value)]).unwrap_err();
+                assert_eq!(error.variable(), variable, "{value}");
+            }
         }
     }
 
@@ -376,6 +411,12 @@ mod tests {
     #[should_panic(expected = "AdminConfig::header_timeout must be from 1ms to 1year")]
     fn a_header_timeout_longer_than_a_year_panics() {
         let _ = AdminConfig::new().header_timeout(Duration::MAX);
+    }
+
+    #[test]
+    #[should_panic(expected = "AdminConfig::write_timeout must be from 1ms to 1year")]
+    fn a_zero_write_timeout_panics() {
+        let _ = AdminConfig::new().write_timeout(Duration::ZERO);
     }
 
     #[test]

@@ -13,8 +13,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinHandle, JoinSet};
 
 use super::AdminConfig;
 use super::auth::Keys;
@@ -22,6 +22,7 @@ use super::host::HostPolicy;
 use super::service::AdminState;
 use crate::config::ConfigError;
 use crate::drain::DrainHandle;
+use crate::io::{StallWatch, WriteTimeout};
 use crate::monitor::{HealthHandle, MonitorSource};
 use crate::util::race;
 
@@ -211,8 +212,8 @@ async fn serve(
         },
     ));
     let graceful = GracefulShutdown::new();
-    let permits = Arc::new(Semaphore::new(config.max_connections));
     let mut connections = JoinSet::new();
+    let mut open = OpenConnections::default();
     loop {
         let accepted = poll_fn(|cx| {
             if closing.as_mut().poll(cx).is_ready() {
@@ -232,28 +233,35 @@ async fn serve(
                 continue;
             }
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
+        if !open.make_room(config.max_connections) {
             tracing::debug!("admin server: connection limit reached; closing a new connection");
             continue;
-        };
+        }
         let _ = stream.set_nodelay(true);
+        let stall = Arc::new(StallWatch::default());
+        let io = WriteTimeout::new(stream, config.write_timeout).watched(stall.clone());
         let state = state.clone();
         let service = service_fn(move |request: Request<Incoming>| {
             let response = state.handle(&request);
             async move { Ok::<_, Infallible>(response.await) }
         });
+        // Pipelining depth is bounded in bytes, not requests: hyper reads ahead at most
+        // `max_buf_size` and makes the next answer only once the previous one is flushed
+        // (`pipeline_flush` stays off, which would let answers pile up unflushed). A client
+        // that does not read holds no more than that and the kernel's socket buffers, until
+        // the write timeout or an eviction closes it.
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(config.header_timeout)
             .max_buf_size(16 * 1024)
-            .serve_connection(TokioIo::new(stream), service);
+            .serve_connection(TokioIo::new(io), service);
         let connection = graceful.watch(connection);
-        connections.spawn(async move {
+        let task = connections.spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "admin server: connection ended with an error");
             }
-            drop(permit);
         });
+        open.push(task, stall);
     }
     drop(listener);
     if tokio::time::timeout(CLOSE_GRACE, graceful.shutdown())
@@ -267,4 +275,42 @@ async fn serve(
     }
     connections.shutdown().await;
     tracing::info!("admin server closed");
+}
+
+/// The connections being served, and how long each one's writes have been waiting.
+#[derive(Default)]
+struct OpenConnections(Vec<(AbortHandle, Arc<StallWatch>)>);
+
+impl OpenConnections {
+    fn push(&mut self, task: AbortHandle, stall: Arc<StallWatch>) {
+        self.0.push((task, stall));
+    }
+
+    /// Whether one more connection fits under `max`, after closing, if needed, the one whose
+    /// writes have waited longest on a client that does not read. Idle and slow-sending
+    /// connections are left alone: the header timeout bounds them, and closing one could cut
+    /// a request short.
+    fn make_room(&mut self, max: usize) -> bool {
+        self.0.retain(|(task, _)| !task.is_finished());
+        if self.0.len() < max {
+            return true;
+        }
+        let stalled = self
+            .0
+            .iter()
+            .enumerate()
+            .filter_map(|(index, (_, stall))| Some((index, stall.since()?)))
+            .min_by_key(|&(_, since)| since);
+        let Some((index, since)) = stalled else {
+            return false;
+        };
+        let (task, _) = self.0.swap_remove(index);
+        // Dropping the task closes the socket; its place is the new connection's from now.
+        task.abort();
+        tracing::debug!(
+            stalled_for = ?since.elapsed(),
+            "admin server: connection limit reached; closing the connection that has waited longest on a client that does not read"
+        );
+        true
+    }
 }

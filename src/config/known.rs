@@ -96,6 +96,7 @@ pub(crate) const ADMIN: Reader = Reader {
         "TOWER_HEALTH_ADMIN_MAX_CONNECTIONS",
         "TOWER_HEALTH_ADMIN_PORT",
         "TOWER_HEALTH_ADMIN_READONLY_KEY",
+        "TOWER_HEALTH_ADMIN_WRITE_TIMEOUT",
     ],
     prefixes: &[],
 };

@@ -1,0 +1,310 @@
+//! A bound on how long a connection's writes may wait for its peer, for servers that own their
+//! accept loop.
+//!
+//! hyper's [`header_read_timeout`] runs only while a request head is being read. A client
+//! that pipelines requests and never reads the answers stops the connection elsewhere: its
+//! buffers fill, the server's next write waits on the full socket, the server stops reading,
+//! and nothing times out. The connection is held for as long as the client likes, and a
+//! server with a connection limit can be filled with such clients.
+//!
+//! [`WriteTimeout`] wraps the accepted stream and fails a write (or flush, or shutdown) with
+//! [`io::ErrorKind::TimedOut`] once it has waited the timeout without any progress; the
+//! connection then ends with that error. Any progress starts the clock over, so a client that
+//! reads, however slowly, keeps its connection while it keeps reading. Reads are not timed:
+//! bound them with `header_read_timeout`.
+//!
+//! It implements Tokio's [`AsyncRead`] and [`AsyncWrite`], so it goes into hyper-util's
+//! [`TokioIo`] for hyper, or into the `Io` of an axum [`Listener`]. The admin server (feature
+//! `admin`) puts it on every connection.
+//!
+//! # Example
+//!
+//! An accept loop for hyper, with both timeouts:
+//!
+//! ```no_run
+//! use std::convert::Infallible;
+//! use std::time::Duration;
+//!
+//! use http::{Request, Response};
+//! use hyper::body::Incoming;
+//! use hyper::service::service_fn;
+//! use hyper_util::rt::{TokioIo, TokioTimer};
+//! use tower_health::io::WriteTimeout;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let timeout = Duration::from_secs(10);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! loop {
+//!     let (stream, _) = listener.accept().await?;
+//!     let connection = hyper::server::conn::http1::Builder::new()
+//!         .timer(TokioTimer::new())
+//!         .header_read_timeout(timeout)
+//!         .serve_connection(
+//!             TokioIo::new(WriteTimeout::new(stream, timeout)),
+//!             service_fn(|_: Request<Incoming>| async {
+//!                 Ok::<_, Infallible>(Response::new(String::from("hello")))
+//!             }),
+//!         );
+//!     tokio::spawn(connection);
+//! }
+//! # }
+//! ```
+//!
+//! # Cost
+//!
+//! A write that completes at once touches no timer. The first write that has to wait arms one
+//! (a boxed [`Sleep`], so the wrapper stays [`Unpin`] over an `Unpin` stream) and the next one
+//! that completes drops it.
+//!
+//! [`header_read_timeout`]: https://docs.rs/hyper/1/hyper/server/conn/http1/struct.Builder.html#method.header_read_timeout
+//! [`TokioIo`]: https://docs.rs/hyper-util/0.1/hyper_util/rt/tokio/struct.TokioIo.html
+//! [`Listener`]: https://docs.rs/axum/0.8/axum/serve/trait.Listener.html
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+use crate::config::{Zero, assert_in_range};
+
+pin_project! {
+    /// An I/O stream whose writes fail with [`io::ErrorKind::TimedOut`] after waiting
+    /// `timeout` on the peer with no progress.
+    ///
+    /// See the [module docs](self) for an example.
+    #[derive(Debug)]
+    pub struct WriteTimeout<IO> {
+        #[pin]
+        io: IO,
+        timeout: Duration,
+        // Armed by the first write that waits, dropped by the next that completes.
+        stall: Option<Pin<Box<Sleep>>>,
+        // Where the admin server reads how long this connection has been stalled.
+        watch: Option<Arc<StallWatch>>,
+    }
+}
+
+impl<IO> WriteTimeout<IO> {
+    /// Wraps `io`: a write, flush or shutdown that makes no progress for `timeout` fails.
+    ///
+    /// # Panics
+    ///
+    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    #[must_use]
+    pub fn new(io: IO, timeout: Duration) -> Self {
+        assert_in_range("WriteTimeout::new", timeout, Zero::Refused);
+        Self {
+            io,
+            timeout,
+            stall: None,
+            watch: None,
+        }
+    }
+
+    /// Publishes the start of each stall to `watch`.
+    #[cfg(feature = "admin")]
+    pub(crate) fn watched(mut self, watch: Arc<StallWatch>) -> Self {
+        self.watch = Some(watch);
+        self
+    }
+
+    /// The wrapped stream.
+    #[must_use]
+    pub fn get_ref(&self) -> &IO {
+        &self.io
+    }
+
+    /// The wrapped stream, mutably. Writing to it directly bypasses the timeout.
+    #[must_use]
+    pub fn get_mut(&mut self) -> &mut IO {
+        &mut self.io
+    }
+
+    /// The wrapped stream, pinned. Writing to it directly bypasses the timeout.
+    #[must_use]
+    pub fn get_pin_mut(self: Pin<&mut Self>) -> Pin<&mut IO> {
+        self.project().io
+    }
+
+    /// Unwraps the stream.
+    #[must_use]
+    pub fn into_inner(self) -> IO {
+        self.io
+    }
+}
+
+impl<IO: AsyncRead> AsyncRead for WriteTimeout<IO> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.project().io.poll_read(cx, buf)
+    }
+}
+
+impl<IO: AsyncWrite> AsyncWrite for WriteTimeout<IO> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.project();
+        let poll = this.io.poll_write(cx, buf);
+        timed(poll, cx, *this.timeout, this.stall, this.watch.as_deref())
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.project();
+        let poll = this.io.poll_write_vectored(cx, bufs);
+        timed(poll, cx, *this.timeout, this.stall, this.watch.as_deref())
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.project();
+        let poll = this.io.poll_flush(cx);
+        timed(poll, cx, *this.timeout, this.stall, this.watch.as_deref())
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.project();
+        let poll = this.io.poll_shutdown(cx);
+        timed(poll, cx, *this.timeout, this.stall, this.watch.as_deref())
+    }
+}
+
+/// Passes a completed write through (ending any stall) and times a waiting one.
+fn timed<T>(
+    poll: Poll<io::Result<T>>,
+    cx: &mut Context<'_>,
+    timeout: Duration,
+    stall: &mut Option<Pin<Box<Sleep>>>,
+    watch: Option<&StallWatch>,
+) -> Poll<io::Result<T>> {
+    if poll.is_ready() {
+        if stall.take().is_some()
+            && let Some(watch) = watch
+        {
+            watch.set(None);
+        }
+        return poll;
+    }
+    let sleep = stall.get_or_insert_with(|| {
+        let sleep = tokio::time::sleep(timeout);
+        if let Some(watch) = watch {
+            watch.set(Some(Instant::now()));
+        }
+        Box::pin(sleep)
+    });
+    match sleep.as_mut().poll(cx) {
+        Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "write timed out: no progress for {}",
+                humantime::format_duration(timeout)
+            ),
+        ))),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+/// Since when a connection's writes have been waiting, shared between a [`WriteTimeout`] and
+/// the accept loop that may evict it.
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+pub(crate) struct StallWatch {
+    since: Mutex<Option<Instant>>,
+}
+
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+impl StallWatch {
+    /// When the current stall began, or `None` while writes complete.
+    pub(crate) fn since(&self) -> Option<Instant> {
+        *self.since.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    // Called only when a stall begins or ends, never on the fast path.
+    fn set(&self, since: Option<Instant>) {
+        *self.since.lock().unwrap_or_else(PoisonError::into_inner) = since;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, duplex};
+
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(10);
+
+    #[tokio::test(start_paused = true)]
+    async fn a_peer_that_never_reads_times_the_write_out() {
+        let (client, _server) = duplex(64);
+        let mut client = WriteTimeout::new(client, TIMEOUT);
+        let error = client.write_all(&[0; 1024]).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(error.to_string(), "write timed out: no progress for 10s");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_peer_that_keeps_reading_never_does() {
+        let (client, mut server) = duplex(64);
+        let mut client = WriteTimeout::new(client, TIMEOUT);
+        let reader = tokio::spawn(async move {
+            let mut total = 0;
+            let mut chunk = [0; 16];
+            loop {
+                // Less than the timeout between reads, but many timeouts in all.
+                tokio::time::sleep(TIMEOUT - Duration::from_millis(1)).await;
+                match server.read(&mut chunk).await.unwrap() {
+                    0 => return total,
+                    read => total += read,
+                }
+            }
+        });
+        client.write_all(&[0; 1024]).await.unwrap();
+        client.shutdown().await.unwrap();
+        drop(client);
+        assert_eq!(reader.await.unwrap(), 1024);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_watch_sees_a_stall_begin_and_end() {
+        let (client, mut server) = duplex(64);
+        let watch = Arc::new(StallWatch::default());
+        let mut client = WriteTimeout::new(client, TIMEOUT);
+        client.watch = Some(watch.clone());
+        client.write_all(&[0; 64]).await.unwrap();
+        assert_eq!(watch.since(), None, "a write that completes at once");
+
+        let write = tokio::spawn(async move { client.write_all(&[0; 64]).await });
+        tokio::time::sleep(TIMEOUT / 2).await;
+        assert!(watch.since().is_some(), "waiting on a full buffer");
+        let mut chunk = [0; 128];
+        server.read_exact(&mut chunk[..64]).await.unwrap();
+        write.await.unwrap().unwrap();
+        assert_eq!(watch.since(), None, "progress ends the stall");
+    }
+
+    #[test]
+    #[should_panic(expected = "WriteTimeout::new must be from 1ms to 1year")]
+    fn a_zero_timeout_panics() {
+        let _ = WriteTimeout::new(tokio::io::empty(), Duration::ZERO);
+    }
+}
