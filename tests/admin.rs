@@ -1,5 +1,6 @@
 //! The admin server over real sockets: paths and methods, keys, safe binding, the Host and
-//! Origin allowlist, the drain, and clients that are slow, silent, too many or never read.
+//! Origin allowlist, strict request targets, the drain, and clients that are slow, silent, too
+//! many or never read.
 
 mod support;
 
@@ -408,6 +409,36 @@ async fn a_client_that_never_reads_is_closed() {
     );
     let mut other = RawConnection::open(admin.local_addr()).await;
     assert_eq!(other.get("/liveness", &[]).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_second_host_or_an_absolute_target_is_refused() {
+    let admin = start(AdminConfig::new()).await;
+    let addr = admin.local_addr();
+    for (what, request) in [
+        (
+            "two Host headers",
+            "GET /liveness HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n",
+        ),
+        (
+            "two Host headers, both allowed",
+            "GET /liveness HTTP/1.1\r\nHost: localhost\r\nHost: localhost\r\n\r\n",
+        ),
+        (
+            "absolute form",
+            "GET http://evil.example/liveness HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        ),
+        (
+            "absolute form naming the server",
+            "GET http://localhost/liveness HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        ),
+    ] {
+        let mut connection = RawConnection::open(addr).await;
+        connection.send_raw(request.as_bytes()).await;
+        let response = connection.response(false).await.expect("an answer");
+        assert_eq!(response.status, 400, "{what}");
+        assert_eq!(response.json()["error"], "bad request", "{what}");
+    }
 }
 
 #[tokio::test]

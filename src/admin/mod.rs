@@ -80,6 +80,7 @@ mod control;
 mod host;
 mod server;
 mod service;
+mod strict;
 
 pub use self::config::{AdminConfig, MIN_KEY_LEN};
 pub(crate) use self::control::Control;

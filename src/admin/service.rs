@@ -1,11 +1,12 @@
-//! Answering one admin request: allowlist, route, method, authentication, then the same
-//! published responses the layers serve.
+//! Answering one admin request: request form, allowlist, route, method, authentication, then
+//! the same published responses the layers serve.
 
 use http::{Request, Response};
 
 use super::auth::{Denied, Keys, Role};
 use super::control::Control;
 use super::host::HostPolicy;
+use super::strict;
 use crate::body::ProbeBody;
 use crate::config::NoCache;
 use crate::monitor::HealthHandle;
@@ -25,6 +26,9 @@ pub(crate) struct AdminState {
 
 impl AdminState {
     pub(crate) fn handle<B>(&self, request: &Request<B>) -> ProbeResponse {
+        if let Some(refusal) = strict::refusal(request) {
+            return ProbeResponse::fixed(refusal, BodyMode::Full);
+        }
         let headers = request.headers();
         if self
             .hosts
