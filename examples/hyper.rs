@@ -8,7 +8,13 @@
 //! ```
 //!
 //! Settings as for the `server` example: `LISTEN_ADDR`, `DATABASE_URL`,
-//! `DATABASE_URL_<NAME>`, `TOWER_HEALTH_*` (or `BALDUR_*`), `RUST_LOG`.
+//! `DATABASE_URL_<NAME>`, `TOWER_HEALTH_*` (or `BALDUR_*`), `RUST_LOG`; and `CLIENT_TIMEOUT`
+//! (default `10s`): how long a client may take to send a request head, or leave an answer
+//! unread, before its connection is closed.
+//!
+//! This example owns its accept loop, so bounding slow clients is its job: hyper's
+//! `header_read_timeout` covers reading, [`WriteTimeout`] covers a client that pipelines
+//! requests and never reads the answers (which no read timeout sees).
 
 mod common;
 
@@ -16,16 +22,19 @@ use std::convert::Infallible;
 use std::error::Error;
 use std::pin::pin;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::{ServiceBuilder, service_fn};
+use tower_health::config::{MAX_DURATION, MIN_DURATION};
+use tower_health::io::WriteTimeout;
 use tower_health::{DrainConfig, HealthLayer, PingLayer};
 
 #[tokio::main]
@@ -35,6 +44,7 @@ async fn main() -> ExitCode {
 
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
+    let client_timeout = client_timeout()?;
     let health = HealthLayer::new(common::health_config()?);
     let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
 
@@ -69,7 +79,10 @@ async fn serve() -> Result<(), Box<dyn Error>> {
                             tracing::warn!(%error, "cannot set TCP_NODELAY");
                         }
                         let service = TowerToHyperService::new(service.clone());
+                        let stream = WriteTimeout::new(stream, client_timeout);
                         let connection = hyper::server::conn::http1::Builder::new()
+                            .timer(TokioTimer::new())
+                            .header_read_timeout(client_timeout)
                             .serve_connection(TokioIo::new(stream), service);
                         let connection = graceful.watch(connection);
                         tokio::spawn(async move {
@@ -89,4 +102,16 @@ async fn serve() -> Result<(), Box<dyn Error>> {
         })
         .await?;
     Ok(())
+}
+
+/// `CLIENT_TIMEOUT`, a human duration such as `10s` or `500ms`.
+fn client_timeout() -> Result<Duration, Box<dyn Error>> {
+    let Ok(value) = std::env::var("CLIENT_TIMEOUT") else {
+        return Ok(Duration::from_secs(10));
+    };
+    match humantime::parse_duration(&value) {
+        Ok(timeout) if (MIN_DURATION..=MAX_DURATION).contains(&timeout) => Ok(timeout),
+        Ok(_) => Err(format!("CLIENT_TIMEOUT={value:?}: expected from 1ms to 1year").into()),
+        Err(error) => Err(format!("CLIENT_TIMEOUT={value:?}: {error}").into()),
+    }
 }

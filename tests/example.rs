@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
+use support::slow_reader::SlowReader;
 use support::{Client, eventually, refused_addr};
 use tokio::sync::Mutex;
 
@@ -236,6 +237,31 @@ async fn the_axum_example_drains_on_sigterm_without_failing_a_request() {
 #[tokio::test]
 async fn the_hyper_example_drains_on_sigterm_without_failing_a_request() {
     rolling_update("hyper").await;
+}
+
+#[tokio::test]
+async fn the_hyper_example_closes_a_client_that_never_reads() {
+    let addr = refused_addr().await;
+    let _child = Example::spawn(
+        "hyper",
+        &[
+            ("LISTEN_ADDR", addr.to_string()),
+            ("DATABASE_URL", String::new()),
+            ("CLIENT_TIMEOUT", "1s".into()),
+        ],
+    );
+    let client = Client::new();
+    let up = eventually(support::LIMIT, || async {
+        try_get(&client, addr, "/health/live").await == Some(StatusCode::OK)
+    })
+    .await;
+    assert!(up, "the hyper example did not start");
+    let mut slow = SlowReader::start(addr, "/health/live").await;
+    slow.closed_by_server().await;
+    assert_eq!(
+        try_get(&client, addr, "/health/live").await,
+        Some(StatusCode::OK)
+    );
 }
 
 #[tokio::test]
