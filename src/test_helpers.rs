@@ -34,7 +34,7 @@ impl DatabaseCheck for FakeCheck {
             match fake {
                 Self::Ready | Self::Saturated => Ok(()),
                 Self::Refused => Err(CheckError::new(
-                    CheckErrorKind::Connect,
+                    CheckErrorKind::Refused,
                     "error connecting to server: Connection refused (os error 111)",
                 )),
                 Self::Hangs => std::future::pending().await,

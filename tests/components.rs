@@ -29,7 +29,7 @@ fn switchable(behaviour: &Arc<AtomicU8>) -> impl Component {
             match now {
                 OK => Ok(()),
                 REFUSED => Err(CheckError::new(
-                    CheckErrorKind::Connect,
+                    CheckErrorKind::Refused,
                     "connection refused by cache:6379",
                 )),
                 HANGS => std::future::pending().await,

@@ -48,7 +48,7 @@ async fn a_refused_database_is_not_ready() {
     let body = reply.json();
     assert_eq!(body["checks"]["database_default"], "not_ready", "{body}");
     assert_eq!(
-        body["details"]["database_default"]["error_kind"], "connect",
+        body["details"]["database_default"]["error_kind"], "refused",
         "{body}"
     );
 }

@@ -359,5 +359,5 @@ async fn a_refused_database_fails_in_the_first_round_through_a_reserved_connecti
     first_rounds(&health).await;
     let outcome = health.readiness().databases[0].clone();
     assert_eq!(outcome.status, DatabaseStatus::NotReady, "{outcome:?}");
-    assert_eq!(outcome.error.unwrap().kind(), CheckErrorKind::Connect);
+    assert_eq!(outcome.error.unwrap().kind(), CheckErrorKind::Refused);
 }

@@ -41,7 +41,7 @@ async fn an_sqlx_pool_is_checked_and_its_figures_reported() {
 }
 
 #[tokio::test]
-async fn a_refused_database_is_not_ready_with_a_connect_error() {
+async fn a_refused_database_is_not_ready_and_refused() {
     let addr = refused_addr().await;
     let url = format!("postgres://postgres:hunter2@{addr}/postgres");
     let (health, _server) =
@@ -51,7 +51,7 @@ async fn a_refused_database_is_not_ready_with_a_connect_error() {
     assert!(!readiness.ready);
     let error = readiness.databases[0].error.clone().expect("an error");
     // Refused, in the first round, with the cause: not a pool timeout.
-    assert_eq!(error.kind(), CheckErrorKind::Connect, "{error}");
+    assert_eq!(error.kind(), CheckErrorKind::Refused, "{error}");
     assert!(error.message().contains("refused"), "{error}");
     assert!(!error.message().contains("hunter2"), "{error}");
 }

@@ -2,8 +2,9 @@
 
 use std::fmt;
 
-use deadpool_postgres::{Pool, PoolError};
+use deadpool_postgres::{HookError, Pool, PoolError, TimeoutType};
 
+use super::postgres_classify::{self, Phase};
 use super::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 
 /// A [`DatabaseCheck`] of PostgreSQL through a `deadpool-postgres` pool: one checkout and
@@ -13,9 +14,11 @@ use super::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 /// The check takes its connection from the pool it is given, like any request: give it a
 /// small pool of its own (`max_size` 1, a short `wait` timeout) so that a saturated
 /// application pool does not make it wait, or the application's pool to see its figures
-/// (a saturated pool then makes the check wait like a request, and it may be reported
-/// `timed_out`). The `bb8`-based [`PostgresCheck::new`](super::PostgresCheck::new) keeps a
-/// connection of its own beside the application's pool instead.
+/// (a saturated pool then makes the check wait like a request: `timed_out` when the round's
+/// deadline passes first, `not_ready` with the error kind `pool_saturated` when the `wait`
+/// timeout does, every connection being in use). The `bb8`-based
+/// [`PostgresCheck::new`](super::PostgresCheck::new) keeps a connection of its own beside the
+/// application's pool instead.
 ///
 /// ```no_run
 /// use tower_health::HealthConfig;
@@ -59,11 +62,16 @@ impl DatabaseCheck for DeadpoolCheck {
     fn check(&self) -> CheckFuture {
         let pool = self.pool.clone();
         Box::pin(async move {
-            let client = pool.get().await.map_err(|error| pool_error(&error))?;
-            client
-                .simple_query("")
+            let client = pool
+                .get()
                 .await
-                .map_err(|error| CheckError::new(CheckErrorKind::Query, error.to_string()))?;
+                .map_err(|error| pool_error(&pool, &error))?;
+            client.simple_query("").await.map_err(|error| {
+                CheckError::from_error(
+                    postgres_classify::tokio_postgres(&error, Phase::Query),
+                    &error,
+                )
+            })?;
             Ok(())
         })
     }
@@ -81,13 +89,32 @@ impl DatabaseCheck for DeadpoolCheck {
     }
 }
 
-fn pool_error(error: &PoolError) -> CheckError {
+/// What a failed `Pool::get` says about the check.
+fn pool_error(pool: &Pool, error: &PoolError) -> CheckError {
+    let connect = |error: &tokio_postgres::Error| {
+        CheckError::from_error(
+            postgres_classify::tokio_postgres(error, Phase::Connect),
+            error,
+        )
+    };
     let kind = match error {
-        PoolError::Timeout(_) => CheckErrorKind::PoolTimedOut,
-        PoolError::Backend(_) => CheckErrorKind::Connect,
-        PoolError::Closed | PoolError::NoRuntimeSpecified | PoolError::PostCreateHook(_) => {
-            CheckErrorKind::Other
+        PoolError::Timeout(TimeoutType::Wait) => {
+            // No slot came free. deadpool counts an object in `size` once it is created: a
+            // full pool with none available had every connection in use; otherwise a slot
+            // was held by a connection still being opened, the database not answering.
+            let status = pool.status();
+            if status.size >= status.max_size && status.available == 0 {
+                CheckErrorKind::PoolSaturated
+            } else {
+                CheckErrorKind::Timeout
+            }
         }
+        PoolError::Timeout(TimeoutType::Create | TimeoutType::Recycle) => CheckErrorKind::Timeout,
+        PoolError::Backend(error) => return connect(error),
+        PoolError::PostCreateHook(HookError::Backend(error)) => return connect(error),
+        PoolError::PostCreateHook(HookError::Message(_))
+        | PoolError::Closed
+        | PoolError::NoRuntimeSpecified => CheckErrorKind::Other,
     };
     CheckError::new(kind, error.to_string())
 }
@@ -97,5 +124,41 @@ impl fmt::Debug for DeadpoolCheck {
         f.debug_struct("DeadpoolCheck")
             .field("status", &self.pool.status())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use deadpool_postgres::{Manager, tokio_postgres};
+
+    use super::*;
+
+    fn pool() -> Pool {
+        let config: tokio_postgres::Config = "host=127.0.0.1 user=postgres".parse().unwrap();
+        let manager = Manager::new(config, tokio_postgres::NoTls);
+        Pool::builder(manager).max_size(1).build().unwrap()
+    }
+
+    #[tokio::test]
+    async fn pool_errors_by_category() {
+        use CheckErrorKind as Kind;
+        let pool = pool();
+        // No connection exists: the one slot was held by a connection being opened.
+        let kind = |error: PoolError| pool_error(&pool, &error).kind();
+        assert_eq!(kind(PoolError::Timeout(TimeoutType::Wait)), Kind::Timeout);
+        assert_eq!(kind(PoolError::Timeout(TimeoutType::Create)), Kind::Timeout);
+        assert_eq!(kind(PoolError::Closed), Kind::Other);
+        assert_eq!(kind(PoolError::NoRuntimeSpecified), Kind::Other);
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let dsn = format!("host=127.0.0.1 port={port} user=postgres");
+        let Err(refused) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls).await else {
+            panic!("nothing listens there");
+        };
+        let error = pool_error(&pool, &PoolError::Backend(refused));
+        assert_eq!(error.kind(), Kind::Refused, "{error}");
+        assert!(error.message().contains("refused"), "{error}");
     }
 }

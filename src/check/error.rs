@@ -1,4 +1,5 @@
 use std::fmt;
+use std::io;
 
 use crate::redact::redact;
 
@@ -12,62 +13,126 @@ pub struct CheckError {
     message: String,
 }
 
-/// The category of a [`CheckError`], stable enough for dashboards and alerts.
+/// The category of a [`CheckError`]: what an on-call engineer acts on, stable enough for
+/// dashboards and alerts. Every reader sees it, whatever the detail level (`error_kind` in
+/// JSON bodies, [`as_str`](Self::as_str)).
+///
+/// Each backend sorts its own errors into these (a PostgreSQL SQLSTATE, a pool's timeout, an
+/// I/O error's kind); [`CheckErrorKind::from_io_chain`] sorts the I/O errors any check meets.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CheckErrorKind {
-    /// Opening a connection failed (refused, unreachable, authentication).
-    Connect,
-    /// The TLS handshake failed: the server offers no TLS, or its certificate is not trusted
-    /// or not valid for the host name. The message says why, never the certificate chain.
+    /// `refused`: the server could not be reached or would not take the connection: refused,
+    /// unreachable, reset while connecting, or the server refusing the session (PostgreSQL:
+    /// the database does not exist `3D000`, too many connections `53300`, starting up or
+    /// shutting down `57P03`). Check the address, the port and that the server is up.
+    Refused,
+    /// `dns`: the host name did not resolve. Check the name and the resolver.
+    Dns,
+    /// `auth`: the server rejected the credentials (PostgreSQL: SQLSTATE class `28`, a
+    /// missing password, a failed SASL exchange, no `CONNECT` privilege). Check the user,
+    /// the password and the server's access rules (`pg_hba.conf`).
+    Auth,
+    /// `tls`: the TLS handshake failed: the server offers no TLS, or its certificate is not
+    /// trusted or not valid for the host name. The message says why, never the certificate
+    /// chain. Check the certificates and `sslmode`.
     Tls,
-    /// Opening a connection took too long (the server accepted and did not answer).
-    ConnectTimedOut,
-    /// The pool had no connection to give within its own timeout.
-    PoolTimedOut,
-    /// The database answered the query with an error.
-    Query,
-    /// The connection closed under the check.
+    /// `timeout`: something waited too long: the connection attempt, a pool that could not
+    /// open a connection because the server did not answer, a statement timeout, or the
+    /// monitor's [check limit](crate::HealthConfig::check_limit). The server is slow or
+    /// unreachable without a refusal (a firewall dropping packets, a stalled host). The only
+    /// kind for which [`is_timeout`](Self::is_timeout) is true.
+    Timeout,
+    /// `pool_saturated`: the application's pool had no connection to give because every one
+    /// was in use (as its figures showed), not because the server stalled. Grow the pool or
+    /// look at what holds its connections.
+    PoolSaturated,
+    /// `closed`: the connection closed under the check: the server ended the session (a
+    /// restart, `pg_terminate_backend`) or the socket broke mid-query. A connection found
+    /// closed before the query is replaced within the check, so this one was fresh, or its
+    /// replacement failed too. Read the server's log.
     Closed,
-    /// The check panicked.
+    /// `query`: the server answered the check's query with an error. Read the message.
+    Query,
+    /// `panicked`: the check panicked (a bug in the check).
     Panicked,
-    /// The check ran past the monitor's [check limit](crate::HealthConfig::check_limit) and
-    /// was abandoned.
-    TimedOut,
-    /// The check was cancelled before it finished, for example at runtime shutdown.
-    Cancelled,
-    /// Anything else.
+    /// `other`: anything else, a check cancelled before it finished (at runtime shutdown,
+    /// say) included, and a component's own verdict (an HTTP dependency answering a non-2xx
+    /// status, a disk below its minimum, a blocked runtime). Read the message.
     Other,
 }
 
 impl CheckErrorKind {
-    /// The name used in JSON bodies, such as `"connect"` or `"pool_timed_out"`.
+    /// The name used in JSON bodies (`error_kind`), such as `"refused"` or `"pool_saturated"`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
-            Self::Connect => "connect",
+            Self::Refused => "refused",
+            Self::Dns => "dns",
+            Self::Auth => "auth",
             Self::Tls => "tls",
-            Self::ConnectTimedOut => "connect_timed_out",
-            Self::PoolTimedOut => "pool_timed_out",
-            Self::Query => "query",
+            Self::Timeout => "timeout",
+            Self::PoolSaturated => "pool_saturated",
             Self::Closed => "closed",
+            Self::Query => "query",
             Self::Panicked => "panicked",
-            Self::TimedOut => "timed_out",
-            Self::Cancelled => "cancelled",
             Self::Other => "other",
         }
     }
-}
 
-impl CheckErrorKind {
-    /// Whether the check failed by waiting too long rather than by being refused: such a
-    /// failure is reported `timed_out`, like a check the round's deadline cut short.
+    /// Whether the check failed by waiting too long rather than by being refused
+    /// ([`Timeout`](Self::Timeout)): such a failure is reported `timed_out`, like a check the
+    /// round's deadline cut short.
     #[must_use]
     pub const fn is_timeout(self) -> bool {
-        matches!(
-            self,
-            Self::ConnectTimedOut | Self::PoolTimedOut | Self::TimedOut
-        )
+        match self {
+            Self::Timeout => true,
+            Self::Refused
+            | Self::Dns
+            | Self::Auth
+            | Self::Tls
+            | Self::PoolSaturated
+            | Self::Closed
+            | Self::Query
+            | Self::Panicked
+            | Self::Other => false,
+        }
+    }
+
+    /// The category of a failure to reach a server, read from the I/O errors in `error`'s
+    /// chain of sources (the error itself included), the first that says one:
+    /// [`Refused`](Self::Refused) for a refused, reset or aborted connection and an
+    /// unreachable host or network,
+    /// [`Timeout`](Self::Timeout) for a timed-out one, [`Dns`](Self::Dns) for a host name
+    /// that did not resolve. `None` when the chain holds no I/O error of those kinds.
+    ///
+    /// Meant for connecting: a connection reset in the middle of a query is
+    /// [`Closed`](Self::Closed), which the caller knows and this does not.
+    #[must_use]
+    pub fn from_io_chain(error: &(dyn std::error::Error + 'static)) -> Option<Self> {
+        chain(error)
+            .filter_map(|error| error.downcast_ref::<io::Error>())
+            .find_map(Self::from_io)
+    }
+
+    fn from_io(error: &io::Error) -> Option<Self> {
+        match error.kind() {
+            io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable => Some(Self::Refused),
+            io::ErrorKind::TimedOut => Some(Self::Timeout),
+            // The standard library reports a failed getaddrinfo (EAI_NONAME, EAI_AGAIN...)
+            // with a kind of no stable name and this message; tokio and the drivers pass it on.
+            _ if error
+                .to_string()
+                .starts_with("failed to lookup address information") =>
+            {
+                Some(Self::Dns)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -84,23 +149,6 @@ impl CheckError {
             kind,
             message: redact(message.as_ref()),
         }
-    }
-
-    /// Creates a connect error, of kind [`CheckErrorKind::ConnectTimedOut`] when anything in
-    /// the chain of sources is a timeout (an I/O timeout, or [`ConnectError::TimedOut`]), and
-    /// [`CheckErrorKind::Tls`] when it is a failed TLS handshake.
-    ///
-    /// [`ConnectError::TimedOut`]: crate::check::PostgresConnectError::TimedOut
-    pub fn connect(error: &(dyn std::error::Error + 'static)) -> Self {
-        let chain = || std::iter::successors(Some(error), |error| error.source());
-        let kind = if chain().any(is_timeout) {
-            CheckErrorKind::ConnectTimedOut
-        } else if chain().any(is_tls) {
-            CheckErrorKind::Tls
-        } else {
-            CheckErrorKind::Connect
-        };
-        Self::from_error(kind, error)
     }
 
     /// Creates an error from another error, its message being the whole chain of sources
@@ -141,74 +189,164 @@ impl fmt::Display for CheckError {
 
 impl std::error::Error for CheckError {}
 
-fn is_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
-    if let Some(io) = error.downcast_ref::<std::io::Error>() {
-        return io.kind() == std::io::ErrorKind::TimedOut;
-    }
-    #[cfg(feature = "postgres")]
-    if let Some(crate::check::PostgresConnectError::TimedOut(_)) = error.downcast_ref() {
-        return true;
-    }
-    false
-}
-
-fn is_tls(error: &(dyn std::error::Error + 'static)) -> bool {
-    #[cfg(feature = "rustls")]
-    {
-        // An I/O error's `source` skips the error it wraps, so look inside it.
-        let inner = error
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .map(|inner| inner as &(dyn std::error::Error + 'static));
-        if error.is::<rustls::Error>() || inner.is_some_and(|inner| inner.is::<rustls::Error>()) {
-            return true;
-        }
-    }
-    // tokio-postgres does not expose its error kinds; its TLS errors say so.
-    #[cfg(feature = "postgres")]
-    if error.is::<tokio_postgres::Error>() {
-        let message = error.to_string();
-        return message.starts_with("error performing TLS handshake")
-            || message == "server does not support TLS";
-    }
-    let _ = error;
-    false
+/// `error` and its sources, the error an I/O error wraps included: an I/O error's `source`
+/// skips the error it wraps (a TLS library's, say) and goes on with that error's source.
+pub(crate) fn chain<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    let mut next = Some(error);
+    std::iter::from_fn(move || {
+        let error = next?;
+        next = match error
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::get_ref)
+        {
+            Some(wrapped) => Some(wrapped as &(dyn std::error::Error + 'static)),
+            None => error.source(),
+        };
+        Some(error)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const ALL: [CheckErrorKind; 10] = [
+        CheckErrorKind::Refused,
+        CheckErrorKind::Dns,
+        CheckErrorKind::Auth,
+        CheckErrorKind::Tls,
+        CheckErrorKind::Timeout,
+        CheckErrorKind::PoolSaturated,
+        CheckErrorKind::Closed,
+        CheckErrorKind::Query,
+        CheckErrorKind::Panicked,
+        CheckErrorKind::Other,
+    ];
+
+    #[test]
+    fn the_wire_names_and_the_one_timeout() {
+        let names: Vec<&str> = ALL.iter().map(|kind| kind.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "refused",
+                "dns",
+                "auth",
+                "tls",
+                "timeout",
+                "pool_saturated",
+                "closed",
+                "query",
+                "panicked",
+                "other"
+            ]
+        );
+        for kind in ALL {
+            assert_eq!(kind.to_string(), kind.as_str());
+            assert_eq!(kind.is_timeout(), kind == CheckErrorKind::Timeout, "{kind}");
+        }
+    }
+
     #[test]
     fn message_is_redacted_on_construction() {
         let error = CheckError::new(
-            CheckErrorKind::Connect,
+            CheckErrorKind::Refused,
             "cannot reach postgres://app:hunter2@db.internal:5432/app",
         );
         assert!(!error.message().contains("hunter2"), "{error}");
-        assert_eq!(error.kind(), CheckErrorKind::Connect);
-        assert!(error.to_string().starts_with("connect: "));
+        assert_eq!(error.kind(), CheckErrorKind::Refused);
+        assert!(error.to_string().starts_with("refused: "));
+    }
+
+    /// `error connecting to server`, caused by another error, as drivers wrap theirs.
+    #[derive(Debug)]
+    struct Outer(Box<dyn std::error::Error + Send + Sync>);
+
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("error connecting to server")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&*self.0)
+        }
+    }
+
+    fn io(kind: io::ErrorKind, message: &str) -> Outer {
+        Outer(io::Error::new(kind, message.to_owned()).into())
     }
 
     #[test]
     fn from_error_spells_out_the_chain() {
-        #[derive(Debug)]
-        struct Outer(std::io::Error);
-        impl fmt::Display for Outer {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("error connecting to server")
-            }
-        }
-        impl std::error::Error for Outer {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
-        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
-        let error = CheckError::from_error(CheckErrorKind::Connect, &Outer(io));
+        let error = CheckError::from_error(
+            CheckErrorKind::Refused,
+            &io(io::ErrorKind::ConnectionRefused, "connection refused"),
+        );
         assert_eq!(
             error.message(),
             "error connecting to server: connection refused"
         );
+    }
+
+    #[test]
+    fn io_errors_in_the_chain_are_sorted() {
+        use io::ErrorKind as Io;
+        for (kind, expected) in [
+            (Io::ConnectionRefused, Some(CheckErrorKind::Refused)),
+            (Io::ConnectionReset, Some(CheckErrorKind::Refused)),
+            (Io::ConnectionAborted, Some(CheckErrorKind::Refused)),
+            (Io::HostUnreachable, Some(CheckErrorKind::Refused)),
+            (Io::NetworkUnreachable, Some(CheckErrorKind::Refused)),
+            (Io::TimedOut, Some(CheckErrorKind::Timeout)),
+            (Io::PermissionDenied, None),
+            (Io::InvalidData, None),
+        ] {
+            assert_eq!(
+                CheckErrorKind::from_io_chain(&io(kind, "x")),
+                expected,
+                "{kind:?}"
+            );
+        }
+        let refused = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(std::net::TcpStream::connect)
+            .expect("a free port")
+            .expect_err("nothing listens on a port just freed");
+        assert_eq!(
+            CheckErrorKind::from_io_chain(&refused),
+            Some(CheckErrorKind::Refused),
+            "{refused}"
+        );
+        assert_eq!(CheckErrorKind::from_io_chain(&fmt::Error), None);
+    }
+
+    #[test]
+    fn a_name_that_does_not_resolve_is_dns() {
+        // What the standard library says for EAI_NONAME (constructed: a real lookup depends
+        // on the machine's resolver).
+        let error = Outer(
+            io::Error::other("failed to lookup address information: Name or service not known")
+                .into(),
+        );
+        assert_eq!(
+            CheckErrorKind::from_io_chain(&error),
+            Some(CheckErrorKind::Dns)
+        );
+    }
+
+    #[test]
+    fn an_io_error_wrapped_in_an_io_error_is_seen() {
+        let inner = io::Error::new(io::ErrorKind::TimedOut, "deadline");
+        let outer = io::Error::other(inner);
+        assert_eq!(
+            CheckErrorKind::from_io_chain(&outer),
+            Some(CheckErrorKind::Timeout)
+        );
+        // The outer error, the inner one, and the inner one's message.
+        assert_eq!(chain(&outer).count(), 3);
     }
 }

@@ -23,7 +23,7 @@
 //!     }
 //!
 //!     fn check(&self) -> CheckFuture {
-//!         Box::pin(async { Err(CheckError::new(CheckErrorKind::Connect, "connection refused")) })
+//!         Box::pin(async { Err(CheckError::new(CheckErrorKind::Refused, "connection refused")) })
 //!     }
 //! }
 //! ```
@@ -35,6 +35,11 @@ mod pool_stats;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
+// What PostgreSQL's errors mean, for each PostgreSQL backend: `deadpool` and `sqlx` build
+// without the `postgres` feature (bb8), so the file is declared here.
+#[cfg(any(feature = "postgres", feature = "deadpool", feature = "sqlx"))]
+#[path = "postgres/classify.rs"]
+mod postgres_classify;
 #[cfg(feature = "sqlx")]
 mod sqlx;
 

@@ -8,7 +8,8 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture};
 /// trouble below a minimum, by default 10% of the file system's size.
 ///
 /// The figures come from the operating system (`statvfs` through the `fs4` crate), read on a
-/// blocking thread so that a slow file system (NFS) cannot stall the runtime.
+/// blocking thread so that a slow file system (NFS) cannot stall the runtime. Trouble is of
+/// kind `other`, with the figures or the reason they could not be read.
 ///
 /// ```
 /// use tower_health::HealthConfig;
@@ -90,7 +91,12 @@ impl Component for DiskSpace {
                     ));
                 }
                 Err(error) => {
-                    return Err(CheckError::new(CheckErrorKind::Other, error.to_string()));
+                    let kind = if error.is_panic() {
+                        CheckErrorKind::Panicked
+                    } else {
+                        CheckErrorKind::Other
+                    };
+                    return Err(CheckError::new(kind, error.to_string()));
                 }
             };
             let required = match minimum {

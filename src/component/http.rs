@@ -17,6 +17,11 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture};
 /// Redirects are not followed: a 3xx is trouble, named as such. The body is not read. The request is bounded
 /// by the component's timeout and the round's deadline, like every check.
 ///
+/// A failure is of kind `refused`, `dns` or `timeout` when the connection could not be
+/// opened (as for `Tcp`), `tls` when the handshake failed, `closed` when the server hung up
+/// before answering, and `other` for an answer that is not 2xx: the dependency was reached
+/// and said no (the status is in the message).
+///
 /// ```
 /// use tower_health::HealthConfig;
 /// use tower_health::component::{ComponentSpec, Http};
@@ -156,7 +161,7 @@ impl Component for Http {
                 Ok(stream) => stream,
                 Err(error) => {
                     return failed(
-                        CheckErrorKind::Connect,
+                        CheckErrorKind::from_io_chain(&error).unwrap_or(CheckErrorKind::Other),
                         format!("connecting to {}: {error}", this.authority),
                     );
                 }
@@ -194,7 +199,7 @@ impl Http {
         let (mut sender, connection) =
             match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
                 Ok(pair) => pair,
-                Err(error) => return failed(CheckErrorKind::Other, error.to_string()),
+                Err(error) => return failed(request_error_kind(&error), error.to_string()),
             };
         // Ends when the request is done and `sender` dropped, or with the check.
         tokio::spawn(async move {
@@ -212,8 +217,10 @@ impl Http {
             .expect("a GET with a valid path and host builds");
         let status = match sender.send_request(request).await {
             Ok(response) => response.status(),
-            Err(error) => return failed(CheckErrorKind::Other, error.to_string()),
+            Err(error) => return failed(request_error_kind(&error), error.to_string()),
         };
+        // A status other than 2xx is the dependency's own answer, not a failure to reach it:
+        // `other`, with the status in the message.
         if status.is_success() {
             Ok(())
         } else if status.is_redirection() {
@@ -224,6 +231,21 @@ impl Http {
         } else {
             failed(CheckErrorKind::Other, answered(status))
         }
+    }
+}
+
+/// The category of a request that got no answer over an open connection.
+fn request_error_kind(error: &hyper::Error) -> CheckErrorKind {
+    if error.is_timeout() {
+        CheckErrorKind::Timeout
+    } else if error.is_incomplete_message()
+        || error.is_closed()
+        || std::error::Error::source(error).is_some_and(|source| source.is::<std::io::Error>())
+    {
+        // The server hung up, or the connection broke, before the answer.
+        CheckErrorKind::Closed
+    } else {
+        CheckErrorKind::Other
     }
 }
 

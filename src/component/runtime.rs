@@ -12,9 +12,9 @@ use crate::config::{Zero, assert_in_range};
 ///
 /// A small task ticks every [`period`](Self::period) and records how late each tick fires;
 /// each check reports trouble when the worst lateness since the previous check exceeds the
-/// [`threshold`](Self::threshold), with the figures. Register it non-critical: `/health`
-/// then reads `degraded` (200) while the runtime is starved, and liveness, which must not
-/// restart a pod for being slow, stays 200 as always.
+/// [`threshold`](Self::threshold), with the figures (kind `other`). Register it
+/// non-critical: `/health` then reads `degraded` (200) while the runtime is starved, and
+/// liveness, which must not restart a pod for being slow, stays 200 as always.
 ///
 /// ```
 /// use tower_health::HealthConfig;

@@ -9,7 +9,10 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture};
 /// dependency reachable?
 ///
 /// The host is resolved on each check (a moved DNS name is followed). The connection is
-/// bounded by the component's timeout and the round's deadline, like every check.
+/// bounded by the component's timeout and the round's deadline, like every check. A failure
+/// is of kind `refused` (refused, reset, unreachable), `dns` (the name did not resolve),
+/// `timeout` (the operating system gave up connecting) or `other` (a target that is not a
+/// `host:port`, say).
 ///
 /// ```
 /// use tower_health::HealthConfig;
@@ -47,7 +50,7 @@ impl Component for Tcp {
                     Ok(())
                 }
                 Err(error) => Err(CheckError::new(
-                    CheckErrorKind::Connect,
+                    connect_error_kind(&error),
                     format!("connecting to {target}: {error}"),
                 )),
             }
@@ -56,5 +59,43 @@ impl Component for Tcp {
 
     fn target(&self) -> Option<String> {
         Some(crate::redact(&self.target))
+    }
+}
+
+/// The category of a failed connection attempt (name resolution included).
+fn connect_error_kind(error: &std::io::Error) -> CheckErrorKind {
+    CheckErrorKind::from_io_chain(error).unwrap_or(CheckErrorKind::Other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn kind_of(target: &str) -> CheckErrorKind {
+        Tcp::new(target).check().await.expect_err(target).kind()
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_is_refused_and_a_bad_target_other() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let closed = listener.local_addr().unwrap();
+        drop(listener);
+        assert_eq!(kind_of(&closed.to_string()).await, CheckErrorKind::Refused);
+        assert_eq!(kind_of("no port here").await, CheckErrorKind::Other);
+    }
+
+    #[test]
+    fn io_errors_are_sorted() {
+        use std::io::{Error, ErrorKind};
+        for (kind, expected) in [
+            (ErrorKind::ConnectionRefused, CheckErrorKind::Refused),
+            (ErrorKind::HostUnreachable, CheckErrorKind::Refused),
+            (ErrorKind::TimedOut, CheckErrorKind::Timeout),
+            (ErrorKind::InvalidInput, CheckErrorKind::Other),
+        ] {
+            assert_eq!(connect_error_kind(&Error::from(kind)), expected, "{kind:?}");
+        }
+        let dns = Error::other("failed to lookup address information: Name or service not known");
+        assert_eq!(connect_error_kind(&dns), CheckErrorKind::Dns);
     }
 }

@@ -66,6 +66,8 @@ impl Component for RoundLag {
         let interval = self.interval;
         Box::pin(async move {
             match since {
+                // The monitor's own finding, not a wait of this check: `other`, not `timeout`
+                // (which would read as the check timing out).
                 Some(since) if since > bound => Err(CheckError::new(
                     CheckErrorKind::Other,
                     format!(

@@ -175,7 +175,7 @@ impl CheckSlot {
                     ),
                 )),
                 Ok(Err(_)) => Err(CheckError::new(
-                    CheckErrorKind::Cancelled,
+                    CheckErrorKind::Other,
                     "the check was cancelled",
                 )),
                 Err(_) => {
@@ -183,7 +183,7 @@ impl CheckSlot {
                     // connection), so the next round starts afresh.
                     task.abort();
                     Err(CheckError::new(
-                        CheckErrorKind::TimedOut,
+                        CheckErrorKind::Timeout,
                         format!(
                             "the check was abandoned after {}; the next round starts a new one",
                             humantime::format_duration(inner.limit)
@@ -248,7 +248,7 @@ impl Claim {
                 DatabaseStatus::NotReady,
                 self.in_flight.started_at.elapsed(),
                 Some(CheckError::new(
-                    CheckErrorKind::Cancelled,
+                    CheckErrorKind::Other,
                     "the check ended without a result (runtime shutting down?)",
                 )),
                 None,

@@ -1,6 +1,10 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::check::error::chain;
+use crate::check::postgres_classify::{self, Phase};
+use crate::check::{CheckError, CheckErrorKind};
+
 /// The error of a [`PostgresCheckManager`](super::PostgresCheckManager) connection attempt.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -30,6 +34,34 @@ impl std::error::Error for PostgresConnectError {
     }
 }
 
+/// The error of a failed connection attempt through a bb8 manager: [`PostgresCheckManager`]'s
+/// own, or a manager of your own whose errors carry tokio-postgres's (`bb8-postgres`'s do).
+///
+/// [`PostgresCheckManager`]: super::PostgresCheckManager
+pub(super) fn connect_error(error: &(dyn std::error::Error + 'static)) -> CheckError {
+    CheckError::from_error(connect_kind(error), error)
+}
+
+fn connect_kind(error: &(dyn std::error::Error + 'static)) -> CheckErrorKind {
+    for link in chain(error) {
+        if let Some(error) = link.downcast_ref::<PostgresConnectError>() {
+            return match error {
+                PostgresConnectError::Postgres(error) => {
+                    postgres_classify::tokio_postgres(error, Phase::Connect)
+                }
+                PostgresConnectError::TimedOut(_) => CheckErrorKind::Timeout,
+            };
+        }
+        if let Some(error) = link.downcast_ref::<tokio_postgres::Error>() {
+            return postgres_classify::tokio_postgres(error, Phase::Connect);
+        }
+        if super::tls::is_tls_failure(link) {
+            return CheckErrorKind::Tls;
+        }
+    }
+    CheckErrorKind::from_io_chain(error).unwrap_or(CheckErrorKind::Other)
+}
+
 /// A PostgreSQL connection string that does not parse.
 #[derive(Debug, Clone)]
 pub struct InvalidPostgresDsn {
@@ -50,3 +82,47 @@ impl fmt::Display for InvalidPostgresDsn {
 }
 
 impl std::error::Error for InvalidPostgresDsn {}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn connect_errors_by_category() {
+        let timed_out = PostgresConnectError::TimedOut(Duration::from_secs(5));
+        assert_eq!(connect_error(&timed_out).kind(), CheckErrorKind::Timeout);
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let dsn = format!("host=127.0.0.1 port={port} user=postgres");
+        let Err(refused) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls).await else {
+            panic!("nothing listens there");
+        };
+        // bb8-postgres's manager fails with tokio-postgres's error itself.
+        let error = connect_error(&refused);
+        assert_eq!(error.kind(), CheckErrorKind::Refused, "{error}");
+        assert!(error.message().contains("refused"), "{error}");
+        let ours = PostgresConnectError::Postgres(refused);
+        assert_eq!(connect_error(&ours).kind(), CheckErrorKind::Refused);
+
+        // A manager of one's own: its I/O errors, or nothing known.
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        assert_eq!(connect_error(&reset).kind(), CheckErrorKind::Refused);
+        assert_eq!(connect_error(&fmt::Error).kind(), CheckErrorKind::Other);
+    }
+
+    #[cfg(feature = "rustls")]
+    #[test]
+    fn a_rustls_error_anywhere_in_the_chain_is_tls() {
+        // tokio-rustls hands rustls's error over inside an I/O error.
+        let untrusted = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        );
+        let error = connect_error(&untrusted);
+        assert_eq!(error.kind(), CheckErrorKind::Tls, "{error}");
+    }
+}

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bb8::{ManageConnection, Pool, PooledConnection, RunError};
 
 use super::PostgresConnection;
+use super::error::connect_error;
 use super::recycle::{ConnectionSource, Leased};
 use crate::check::{CheckError, CheckErrorKind};
 
@@ -17,6 +18,28 @@ pub(super) struct OwnPool<M: ManageConnection> {
     /// Connections the check opened itself and added to the pool: bb8 counts those in
     /// `connections` but not in `connections_created`.
     pub(super) added: Arc<AtomicU64>,
+}
+
+impl<M: ManageConnection> OwnPool<M> {
+    /// `Pool::get` gave up: every connection of the pool was in use (bb8 does not count the
+    /// ones it is still opening), or it could not open one in time.
+    fn timed_out(&self) -> CheckError {
+        let state = self.pool.state();
+        if state.connections >= self.pool.config().max_size && state.idle_connections == 0 {
+            CheckError::new(
+                CheckErrorKind::PoolSaturated,
+                format!(
+                    "the pool had no connection to give within its connection_timeout: all {} in use",
+                    state.connections
+                ),
+            )
+        } else {
+            CheckError::new(
+                CheckErrorKind::Timeout,
+                "the pool could not open a connection within its connection_timeout",
+            )
+        }
+    }
 }
 
 impl<M> ConnectionSource for OwnPool<M>
@@ -41,15 +64,12 @@ where
                     .pool
                     .dedicated_connection()
                     .await
-                    .map_err(|error| CheckError::connect(&error))?;
+                    .map_err(|error| connect_error(&error))?;
                 return Ok(Leased::Opened(opened));
             }
             let kept = self.pool.get_owned().await.map_err(|error| match error {
-                RunError::User(error) => CheckError::connect(&error),
-                RunError::TimedOut => CheckError::new(
-                    CheckErrorKind::PoolTimedOut,
-                    "the pool had no connection to give within its connection_timeout",
-                ),
+                RunError::User(error) => connect_error(&error),
+                RunError::TimedOut => self.timed_out(),
             })?;
             if !kept.is_closed() {
                 return Ok(Leased::Kept(kept));

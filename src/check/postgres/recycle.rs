@@ -13,7 +13,8 @@ use std::ops::Deref;
 use tokio_postgres::error::Severity;
 
 use super::PostgresConnection;
-use crate::check::{CheckError, CheckErrorKind};
+use crate::check::CheckError;
+use crate::check::postgres_classify::{self, Phase};
 
 /// A connection lent to one check.
 pub(super) enum Leased<K, C> {
@@ -111,12 +112,10 @@ pub(super) fn is_connection_gone(error: &tokio_postgres::Error) -> bool {
 }
 
 fn query_error(error: &tokio_postgres::Error) -> CheckError {
-    let kind = if error.as_db_error().is_some() && !is_connection_gone(error) {
-        CheckErrorKind::Query
-    } else {
-        CheckErrorKind::Closed
-    };
-    CheckError::from_error(kind, error)
+    CheckError::from_error(
+        postgres_classify::tokio_postgres(error, Phase::Query),
+        error,
+    )
 }
 
 /// Marks a connection broken if dropped before [`MarkBrokenOnDrop::disarm`].

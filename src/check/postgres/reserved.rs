@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bb8::{ManageConnection, Pool};
 
 use super::PostgresConnection;
+use super::error::connect_error;
 use super::recycle::{ConnectionSource, Leased};
 use crate::check::CheckError;
 
@@ -83,7 +84,7 @@ where
             .pool
             .dedicated_connection()
             .await
-            .map_err(|error| CheckError::connect(&error))?;
+            .map_err(|error| connect_error(&error))?;
         self.slot.opened.fetch_add(1, Ordering::Relaxed);
         Ok(Leased::Opened(opened))
     }

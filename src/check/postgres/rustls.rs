@@ -50,6 +50,12 @@ pub(crate) fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, Str
     Ok(MakeRustlsConnect::new(config))
 }
 
+/// Whether `error` is rustls's: a failed handshake (an untrusted certificate, a name it is
+/// not valid for, no protocol in common).
+pub(crate) fn is_rustls_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    error.is::<rustls::Error>()
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Verification {
     None,

@@ -102,6 +102,19 @@ pub(crate) fn connector(settings: &TlsSettings) -> Result<Connector, String> {
     Ok(tokio_postgres::NoTls)
 }
 
+/// Whether `error` (one error, not its chain) is a failed TLS handshake of the connector
+/// this crate builds: a rustls error.
+#[cfg(feature = "rustls")]
+pub(crate) fn is_tls_failure(error: &(dyn std::error::Error + 'static)) -> bool {
+    super::rustls::is_rustls_error(error)
+}
+
+/// Whether `error` is a failed TLS handshake: never, without a TLS connector.
+#[cfg(not(feature = "rustls"))]
+pub(crate) fn is_tls_failure(_error: &(dyn std::error::Error + 'static)) -> bool {
+    false
+}
+
 /// Splits `sslmode` and `sslrootcert` out of a connection string (URL or key-value form):
 /// the TLS settings, and the rest for tokio-postgres to parse. A string this cannot read is
 /// returned whole, for tokio-postgres to refuse with its own error.
