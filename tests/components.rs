@@ -66,6 +66,7 @@ async fn a_non_critical_component_degrades_health_and_leaves_readiness_alone() {
         body["components"]["cache"]["error"],
         "connection refused by cache:6379"
     );
+    assert_eq!(body["components"]["cache"]["error_kind"], "refused");
     assert_eq!(body["checks"]["database"], "healthy");
     // The database's target: host, port and database name, never a user or password.
     let target = body["details"]["database"]["target"].as_str().unwrap();

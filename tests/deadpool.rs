@@ -3,7 +3,7 @@
 mod support;
 
 use http::StatusCode;
-use support::{Client, LIMIT, eventually, fast, first_rounds, health_server, pg_url};
+use support::{Client, LIMIT, eventually, fast, first_rounds, health_server, pg_addr, pg_url};
 use tower_health::check::DeadpoolCheck;
 
 fn deadpool(url: &str) -> DeadpoolCheck {
@@ -49,6 +49,21 @@ async fn a_refused_database_is_not_ready() {
     assert_eq!(body["checks"]["database_default"], "not_ready", "{body}");
     assert_eq!(
         body["details"]["database_default"]["error_kind"], "refused",
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_role_is_auth() {
+    require_postgres!();
+    // Trust authentication still rejects a role that does not exist: FATAL 28000.
+    let url = format!("postgres://no_such_role@{}/postgres", pg_addr());
+    let (health, server) = health_server(fast().database("default", deadpool(&url)).unwrap()).await;
+    first_rounds(&health).await;
+    let body = Client::new().get(server.addr, "/health/ready").await.json();
+    assert_eq!(body["checks"]["database_default"], "not_ready", "{body}");
+    assert_eq!(
+        body["details"]["database_default"]["error_kind"], "auth",
         "{body}"
     );
 }

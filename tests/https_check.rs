@@ -121,3 +121,51 @@ fn root_certificates_are_for_https_and_must_be_readable() {
         .unwrap_err();
     assert!(error.to_string().contains("/nonexistent/ca.pem"), "{error}");
 }
+
+/// A plain HTTP server on 127.0.0.1 that answers every request with `answer` (the whole
+/// response, written as is) and closes; an empty `answer` closes without answering. Its port.
+async fn plain_server(answer: &'static [u8]) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0; 1024];
+            let _ = stream.read(&mut request).await;
+            let _ = stream.write_all(answer).await;
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn http_failures_by_category() {
+    let kind = |url: String| async move {
+        let http = Http::new(&url).unwrap();
+        check(&http).await.expect_err(&url).kind()
+    };
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    assert_eq!(
+        kind(format!("http://127.0.0.1:{closed_port}/")).await,
+        CheckErrorKind::Refused
+    );
+    // Reached, and it said no: the dependency's own answer.
+    let unavailable =
+        plain_server(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n").await;
+    assert_eq!(
+        kind(format!("http://127.0.0.1:{unavailable}/")).await,
+        CheckErrorKind::Other
+    );
+    let hangs_up = plain_server(b"").await;
+    assert_eq!(
+        kind(format!("http://127.0.0.1:{hangs_up}/")).await,
+        CheckErrorKind::Closed
+    );
+    // `.invalid` never resolves (RFC 6761); the resolver says so at once.
+    assert_eq!(
+        kind("http://no-such-host.invalid/".to_owned()).await,
+        CheckErrorKind::Dns
+    );
+}

@@ -135,6 +135,11 @@ async fn a_refused_port_fails_fast_with_a_redacted_error() {
     }
     let outcome = health.readiness().databases[0].clone();
     assert_eq!(outcome.error.unwrap().kind(), CheckErrorKind::Refused);
+    let details = client.get(server.addr, "/health/ready").await.json();
+    assert_eq!(
+        details["details"]["database_default"]["error_kind"], "refused",
+        "{details}"
+    );
 }
 
 #[tokio::test]
@@ -520,4 +525,72 @@ async fn a_panicking_check_is_an_error_not_a_dead_monitor() {
     assert_eq!(error.kind(), CheckErrorKind::Panicked);
     assert!(error.message().contains("boom"), "{error}");
     assert!(health.is_monitor_running());
+}
+
+/// What one check of `url` through a pool of its own fails with, bounded: every fault here is
+/// answered at once, or within the 300 ms connect timeout.
+async fn failure_of(url: &str) -> CheckError {
+    let manager = tower_health::check::PostgresCheckManager::new(url.parse().unwrap())
+        .connect_timeout(Duration::from_millis(300));
+    let pool = bb8::Pool::builder()
+        .max_size(1)
+        .test_on_check_out(false)
+        .build_unchecked(manager);
+    support::bounded(url, PostgresCheck::with_dedicated_pool(pool).check())
+        .await
+        .expect_err("the check fails")
+}
+
+#[tokio::test]
+async fn an_unknown_role_is_auth() {
+    require_postgres!();
+    // Trust authentication still rejects a role that does not exist: FATAL 28000.
+    let error = failure_of(&format!("postgres://no_such_role@{}/postgres", pg_addr())).await;
+    assert_eq!(error.kind(), CheckErrorKind::Auth, "{error}");
+    assert!(error.message().contains("no_such_role"), "{error}");
+}
+
+#[tokio::test]
+async fn a_database_that_does_not_exist_is_refused_not_a_query_error() {
+    require_postgres!();
+    // FATAL 3D000 at startup: a replica pointed at the wrong database name.
+    let error = failure_of(&format!("postgres://postgres@{}/no_such_db", pg_addr())).await;
+    assert_eq!(error.kind(), CheckErrorKind::Refused, "{error}");
+    assert!(error.message().contains("no_such_db"), "{error}");
+}
+
+#[tokio::test]
+async fn a_listener_that_never_answers_is_a_timeout_reported_timed_out() {
+    let stalled = StalledListener::start().await;
+    let error = failure_of(&stalled.url()).await;
+    assert_eq!(error.kind(), CheckErrorKind::Timeout, "{error}");
+    assert!(error.kind().is_timeout());
+
+    // Through the monitor, the check giving up inside the budget: `timed_out`, with its kind.
+    let manager = tower_health::check::PostgresCheckManager::new(stalled.url().parse().unwrap())
+        .connect_timeout(Duration::from_millis(200));
+    let pool = bb8::Pool::builder()
+        .max_size(1)
+        .test_on_check_out(false)
+        .build_unchecked(manager);
+    let config = fast()
+        .readiness_timeout(Duration::from_secs(2))
+        .database("default", PostgresCheck::with_dedicated_pool(pool))
+        .unwrap();
+    let (health, server) = health_server(config).await;
+    first_rounds(&health).await;
+    let body = Client::new().get(server.addr, "/health/ready").await.json();
+    assert_eq!(body["checks"]["database_default"], "timed_out", "{body}");
+    assert_eq!(
+        body["details"]["database_default"]["error_kind"], "timeout",
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_name_that_does_not_resolve_is_dns() {
+    // `.invalid` never resolves (RFC 6761), and the resolver says so at once; bounded all the
+    // same, so a machine whose resolver hangs fails here rather than waits.
+    let error = failure_of("postgres://postgres@no-such-host.invalid:5432/postgres").await;
+    assert_eq!(error.kind(), CheckErrorKind::Dns, "{error}");
 }

@@ -5,7 +5,9 @@ mod support;
 use std::time::Duration;
 
 use http::StatusCode;
-use support::{Client, LIMIT, eventually, fast, first_rounds, health_server, pg_url, refused_addr};
+use support::{
+    Client, LIMIT, eventually, fast, first_rounds, health_server, pg_addr, pg_url, refused_addr,
+};
 use tower_health::check::{CheckErrorKind, SqlxCheck};
 
 fn sqlx_check(url: &str) -> SqlxCheck {
@@ -54,4 +56,18 @@ async fn a_refused_database_is_not_ready_and_refused() {
     assert_eq!(error.kind(), CheckErrorKind::Refused, "{error}");
     assert!(error.message().contains("refused"), "{error}");
     assert!(!error.message().contains("hunter2"), "{error}");
+}
+
+#[tokio::test]
+async fn an_unknown_role_is_auth() {
+    require_postgres!();
+    // Trust authentication still rejects a role that does not exist: FATAL 28000.
+    let url = format!("postgres://no_such_role@{}/postgres", pg_addr());
+    let (health, _server) =
+        health_server(fast().database("default", sqlx_check(&url)).unwrap()).await;
+    first_rounds(&health).await;
+    let outcome = health.readiness().databases[0].clone();
+    let error = outcome.error.expect("an error");
+    assert_eq!(error.kind(), CheckErrorKind::Auth, "{error}");
+    assert!(error.message().contains("no_such_role"), "{error}");
 }
