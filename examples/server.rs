@@ -14,7 +14,7 @@
 //!   `postgres://postgres@127.0.0.1:5432/postgres`); set but empty, no database at all.
 //! - `DATABASE_URL_<NAME>`: further databases, named `<name>` lower-cased.
 //! - everything else through `HealthConfig::from_env` and `DrainConfig::from_env`
-//!   (`TOWER_HEALTH_*`, or the Python system's `BALDUR_*` names).
+//!   (`TOWER_HEALTH_*`, or Baldur's `BALDUR_*` names).
 //! - `RUST_LOG`: log filter (default `info`).
 
 mod common;

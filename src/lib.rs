@@ -6,8 +6,9 @@
 //! Load balancers and Kubernetes ask every instance two different questions: "are you alive?"
 //! (should I restart you?) and "are you ready?" (should I send you traffic?). This crate
 //! answers them, and four more, with the status code doing the talking. The layer's paths are
-//! under a configurable prefix (`/health`); the admin server (feature `admin`) has the Python
-//! system's:
+//! under a configurable prefix (`/health`); the admin server (feature `admin`) has those of
+//! Baldur's admin server (the Python framework whose Health Check feature this crate
+//! implements for Rust; its paths, body keys and `BALDUR_*` variables carry over):
 //!
 #![doc = include_str!("docs/endpoints.md")]
 //!
@@ -81,6 +82,7 @@
 //! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
 //! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`); `https://` for `component::Http` | No |
+//! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
 //! | `full` | every feature | No |
 
 #![forbid(unsafe_code)]
@@ -90,6 +92,7 @@
 #[macro_use]
 mod macros;
 
+pub mod access;
 #[cfg(feature = "admin")]
 #[cfg_attr(docsrs, doc(cfg(feature = "admin")))]
 pub mod admin;
@@ -101,6 +104,9 @@ pub mod drain;
 mod future;
 pub mod health;
 pub mod io;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod monitor;
 pub mod ping;
 mod probe;
@@ -115,7 +121,7 @@ pub mod verdict;
 pub mod view;
 
 pub use self::body::ResponseBody;
-pub use self::config::{FailDirection, HealthConfig, NoCache};
+pub use self::config::{Details, FailDirection, HealthConfig, NoCache};
 pub use self::drain::{DrainConfig, DrainHandle, DrainLayer, DrainPolicy};
 pub use self::health::HealthLayer;
 pub use self::monitor::{HealthHandle, HealthMonitor, MonitorSource};

@@ -97,7 +97,7 @@ impl Probe {
         }
     }
 
-    /// The admin server's path, as the Python system's admin server has them.
+    /// The admin server's path, as Baldur's admin server has them.
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) const fn admin_path(self) -> &'static str {
         match self {
@@ -123,6 +123,15 @@ impl Probe {
     /// Whether a drain turns this probe's answer into 503 (liveness, startup and ping stay
     /// 200, so that the orchestrator does not restart a pod that is merely draining).
     pub(crate) const fn drains(self) -> bool {
+        match self {
+            Self::Health | Self::Ready | Self::Pool => true,
+            Self::Live | Self::Startup | Self::Ping => false,
+        }
+    }
+
+    /// Whether this probe's body carries details (error text, targets, figures, timings)
+    /// that [`Details`](crate::Details) may hide: only those look at a caller's key.
+    pub(crate) const fn has_details(self) -> bool {
         match self {
             Self::Health | Self::Ready | Self::Pool => true,
             Self::Live | Self::Startup | Self::Ping => false,

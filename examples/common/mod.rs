@@ -4,6 +4,7 @@
 use std::env;
 use std::error::Error;
 use std::future::Future;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use tower_health::HealthConfig;
@@ -12,11 +13,13 @@ use tracing_subscriber::EnvFilter;
 
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
-/// Logs to stderr, filtered by `RUST_LOG` (default `info`).
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`); colours only on a terminal, so
+/// that piped or collected logs carry no escape codes.
 pub(crate) fn init_tracing() {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 

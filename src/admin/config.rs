@@ -2,10 +2,10 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use crate::config::{ConfigError, Env, Zero, assert_in_range};
+use crate::access::AccessKeys;
+use crate::config::{ConfigError, Details, Env, NoCache, Zero, assert_in_range};
 
-/// The shortest key accepted: 16 characters. Generate one with `openssl rand -hex 32`.
-pub const MIN_KEY_LEN: usize = 16;
+pub use crate::access::MIN_KEY_LEN;
 
 /// A setting and where it came from: the environment variable, or the builder method.
 #[derive(Clone)]
@@ -26,6 +26,7 @@ pub(crate) struct Sourced<T> {
 /// | `TOWER_HEALTH_ADMIN_PORT` | `BALDUR_ADMIN_PORT` | port; `0` picks a free one | `9090` |
 /// | `TOWER_HEALTH_ADMIN_KEY` | `BALDUR_ADMIN_KEY` | operator key (at least 16 characters) | none |
 /// | `TOWER_HEALTH_ADMIN_READONLY_KEY` | `BALDUR_ADMIN_READONLY_KEY` | read-only (viewer) key | none |
+/// | `TOWER_HEALTH_ADMIN_DETAILS` | | who sees details on this port: `always`, `authorized`, `never` | `TOWER_HEALTH_DETAILS` |
 /// | `TOWER_HEALTH_ADMIN_ALLOWED_HOSTS` | | extra `Host`/`Origin` names, comma-separated | none |
 /// | `TOWER_HEALTH_ADMIN_HEADER_TIMEOUT` | | time a client gets to send a request head, idle keep-alive included | `10s` |
 /// | `TOWER_HEALTH_ADMIN_WRITE_TIMEOUT` | | time an answer may wait on a client that does not read it | `10s` |
@@ -35,8 +36,11 @@ pub(crate) struct Sourced<T> {
 pub struct AdminConfig {
     pub(crate) bind: Sourced<IpAddr>,
     pub(crate) port: u16,
-    pub(crate) operator_key: Option<Sourced<String>>,
-    pub(crate) readonly_key: Option<Sourced<String>>,
+    pub(crate) keys: AccessKeys,
+    /// `None`: the monitor's [`HealthConfig::details`](crate::HealthConfig::details).
+    pub(crate) details: Option<Details>,
+    /// `None`: the monitor's [`HealthConfig::nocache`](crate::HealthConfig::nocache).
+    pub(crate) nocache: Option<NoCache>,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) header_timeout: Duration,
     pub(crate) write_timeout: Duration,
@@ -58,8 +62,9 @@ impl AdminConfig {
                 source: "AdminConfig::bind",
             },
             port: 9090,
-            operator_key: None,
-            readonly_key: None,
+            keys: AccessKeys::new(),
+            details: None,
+            nocache: None,
             allowed_hosts: Vec::new(),
             header_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(10),
@@ -94,10 +99,9 @@ impl AdminConfig {
     ///
     /// Defaults to none: everything is open, and only a loopback bind is allowed.
     pub fn operator_key(mut self, key: impl Into<String>) -> Self {
-        self.operator_key = Some(Sourced {
-            value: key.into(),
-            source: "AdminConfig::operator_key",
-        });
+        self.keys = self
+            .keys
+            .operator_from(key.into(), "AdminConfig::operator_key");
         self
     }
 
@@ -106,10 +110,28 @@ impl AdminConfig {
     ///
     /// Defaults to none.
     pub fn readonly_key(mut self, key: impl Into<String>) -> Self {
-        self.readonly_key = Some(Sourced {
-            value: key.into(),
-            source: "AdminConfig::readonly_key",
-        });
+        self.keys = self
+            .keys
+            .readonly_from(key.into(), "AdminConfig::readonly_key");
+        self
+    }
+
+    /// Who sees details (error text, targets, pool figures, timings) in this server's
+    /// readiness and pool bodies; `/health` already needs the viewer role once keys are set.
+    /// [`Details::Authorized`] means holders of this server's keys.
+    ///
+    /// Defaults to the monitor's [`HealthConfig::details`](crate::HealthConfig::details).
+    pub fn details(mut self, details: Details) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// Who may bypass the cache with `?nocache=true` on this server; with keys configured,
+    /// a bypass needs the viewer role whatever the policy.
+    ///
+    /// Defaults to the monitor's [`HealthConfig::nocache`](crate::HealthConfig::nocache).
+    pub fn nocache(mut self, policy: NoCache) -> Self {
+        self.nocache = Some(policy);
         self
     }
 
@@ -202,25 +224,12 @@ impl AdminConfig {
         )? {
             config.port = port;
         }
-        for (names, slot) in [
-            (
-                ["TOWER_HEALTH_ADMIN_KEY", "BALDUR_ADMIN_KEY"],
-                &mut config.operator_key,
-            ),
-            (
-                [
-                    "TOWER_HEALTH_ADMIN_READONLY_KEY",
-                    "BALDUR_ADMIN_READONLY_KEY",
-                ],
-                &mut config.readonly_key,
-            ),
-        ] {
-            if let Some((name, value)) = env.first(&names) {
-                *slot = Some(Sourced {
-                    value: value.to_owned(),
-                    source: name,
-                });
-            }
+        config.keys = AccessKeys::from_env_snapshot(env)?;
+        if let Some(details) = env.parse(
+            &["TOWER_HEALTH_ADMIN_DETAILS"],
+            "expected always, authorized or never",
+        )? {
+            config.details = Some(details);
         }
         if let Some((_, hosts)) = env.first(&["TOWER_HEALTH_ADMIN_ALLOWED_HOSTS"]) {
             config.allowed_hosts = hosts
@@ -260,42 +269,8 @@ impl AdminConfig {
     ///
     /// The first problem found, naming the variable (or builder method) at fault.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        for key in [&self.operator_key, &self.readonly_key]
-            .into_iter()
-            .flatten()
-        {
-            if key.value.trim().is_empty() {
-                return Err(secret_error(key.source, "the key is empty"));
-            }
-            if key.value.chars().count() < MIN_KEY_LEN {
-                return Err(secret_error(
-                    key.source,
-                    "the key is shorter than 16 characters; generate one with `openssl rand -hex 32`",
-                ));
-            }
-            if !key.value.bytes().all(|byte| byte.is_ascii_graphic()) {
-                return Err(secret_error(
-                    key.source,
-                    "the key must be printable ASCII without spaces (it travels in an HTTP header)",
-                ));
-            }
-        }
-        match (&self.operator_key, &self.readonly_key) {
-            (None, Some(readonly)) => {
-                return Err(secret_error(
-                    readonly.source,
-                    "a read-only key needs an operator key beside it",
-                ));
-            }
-            (Some(operator), Some(readonly)) if operator.value == readonly.value => {
-                return Err(secret_error(
-                    readonly.source,
-                    "the read-only key must differ from the operator key",
-                ));
-            }
-            _ => {}
-        }
-        if !self.bind.value.is_loopback() && self.operator_key.is_none() {
+        self.keys.validate()?;
+        if !self.bind.value.is_loopback() && !self.keys.is_enabled() {
             return Err(ConfigError::new(
                 self.bind.source,
                 &self.bind.value.to_string(),
@@ -306,28 +281,31 @@ impl AdminConfig {
     }
 }
 
-fn secret_error(source: &str, reason: &str) -> ConfigError {
-    ConfigError::new(source, "<hidden>", reason)
-}
-
 impl fmt::Debug for AdminConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Keys are secrets: say whether they are set, never what they are.
+        // Destructured: a new field does not compile until it is shown or skipped on purpose.
+        // The keys' own `Debug` says whether they are set, never what they are.
+        let Self {
+            bind,
+            port,
+            keys,
+            details,
+            nocache,
+            allowed_hosts,
+            header_timeout,
+            write_timeout,
+            max_connections,
+        } = self;
         f.debug_struct("AdminConfig")
-            .field("bind", &self.bind.value)
-            .field("port", &self.port)
-            .field(
-                "operator_key",
-                &self.operator_key.as_ref().map(|_| "<hidden>"),
-            )
-            .field(
-                "readonly_key",
-                &self.readonly_key.as_ref().map(|_| "<hidden>"),
-            )
-            .field("allowed_hosts", &self.allowed_hosts)
-            .field("header_timeout", &self.header_timeout)
-            .field("write_timeout", &self.write_timeout)
-            .field("max_connections", &self.max_connections)
+            .field("bind", &bind.value)
+            .field("port", port)
+            .field("keys", keys)
+            .field("details", details)
+            .field("nocache", nocache)
+            .field("allowed_hosts", allowed_hosts)
+            .field("header_timeout", header_timeout)
+            .field("write_timeout", write_timeout)
+            .field("max_connections", max_connections)
             .finish()
     }
 }
@@ -354,8 +332,17 @@ mod tests {
         .unwrap();
         assert_eq!(config.bind.value, IpAddr::from([0, 0, 0, 0]));
         assert_eq!(config.port, 0);
-        assert_eq!(config.operator_key.unwrap().value, OPERATOR);
-        assert_eq!(config.readonly_key.unwrap().value, VIEWER);
+        assert!(config.keys.is_enabled());
+        let digests = config.keys.digests();
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::AUTHORIZATION,
+            format!("Bearer {VIEWER}").parse().unwrap(),
+        );
+        assert!(
+            digests.grants_viewer(&headers),
+            "the read-only key was read"
+        );
         assert_eq!(config.allowed_hosts, ["admin.internal", "other"]);
         assert_eq!(config.header_timeout, Duration::from_secs(2));
         assert_eq!(config.write_timeout, Duration::from_secs(3));

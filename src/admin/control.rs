@@ -4,7 +4,7 @@
 use http::header::{self, HeaderValue};
 use http::{Method, Request, StatusCode};
 
-use super::auth::{Denied, Keys, Role};
+use crate::access::{Denied, KeyDigests, Role};
 use crate::monitor::HealthHandle;
 use crate::probe::BodyMode;
 use crate::probe_response::ProbeResponse;
@@ -47,7 +47,7 @@ impl Control {
     pub(crate) fn respond<B>(
         self,
         request: &Request<B>,
-        keys: &Keys,
+        keys: &KeyDigests,
         health: &HealthHandle,
     ) -> ProbeResponse {
         if request.method() != Method::POST {

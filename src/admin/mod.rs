@@ -79,7 +79,6 @@
 //! `?nocache=true` is allowed unless [`NoCache`](crate::NoCache) says otherwise (`authorized`
 //! means `off` on the application's port).
 
-mod auth;
 mod config;
 mod control;
 mod host;

@@ -17,7 +17,6 @@ use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle, JoinSet};
 
 use super::AdminConfig;
-use super::auth::Keys;
 use super::host::HostPolicy;
 use super::service::AdminState;
 use crate::config::ConfigError;
@@ -121,7 +120,7 @@ impl AdminServer {
         let local_addr = listener
             .local_addr()
             .map_err(|source| AdminError::Bind { addr, source })?;
-        let keys = Keys::new(&config);
+        let keys = config.keys.digests();
         let hosts = addr
             .ip()
             .is_loopback()
@@ -134,9 +133,14 @@ impl AdminServer {
                 "the admin server is bound off loopback and speaks plain HTTP: its keys travel in clear unless a TLS proxy fronts it"
             );
         }
+        let monitor_config = self.health.config();
+        let details = config.details.unwrap_or(monitor_config.details);
+        let nocache = config.nocache.unwrap_or(monitor_config.nocache);
         let state = Arc::new(AdminState {
             health: self.health,
             keys,
+            details,
+            nocache,
             hosts,
         });
         let (stop, stopped) = watch::channel(false);

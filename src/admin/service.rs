@@ -3,23 +3,28 @@
 
 use http::{Request, Response};
 
-use super::auth::{Denied, Keys, Role};
 use super::control::Control;
 use super::host::HostPolicy;
 use super::strict;
+use crate::access::{Denied, KeyDigests, Role};
 use crate::body::ProbeBody;
-use crate::config::NoCache;
+use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Freshness, Probe};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{
     ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_NOT_FOUND, METHOD_NOT_ALLOWED,
 };
+use crate::verdict::Audience;
 
 /// What every connection of one admin server shares.
 pub(crate) struct AdminState {
     pub(crate) health: HealthHandle,
-    pub(crate) keys: Keys,
+    pub(crate) keys: KeyDigests,
+    /// Who sees details: this server's setting, else the monitor's.
+    pub(crate) details: Details,
+    /// Who may bypass the cache: this server's setting, else the monitor's.
+    pub(crate) nocache: NoCache,
     /// The `Host`/`Origin` allowlist; only on loopback binds.
     pub(crate) hosts: Option<HostPolicy>,
 }
@@ -47,16 +52,21 @@ impl AdminState {
             return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
         };
         let wants_nocache = probe.takes_nocache() && probe::wants_nocache(request.uri().query());
-        let role = if self.keys.enabled() && (probe == Probe::Health || wants_nocache) {
+        let role = if self.keys.enabled() && (probe.needs_viewer() || wants_nocache) {
             match self.keys.role(headers) {
                 Ok(role) => role,
                 Err(denied) => return ProbeResponse::ready(unauthorized(denied)),
             }
+        } else if self.keys.enabled() && probe.has_details() && self.details == Details::Authorized
+        {
+            // Details are a bonus here, not a gate: no key, or a wrong one, gets the short
+            // form rather than a 401.
+            self.keys.role(headers).unwrap_or(Role::Anonymous)
         } else {
             Role::Anonymous
         };
         let bypass = wants_nocache
-            && match self.health.nocache_policy() {
+            && match self.nocache {
                 NoCache::Allowed => !self.keys.enabled() || role >= Role::Viewer,
                 NoCache::Authorized => role >= Role::Viewer,
                 NoCache::Off => false,
@@ -66,7 +76,12 @@ impl AdminState {
         } else {
             Freshness::Published
         };
-        self.health.probe_response(probe, mode, freshness)
+        let audience = match self.details {
+            Details::Always => Audience::Full,
+            Details::Authorized if role >= Role::Viewer => Audience::Full,
+            Details::Authorized | Details::Never => Audience::Minimal,
+        };
+        self.health.probe_response(probe, mode, freshness, audience)
     }
 }
 

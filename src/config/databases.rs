@@ -8,7 +8,7 @@ use crate::check::DatabaseCheck;
 /// The name of the database the pool endpoint and the health status follow.
 pub const DEFAULT_DATABASE: &str = "default";
 
-/// The variables naming the default database: ours, then the Python system's.
+/// The variables naming the default database: ours, then Baldur's.
 const DEFAULT_DATABASE_VARIABLES: [&str; 2] = ["TOWER_HEALTH_DATABASE_URL", "BALDUR_SQL_DSN"];
 
 /// The prefix of the variables naming further databases (`<prefix><NAME>`).
@@ -83,7 +83,7 @@ fn connect(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, Co
     Ok(Arc::new(check))
 }
 
-/// Refuses rather than silently running with no database: the Python system's worst failure
+/// Refuses rather than silently running with no database: Baldur's worst failure
 /// was a missing driver turning "database configured" into "ready forever".
 #[cfg(not(feature = "postgres"))]
 fn connect(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, ConfigError> {

@@ -46,6 +46,7 @@ pub(crate) const HEALTH: Reader = Reader {
         "TOWER_HEALTH_CRITICAL",
         "TOWER_HEALTH_CHECK_LIMIT",
         "TOWER_HEALTH_DATABASE_URL",
+        "TOWER_HEALTH_DETAILS",
         "TOWER_HEALTH_HEALTH_INTERVAL",
         "TOWER_HEALTH_KUBERNETES_ALIASES",
         "TOWER_HEALTH_NOCACHE",
@@ -80,29 +81,39 @@ pub(crate) const DRAIN: Reader = Reader {
     prefixes: &[],
 };
 
+/// [`AccessKeys`](crate::access::AccessKeys): read by `HealthConfig` and `AdminConfig` alike.
+pub(crate) const KEYS: Reader = Reader {
+    what: "AccessKeys",
+    feature: None,
+    names: &[
+        "BALDUR_ADMIN_KEY",
+        "BALDUR_ADMIN_READONLY_KEY",
+        "TOWER_HEALTH_ADMIN_KEY",
+        "TOWER_HEALTH_ADMIN_READONLY_KEY",
+    ],
+    prefixes: &[],
+};
+
 /// `AdminConfig`, compiled only with the `admin` feature.
 pub(crate) const ADMIN: Reader = Reader {
     what: "the admin server",
     feature: Some(("admin", cfg!(feature = "admin"))),
     names: &[
         "BALDUR_ADMIN_BIND",
-        "BALDUR_ADMIN_KEY",
         "BALDUR_ADMIN_PORT",
-        "BALDUR_ADMIN_READONLY_KEY",
         "TOWER_HEALTH_ADMIN_ALLOWED_HOSTS",
         "TOWER_HEALTH_ADMIN_BIND",
+        "TOWER_HEALTH_ADMIN_DETAILS",
         "TOWER_HEALTH_ADMIN_HEADER_TIMEOUT",
-        "TOWER_HEALTH_ADMIN_KEY",
         "TOWER_HEALTH_ADMIN_MAX_CONNECTIONS",
         "TOWER_HEALTH_ADMIN_PORT",
-        "TOWER_HEALTH_ADMIN_READONLY_KEY",
         "TOWER_HEALTH_ADMIN_WRITE_TIMEOUT",
     ],
     prefixes: &[],
 };
 
 /// Every settings type of the crate, compiled into this build or not.
-pub(crate) const READERS: [&Reader; 3] = [&HEALTH, &DRAIN, &ADMIN];
+pub(crate) const READERS: [&Reader; 4] = [&HEALTH, &DRAIN, &KEYS, &ADMIN];
 
 #[cfg(test)]
 mod tests {
@@ -112,12 +123,15 @@ mod tests {
     use crate::config::Env;
 
     /// What a parser asks an empty environment for: everything it could read, since no
-    /// setting is set and none is an error.
-    fn asked_by(reader: &Reader, parse: impl FnOnce(&Env)) {
+    /// setting is set and none is an error. `also` are the readers it calls.
+    fn asked_by(reader: &Reader, also: &[&Reader], parse: impl FnOnce(&Env)) {
         let env = Env::default();
         parse(&env);
         let asked = env.take_asked();
-        let listed: BTreeSet<_> = reader.names.iter().copied().collect();
+        let listed: BTreeSet<_> = std::iter::once(reader)
+            .chain(also.iter().copied())
+            .flat_map(|reader| reader.names.iter().copied())
+            .collect();
         assert_eq!(asked.names, listed, "{}: names", reader.what);
         let listed: BTreeSet<_> = reader.prefixes.iter().copied().collect();
         assert_eq!(asked.prefixes, listed, "{}: prefixes", reader.what);
@@ -125,14 +139,17 @@ mod tests {
 
     #[test]
     fn each_list_is_what_its_parser_reads() {
-        asked_by(&HEALTH, |env| {
+        asked_by(&HEALTH, &[&KEYS], |env| {
             let _config = crate::HealthConfig::from_env_snapshot(env).unwrap();
         });
-        asked_by(&DRAIN, |env| {
+        asked_by(&KEYS, &[], |env| {
+            let _keys = crate::access::AccessKeys::from_env_snapshot(env).unwrap();
+        });
+        asked_by(&DRAIN, &[], |env| {
             let _config = crate::DrainConfig::from_env_snapshot(env).unwrap();
         });
         #[cfg(feature = "admin")]
-        asked_by(&ADMIN, |env| {
+        asked_by(&ADMIN, &[&KEYS], |env| {
             let _config = crate::admin::AdminConfig::from_env_snapshot(env).unwrap();
         });
     }
@@ -151,6 +168,7 @@ mod tests {
     fn only_the_admin_server_sits_behind_a_feature() {
         assert_eq!(HEALTH.missing_feature(), None);
         assert_eq!(DRAIN.missing_feature(), None);
+        assert_eq!(KEYS.missing_feature(), None);
         let expected = if cfg!(feature = "admin") {
             None
         } else {

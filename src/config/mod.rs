@@ -6,7 +6,7 @@
 //!
 //! # Environment variables
 //!
-//! Where a second name is given, it is the name the Python system this crate replaces reads;
+//! Where a second name is given, it is the name Baldur reads;
 //! it is used when the first is not set, so existing manifests carry over. Empty values count
 //! as unset.
 //!
@@ -24,6 +24,7 @@
 //! | `TOWER_HEALTH_CHECK_LIMIT` | | how long a timed-out check may keep running before it is abandoned | `10s` |
 //! | `TOWER_HEALTH_STARTUP_WAITS_FOR_MARK` | | `/health/startup` also waits for `HealthHandle::mark_started()` | `false` |
 //! | `TOWER_HEALTH_KUBERNETES_ALIASES` | | also answer `/livez` and `/readyz` | `false` |
+//! | `TOWER_HEALTH_DETAILS` | | who sees error text, targets, pool figures and timings: `always`, `authorized` (admin key holders) or `never` | `always` |
 //! | `TOWER_HEALTH_TCP_<NAME>` | | `host:port` of a non-critical TCP component `<name>` (lower-cased; feature `tcp`) | none |
 //! | `TOWER_HEALTH_HTTP_<NAME>` | | `http://` URL of a non-critical HTTP component `<name>` (lower-cased; feature `http-check`): `GET`, 2xx expected, redirects not followed | none |
 //! | `TOWER_HEALTH_CRITICAL` | | components that are critical (comma-separated names) | none |
@@ -47,8 +48,12 @@ mod components;
 mod databases;
 mod env;
 mod health;
+mod health_env;
 mod known;
 mod limits;
+mod reader_defaults;
+mod registry;
+mod timing;
 mod unknown;
 mod values;
 
@@ -59,5 +64,6 @@ pub(crate) use self::env::Env;
 pub use self::health::HealthConfig;
 pub use self::limits::{MAX_DURATION, MIN_DURATION};
 pub(crate) use self::limits::{Zero, assert_in_range};
+pub(crate) use self::reader_defaults::validate_prefix;
 pub(crate) use self::unknown::warn_unread_variables_once;
-pub use self::values::{FailDirection, NoCache, UnknownValue};
+pub use self::values::{Details, FailDirection, NoCache, UnknownValue};

@@ -13,7 +13,7 @@ use std::sync::Once;
 use super::Env;
 use super::known::READERS;
 
-/// Our names; `BALDUR_*` names are the Python system's, which sets many we have no use for.
+/// Our names; `BALDUR_*` names are Baldur's, which sets many we have no use for.
 const OWN_PREFIX: &str = "TOWER_HEALTH_";
 
 /// A set variable that no setting of this build reads.
@@ -98,7 +98,7 @@ fn closest_name(name: &str) -> Option<String> {
             best = Some((distance, suggestion));
         }
     };
-    // The Python system's names are never suggested.
+    // Baldur's names are never suggested.
     let own = |names: &'static [&'static str]| {
         names
             .iter()
@@ -208,7 +208,7 @@ mod tests {
             ("TOWER_HEALTH_DATABASE_URL_REPLICA", "postgres://db/app"),
             ("TOWER_HEALTH_DRAIN_DELAY", "5s"),
             ("BALDUR_SQL_DSN", "postgres://db/app"),
-            // The Python system's other names, and empty values (unset), are no concern.
+            // Baldur's other names, and empty values (unset), are no concern.
             ("BALDUR_SOMETHING_ELSE", "1"),
             ("TOWER_HEALTH_UNSET", " "),
         ];

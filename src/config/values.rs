@@ -1,4 +1,5 @@
-//! The settings that are a choice between names: fail direction and the `?nocache` policy.
+//! The settings that are a choice between names: fail direction, the `?nocache` policy and
+//! who sees details.
 
 use std::fmt;
 use std::str::FromStr;
@@ -60,6 +61,48 @@ impl FromStr for NoCache {
             "authorized" => Ok(Self::Authorized),
             "off" => Ok(Self::Off),
             _ => Err(UnknownValue::new("allowed, authorized or off")),
+        }
+    }
+}
+
+/// Who sees more than statuses, error categories and configured names in probe bodies: the
+/// redacted error text (drivers name hosts, users and databases), targets, pool figures and
+/// timings. Set per reader ([`HealthLayer::details`](crate::HealthLayer::details),
+/// `AdminConfig::details`); the monitor's [`HealthConfig::details`](crate::HealthConfig::details)
+/// is their default.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Details {
+    /// Everyone (the default, as Baldur's health check shows the pool's error message).
+    #[default]
+    Always,
+    /// Holders of an admin key (`Authorization: Bearer <key>`, viewer or operator); everyone
+    /// else gets the short form. Without keys configured, nobody.
+    Authorized,
+    /// Nobody: for endpoints reachable from the internet.
+    Never,
+}
+
+impl Details {
+    /// The name used in configuration: `"always"`, `"authorized"` or `"never"`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "always",
+            Self::Authorized => "authorized",
+            Self::Never => "never",
+        }
+    }
+}
+
+impl FromStr for Details {
+    type Err = UnknownValue;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value.to_ascii_lowercase().as_str() {
+            "always" => Ok(Self::Always),
+            "authorized" => Ok(Self::Authorized),
+            "never" => Ok(Self::Never),
+            _ => Err(UnknownValue::new("always, authorized or never")),
         }
     }
 }

@@ -1,17 +1,26 @@
+use std::sync::Arc;
+
 use tower_layer::Layer;
 
 use super::Health;
+use super::reader::Reader;
+use crate::access::AccessKeys;
+use crate::config::{Details, NoCache, validate_prefix};
 use crate::drain::{DrainConfig, DrainHandle, DrainLayer};
 use crate::monitor::{HealthHandle, MonitorSource};
 
 /// Layer that answers the probe paths from a monitor's published verdicts and passes every
 /// other request to the inner service untouched.
 ///
+/// Its settings (paths, `?nocache` policy, who sees details) are its own: they default to the
+/// monitor's [`HealthConfig`](crate::HealthConfig), and two layers of one monitor (an
+/// internet-facing port and an internal one, say) can differ.
+///
 /// See the [module docs](super) for an example.
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct HealthLayer {
-    handle: HealthHandle,
+    reader: Arc<Reader>,
 }
 
 impl HealthLayer {
@@ -33,15 +42,75 @@ impl HealthLayer {
     /// `tower::buffer::Buffer::new` does).
     pub fn new(source: impl MonitorSource) -> Self {
         Self {
-            handle: source.into_handle(),
+            reader: Arc::new(Reader::new(source.into_handle())),
         }
     }
 
-    /// The handle on the monitor this layer answers from: its verdicts, subscriptions,
-    /// [`mark_started`](HealthHandle::mark_started), and a reader to give the admin server.
+    /// A handle on the monitor this layer answers from: its verdicts, its
+    /// [`view`](HealthHandle::view), [`mark_started`](HealthHandle::mark_started), and a
+    /// reader to give the admin server. Yours to move (into a warm-up task, say).
     #[must_use]
-    pub fn handle(&self) -> &HealthHandle {
-        &self.handle
+    pub fn handle(&self) -> HealthHandle {
+        self.reader.handle.clone()
+    }
+
+    /// The prefix of the probe paths (`<prefix>`, `<prefix>/live`, ...).
+    ///
+    /// Defaults to the monitor's [`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix)
+    /// (`/health`).
+    ///
+    /// # Panics
+    ///
+    /// When `prefix` does not start with `/`, is only `/`, or has a `?` or `#`.
+    pub fn path_prefix(mut self, prefix: &str) -> Self {
+        let prefix = validate_prefix(prefix).unwrap_or_else(|reason| panic!("{reason}"));
+        let aliases = self.reader.kubernetes_aliases;
+        Arc::make_mut(&mut self.reader).set_paths(prefix, aliases);
+        self
+    }
+
+    /// Whether this layer also answers `/livez` (liveness) and `/readyz` (readiness), at the
+    /// root whatever the prefix.
+    ///
+    /// Defaults to the monitor's
+    /// [`HealthConfig::kubernetes_aliases`](crate::HealthConfig::kubernetes_aliases) (`false`).
+    pub fn kubernetes_aliases(mut self, aliases: bool) -> Self {
+        let prefix = self.reader.prefix.clone();
+        Arc::make_mut(&mut self.reader).set_paths(prefix, aliases);
+        self
+    }
+
+    /// Who may bypass the cache with `?nocache=true` on health and pool:
+    /// [`NoCache::Authorized`] means holders of an admin key (see
+    /// [`access_keys`](Self::access_keys)).
+    ///
+    /// Defaults to the monitor's [`HealthConfig::nocache`](crate::HealthConfig::nocache)
+    /// ([`NoCache::Allowed`]).
+    pub fn nocache(mut self, policy: NoCache) -> Self {
+        Arc::make_mut(&mut self.reader).nocache = policy;
+        self
+    }
+
+    /// Who sees details (the redacted error text, targets, pool figures, timings) in this
+    /// layer's bodies. Statuses, error categories and configured names are shown at every
+    /// level. [`Details::Never`] is for a port reachable from the internet.
+    ///
+    /// Defaults to the monitor's [`HealthConfig::details`](crate::HealthConfig::details)
+    /// ([`Details::Always`]).
+    pub fn details(mut self, details: Details) -> Self {
+        Arc::make_mut(&mut self.reader).details = details;
+        self
+    }
+
+    /// The keys whose holders see details under [`Details::Authorized`] and may bypass under
+    /// [`NoCache::Authorized`].
+    ///
+    /// Defaults to the monitor's
+    /// [`HealthConfig::access_keys`](crate::HealthConfig::access_keys) (from
+    /// `TOWER_HEALTH_ADMIN_KEY` and `TOWER_HEALTH_ADMIN_READONLY_KEY` with `from_env`).
+    pub fn access_keys(mut self, keys: &AccessKeys) -> Self {
+        Arc::make_mut(&mut self.reader).set_keys(keys);
+        self
     }
 
     /// Answers readiness, health and pool with 503 `draining` (and `Retry-After`) once
@@ -54,7 +123,7 @@ impl HealthLayer {
     ///
     /// When the monitor already follows a different drain.
     pub fn drain(self, drain: impl AsRef<DrainHandle>) -> Self {
-        self.handle.follow_drain(drain.as_ref());
+        self.reader.handle.follow_drain(drain.as_ref());
         self
     }
 
@@ -67,7 +136,7 @@ impl HealthLayer {
     /// [`DrainHandle::new`].
     pub fn drain_pair(&self, config: DrainConfig) -> (DrainLayer, DrainHandle) {
         let (layer, drain) = DrainLayer::pair(config);
-        self.handle.follow_drain(&drain);
+        self.reader.handle.follow_drain(&drain);
         (layer, drain)
     }
 }
@@ -76,6 +145,6 @@ impl<S> Layer<S> for HealthLayer {
     type Service = Health<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Health::new(inner, self.handle.clone())
+        Health::with_reader(inner, self.reader.clone())
     }
 }

@@ -52,6 +52,7 @@
 //! `tower::buffer::Buffer`, which is cloneable and keeps its backpressure.
 
 mod layer;
+mod reader;
 mod service;
 
 pub use self::layer::HealthLayer;

@@ -1,17 +1,19 @@
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::{Request, Response};
 use tower_service::Service;
 
+use super::reader::Reader;
 use super::{HealthLayer, ResponseFuture};
 use crate::body::ResponseBody;
-use crate::config::NoCache;
 use crate::drain::DrainHandle;
 use crate::monitor::{HealthHandle, MonitorSource};
 use crate::probe::{self, BodyMode, Freshness};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{METHOD_NOT_ALLOWED, OVERLOADED};
+use crate::verdict::Audience;
 
 /// Middleware that answers the probe paths from published verdicts and passes every other
 /// request to the inner service untouched.
@@ -24,13 +26,18 @@ use crate::rendered::fixed::{METHOD_NOT_ALLOWED, OVERLOADED};
 pub struct Health<S> {
     inner: S,
     // One reference count per request: hyper-util and axum clone the service for each one.
-    handle: HealthHandle,
+    reader: Arc<Reader>,
 }
 
 impl<S> Health<S> {
-    /// Wraps `inner`, answering the probes with `handle`'s verdicts.
+    /// Wraps `inner`, answering the probes with `handle`'s verdicts and the settings of its
+    /// configuration.
     pub fn new(inner: S, handle: HealthHandle) -> Self {
-        Self { inner, handle }
+        Self::with_reader(inner, Arc::new(Reader::new(handle)))
+    }
+
+    pub(crate) fn with_reader(inner: S, reader: Arc<Reader>) -> Self {
+        Self { inner, reader }
     }
 
     /// Returns a new [`Layer`](tower_layer::Layer) that wraps services with a [`Health`]
@@ -58,11 +65,16 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let handle = &self.handle;
-        let Some(probe) = handle.probe_paths().classify(request.uri().path()) else {
+        let reader = &*self.reader;
+        let Some(probe) = reader.paths.classify(request.uri().path()) else {
             // Queued work counts in the drain it will reach: `drained()` must not report a
             // clean drain while a request waits here to run.
-            return call_inner(&mut self.inner, request, WhenBusy::Wait, handle.drain());
+            return call_inner(
+                &mut self.inner,
+                request,
+                WhenBusy::Wait,
+                reader.handle.drain(),
+            );
         };
         let Some(mode) = BodyMode::of(request.method()) else {
             return ResponseFuture::probe(ProbeResponse::fixed(
@@ -70,16 +82,25 @@ where
                 BodyMode::Full,
             ));
         };
-        // The layers have no notion of a caller, so `authorized` is `off` here.
+        let headers = request.headers();
         let freshness = if probe.takes_nocache()
-            && handle.nocache_policy() == NoCache::Allowed
             && probe::wants_nocache(request.uri().query())
+            && reader.bypasses(headers)
         {
             Freshness::Bypass
         } else {
             Freshness::Published
         };
-        ResponseFuture::probe(handle.probe_response(probe, mode, freshness))
+        let audience = if probe.has_details() {
+            reader.audience(headers)
+        } else {
+            Audience::Minimal
+        };
+        ResponseFuture::probe(
+            reader
+                .handle
+                .probe_response(probe, mode, freshness, audience),
+        )
     }
 }
 
@@ -221,5 +242,68 @@ mod tests {
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(inner.polls.load(Ordering::SeqCst), 2, "asked once, in call");
         assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn details_follow_the_layers_own_setting_and_the_callers_key() {
+        use crate::access::AccessKeys;
+        use crate::config::Details;
+        use crate::test_helpers::FakeCheck;
+
+        let config = HealthConfig::new()
+            .database("default", FakeCheck::Refused)
+            .unwrap();
+        let layer = HealthLayer::new(config);
+        let mut watch = layer.handle().watch();
+        while !watch.changed().await.unwrap().started {}
+        let keys = AccessKeys::new().operator("operator-key-0123456789");
+        let public = layer.clone().details(Details::Never);
+        let authorized = layer
+            .clone()
+            .details(Details::Authorized)
+            .access_keys(&keys);
+        let body = |layer: &HealthLayer, key: Option<&'static str>| {
+            let mut service = layer.layer(ReadyOnSecondPoll::default());
+            let mut request = get("/health/ready");
+            if let Some(key) = key {
+                request
+                    .headers_mut()
+                    .insert(http::header::AUTHORIZATION, key.parse().unwrap());
+            }
+            async move {
+                let response = service.call(request).await.unwrap();
+                assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+                let body = http_body_util::BodyExt::collect(response.into_body())
+                    .await
+                    .unwrap()
+                    .to_bytes();
+                String::from_utf8(body.to_vec()).unwrap()
+            }
+        };
+        let refused = "Connection refused";
+        assert!(
+            body(&layer, None).await.contains(refused),
+            "the default: always"
+        );
+        assert!(!body(&public, None).await.contains(refused));
+        assert!(
+            !body(&public, Some("Bearer operator-key-0123456789"))
+                .await
+                .contains(refused),
+            "never is never"
+        );
+        assert!(!body(&authorized, None).await.contains(refused));
+        assert!(
+            !body(&authorized, Some("Bearer wrong-key-0123456789"))
+                .await
+                .contains(refused)
+        );
+        let shown = body(&authorized, Some("Bearer operator-key-0123456789")).await;
+        assert!(shown.contains(refused), "{shown}");
+        // One monitor behind all of them.
+        assert_eq!(
+            layer.handle().stats().readiness_rounds,
+            public.handle().stats().readiness_rounds
+        );
     }
 }

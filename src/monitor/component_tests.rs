@@ -11,6 +11,7 @@ use crate::component::{ComponentSpec, ComponentStatus, UnknownComponents};
 use crate::config::HealthConfig;
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
+use crate::verdict::Audience;
 
 /// One default database that answers, and a long deadline: a loaded machine never turns an
 /// instant answer into `timed_out`.
@@ -48,7 +49,7 @@ async fn a_non_critical_component_in_trouble_is_degraded_and_readiness_is_untouc
         get(&handle, Probe::Health).await,
         (
             StatusCode::OK,
-            r#"{"checks":{"database":"healthy"},"components":{"cache":{"check":"ok","consecutive_failures":0,"consecutive_successes":1,"critical":false,"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"gates_readiness":false,"reason":"the last check succeeded","since":"T","status":"healthy"}},"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":null,"self_healing":true,"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[],"checks":{"database":"healthy"},"components":{"cache":{"check":"ok","consecutive_failures":0,"consecutive_successes":1,"critical":false,"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"gates_readiness":false,"reason":"the last check succeeded","since":"T","status":"healthy"}},"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":null,"self_healing":true,"started":true,"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
 }
@@ -62,7 +63,7 @@ async fn a_critical_component_in_trouble_is_unhealthy() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"database":"healthy"},"components":{"queue":{"check":"failed","consecutive_failures":1,"consecutive_successes":0,"critical":true,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","gates_readiness":false,"reason":"1 failed check in a row, failures_before_trouble is 1","since":"T","status":"unhealthy"}},"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":"critical component queue is unhealthy","self_healing":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"component","name":"queue","text":"critical component queue is unhealthy"}],"checks":{"database":"healthy"},"components":{"queue":{"check":"failed","consecutive_failures":1,"consecutive_successes":0,"critical":true,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"refused","gates_readiness":false,"reason":"1 failed check in a row, failures_before_trouble is 1","since":"T","status":"unhealthy"}},"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":"critical component queue is unhealthy","self_healing":true,"started":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     // Readiness is not its business unless it gates readiness.
@@ -88,7 +89,7 @@ async fn a_component_that_gates_readiness_takes_the_pod_out_of_rotation() {
         get(&handle, Probe::Ready).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"component_upstream":"not_ready","database_default":"ready"},"details":{"component_upstream":{"check":"failed","consecutive_failures":1,"consecutive_successes":0,"critical":false,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","gates_readiness":true,"reason":"1 failed check in a row, failures_before_trouble is 1","since":"T","status":"degraded"},"database_default":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"status":"ready"}},"status":"not_ready","timestamp":"T"}"#.to_owned()
+            r#"{"checks":{"component_upstream":"not_ready","database_default":"ready"},"details":{"component_upstream":{"check":"failed","consecutive_failures":1,"consecutive_successes":0,"critical":false,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"refused","gates_readiness":true,"reason":"1 failed check in a row, failures_before_trouble is 1","since":"T","status":"degraded"},"database_default":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"status":"ready"}},"status":"not_ready","timestamp":"T"}"#.to_owned()
         )
     );
     upstream.set(FakeCheck::Ready);
@@ -108,16 +109,27 @@ async fn hysteresis_and_unknown_before_the_first_result() {
             .successes_before_recovery(2),
     );
     handle.state.readiness_round().await;
-    // Before any health round, a bypass shows the component as it stands: unknown.
+    assert_eq!(
+        handle.health().components.len(),
+        0,
+        "no health round yet: nothing published"
+    );
+    // A bypass checks the component too, and its check counts: one failure, below the
+    // threshold, still unknown (never silently healthy).
     let (status, _, body) = read(
         handle
-            .probe_response(Probe::Health, BodyMode::Full, Freshness::Bypass)
+            .probe_response(
+                Probe::Health,
+                BodyMode::Full,
+                Freshness::Bypass,
+                Audience::Full,
+            )
             .await,
     )
     .await;
     assert_eq!(status, StatusCode::OK);
     assert!(
-        normalize(&body).contains(r#""components":{"cache":{"check":null,"consecutive_failures":0,"consecutive_successes":0,"critical":false,"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"gates_readiness":false,"reason":"no check has finished yet","since":"T","status":"unknown"}}"#),
+        normalize(&body).contains(r#""reason":"1 failed check in a row, below failures_before_trouble (2)","since":"T","status":"unknown""#),
         "{body}"
     );
     let status_after_round = || async {
@@ -125,15 +137,6 @@ async fn hysteresis_and_unknown_before_the_first_result() {
         let health = handle.health();
         (health.status, health.components[0].status)
     };
-    // One failure: below the threshold, still unknown (never silently healthy).
-    assert_eq!(
-        status_after_round().await,
-        (Status::Healthy, ComponentStatus::Unknown)
-    );
-    assert_eq!(
-        &*handle.health().components[0].reason,
-        "1 failed check in a row, below failures_before_trouble (2)"
-    );
     assert_eq!(
         status_after_round().await,
         (Status::Degraded, ComponentStatus::Degraded)
@@ -172,7 +175,7 @@ async fn unknown_can_count_as_trouble() {
     assert_eq!(health.components[0].status, ComponentStatus::Unknown);
     assert_eq!(health.status, Status::Degraded);
     assert_eq!(
-        health.reason.as_deref(),
+        health.reason().as_deref(),
         Some("non-critical component cache is unknown")
     );
 }
@@ -312,7 +315,7 @@ async fn a_tcp_component_reports_reachability_and_its_target() {
         r#""closed":{{"check":"failed","consecutive_failures":1,"consecutive_successes":0,"critical":false,"detail":null,"elapsed_ms":0,"error":"connecting to {closed}: "#
     );
     let closed_tail = format!(
-        r#"","error_kind":"connect","gates_readiness":false,"reason":"1 failed check in a row, failures_before_trouble is 1","since":"T","status":"degraded","target":"{closed}"}}"#
+        r#"","error_kind":"refused","gates_readiness":false,"reason":"1 failed check in a row, failures_before_trouble is 1","since":"T","status":"degraded","target":"{closed}"}}"#
     );
     assert!(body.contains(&closed_head), "{body}");
     assert!(body.contains(&closed_tail), "{body}");
@@ -497,5 +500,40 @@ async fn disk_space_below_the_minimum_is_trouble() {
     assert_eq!(
         health.components[0].target.as_deref(),
         Some(dir.display().to_string().as_str())
+    );
+}
+
+#[tokio::test]
+async fn a_bypass_rechecks_components_so_a_fix_shows_at_once() {
+    let cache = FakeComponent::new(FakeCheck::Refused);
+    // A cadence the test never reaches: only a forced check looks again.
+    let handle = with_component(
+        ComponentSpec::new("cache", cache.clone()).cadence(std::time::Duration::from_secs(3600)),
+    );
+    rounds(&handle).await;
+    assert_eq!(handle.health().status, Status::Degraded);
+    cache.set(FakeCheck::Ready);
+    handle.state.health_round().await;
+    assert_eq!(
+        handle.health().status,
+        Status::Degraded,
+        "the cadence keeps the last result"
+    );
+    let (status, _, body) = read(
+        handle
+            .probe_response(
+                Probe::Health,
+                BodyMode::Full,
+                Freshness::Bypass,
+                Audience::Full,
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains(r#""status":"healthy""#), "{body}");
+    assert_eq!(
+        handle.health().components[0].status,
+        ComponentStatus::Healthy
     );
 }

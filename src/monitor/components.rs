@@ -1,8 +1,8 @@
 //! The registered components: their slots, their hysteresis, and their transitions.
 //!
-//! Only the health round records results (a `?nocache=true` computation reports the
-//! components as the last round left them), so each round's result counts once toward the
-//! hysteresis, whatever else runs.
+//! The health round and a `?nocache=true` computation both check the components and record
+//! the results (a forced check counts toward the hysteresis like any other), and each
+//! finished check counts once, however many rounds joined it.
 
 use std::borrow::Cow;
 use std::sync::{Mutex, PoisonError};
@@ -11,7 +11,14 @@ use std::time::{Duration, Instant, SystemTime};
 use super::slot::{CheckSlot, Claim};
 use super::spawner::Spawner;
 use crate::component::{ComponentSpec, ComponentStatus};
-use crate::verdict::{ComponentReport, DatabaseOutcome};
+use crate::verdict::{ComponentReport, DatabaseOutcome, DatabaseStatus};
+
+/// Whether a round checks every component now, cadence or not (`?nocache=true`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Forced {
+    No,
+    Yes,
+}
 
 /// One registered component.
 #[derive(Debug)]
@@ -34,6 +41,9 @@ struct Tracked {
     last: Option<DatabaseOutcome>,
     /// When the last check this component was asked for was claimed, for its cadence.
     last_claimed: Option<Instant>,
+    /// When the last finished check that was recorded started: a round that joined the same
+    /// check (the health round and a bypass, say) does not count it again.
+    last_recorded: Option<Instant>,
 }
 
 /// A component's part in one round: a claim on its check, or its last result reused.
@@ -56,6 +66,7 @@ impl TrackedComponent {
                 successes: 0,
                 last: None,
                 last_claimed: None,
+                last_recorded: None,
             }),
         }
     }
@@ -68,12 +79,20 @@ impl TrackedComponent {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Claims a check when one is due (every round without a cadence), or reuses the last
-    /// result. Synchronous, like [`CheckSlot::claim`].
-    pub(crate) fn claim(&self, round_started: Instant, spawner: &Spawner) -> ComponentClaim<'_> {
+    /// Claims a check when one is due (every round without a cadence; always when
+    /// `forced`, for `?nocache=true`), or reuses the last result. Synchronous, like
+    /// [`CheckSlot::claim`].
+    pub(crate) fn claim(
+        &self,
+        round_started: Instant,
+        spawner: &Spawner,
+        forced: Forced,
+    ) -> ComponentClaim<'_> {
         let mut state = self.lock();
-        let due = match (self.spec.cadence, state.last_claimed) {
-            (Some(cadence), Some(last)) => round_started.saturating_duration_since(last) >= cadence,
+        let due = match (forced, self.spec.cadence, state.last_claimed) {
+            (Forced::No, Some(cadence), Some(last)) => {
+                round_started.saturating_duration_since(last) >= cadence
+            }
             _ => true,
         };
         let claim = due.then(|| {
@@ -138,9 +157,17 @@ impl TrackedComponent {
         }
     }
 
-    /// Records one round's result and logs the transition it makes, if any.
-    fn record(&self, outcome: DatabaseOutcome) -> ComponentReport {
+    /// Records one round's result and logs the transition it makes, if any. A finished
+    /// check (started at `finished_check`) already recorded by another round is not counted
+    /// again.
+    fn record(&self, outcome: DatabaseOutcome, finished_check: Option<Instant>) -> ComponentReport {
         let mut state = self.lock();
+        if finished_check.is_some() && finished_check == state.last_recorded {
+            return self.report_of(&state);
+        }
+        if finished_check.is_some() {
+            state.last_recorded = finished_check;
+        }
         let ok = outcome.is_ready();
         if ok {
             state.successes = state.successes.saturating_add(1);
@@ -194,8 +221,13 @@ impl ComponentClaim<'_> {
             Some(timeout) => deadline.min(round_started + timeout),
             None => deadline,
         };
+        let check_started = claim.check_started_at();
         let outcome = claim.outcome(deadline).await;
-        self.component.record(outcome)
+        // Cut short by this round's deadline, the check is still running: each round that
+        // waits for it in vain counts, as before. A result counts once.
+        let cut_short = outcome.status == DatabaseStatus::TimedOut && outcome.error.is_none();
+        let finished_check = (!cut_short).then_some(check_started);
+        self.component.record(outcome, finished_check)
     }
 }
 

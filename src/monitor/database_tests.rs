@@ -32,14 +32,14 @@ async fn an_optional_database_refused_is_degraded_and_ready() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::OK,
-            r#"{"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"},"database_replica":{"critical":false,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","status":"not_ready"}},"reason":"optional database replica is not_ready","self_healing":true,"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"database","name":"replica","text":"optional database replica is not_ready (refused)"}],"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"},"database_replica":{"critical":false,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"refused","status":"not_ready"}},"reason":"optional database replica is not_ready (refused)","self_healing":true,"started":true,"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     assert_eq!(
         get(&handle, Probe::Ready).await,
         (
             StatusCode::OK,
-            r#"{"checks":{"database_default":"ready","database_replica":"not_ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"status":"ready"},"database_replica":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","status":"not_ready"}},"status":"ready","timestamp":"T"}"#.to_owned()
+            r#"{"checks":{"database_default":"ready","database_replica":"not_ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"status":"ready"},"database_replica":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"refused","status":"not_ready"}},"status":"ready","timestamp":"T"}"#.to_owned()
         )
     );
 }
@@ -76,7 +76,7 @@ async fn an_optional_default_database_degrades_instead_of_unhealthy() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body.contains(r#""status":"degraded""#), "{body}");
     assert!(
-        body.contains(r#""reason":"optional database default is not_ready""#),
+        body.contains(r#""reason":"optional database default is not_ready (refused)""#),
         "{body}"
     );
     assert_eq!(get(&handle, Probe::Ready).await.0, StatusCode::OK);

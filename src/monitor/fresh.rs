@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::watch;
 
+use super::components::Forced;
 use super::published::Published;
 use super::state::MonitorState;
 use crate::verdict::{HealthVerdict, PoolVerdict};
@@ -97,17 +98,16 @@ impl MonitorState {
         let done = FreshDone(Arc::clone(self));
         // Spawned, so that a client that goes away does not cancel what others wait for.
         self.spawner.spawn(async move {
-            let round = monitor.round(monitor.slots()).await;
+            // Components too, cadence or not: after a fix, `?nocache=true` shows it at once.
+            let round = monitor.full_round(Forced::Yes).await;
             monitor
                 .counters
                 .fresh_rounds
                 .fetch_add(1, Ordering::Relaxed);
             let (default, others) = monitor.split_default(round.outcomes);
             let pool = monitor.publish_pool(default.clone(), round.finished_at);
-            // Components report where the last health round left them: only health rounds
-            // count toward their hysteresis.
-            let components = monitor.component_reports();
-            let health = monitor.publish_health(default, others, components, round.finished_at);
+            let health =
+                monitor.publish_health(default, others, round.components, round.finished_at);
             let fresh = Fresh { health, pool };
             done.finish(fresh.clone());
             let _ = sender.send(Some(fresh));

@@ -8,12 +8,12 @@ use tokio::sync::watch;
 use super::published::{Published, Variant};
 use super::state::MonitorState;
 use crate::body::ProbeBody;
-use crate::config::NoCache;
+use crate::config::HealthConfig;
 use crate::drain::DrainHandle;
-use crate::probe::{BodyMode, Freshness, Probe, ProbePaths};
+use crate::probe::{BodyMode, Freshness, Probe};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{LIVE, PING};
-use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{Audience, HealthVerdict, PoolVerdict, ReadinessVerdict};
 use crate::view::{Judged, View, ViewWatch, decide};
 
 /// A handle on the verdicts a [`HealthMonitor`](super::HealthMonitor) publishes.
@@ -148,7 +148,7 @@ impl HealthHandle {
     pub fn mark_started(&self) {
         if self.state.startup.mark() {
             tracing::info!("the application declared itself started");
-            self.state.notify_view();
+            self.state.lifecycle_changed(self.state.held());
         }
     }
 
@@ -186,14 +186,9 @@ impl HealthHandle {
         self.state.drain.get()
     }
 
-    /// Who may bypass the cache with `?nocache=true`.
-    pub(crate) fn nocache_policy(&self) -> NoCache {
-        self.state.config.nocache
-    }
-
-    /// The layer's probe paths.
-    pub(crate) fn probe_paths(&self) -> &ProbePaths {
-        &self.state.paths
+    /// The monitor's configuration: the defaults of its readers' own settings.
+    pub(crate) fn config(&self) -> &HealthConfig {
+        &self.state.config
     }
 
     /// The response to `probe`. Everything but a cache bypass is a pointer load and a
@@ -203,6 +198,7 @@ impl HealthHandle {
         probe: Probe,
         mode: BodyMode,
         freshness: Freshness,
+        audience: Audience,
     ) -> ProbeResponse {
         let state = &self.state;
         let drain = state.drain.get();
@@ -210,40 +206,67 @@ impl HealthHandle {
             Probe::Live => LIVE.response(mode),
             Probe::Ping => PING.response(mode),
             Probe::Startup => state.startup.rendered().response(mode),
-            Probe::Ready => respond(probe, &state.readiness.load(), drain, freshness, mode),
+            Probe::Ready => respond(
+                probe,
+                &state.readiness.load(),
+                drain,
+                freshness,
+                audience,
+                mode,
+            ),
             Probe::Health | Probe::Pool
                 if freshness == Freshness::Bypass
                     && !drain.is_some_and(DrainHandle::is_draining) =>
             {
-                return self.fresh_response(probe, mode);
+                return self.fresh_response(probe, mode, audience);
             }
-            Probe::Health => respond(probe, &state.health.load(), drain, freshness, mode),
-            Probe::Pool => respond(probe, &state.pool.load(), drain, freshness, mode),
+            Probe::Health => respond(
+                probe,
+                &state.health.load(),
+                drain,
+                freshness,
+                audience,
+                mode,
+            ),
+            Probe::Pool => respond(probe, &state.pool.load(), drain, freshness, audience, mode),
         };
         ProbeResponse::ready(response)
     }
 
     /// A fresh computation's response, for `?nocache=true` on health or pool.
-    fn fresh_response(&self, probe: Probe, mode: BodyMode) -> ProbeResponse {
+    fn fresh_response(&self, probe: Probe, mode: BodyMode, audience: Audience) -> ProbeResponse {
         let state = Arc::clone(&self.state);
         // The computation starts when the future is first polled, in the server's runtime.
         ProbeResponse::Fresh(Box::pin(async move {
             let drain = state.drain.get();
             match (state.fresh().fresh().await, probe) {
                 (Some(fresh), Probe::Pool) => {
-                    respond(probe, &fresh.pool, drain, Freshness::Bypass, mode)
+                    respond(probe, &fresh.pool, drain, Freshness::Bypass, audience, mode)
                 }
-                (Some(fresh), _) => respond(probe, &fresh.health, drain, Freshness::Bypass, mode),
+                (Some(fresh), _) => respond(
+                    probe,
+                    &fresh.health,
+                    drain,
+                    Freshness::Bypass,
+                    audience,
+                    mode,
+                ),
                 // The computation could not finish (runtime shutdown): serve what is
                 // published, unmarked.
-                (None, Probe::Pool) => {
-                    respond(probe, &state.pool.load(), drain, Freshness::Published, mode)
-                }
+                (None, Probe::Pool) => respond(
+                    probe,
+                    &state.pool.load(),
+                    drain,
+                    Freshness::Published,
+                    audience,
+                    mode,
+                ),
                 (None, _) => respond(
                     probe,
                     &state.health.load(),
                     drain,
                     Freshness::Published,
+                    audience,
                     mode,
                 ),
             }
@@ -271,6 +294,7 @@ fn respond<V: Judged>(
     published: &Published<V>,
     drain: Option<&DrainHandle>,
     freshness: Freshness,
+    audience: Audience,
     mode: BodyMode,
 ) -> Response<ProbeBody> {
     let now = Instant::now();
@@ -281,7 +305,7 @@ fn respond<V: Judged>(
         freshness,
         drain.map(DrainHandle::retry_after),
     );
-    published.response(variant, mode, now)
+    published.response(variant, audience, mode, now)
 }
 
 impl fmt::Debug for HealthHandle {

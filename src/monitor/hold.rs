@@ -29,6 +29,7 @@ impl MonitorState {
             self.publish_readiness(verdict, Some(current.computed_at));
         }
         drop(hold);
+        self.lifecycle_changed(reason.clone());
         match reason {
             Some(reason) => tracing::warn!(%reason, "readiness held by the operator"),
             None => tracing::info!("readiness hold released"),

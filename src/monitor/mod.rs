@@ -56,12 +56,16 @@ mod component_tests;
 mod components;
 #[cfg(test)]
 mod database_tests;
+#[cfg(test)]
+mod details_tests;
 mod fresh;
 mod handle;
 mod hold;
 #[cfg(test)]
 mod hold_tests;
 mod lag;
+#[cfg(all(test, feature = "metrics"))]
+mod metrics_tests;
 pub(crate) mod published;
 mod rounds;
 mod runner;

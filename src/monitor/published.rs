@@ -11,6 +11,7 @@ use http::header::{self, HeaderValue};
 use crate::body::ProbeBody;
 use crate::probe::{BodyMode, Freshness};
 use crate::rendered::RenderedVerdict;
+use crate::verdict::Audience;
 use crate::view::Condition;
 
 #[derive(Debug)]
@@ -110,18 +111,20 @@ impl<V> Published<V> {
         now.saturating_duration_since(self.computed_at)
     }
 
-    /// The response to one request, in the variant decided for it.
+    /// The response to one request, in the variant decided for it, for `audience`.
     pub(crate) fn response(
         &self,
         variant: Variant<'_>,
+        audience: Audience,
         mode: BodyMode,
         now: Instant,
     ) -> Response<ProbeBody> {
+        let variants = self.rendered.for_audience(audience);
         let (rendered, retry_after) = match variant {
-            Variant::Draining(retry_after) => (&self.rendered.draining, Some(retry_after)),
-            Variant::Stale => (&self.rendered.stale, None),
-            Variant::Bypassed => (&self.rendered.bypassed, None),
-            Variant::Published => (&self.rendered.published, None),
+            Variant::Draining(retry_after) => (&variants.draining, Some(retry_after)),
+            Variant::Stale => (&variants.stale, None),
+            Variant::Bypassed => (&variants.bypassed, None),
+            Variant::Published => (&variants.published, None),
         };
         let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
         let age_ms = if rendered.has_age() {

@@ -2,12 +2,12 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use super::components::TrackedComponent;
+use super::components::{Forced, TrackedComponent};
 use super::published::{Published, publish_newer};
 use super::slot::CheckSlot;
-use super::state::{MonitorState, Round};
+use super::state::{FullRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{
@@ -28,6 +28,7 @@ impl MonitorState {
         for claim in claims {
             outcomes.push(claim.outcome(deadline).await);
         }
+        warn_on_overrun("readiness", started, deadline);
         Round {
             outcomes,
             finished_at: SystemTime::now(),
@@ -43,10 +44,15 @@ impl MonitorState {
     }
 
     pub(crate) async fn readiness_round(&self) {
+        let started = Instant::now();
         let round = self.round(&self.slots).await;
         self.counters
             .readiness_rounds
             .fetch_add(1, Ordering::Relaxed);
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.counters
+            .readiness_round_nanos
+            .store(took, Ordering::Relaxed);
         let default = self
             .default_index
             .map(|index| round.outcomes[index].clone());
@@ -64,12 +70,13 @@ impl MonitorState {
         drop(hold);
         self.round_clock.round_finished();
         if self.startup.first_round_completed() {
-            self.notify_view();
+            self.lifecycle_changed(self.held());
         }
     }
 
-    /// The default database and every component due, in parallel under the one deadline.
-    pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
+    /// Every database and every component due (all of them when `forced`), in parallel
+    /// under the one deadline: what the health round and `?nocache=true` check.
+    pub(crate) async fn full_round(&self, forced: Forced) -> FullRound {
         let started = Instant::now();
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
@@ -82,7 +89,7 @@ impl MonitorState {
         let claims: Vec<_> = self
             .components
             .iter()
-            .map(|component| component.claim(started, &self.spawner))
+            .map(|component| component.claim(started, &self.spawner, forced))
             .collect();
         let mut outcomes = Vec::with_capacity(databases.len());
         for claim in databases {
@@ -92,9 +99,25 @@ impl MonitorState {
         for claim in claims {
             components.push(claim.report(started, deadline).await);
         }
+        warn_on_overrun("health", started, deadline);
+        FullRound {
+            outcomes,
+            components,
+            finished_at: SystemTime::now(),
+        }
+    }
+
+    /// The default database and every component due, in parallel under the one deadline.
+    pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
+        let started = Instant::now();
+        let round = self.full_round(Forced::No).await;
         self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
-        let (default, others) = self.split_default(outcomes);
-        self.publish_health(default, others, components, SystemTime::now())
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.counters
+            .health_round_nanos
+            .store(took, Ordering::Relaxed);
+        let (default, others) = self.split_default(round.outcomes);
+        self.publish_health(default, others, round.components, round.finished_at)
     }
 
     /// The pools that are saturated now (read right after a round's checks), by database.
@@ -118,19 +141,6 @@ impl MonitorState {
     ) -> (Option<DatabaseOutcome>, Vec<DatabaseOutcome>) {
         let default = self.default_index.map(|index| outcomes.remove(index));
         (default, outcomes)
-    }
-
-    /// Every database's slot.
-    pub(crate) fn slots(&self) -> &[CheckSlot] {
-        &self.slots
-    }
-
-    /// Where every component stands now, as the last health round left it.
-    pub(crate) fn component_reports(&self) -> Vec<ComponentReport> {
-        self.components
-            .iter()
-            .map(TrackedComponent::report)
-            .collect()
     }
 
     /// The components that gate readiness, as the last health round left them.
@@ -176,16 +186,45 @@ impl MonitorState {
             self.config.unknown_components,
             self.is_monitor_running(),
             finished_at,
-        );
+        )
+        .with_lifecycle(self.held(), self.startup.is_started());
+        self.publish_health_verdict(verdict, None)
+    }
+
+    /// Renders and publishes a health verdict (computed at `computed_at`, or now), tells
+    /// subscribers, and logs a transition.
+    fn publish_health_verdict(
+        &self,
+        verdict: HealthVerdict,
+        computed_at: Option<Instant>,
+    ) -> Arc<Published<HealthVerdict>> {
         let stale_after = self.stale_after(self.config.health_interval);
         let rendered = render_health(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
+        let published = Arc::new(Published::computed_at(
+            verdict,
+            rendered,
+            Some(stale_after),
+            computed_at.unwrap_or_else(Instant::now),
+        ));
         if let Some(previous) = publish_newer(&self.health, &published, &self.monitor_running) {
-            log_health_transition(&previous.verdict, &published.verdict);
+            log_health_transition(&self.counters, &previous.verdict, &published.verdict);
             self.updates.send_replace(published.verdict.clone());
             self.notify_view();
         }
         published
+    }
+
+    /// The hold or the start changed: `/health` shows both, so its verdict is republished
+    /// with them (keeping its round's age), and watchers are told.
+    pub(crate) fn lifecycle_changed(&self, held: Option<Arc<str>>) {
+        let current = self.health.load_full();
+        if !current.is_placeholder() {
+            let verdict = current
+                .verdict
+                .with_lifecycle(held, self.startup.is_started());
+            self.publish_health_verdict(verdict, Some(current.computed_at));
+        }
+        self.notify_view();
     }
 
     /// Renders and publishes a readiness verdict (computed at `computed_at`, or now), tells
@@ -206,8 +245,29 @@ impl MonitorState {
         if let Some(previous) = publish_newer(&self.readiness, &published, &self.monitor_running) {
             self.readiness_updates
                 .send_replace(published.verdict.clone());
-            log_readiness_transition(&previous.verdict, &published.verdict);
+            log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);
             self.notify_view();
         }
+    }
+}
+
+/// How late past its deadline a round may finish before it is worth a warning: scheduling
+/// jitter is not news, a starved or blocked runtime is.
+const OVERRUN_WORTH_A_WARNING: Duration = Duration::from_millis(100);
+
+/// Warns when a round finished well past its deadline. A round waits for its checks only
+/// until the deadline, so lateness means the runtime did not run the monitor on time (a
+/// blocked worker thread, CPU starvation): once per round that overran, never per probe.
+fn warn_on_overrun(round: &'static str, started: Instant, deadline: Instant) {
+    let finished = Instant::now();
+    let late = finished.saturating_duration_since(deadline);
+    if late > OVERRUN_WORTH_A_WARNING {
+        tracing::warn!(
+            round,
+            took = ?finished.duration_since(started),
+            deadline = ?deadline.duration_since(started),
+            late = ?late,
+            "a round overran its deadline: the runtime is blocked or starved"
+        );
     }
 }

@@ -53,6 +53,8 @@ struct SlotInner {
     limit: Duration,
     in_flight: Mutex<Option<InFlight>>,
     checks_started: AtomicU64,
+    /// Checks that finished with an error, by category: written once per finished check.
+    failures: Mutex<Vec<(CheckErrorKind, u64)>>,
 }
 
 #[derive(Clone, Debug)]
@@ -88,6 +90,7 @@ impl CheckSlot {
                 limit,
                 in_flight: Mutex::new(None),
                 checks_started: AtomicU64::new(0),
+                failures: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -127,6 +130,21 @@ impl CheckSlot {
 
     pub(crate) fn checks_started(&self) -> u64 {
         self.inner.checks_started.load(Ordering::Relaxed)
+    }
+
+    /// The checks that finished with an error so far: this slot's name, the category, and
+    /// how many.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn failures(&self) -> Vec<(Arc<str>, CheckErrorKind, u64)> {
+        let failures = self
+            .inner
+            .failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        failures
+            .iter()
+            .map(|&(kind, count)| (self.inner.name.clone(), kind, count))
+            .collect()
     }
 
     /// Joins the check in flight, or starts one on `spawner`. Synchronous, so that a round
@@ -192,6 +210,9 @@ impl CheckSlot {
                 }
             };
             let elapsed = started_at.elapsed();
+            if let Err(error) = &result {
+                inner.count_failure(error.kind());
+            }
             // Free the slot first: whoever sees the result may start the next check at once.
             drop(free);
             let _ = finished_tx.send(Some((result, elapsed)));
@@ -203,6 +224,17 @@ impl CheckSlot {
             in_flight,
             inherited: false,
             round_started,
+        }
+    }
+}
+
+impl SlotInner {
+    /// Counts a check that finished with an error of `kind`.
+    fn count_failure(&self, kind: CheckErrorKind) {
+        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        match failures.iter_mut().find(|(counted, _)| *counted == kind) {
+            Some((_, count)) => *count += 1,
+            None => failures.push((kind, 1)),
         }
     }
 }
@@ -221,6 +253,11 @@ impl Drop for FreeOnDrop {
 }
 
 impl Claim {
+    /// When the check this claim waits for started: the same for every round that joined it.
+    pub(crate) fn check_started_at(&self) -> Instant {
+        self.in_flight.started_at
+    }
+
     /// Waits for the check until `deadline`, and reports what it concluded.
     pub(crate) async fn outcome(mut self, deadline: Instant) -> DatabaseOutcome {
         let waited = tokio::time::timeout_at(
@@ -237,8 +274,13 @@ impl Claim {
                     // A check that gave up waiting (a connect timeout, the pool's own timeout,
                     // the check limit) says the same as our deadline: the database did not
                     // answer in time. Reporting it `not_ready` would flip a stalled database
-                    // between the two, and past the fail direction.
-                    Err(error) if error.kind().is_timeout() => {
+                    // between the two, and past the fail direction. A saturated pool waited
+                    // too: the application is busy, which is no reason to depool it harder
+                    // than a stall.
+                    Err(error)
+                        if error.kind().is_timeout()
+                            || error.kind() == CheckErrorKind::PoolSaturated =>
+                    {
                         (DatabaseStatus::TimedOut, elapsed, Some(error), None)
                     }
                     Err(error) => (DatabaseStatus::NotReady, elapsed, Some(error), None),

@@ -18,7 +18,6 @@ use super::spawner::Spawner;
 use super::startup::Startup;
 use crate::config::HealthConfig;
 use crate::drain::DrainHandle;
-use crate::probe::ProbePaths;
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
 use crate::view::{View, ViewInputs};
@@ -26,8 +25,6 @@ use crate::view::{View, ViewInputs};
 #[derive(Debug)]
 pub(crate) struct MonitorState {
     pub(crate) config: HealthConfig,
-    /// The layer's probe paths, from the configuration.
-    pub(crate) paths: ProbePaths,
     pub(super) slots: Vec<CheckSlot>,
     pub(super) components: Vec<TrackedComponent>,
     /// When the last readiness round finished, for self-monitoring.
@@ -49,6 +46,9 @@ pub(crate) struct MonitorState {
     ///
     /// [`ViewWatch`]: crate::view::ViewWatch
     view_changes: watch::Sender<()>,
+    /// Bumped on every change of what the view is read from (with `view_changes`): a reader
+    /// that renders the view ahead of time (metrics) re-renders when it moves.
+    view_generation: AtomicU64,
     /// The manual hold's reason, while one is in place. Also serialises readiness
     /// publications, so that a round that read the hold before it changed cannot publish
     /// after the change.
@@ -62,11 +62,26 @@ pub(crate) struct Counters {
     pub(crate) readiness_rounds: AtomicU64,
     pub(crate) health_rounds: AtomicU64,
     pub(crate) fresh_rounds: AtomicU64,
+    /// How long the last readiness round's checks took, in nanoseconds.
+    pub(crate) readiness_round_nanos: AtomicU64,
+    /// How long the last health round's checks took, in nanoseconds.
+    pub(crate) health_round_nanos: AtomicU64,
+    /// Readiness transitions logged, the first verdict included.
+    pub(crate) readiness_transitions: AtomicU64,
+    /// Health status transitions logged, the first verdict included.
+    pub(crate) health_transitions: AtomicU64,
 }
 
 /// What one round concluded about every database.
 pub(crate) struct Round {
     pub(crate) outcomes: Vec<DatabaseOutcome>,
+    pub(crate) finished_at: SystemTime,
+}
+
+/// What a round over the databases and the components concluded.
+pub(crate) struct FullRound {
+    pub(crate) outcomes: Vec<DatabaseOutcome>,
+    pub(crate) components: Vec<crate::verdict::ComponentReport>,
     pub(crate) finished_at: SystemTime,
 }
 
@@ -118,14 +133,12 @@ impl MonitorState {
             }
         }
         let default_index = config.default_database_index();
-        let paths = ProbePaths::new(&config.path_prefix, config.kubernetes_aliases);
         let startup = Startup::new(config.startup_waits_for_mark);
         let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
         let (updates, _) = watch::channel(health.verdict.clone());
         let (readiness_updates, _) = watch::channel(readiness.verdict.clone());
         Self {
             config,
-            paths,
             slots,
             components,
             round_clock,
@@ -141,6 +154,7 @@ impl MonitorState {
             updates,
             readiness_updates,
             view_changes: watch::Sender::new(()),
+            view_generation: AtomicU64::new(0),
             hold: Mutex::new(None),
             counters: Counters::default(),
         }
@@ -190,7 +204,16 @@ impl MonitorState {
 
     /// Wakes the view's watchers: something it is read from changed.
     pub(crate) fn notify_view(&self) {
+        self.view_generation.fetch_add(1, Ordering::Release);
         self.view_changes.send_replace(());
+    }
+
+    /// How many times what the view is read from has changed: read it before the view, and
+    /// a rendering of that view is current while it has not moved (a drain's start and a
+    /// verdict going stale aside, which the reader checks itself).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn view_generation(&self) -> u64 {
+        self.view_generation.load(Ordering::Acquire)
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<HealthVerdict>> {
@@ -215,6 +238,17 @@ impl MonitorState {
         }
     }
 
+    /// Failed checks so far, per database or component and category (each check that
+    /// finished with an error counts once, however many rounds waited for it).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn check_failures(&self) -> Vec<(Arc<str>, crate::check::CheckErrorKind, u64)> {
+        self.slots
+            .iter()
+            .chain(self.components.iter().map(|component| &component.slot))
+            .flat_map(CheckSlot::failures)
+            .collect()
+    }
+
     /// The staleness bound of verdicts refreshed every `interval`: three missed rounds.
     /// Saturating, so that no setting can make it panic (the config bounds every duration by
     /// `MAX_DURATION` anyway, and `Published` treats a bound past the clock's range as none).
@@ -222,6 +256,15 @@ impl MonitorState {
         interval
             .saturating_mul(3)
             .saturating_add(self.config.readiness_timeout)
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl super::HealthHandle {
+    /// The state behind the handle, for the one reader that renders more than the view:
+    /// metrics read the counters above and the view's generation.
+    pub(crate) fn monitor_state(&self) -> &Arc<MonitorState> {
+        &self.state
     }
 }
 

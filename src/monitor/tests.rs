@@ -11,6 +11,7 @@ use crate::drain::{DrainConfig, DrainHandle};
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::status::Status;
 use crate::test_helpers::{FakeCheck, normalize, read};
+use crate::verdict::Audience;
 
 /// A monitor whose rounds the test runs by hand.
 pub(super) fn monitor(config: HealthConfig) -> HealthHandle {
@@ -55,7 +56,7 @@ async fn get_with(
 ) -> (StatusCode, String) {
     let (status, _, body) = read(
         handle
-            .probe_response(probe, BodyMode::Full, freshness)
+            .probe_response(probe, BodyMode::Full, freshness, Audience::Full)
             .await,
     )
     .await;
@@ -80,7 +81,7 @@ async fn before_the_first_round() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{},"reason":"no round has completed yet","self_healing":false,"status":"unavailable","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"no_verdict","text":"no round has completed yet"}],"checks":{"database":"unhealthy"},"components":null,"details":{},"reason":"no round has completed yet","self_healing":false,"started":false,"status":"unavailable","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     assert_eq!(
@@ -123,14 +124,14 @@ async fn healthy() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::OK,
-            r#"{"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":null,"self_healing":true,"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[],"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":null,"self_healing":true,"started":true,"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     assert_eq!(
         get(&handle, Probe::Pool).await,
         (
             StatusCode::OK,
-            r#"{"pool_info":{"alias":"default","check":"ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":null,"gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":true,"max_size":1,"pending_gets":0,"reserved_connections_opened":0,"saturated":false,"status":"healthy","vendor":"fake"},"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"pool_info":{"alias":"default","check":"ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":true,"max_size":1,"pending_gets":0,"reserved_connections_opened":0,"saturated":false,"status":"healthy","vendor":"fake"},"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     assert_eq!(
@@ -155,21 +156,21 @@ async fn refused() {
         get(&handle, Probe::Ready).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"database_default":"not_ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","status":"not_ready"}},"status":"not_ready","timestamp":"T"}"#.to_owned()
+            r#"{"checks":{"database_default":"not_ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"refused","status":"not_ready"}},"status":"not_ready","timestamp":"T"}"#.to_owned()
         )
     );
     assert_eq!(
         get(&handle, Probe::Health).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"connect","name":"default","status":"not_ready"}},"reason":null,"self_healing":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"database","name":"default","text":"database default is not_ready (refused)"}],"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)","error_kind":"refused","name":"default","status":"not_ready"}},"reason":"database default is not_ready (refused)","self_healing":true,"started":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     assert_eq!(
         get(&handle, Probe::Pool).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"error":"connect: error connecting to server: Connection refused (os error 111)","pool_info":{"alias":"default","check":"not_ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":"connect: error connecting to server: Connection refused (os error 111)","gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":false,"max_size":1,"pending_gets":0,"reserved_connections_opened":0,"saturated":false,"status":"error","vendor":"fake"},"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"error":"refused: error connecting to server: Connection refused (os error 111)","pool_info":{"alias":"default","check":"not_ready","connections":1,"connections_closed_broken":0,"connections_created":0,"detail":null,"elapsed_ms":0,"error":"refused: error connecting to server: Connection refused (os error 111)","error_kind":"refused","gets_timed_out":0,"idle_connections":1,"in_use":0,"is_usable":false,"max_size":1,"pending_gets":0,"reserved_connections_opened":0,"saturated":false,"status":"error","vendor":"fake"},"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     // A database outage is not a reason to restart: liveness, startup and ping stay 200.
@@ -200,14 +201,14 @@ async fn a_saturated_pool_is_degraded_not_an_outage() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::OK,
-            r#"{"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","pool":{"connections":10,"gets_timed_out":2,"idle_connections":0,"in_use":10,"max_size":10,"pending_gets":4,"saturated":true},"status":"ready"}},"reason":"database default's pool is saturated: 10 of 10 connections in use, 4 checkouts waiting","self_healing":true,"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"pool_saturated","name":"default","text":"database default's pool is saturated: 10 of 10 connections in use, 4 checkouts waiting"}],"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","pool":{"connections":10,"gets_timed_out":2,"idle_connections":0,"in_use":10,"max_size":10,"pending_gets":4,"saturated":true},"status":"ready"}},"reason":"database default's pool is saturated: 10 of 10 connections in use, 4 checkouts waiting","self_healing":true,"started":true,"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     assert_eq!(
         get(&handle, Probe::Pool).await,
         (
             StatusCode::OK,
-            r#"{"pool_info":{"alias":"default","check":"ready","connections":10,"connections_closed_broken":0,"connections_created":10,"detail":null,"elapsed_ms":0,"error":null,"gets_timed_out":2,"idle_connections":0,"in_use":10,"is_usable":true,"max_size":10,"pending_gets":4,"reserved_connections_opened":1,"saturated":true,"status":"degraded","vendor":"fake"},"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"pool_info":{"alias":"default","check":"ready","connections":10,"connections_closed_broken":0,"connections_created":10,"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"gets_timed_out":2,"idle_connections":0,"in_use":10,"is_usable":true,"max_size":10,"pending_gets":4,"reserved_connections_opened":1,"saturated":true,"status":"degraded","vendor":"fake"},"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     let pool = handle.pool();
@@ -233,7 +234,7 @@ async fn timed_out_and_a_check_still_running_is_joined() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":"a check started by an earlier round is still running; no new check was started","elapsed_ms":0,"error":null,"error_kind":null,"name":"default","running_for_ms":0,"status":"timed_out"}},"reason":null,"self_healing":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"database","name":"default","text":"database default is timed_out"}],"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":"a check started by an earlier round is still running; no new check was started","elapsed_ms":0,"error":null,"error_kind":null,"name":"default","running_for_ms":0,"status":"timed_out"}},"reason":"database default is timed_out","self_healing":true,"started":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     // What this round waited is bounded by its deadline; the age of the check is apart.
@@ -266,7 +267,7 @@ async fn a_panicking_check_is_an_error_not_a_crash() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":"the check panicked: the fake check panics","error_kind":"panicked","name":"default","status":"not_ready"}},"reason":"the default database check panicked","self_healing":true,"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"database","name":"default","text":"database default's check panicked"}],"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":"the check panicked: the fake check panics","error_kind":"panicked","name":"default","status":"not_ready"}},"reason":"database default's check panicked","self_healing":true,"started":true,"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     let (status, body) = get(&handle, Probe::Ready).await;
@@ -289,7 +290,7 @@ async fn no_database() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"database":"unhealthy"},"components":null,"details":{},"reason":"no database is configured","self_healing":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"no_database","text":"no database is configured"}],"checks":{"database":"unhealthy"},"components":null,"details":{},"reason":"no database is configured","self_healing":true,"started":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     // 503 `degraded`, as documented (and unlike a saturated pool's 200 `degraded`).
@@ -357,7 +358,12 @@ async fn draining() {
     drain.start();
     let (status, headers, body) = read(
         handle
-            .probe_response(Probe::Ready, BodyMode::Full, Freshness::Published)
+            .probe_response(
+                Probe::Ready,
+                BodyMode::Full,
+                Freshness::Published,
+                Audience::Full,
+            )
             .await,
     )
     .await;
@@ -394,7 +400,7 @@ async fn a_bypass_computes_afresh_and_says_so() {
         get_with(&handle, Probe::Health, Freshness::Bypass).await,
         (
             StatusCode::OK,
-            r#"{"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":null,"self_healing":true,"status":"healthy","timestamp":"T","_cache":{"hit":"bypassed","age_ms":0}}"#.to_owned()
+            r#"{"causes":[],"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready"}},"reason":null,"self_healing":true,"started":true,"status":"healthy","timestamp":"T","_cache":{"hit":"bypassed","age_ms":0}}"#.to_owned()
         )
     );
     let (_, body) = get_with(&handle, Probe::Pool, Freshness::Bypass).await;
@@ -424,13 +430,18 @@ async fn head_gets_the_status_and_length_without_a_body() {
     for probe in Probe::ALL {
         let (get_status, _, get_body) = read(
             handle
-                .probe_response(probe, BodyMode::Full, Freshness::Published)
+                .probe_response(probe, BodyMode::Full, Freshness::Published, Audience::Full)
                 .await,
         )
         .await;
         let (status, headers, body) = read(
             handle
-                .probe_response(probe, BodyMode::HeadOnly, Freshness::Published)
+                .probe_response(
+                    probe,
+                    BodyMode::HeadOnly,
+                    Freshness::Published,
+                    Audience::Full,
+                )
                 .await,
         )
         .await;

@@ -1,12 +1,22 @@
 //! One `tracing` event per transition of readiness and of the health status, never one per
 //! round.
 
-use crate::verdict::{DatabaseOutcome, HealthVerdict, ReadinessVerdict};
+use std::sync::atomic::Ordering;
 
-pub(super) fn log_readiness_transition(previous: &ReadinessVerdict, current: &ReadinessVerdict) {
+use super::state::Counters;
+use crate::verdict::{Cause, DatabaseOutcome, HealthVerdict, ReadinessVerdict};
+
+pub(super) fn log_readiness_transition(
+    counters: &Counters,
+    previous: &ReadinessVerdict,
+    current: &ReadinessVerdict,
+) {
     if previous.ready == current.ready && previous.checked_at.is_some() {
         return;
     }
+    counters
+        .readiness_transitions
+        .fetch_add(1, Ordering::Relaxed);
     let databases = current
         .databases
         .iter()
@@ -21,30 +31,45 @@ pub(super) fn log_readiness_transition(previous: &ReadinessVerdict, current: &Re
         .join(", ");
     let held = current.held.as_deref().unwrap_or_default();
     if current.ready {
-        tracing::info!(%databases, %components, "readiness is now ready");
+        tracing::info!(question = "readiness", %databases, %components, "readiness is now ready");
     } else {
-        tracing::warn!(%databases, %components, %held, "readiness is now not_ready");
+        tracing::warn!(question = "readiness", %databases, %components, %held, "readiness is now not_ready");
     }
 }
 
-pub(super) fn log_health_transition(previous: &HealthVerdict, current: &HealthVerdict) {
+pub(super) fn log_health_transition(
+    counters: &Counters,
+    previous: &HealthVerdict,
+    current: &HealthVerdict,
+) {
     if previous.status == current.status {
         return;
     }
+    counters.health_transitions.fetch_add(1, Ordering::Relaxed);
     let (from, to) = (previous.status, current.status);
-    let reason = current.reason.as_deref().unwrap_or_default();
     if current.status == crate::Status::Healthy {
-        tracing::info!(%from, %to, "health status changed");
+        tracing::info!(question = "health", %from, %to, "health status changed");
         return;
     }
-    if current.status == crate::Status::Degraded {
-        tracing::warn!(%from, %to, %reason, "health status changed");
-        return;
+    let reason = current.reason().unwrap_or_default();
+    // What the headline is about, and what went wrong there (the redacted error).
+    let headline = current.causes.first();
+    let subject = headline.and_then(Cause::name).unwrap_or_default();
+    let error = match headline {
+        Some(Cause::Database { name, .. }) => std::iter::once(current.database.as_ref())
+            .flatten()
+            .chain(&current.databases)
+            .find(|outcome| outcome.name == *name)
+            .and_then(DatabaseOutcome::error_or_detail),
+        Some(Cause::Component { name, .. }) => current
+            .components
+            .iter()
+            .find(|report| report.name == *name)
+            .and_then(|report| report.outcome.as_ref())
+            .and_then(DatabaseOutcome::error_or_detail),
+        _ => None,
     }
-    let reason = current
-        .database
-        .as_ref()
-        .and_then(DatabaseOutcome::error_or_detail)
-        .unwrap_or_else(|| reason.to_owned());
-    tracing::warn!(%from, %to, %reason, "health status changed");
+    .unwrap_or_default();
+    let causes = current.causes.len();
+    tracing::warn!(question = "health", %from, %to, %reason, %subject, %error, causes, "health status changed");
 }

@@ -13,6 +13,7 @@ use crate::config::HealthConfig;
 use crate::drain::{DrainConfig, DrainHandle};
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::test_helpers::{FakeCheck, read};
+use crate::verdict::Audience;
 use crate::view::{Condition, View};
 
 fn config(check: FakeCheck) -> HealthConfig {
@@ -27,7 +28,12 @@ fn config(check: FakeCheck) -> HealthConfig {
 async fn http_agrees_with_the_view(handle: &HealthHandle, view: &View, state: &str) {
     for answer in view.answers() {
         let response = handle
-            .probe_response(answer.probe, BodyMode::Full, Freshness::Published)
+            .probe_response(
+                answer.probe,
+                BodyMode::Full,
+                Freshness::Published,
+                Audience::Full,
+            )
             .await;
         let (status, _, body) = read(response).await;
         let expected = if answer.passing {

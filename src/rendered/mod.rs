@@ -4,6 +4,7 @@
 //! and the JSON bytes. Building the response then clones a `HeaderMap` (its two allocations
 //! are the only ones a GET probe costs) and two `Bytes` handles.
 
+mod age;
 pub(crate) mod fixed;
 mod verdicts;
 
@@ -71,6 +72,20 @@ impl Rendered {
         for (name, value) in extra {
             headers.insert(name.clone(), value.clone());
         }
+        Self::with_headers(status, headers, body, None)
+    }
+
+    /// A response of another content type than JSON (the metrics' text exposition), with
+    /// `Cache-Control: no-store`.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn with_content_type(
+        status: StatusCode,
+        content_type: &'static str,
+        body: Bytes,
+    ) -> Self {
+        let mut headers = HeaderMap::with_capacity(2);
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        headers.insert(header::CACHE_CONTROL, NO_STORE);
         Self::with_headers(status, headers, body, None)
     }
 

@@ -1,8 +1,12 @@
-//! Rendering verdicts into JSON responses, once per round.
+//! Rendering verdicts into JSON responses, once per round, for each audience.
 //!
 //! Each verdict is rendered in every variant a probe may need (published, bypassed, draining,
-//! stale), so that answering never encodes JSON. Key names follow the Python system this crate
-//! replaces, so existing dashboards keep working; keys are only ever added.
+//! stale) and for each [`Audience`], so that answering never encodes JSON. What an audience
+//! may see is decided here, field by field, and nowhere else: [`Audience::Minimal`] gets
+//! statuses, error categories and the names the operator configured; [`Audience::Full`] also
+//! gets the redacted error text, targets, pool figures and timings. Key names follow Baldur's
+//! health check, which this crate implements, so existing dashboards keep working; keys are
+//! only ever added.
 
 use std::time::{Duration, SystemTime};
 
@@ -10,15 +14,17 @@ use http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use super::Rendered;
+use super::age::with_cache;
 use crate::Status;
-use crate::component::UnknownComponents;
+use crate::check::PoolStats;
+use crate::component::{ComponentStatus, UnknownComponents};
 use crate::verdict::{
-    ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
+    Audience, Cause, ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
 };
 
-/// Every variant of one verdict's response.
+/// Every variant of one verdict's response, for one audience.
 #[derive(Clone, Debug)]
-pub(crate) struct RenderedVerdict {
+pub(crate) struct Variants {
     /// Served from the published verdict (`"_cache": {"hit": true}`).
     pub(crate) published: Rendered,
     /// Served to `?nocache=true` (`"_cache": {"hit": "bypassed"}`).
@@ -29,77 +35,124 @@ pub(crate) struct RenderedVerdict {
     pub(crate) stale: Rendered,
 }
 
+/// Every variant of one verdict's response, for every audience.
+#[derive(Clone, Debug)]
+pub(crate) struct RenderedVerdict {
+    audiences: [Variants; Audience::ALL.len()],
+}
+
+impl RenderedVerdict {
+    fn new(render: impl Fn(Audience) -> Variants) -> Self {
+        Self {
+            audiences: Audience::ALL.map(render),
+        }
+    }
+
+    /// The variants `audience` is served.
+    pub(crate) fn for_audience(&self, audience: Audience) -> &Variants {
+        &self.audiences[audience.index()]
+    }
+}
+
 const DRAINING_REASON: &str =
     "the server is draining: it finishes in-flight requests and takes no new traffic";
+
+/// Why a variant answers as it does, when the verdict alone does not say: listed before the
+/// verdict's own causes.
+struct Circumstance {
+    kind: &'static str,
+    text: String,
+}
+
+impl Circumstance {
+    fn draining() -> Self {
+        Self {
+            kind: "draining",
+            text: DRAINING_REASON.to_owned(),
+        }
+    }
+
+    fn stale(what: &str, stale_after: Duration) -> Self {
+        Self {
+            kind: "stale",
+            text: format!(
+                "the {what} verdict is stale: no round has completed for more than {}; the health monitor is stuck or stopped",
+                humantime::format_duration(stale_after)
+            ),
+        }
+    }
+}
 
 pub(crate) fn render_readiness(
     verdict: &ReadinessVerdict,
     stale_after: Duration,
 ) -> RenderedVerdict {
-    let mut checks = Map::new();
-    let mut details = Map::new();
-    for outcome in &verdict.databases {
-        let key = format!("database_{}", outcome.name);
-        checks.insert(key.clone(), outcome.status.as_str().into());
-        details.insert(key, database_detail(outcome));
-    }
-    for report in &verdict.components {
-        let key = format!("component_{}", report.name);
-        let check = match report.status {
-            crate::component::ComponentStatus::Unknown => "unknown",
-            _ if report.counts_as_trouble(UnknownComponents::Ignored) => "not_ready",
-            _ => "ready",
-        };
-        checks.insert(key.clone(), check.into());
-        details.insert(key, component_detail(report));
-    }
-    let status = if verdict.ready { "ready" } else { "not_ready" };
-    // Every database ready: the short answer kubelets poll all day (the JSON the Python system
-    // gave). Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
+    // Every database ready: the short answer kubelets poll all day (the JSON Baldur gave).
+    // Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
     let all_clear = verdict.reason.is_none()
         && verdict.held.is_none()
         && verdict.databases.iter().all(DatabaseOutcome::is_ready)
         && verdict
             .components
             .iter()
-            .all(|report| report.status == crate::component::ComponentStatus::Healthy);
-    let body = |status: &str, reason: Option<&str>| {
-        let mut body = json!({ "status": status, "checks": checks });
-        if !all_clear || reason.is_some() {
-            body["details"] = Value::Object(details.clone());
-            body["timestamp"] = timestamp(verdict.checked_at);
-        }
-        if let Some(reason) = reason {
-            body["reason"] = reason.into();
-        }
-        body
-    };
+            .all(|report| report.status == ComponentStatus::Healthy);
     let code = if verdict.ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let held = verdict
-        .held
-        .as_ref()
-        .map(|reason| format!("held by the operator: {reason}"));
-    let published = Rendered::json(
-        code,
-        to_vec(&body(status, held.as_deref().or(verdict.reason))),
-    );
-    let stale_reason = stale_reason("readiness", stale_after);
-    RenderedVerdict {
-        bypassed: published.clone(),
-        published,
-        draining: Rendered::json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            to_vec(&body("draining", Some(DRAINING_REASON))),
-        ),
-        stale: Rendered::json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            to_vec(&body("not_ready", Some(&stale_reason))),
-        ),
-    }
+    let status = if verdict.ready { "ready" } else { "not_ready" };
+    let stale = Circumstance::stale("readiness", stale_after);
+    RenderedVerdict::new(|audience| {
+        let mut checks = Map::new();
+        let mut details = Map::new();
+        for outcome in &verdict.databases {
+            let key = format!("database_{}", outcome.name);
+            checks.insert(key.clone(), outcome.status.as_str().into());
+            details.insert(key, database_detail(outcome, audience));
+        }
+        for report in &verdict.components {
+            let key = format!("component_{}", report.name);
+            let check = match report.status {
+                ComponentStatus::Unknown => "unknown",
+                _ if report.counts_as_trouble(UnknownComponents::Ignored) => "not_ready",
+                _ => "ready",
+            };
+            checks.insert(key.clone(), check.into());
+            details.insert(key, component_detail(report, audience));
+        }
+        let held = verdict.held.as_ref().map(|reason| {
+            Cause::Held {
+                reason: reason.clone(),
+            }
+            .describe_for(audience)
+        });
+        let body = |status: &str, reason: Option<&str>| {
+            let mut body = json!({ "status": status, "checks": checks });
+            if !all_clear || reason.is_some() {
+                body["details"] = Value::Object(details.clone());
+                body["timestamp"] = timestamp(verdict.checked_at);
+            }
+            if let Some(reason) = reason {
+                body["reason"] = reason.into();
+            }
+            body
+        };
+        let published = Rendered::json(
+            code,
+            to_vec(&body(status, held.as_deref().or(verdict.reason))),
+        );
+        let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+        Variants {
+            bypassed: published.clone(),
+            published,
+            draining: Rendered::json(
+                unavailable,
+                to_vec(&body("draining", Some(DRAINING_REASON))),
+            ),
+            stale: Rendered::json(unavailable, to_vec(&body("not_ready", Some(&stale.text)))),
+        }
+    })
 }
 
 pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> RenderedVerdict {
@@ -107,219 +160,242 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
         Some(outcome) if outcome.is_ready() => Status::Healthy,
         _ => Status::Unhealthy,
     };
-    let mut details = Map::new();
-    if let Some(outcome) = &verdict.database {
-        let mut detail = database_detail(outcome);
-        detail["name"] = (*outcome.name).into();
-        if let Some(target) = &outcome.target {
-            detail["target"] = (**target).into();
+    let stale = Circumstance::stale("health", stale_after);
+    RenderedVerdict::new(|audience| {
+        let mut details = Map::new();
+        if let Some(outcome) = &verdict.database {
+            let mut detail = database_detail(outcome, audience);
+            detail["name"] = (*outcome.name).into();
+            details.insert("database".into(), detail);
         }
-        details.insert("database".into(), detail);
-    }
-    // The other databases, beside the default one's `database` (kept as the Python system
-    // named it): `database_<name>`, with whether each is critical.
-    for outcome in &verdict.databases {
-        let mut detail = database_detail(outcome);
-        detail["critical"] = outcome.critical.into();
-        if let Some(target) = &outcome.target {
-            detail["target"] = (**target).into();
+        // The other databases, beside the default one's `database` (kept as Baldur named
+        // it): `database_<name>`, with whether each is critical.
+        for outcome in &verdict.databases {
+            let mut detail = database_detail(outcome, audience);
+            detail["critical"] = outcome.critical.into();
+            details.insert(format!("database_{}", outcome.name), detail);
         }
-        details.insert(format!("database_{}", outcome.name), detail);
-    }
-    // A saturated pool's figures, beside its database: why `degraded`.
-    for (name, stats) in &verdict.saturated_pools {
-        let key = match &verdict.database {
-            Some(default) if default.name == *name => "database".to_owned(),
-            _ => format!("database_{name}"),
+        // A saturated pool, beside its database: why `degraded`.
+        for (name, stats) in &verdict.saturated_pools {
+            let key = match &verdict.database {
+                Some(default) if default.name == *name => "database".to_owned(),
+                _ => format!("database_{name}"),
+            };
+            if let Some(Value::Object(detail)) = details.get_mut(&key) {
+                detail.insert("pool".into(), saturated_pool(stats, audience));
+            }
+        }
+        // `null` with no component registered: the body Baldur gave.
+        let components = if verdict.components.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(
+                verdict
+                    .components
+                    .iter()
+                    .map(|report| {
+                        (
+                            (*report.name).to_owned(),
+                            component_detail(report, audience),
+                        )
+                    })
+                    .collect(),
+            )
         };
-        if let Some(Value::Object(detail)) = details.get_mut(&key) {
-            detail.insert(
-                "pool".into(),
-                json!({
-                    "saturated": true,
-                    "max_size": stats.max_size,
-                    "connections": stats.connections,
-                    "idle_connections": stats.idle_connections,
-                    "in_use": stats.in_use(),
-                    "pending_gets": stats.pending_gets,
-                    "gets_timed_out": stats.gets_timed_out,
-                }),
-            );
-        }
-    }
-    // `null` with no component registered: the body the Python system gave.
-    let components = if verdict.components.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(
-            verdict
-                .components
-                .iter()
-                .map(|report| ((*report.name).to_owned(), component_detail(report)))
-                .collect(),
+        let body = |status: &str, circumstance: Option<&Circumstance>| {
+            let causes = causes(circumstance, &verdict.causes, audience);
+            let reason = causes.first().map(|cause| cause["text"].clone());
+            json!({
+                "status": status,
+                "checks": { "database": database.as_str() },
+                "details": details,
+                "timestamp": timestamp(verdict.checked_at),
+                "self_healing": verdict.self_healing,
+                "started": verdict.started,
+                "components": components,
+                "reason": reason,
+                "causes": causes,
+            })
+        };
+        with_cache(
+            verdict.status.http_status(),
+            &body(verdict.status.as_str(), None),
+            &body("draining", Some(&Circumstance::draining())),
+            &body(Status::Unavailable.as_str(), Some(&stale)),
         )
-    };
-    let body = |status: &str, reason: Option<&str>| {
-        json!({
-            "status": status,
-            "checks": { "database": database.as_str() },
-            "details": details,
-            "timestamp": timestamp(verdict.checked_at),
-            "self_healing": verdict.self_healing,
-            "components": components,
-            "reason": reason,
-        })
-    };
-    let stale_reason = stale_reason("health", stale_after);
-    with_cache_variants(
-        verdict.status.http_status(),
-        &body(verdict.status.as_str(), verdict.reason.as_deref()),
-        &body("draining", Some(DRAINING_REASON)),
-        &body(Status::Unavailable.as_str(), Some(&stale_reason)),
-    )
+    })
 }
 
 pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> RenderedVerdict {
-    let error = verdict
-        .outcome
-        .as_ref()
-        .and_then(|outcome| outcome.error.as_ref().map(ToString::to_string))
-        .or_else(|| {
-            verdict.outcome.as_ref().and_then(|outcome| {
-                (!outcome.is_ready()).then(|| format!("the check {}", outcome.status))
-            })
+    let stale = Circumstance::stale("pool", stale_after);
+    RenderedVerdict::new(|audience| {
+        let failed = verdict
+            .outcome
+            .as_ref()
+            .filter(|outcome| !outcome.is_ready());
+        // The error text names hosts, users and databases: its category stands in for it
+        // where details are not shown.
+        let error = failed.map(|outcome| match (&outcome.error, audience) {
+            (Some(error), Audience::Full) => error.to_string(),
+            (Some(error), Audience::Minimal) => error.kind().as_str().to_owned(),
+            (None, _) => format!("the check {}", outcome.status),
         });
-    let mut info = Map::new();
-    info.insert("alias".into(), verdict.alias.as_deref().into());
-    info.insert("vendor".into(), verdict.vendor.into());
-    info.insert("is_usable".into(), verdict.is_usable().into());
-    info.insert("status".into(), verdict.status.as_str().into());
-    info.insert("error".into(), error.as_deref().or(verdict.reason).into());
-    if let Some(outcome) = &verdict.outcome {
-        info.insert("check".into(), outcome.status.as_str().into());
-        info.insert("elapsed_ms".into(), millis(outcome.elapsed));
-        info.insert("detail".into(), outcome.detail.as_deref().into());
-    }
-    if let Some(stats) = &verdict.stats {
-        info.insert("max_size".into(), stats.max_size.into());
-        info.insert("connections".into(), stats.connections.into());
-        info.insert("idle_connections".into(), stats.idle_connections.into());
-        info.insert("in_use".into(), stats.in_use().into());
-        info.insert("pending_gets".into(), stats.pending_gets.into());
-        info.insert("gets_timed_out".into(), stats.gets_timed_out.into());
-        info.insert(
-            "connections_created".into(),
-            stats.connections_created.into(),
-        );
-        info.insert(
-            "connections_closed_broken".into(),
-            stats.connections_closed_broken.into(),
-        );
-        info.insert("saturated".into(), stats.is_saturated().into());
-        info.insert(
-            "reserved_connections_opened".into(),
-            stats.reserved_connections_opened.into(),
-        );
-    }
-    let body = |status: &str, error: Option<&str>| {
-        let mut body = json!({
-            "status": status,
-            "pool_info": info,
-            "timestamp": timestamp(verdict.checked_at),
-        });
-        if let Some(error) = error {
-            body["error"] = error.into();
+        let mut info = Map::new();
+        info.insert("alias".into(), verdict.alias.as_deref().into());
+        info.insert("vendor".into(), verdict.vendor.into());
+        info.insert("is_usable".into(), verdict.is_usable().into());
+        info.insert("status".into(), verdict.status.as_str().into());
+        info.insert("error".into(), error.as_deref().or(verdict.reason).into());
+        if let Some(outcome) = &verdict.outcome {
+            info.insert("check".into(), outcome.status.as_str().into());
+            info.insert(
+                "error_kind".into(),
+                outcome
+                    .error
+                    .as_ref()
+                    .map(|error| error.kind().as_str())
+                    .into(),
+            );
+            info.insert("detail".into(), outcome.detail.as_deref().into());
+            if audience == Audience::Full {
+                info.insert("elapsed_ms".into(), millis(outcome.elapsed));
+            }
         }
-        body
-    };
-    let stale_reason = stale_reason("pool", stale_after);
-    with_cache_variants(
-        verdict.http_status(),
-        &body(verdict.status.as_str(), error.as_deref()),
-        &body("draining", Some(DRAINING_REASON)),
-        &body(Status::Unavailable.as_str(), Some(&stale_reason)),
-    )
+        if let Some(stats) = &verdict.stats {
+            info.insert("saturated".into(), stats.is_saturated().into());
+            if audience == Audience::Full {
+                info.extend(pool_figures(stats));
+            }
+        }
+        let body = |status: &str, error: Option<&str>| {
+            let mut body = json!({
+                "status": status,
+                "pool_info": info,
+                "timestamp": timestamp(verdict.checked_at),
+            });
+            if let Some(error) = error {
+                body["error"] = error.into();
+            }
+            body
+        };
+        with_cache(
+            verdict.http_status(),
+            &body(verdict.status.as_str(), error.as_deref()),
+            &body("draining", Some(DRAINING_REASON)),
+            &body(Status::Unavailable.as_str(), Some(&stale.text)),
+        )
+    })
 }
 
-/// Renders a body that ends with `"_cache": {"hit": ..., "age_ms": <age>}`, the age spliced
-/// in per request.
-fn with_cache_variants(
-    code: StatusCode,
-    published: &Value,
-    draining: &Value,
-    stale: &Value,
-) -> RenderedVerdict {
-    let unavailable = StatusCode::SERVICE_UNAVAILABLE;
-    RenderedVerdict {
-        published: cached(code, published, "true"),
-        bypassed: cached(code, published, "\"bypassed\""),
-        draining: cached(unavailable, draining, "true"),
-        stale: cached(unavailable, stale, "true"),
-    }
+/// `causes` in the body: the circumstance of the variant first, then the verdict's own.
+fn causes(circumstance: Option<&Circumstance>, causes: &[Cause], audience: Audience) -> Vec<Value> {
+    circumstance
+        .map(|circumstance| json!({ "kind": circumstance.kind, "text": circumstance.text }))
+        .into_iter()
+        .chain(causes.iter().map(|cause| {
+            let mut value = json!({ "kind": cause.kind(), "text": cause.describe_for(audience) });
+            if let Some(name) = cause.name() {
+                value["name"] = name.into();
+            }
+            value
+        }))
+        .collect()
 }
 
-fn cached(code: StatusCode, body: &Value, hit: &str) -> Rendered {
-    let mut head = to_vec(body);
-    // The age changes with every request, so the body is stored as two halves around it and
-    // the digits are written per request (`ProbeBody`): no JSON encoding and no allocation on
-    // the probe path (BENCHMARKS.md: two allocations per answer, the header map's). `to_vec`
-    // of an object always ends with `}`; reopen it to append `_cache` last.
-    let closing = head.pop();
-    debug_assert_eq!(closing, Some(b'}'));
-    if head.len() > 1 {
-        head.push(b',');
-    }
-    head.extend_from_slice(br#""_cache":{"hit":"#);
-    head.extend_from_slice(hit.as_bytes());
-    head.extend_from_slice(br#","age_ms":"#);
-    Rendered::json_with_age(code, head, b"}}")
-}
-
-fn database_detail(outcome: &DatabaseOutcome) -> Value {
+fn database_detail(outcome: &DatabaseOutcome, audience: Audience) -> Value {
     let mut detail = json!({
         "status": outcome.status.as_str(),
-        "elapsed_ms": millis(outcome.elapsed),
-        "error": outcome.error.as_ref().map(|error| error.message()),
+        "error": shown(audience, || outcome.error.as_ref().map(|error| error.message())),
         "error_kind": outcome.error.as_ref().map(|error| error.kind().as_str()),
         "detail": outcome.detail,
     });
-    if let Some(running_for) = outcome.running_for {
-        detail["running_for_ms"] = millis(running_for);
+    if audience == Audience::Full {
+        detail["elapsed_ms"] = millis(outcome.elapsed);
+        if let Some(running_for) = outcome.running_for {
+            detail["running_for_ms"] = millis(running_for);
+        }
+        if let Some(target) = &outcome.target {
+            detail["target"] = (**target).into();
+        }
     }
     detail
 }
 
 /// One component as `/health` shows it (and readiness, for one that gates it).
-fn component_detail(report: &ComponentReport) -> Value {
+fn component_detail(report: &ComponentReport, audience: Audience) -> Value {
     let outcome = report.outcome.as_ref();
+    let error = outcome.and_then(|outcome| outcome.error.as_ref());
     let mut detail = json!({
         "status": report.status.as_str(),
         "critical": report.critical,
         "gates_readiness": report.gates_readiness,
         "check": report.last_check(),
-        "elapsed_ms": outcome.map(|outcome| millis(outcome.elapsed)),
         "reason": report.reason,
-        "error": outcome.and_then(|outcome| outcome.error.as_ref().map(|error| error.message())),
-        "error_kind": outcome.and_then(|outcome| outcome.error.as_ref().map(|error| error.kind().as_str())),
+        "error": shown(audience, || error.map(|error| error.message())),
+        "error_kind": error.map(|error| error.kind().as_str()),
         "detail": outcome.and_then(|outcome| outcome.detail.as_deref()),
         "since": timestamp(Some(report.since)),
         "consecutive_failures": report.consecutive_failures,
         "consecutive_successes": report.consecutive_successes,
     });
-    if let Some(running_for) = outcome.and_then(|outcome| outcome.running_for) {
-        detail["running_for_ms"] = millis(running_for);
-    }
-    if let Some(target) = &report.target {
-        detail["target"] = target.as_str().into();
+    if audience == Audience::Full {
+        detail["elapsed_ms"] = outcome.map(|outcome| millis(outcome.elapsed)).into();
+        if let Some(running_for) = outcome.and_then(|outcome| outcome.running_for) {
+            detail["running_for_ms"] = millis(running_for);
+        }
+        if let Some(target) = &report.target {
+            detail["target"] = target.as_str().into();
+        }
     }
     detail
 }
 
-fn stale_reason(what: &str, stale_after: Duration) -> String {
-    format!(
-        "the {what} verdict is stale: no round has completed for more than {}; the health monitor is stuck or stopped",
-        humantime::format_duration(stale_after)
-    )
+/// `detail.pool` of a saturated pool in `/health`.
+fn saturated_pool(stats: &PoolStats, audience: Audience) -> Value {
+    let mut pool = Map::new();
+    pool.insert("saturated".into(), true.into());
+    if audience == Audience::Full {
+        pool.extend(pool_figures(stats).into_iter().filter(|(key, _)| {
+            !matches!(
+                key.as_str(),
+                "connections_created" | "connections_closed_broken" | "reserved_connections_opened"
+            )
+        }));
+    }
+    Value::Object(pool)
+}
+
+/// A pool's figures: what `/health/pool` shows where details are shown.
+fn pool_figures(stats: &PoolStats) -> Map<String, Value> {
+    let mut figures = Map::new();
+    figures.insert("max_size".into(), stats.max_size.into());
+    figures.insert("connections".into(), stats.connections.into());
+    figures.insert("idle_connections".into(), stats.idle_connections.into());
+    figures.insert("in_use".into(), stats.in_use().into());
+    figures.insert("pending_gets".into(), stats.pending_gets.into());
+    figures.insert("gets_timed_out".into(), stats.gets_timed_out.into());
+    figures.insert(
+        "connections_created".into(),
+        stats.connections_created.into(),
+    );
+    figures.insert(
+        "connections_closed_broken".into(),
+        stats.connections_closed_broken.into(),
+    );
+    figures.insert(
+        "reserved_connections_opened".into(),
+        stats.reserved_connections_opened.into(),
+    );
+    figures
+}
+
+/// `value` for [`Audience::Full`], `null` for the others: for text that can name hosts,
+/// users and databases.
+fn shown<'a>(audience: Audience, value: impl FnOnce() -> Option<&'a str>) -> Value {
+    match audience {
+        Audience::Full => value().into(),
+        Audience::Minimal => Value::Null,
+    }
 }
 
 fn millis(duration: Duration) -> Value {
@@ -331,6 +407,6 @@ fn timestamp(at: Option<SystemTime>) -> Value {
     humantime::format_rfc3339_millis(at).to_string().into()
 }
 
-fn to_vec(value: &Value) -> Vec<u8> {
+pub(super) fn to_vec(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).expect("a serde_json::Value always serializes")
 }

@@ -1,9 +1,9 @@
-use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{ComponentReport, DatabaseOutcome};
+use super::{Cause, ComponentReport, DatabaseOutcome};
 use crate::Status;
-use crate::check::{CheckErrorKind, PoolStats};
+use crate::check::{CheckError, CheckErrorKind, PoolStats};
 use crate::component::UnknownComponents;
 
 /// The full picture: the answer of `/health`.
@@ -24,6 +24,10 @@ use crate::component::UnknownComponents;
 /// A component still `unknown` counts as
 /// [`HealthConfig::unknown_components`](crate::HealthConfig::unknown_components) says. The
 /// other databases are readiness's business.
+///
+/// [`causes`](Self::causes) lists every rule that applies, not only the first: a cache and a
+/// replica in trouble behind a critical dependency are all named. An operator's hold does not
+/// change the status (it is about traffic, not health) and is listed first while in place.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct HealthVerdict {
@@ -35,90 +39,80 @@ pub struct HealthVerdict {
     pub databases: Vec<DatabaseOutcome>,
     /// The saturated pools the round saw (every connection busy, checkouts waiting), by
     /// database name, with their figures; empty when none is.
-    pub saturated_pools: Vec<(std::sync::Arc<str>, PoolStats)>,
+    pub saturated_pools: Vec<(Arc<str>, PoolStats)>,
     /// Whether the background monitor that keeps verdicts fresh is running.
     pub self_healing: bool,
     /// When the round finished; `None` when no round has.
     pub checked_at: Option<SystemTime>,
-    /// Why the status is what it is, when the outcomes alone do not say.
-    pub reason: Option<Cow<'static, str>>,
+    /// Why the status is what it is: every cause, most serious first; empty when healthy.
+    pub causes: Vec<Cause>,
     /// Every registered component, in registration order; empty when none is.
     pub components: Vec<ComponentReport>,
+    /// Whether the process had finished starting when the verdict was published.
+    pub started: bool,
 }
 
 impl HealthVerdict {
     pub(crate) fn from_outcome(
         database: Option<DatabaseOutcome>,
         databases: Vec<DatabaseOutcome>,
-        saturated_pools: Vec<(std::sync::Arc<str>, PoolStats)>,
+        saturated_pools: Vec<(Arc<str>, PoolStats)>,
         components: Vec<ComponentReport>,
         unknown: UnknownComponents,
         self_healing: bool,
         checked_at: SystemTime,
     ) -> Self {
-        let panicked = |outcome: &DatabaseOutcome| {
-            outcome
-                .error
-                .as_ref()
-                .is_some_and(|error| error.kind() == CheckErrorKind::Panicked)
-        };
-        let in_trouble = |critical: bool| {
-            components
-                .iter()
-                .find(|report| report.critical == critical && report.counts_as_trouble(unknown))
-        };
-        let (status, reason): (_, Option<Cow<'static, str>>) = match &database {
-            None => (Status::Unhealthy, Some("no database is configured".into())),
-            Some(default) if default.critical && panicked(default) => (
-                Status::Error,
-                Some("the default database check panicked".into()),
-            ),
-            Some(default) if default.critical && !default.is_ready() => (Status::Unhealthy, None),
-            Some(default) => match (
-                in_trouble(true),
-                in_trouble(false),
-                std::iter::once(default)
-                    .chain(&databases)
-                    .find(|outcome| !outcome.critical && !outcome.is_ready()),
-            ) {
-                (Some(report), _, _) => (
-                    Status::Unhealthy,
-                    Some(format!("critical component {} is {}", report.name, report.status).into()),
-                ),
-                (None, Some(report), _) => (
-                    Status::Degraded,
-                    Some(
-                        format!(
-                            "non-critical component {} is {}",
-                            report.name, report.status
-                        )
-                        .into(),
-                    ),
-                ),
-                (None, None, _) if !saturated_pools.is_empty() => {
-                    let (name, stats) = &saturated_pools[0];
-                    (
-                        Status::Degraded,
-                        Some(
-                            format!(
-                                "database {name}'s pool is saturated: {} of {} connections in use, {} checkouts waiting",
-                                stats.in_use(),
-                                stats.max_size,
-                                stats.pending_gets
-                            )
-                            .into(),
-                        ),
-                    )
+        let (status, causes) =
+            match &database {
+                None => (Status::Unhealthy, vec![Cause::NoDatabase]),
+                Some(default) => {
+                    let mut causes = Vec::new();
+                    let default_down = default.critical && !default.is_ready();
+                    if default_down {
+                        causes.push(database_cause(default));
+                    }
+                    for critical in [true, false] {
+                        causes.extend(
+                            components
+                                .iter()
+                                .filter(|report| {
+                                    report.critical == critical && report.counts_as_trouble(unknown)
+                                })
+                                .map(|report| Cause::Component {
+                                    name: report.name.clone(),
+                                    status: report.status,
+                                    critical,
+                                }),
+                        );
+                    }
+                    causes.extend(saturated_pools.iter().map(|(name, stats)| {
+                        Cause::PoolSaturated {
+                            name: name.clone(),
+                            stats: *stats,
+                        }
+                    }));
+                    causes.extend(
+                        std::iter::once(default)
+                            .chain(&databases)
+                            .filter(|outcome| !outcome.critical && !outcome.is_ready())
+                            .map(database_cause),
+                    );
+                    let status = if default_down && panicked(default) {
+                        Status::Error
+                    } else if default_down
+                        || causes
+                            .iter()
+                            .any(|cause| matches!(cause, Cause::Component { critical: true, .. }))
+                    {
+                        Status::Unhealthy
+                    } else if causes.is_empty() {
+                        Status::Healthy
+                    } else {
+                        Status::Degraded
+                    };
+                    (status, causes)
                 }
-                (None, None, Some(outcome)) => (
-                    Status::Degraded,
-                    Some(
-                        format!("optional database {} is {}", outcome.name, outcome.status).into(),
-                    ),
-                ),
-                (None, None, None) => (Status::Healthy, None),
-            },
-        };
+            };
         Self {
             status,
             database,
@@ -126,12 +120,13 @@ impl HealthVerdict {
             saturated_pools,
             self_healing,
             checked_at: Some(checked_at),
-            reason,
+            causes,
             components,
+            started: false,
         }
     }
 
-    pub(crate) fn unavailable(reason: &'static str, self_healing: bool) -> Self {
+    pub(crate) fn unavailable(why: &'static str, self_healing: bool) -> Self {
         Self {
             status: Status::Unavailable,
             database: None,
@@ -139,8 +134,45 @@ impl HealthVerdict {
             saturated_pools: Vec::new(),
             self_healing,
             checked_at: None,
-            reason: Some(reason.into()),
+            causes: vec![Cause::NoVerdict { why }],
             components: Vec::new(),
+            started: false,
         }
+    }
+
+    /// The same verdict with the operator's hold (if any) listed first among the causes and
+    /// the start as given: what `/health` shows of the process's lifecycle.
+    pub(crate) fn with_lifecycle(&self, held: Option<Arc<str>>, started: bool) -> Self {
+        let mut verdict = self.clone();
+        verdict
+            .causes
+            .retain(|cause| !matches!(cause, Cause::Held { .. }));
+        if let Some(reason) = held {
+            verdict.causes.insert(0, Cause::Held { reason });
+        }
+        verdict.started = started;
+        verdict
+    }
+
+    /// The headline: the first cause, in a sentence; `None` when healthy.
+    #[must_use]
+    pub fn reason(&self) -> Option<String> {
+        self.causes.first().map(Cause::describe)
+    }
+}
+
+fn panicked(outcome: &DatabaseOutcome) -> bool {
+    outcome
+        .error
+        .as_ref()
+        .is_some_and(|error| error.kind() == CheckErrorKind::Panicked)
+}
+
+fn database_cause(outcome: &DatabaseOutcome) -> Cause {
+    Cause::Database {
+        name: outcome.name.clone(),
+        status: outcome.status,
+        kind: outcome.error.as_ref().map(CheckError::kind),
+        optional: !outcome.critical,
     }
 }

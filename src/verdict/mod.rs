@@ -4,12 +4,15 @@
 //! of each as an `Arc`; the probe endpoints answer from responses rendered from them once per
 //! round.
 
+mod cause;
 mod component;
 mod database;
 mod health;
 mod pool;
 mod readiness;
 
+pub(crate) use self::cause::Audience;
+pub use self::cause::Cause;
 pub use self::component::ComponentReport;
 pub use self::database::{DatabaseOutcome, DatabaseStatus};
 pub use self::health::HealthVerdict;

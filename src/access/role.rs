@@ -1,14 +1,12 @@
-//! Who is asking: keys presented in `Authorization: Bearer` or `X-Baldur-Admin-Key`, compared
-//! in constant time.
+//! The role a request's credentials grant: the key it presents, hashed and compared in
+//! constant time with the configured keys' digests.
 
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::AdminConfig;
-
-/// The Python system's header, accepted so that operators' tooling carries over.
+/// Baldur's admin header, accepted so that operators' tooling carries over.
 const LEGACY_KEY_HEADER: &str = "x-baldur-admin-key";
 
 /// What a request may see.
@@ -32,23 +30,21 @@ pub(crate) enum Denied {
 
 /// The configured keys, as SHA-256 digests: comparing digests of equal length in constant
 /// time tells an attacker neither the content nor the length of a key.
-#[derive(Clone)]
-pub(crate) struct Keys {
+#[derive(Clone, Default)]
+pub(crate) struct KeyDigests {
     operator: Option<[u8; 32]>,
     readonly: Option<[u8; 32]>,
 }
 
-impl Keys {
-    pub(crate) fn new(config: &AdminConfig) -> Self {
-        let key = |key: &Option<super::config::Sourced<String>>| {
-            key.as_ref().map(|key| digest(key.value.as_bytes()))
-        };
+impl KeyDigests {
+    pub(crate) fn new(operator: Option<&[u8]>, readonly: Option<&[u8]>) -> Self {
         Self {
-            operator: key(&config.operator_key),
-            readonly: key(&config.readonly_key),
+            operator: operator.map(digest),
+            readonly: readonly.map(digest),
         }
     }
 
+    /// Whether any role can be granted at all.
     pub(crate) fn enabled(&self) -> bool {
         self.operator.is_some()
     }
@@ -66,6 +62,21 @@ impl Keys {
         } else {
             Err(Denied::Invalid)
         }
+    }
+
+    /// Whether the request holds at least the viewer role; `false` for any failure.
+    pub(crate) fn grants_viewer(&self, headers: &HeaderMap) -> bool {
+        self.enabled() && self.role(headers).is_ok_and(|role| role >= Role::Viewer)
+    }
+}
+
+impl std::fmt::Debug for KeyDigests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { operator, readonly } = self;
+        f.debug_struct("KeyDigests")
+            .field("operator", &operator.is_some())
+            .field("readonly", &readonly.is_some())
+            .finish()
     }
 }
 
@@ -116,11 +127,10 @@ mod tests {
 
     use super::*;
 
-    fn keys() -> Keys {
-        Keys::new(
-            &AdminConfig::new()
-                .operator_key("operator-key-0123456789")
-                .readonly_key("viewer-key-0123456789"),
+    fn keys() -> KeyDigests {
+        KeyDigests::new(
+            Some(b"operator-key-0123456789"),
+            Some(b"viewer-key-0123456789"),
         )
     }
 
@@ -175,5 +185,21 @@ mod tests {
             );
         }
         assert_eq!(role("x-baldur-admin-key", b"  "), Err(Denied::Malformed));
+    }
+
+    #[test]
+    fn without_keys_nobody_is_a_viewer() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_static("Bearer anything-0123456789"),
+        );
+        assert!(!KeyDigests::default().grants_viewer(&headers));
+        assert!(!keys().grants_viewer(&headers));
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_static("Bearer viewer-key-0123456789"),
+        );
+        assert!(keys().grants_viewer(&headers));
     }
 }

@@ -1,0 +1,107 @@
+//! When and how long the monitor checks: [`HealthConfig`]'s cadences, deadlines and limits.
+
+use std::time::Duration;
+
+use super::{FailDirection, HealthConfig, Zero, assert_in_range};
+
+impl HealthConfig {
+    /// The one deadline of a round: every database is checked in parallel, and whatever has not
+    /// answered when it passes is reported `timed_out`. Also bounds `?nocache=true`.
+    ///
+    /// Defaults to 500 milliseconds.
+    ///
+    /// # Panics
+    ///
+    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    pub fn readiness_timeout(mut self, timeout: Duration) -> Self {
+        assert_in_range("HealthConfig::readiness_timeout", timeout, Zero::Refused);
+        self.readiness_timeout = timeout;
+        self
+    }
+    /// How often the readiness round runs; it also refreshes the pool endpoint's verdict.
+    ///
+    /// Defaults to 1 second.
+    ///
+    /// # Panics
+    ///
+    /// When `interval` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    pub fn readiness_interval(mut self, interval: Duration) -> Self {
+        assert_in_range("HealthConfig::readiness_interval", interval, Zero::Refused);
+        self.readiness_interval = interval;
+        self
+    }
+    /// How often the health round runs.
+    ///
+    /// Defaults to 10 seconds.
+    ///
+    /// # Panics
+    ///
+    /// When `interval` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    pub fn health_interval(mut self, interval: Duration) -> Self {
+        assert_in_range("HealthConfig::health_interval", interval, Zero::Refused);
+        self.health_interval = interval;
+        self
+    }
+    /// What readiness answers when a database check times out.
+    ///
+    /// Defaults to [`FailDirection::NotReady`].
+    pub fn fail_direction(mut self, direction: FailDirection) -> Self {
+        self.fail_direction = direction;
+        self
+    }
+    /// The shortest time between two fresh computations for `?nocache=true`. A bypass that
+    /// arrives sooner gets the latest fresh result (still marked bypassed, with its real age);
+    /// concurrent bypasses always share one computation. Zero leaves only the coalescing.
+    ///
+    /// Defaults to 1 second.
+    ///
+    /// # Panics
+    ///
+    /// When `interval` is neither zero nor from 1 ms to 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    pub fn nocache_min_interval(mut self, interval: Duration) -> Self {
+        assert_in_range(
+            "HealthConfig::nocache_min_interval",
+            interval,
+            Zero::Allowed,
+        );
+        self.nocache_min_interval = interval;
+        self
+    }
+    /// How long one database check may keep running in the background after its round has
+    /// reported it `timed_out`. Past this limit the check is dropped (a [`PostgresCheck`]
+    /// discards its connection) and the next round starts a new one: a connection that went
+    /// dark for good does not keep the database `timed_out` forever. Never shorter than the
+    /// [readiness timeout](HealthConfig::readiness_timeout).
+    ///
+    /// Defaults to 10 seconds.
+    ///
+    /// [`PostgresCheck`]: crate::check::PostgresCheck
+    ///
+    /// # Panics
+    ///
+    /// When `limit` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    pub fn check_limit(mut self, limit: Duration) -> Self {
+        assert_in_range("HealthConfig::check_limit", limit, Zero::Refused);
+        self.check_limit = limit;
+        self
+    }
+    /// Whether `/health/startup` also waits for the application to call
+    /// [`HealthHandle::mark_started`](crate::HealthHandle::mark_started) (for warm-up such as
+    /// migrations or cache loading), besides the first readiness round.
+    ///
+    /// Defaults to `false`: started once the first readiness round has completed.
+    pub fn startup_waits_for_mark(mut self, waits: bool) -> Self {
+        self.startup_waits_for_mark = waits;
+        self
+    }
+}

@@ -1,0 +1,40 @@
+//! The two ways the families reach a `prometheus-client` encoder: a snapshot read once (the
+//! cached exposition), and the view read at each of the application's scrapes.
+
+use std::fmt;
+use std::time::Instant;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+
+use super::families;
+use super::snapshot::Snapshot;
+use crate::monitor::HealthHandle;
+
+/// Writes the families of a snapshot read before: what [`HealthMetrics`] renders once per
+/// change of the view.
+///
+/// [`HealthMetrics`]: super::HealthMetrics
+#[derive(Debug)]
+pub(super) struct SnapshotCollector(pub(super) Snapshot);
+
+impl Collector for SnapshotCollector {
+    fn encode(&self, encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        let Self(snapshot) = self;
+        families::encode(snapshot, encoder)
+    }
+}
+
+/// Reads the view at each scrape of the registry it is registered with: what
+/// [`HealthMetrics::register`](super::HealthMetrics::register) adds. Reading never runs a
+/// check.
+#[derive(Debug)]
+pub(super) struct LiveCollector(pub(super) HealthHandle);
+
+impl Collector for LiveCollector {
+    fn encode(&self, encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        let Self(handle) = self;
+        let snapshot = Snapshot::read(handle.monitor_state(), Instant::now());
+        families::encode(&snapshot, encoder)
+    }
+}

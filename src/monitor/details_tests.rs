@@ -1,0 +1,124 @@
+//! What each audience sees: the short form keeps statuses, categories and configured names,
+//! and nothing a driver wrote, no target, no figures, no timings.
+
+use http::StatusCode;
+
+use super::tests::{monitor, rounds};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::component::ComponentSpec;
+use crate::config::HealthConfig;
+use crate::probe::{BodyMode, Freshness, Probe};
+use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
+use crate::verdict::Audience;
+
+/// A check that fails the way a driver does: its message names the host, the user and the
+/// database, and it reports a target.
+#[derive(Debug)]
+struct Chatty;
+
+const DRIVER_TEXT: &str =
+    "password authentication failed for user \"app_user\" at db.internal.example:5432/orders";
+
+impl DatabaseCheck for Chatty {
+    fn vendor(&self) -> &'static str {
+        "fake"
+    }
+
+    fn check(&self) -> CheckFuture {
+        Box::pin(async { Err(CheckError::new(CheckErrorKind::Auth, DRIVER_TEXT)) })
+    }
+
+    fn target(&self) -> Option<String> {
+        Some("db.internal.example:5432/orders".to_owned())
+    }
+
+    fn pool_stats(&self) -> Option<PoolStats> {
+        Some(PoolStats::new(10, 3, 1))
+    }
+}
+
+async fn body(
+    handle: &crate::HealthHandle,
+    probe: Probe,
+    audience: Audience,
+) -> (StatusCode, String) {
+    let response = handle
+        .probe_response(probe, BodyMode::Full, Freshness::Published, audience)
+        .await;
+    let (status, _, body) = read(response).await;
+    (status, body)
+}
+
+fn chatty() -> HealthConfig {
+    HealthConfig::new()
+        .database("default", Chatty)
+        .unwrap()
+        .database("replica", Chatty)
+        .unwrap()
+        .optional_database("replica")
+        .unwrap()
+        .component(ComponentSpec::new(
+            "cache",
+            FakeComponent::new(FakeCheck::Refused),
+        ))
+}
+
+#[tokio::test]
+async fn the_short_form_carries_no_driver_text_target_figures_or_timings() {
+    let handle = monitor(chatty());
+    rounds(&handle).await;
+    for probe in [Probe::Health, Probe::Ready, Probe::Pool] {
+        let (status, full) = body(&handle, probe, Audience::Full).await;
+        let (short_status, short) = body(&handle, probe, Audience::Minimal).await;
+        assert_eq!(
+            status, short_status,
+            "{probe}: the answer does not depend on the audience"
+        );
+        assert!(full.contains("app_user"), "{probe}: {full}");
+        for secret in [
+            "app_user",
+            "db.internal.example",
+            "orders",
+            "Connection refused",
+            "elapsed_ms",
+            "max_size",
+            "in_use",
+            "target",
+        ] {
+            assert!(!short.contains(secret), "{probe} shows {secret:?}: {short}");
+        }
+        // Configured names and categories stay at every level.
+        assert!(short.contains(r#""error_kind":"auth""#), "{probe}: {short}");
+    }
+    let (_, health) = body(&handle, Probe::Health, Audience::Minimal).await;
+    assert_eq!(
+        normalize(&health),
+        r#"{"causes":[{"kind":"database","name":"default","text":"database default is not_ready (auth)"},{"kind":"component","name":"cache","text":"non-critical component cache is degraded"},{"kind":"database","name":"replica","text":"optional database replica is not_ready (auth)"}],"checks":{"database":"unhealthy"},"components":{"cache":{"check":"failed","consecutive_failures":1,"consecutive_successes":0,"critical":false,"detail":null,"error":null,"error_kind":"refused","gates_readiness":false,"reason":"1 failed check in a row, failures_before_trouble is 1","since":"T","status":"degraded"}},"details":{"database":{"detail":null,"error":null,"error_kind":"auth","name":"default","status":"not_ready"},"database_replica":{"critical":false,"detail":null,"error":null,"error_kind":"auth","status":"not_ready"}},"reason":"database default is not_ready (auth)","self_healing":true,"started":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#
+    );
+    let (_, pool) = body(&handle, Probe::Pool, Audience::Minimal).await;
+    assert_eq!(
+        normalize(&pool),
+        r#"{"error":"auth","pool_info":{"alias":"default","check":"not_ready","detail":null,"error":"auth","error_kind":"auth","is_usable":false,"saturated":false,"status":"error","vendor":"fake"},"status":"error","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#
+    );
+}
+
+#[tokio::test]
+async fn a_hold_names_its_reason_only_where_details_are_shown() {
+    let handle = monitor(
+        HealthConfig::new()
+            .database("default", FakeCheck::Ready)
+            .unwrap(),
+    );
+    rounds(&handle).await;
+    handle.hold("db migration by alice");
+    for probe in [Probe::Ready, Probe::Health] {
+        let (_, full) = body(&handle, probe, Audience::Full).await;
+        let (_, short) = body(&handle, probe, Audience::Minimal).await;
+        assert!(
+            full.contains("held by the operator: db migration by alice"),
+            "{probe}: {full}"
+        );
+        assert!(short.contains("held by the operator"), "{probe}: {short}");
+        assert!(!short.contains("alice"), "{probe}: {short}");
+    }
+}

@@ -1,0 +1,490 @@
+//! The metrics, with fake checks and rounds run by hand: the exact lines in each state, the
+//! exposition read back and held to the view, and a scrape that renders nothing and checks
+//! nothing while the view stands still.
+
+use std::time::Duration;
+
+use http::{StatusCode, header};
+
+use super::HealthHandle;
+use super::tests::{monitor, rounds};
+use crate::component::ComponentSpec;
+use crate::config::HealthConfig;
+use crate::drain::{DrainConfig, DrainHandle};
+use crate::metrics::HealthMetrics;
+use crate::probe::BodyMode;
+use crate::test_helpers::{FakeCheck, FakeComponent, read};
+use crate::view::View;
+
+/// One database and one component.
+fn config(check: FakeCheck) -> HealthConfig {
+    HealthConfig::new()
+        .readiness_timeout(Duration::from_secs(10))
+        .database("default", check)
+        .unwrap()
+        .component(ComponentSpec::new(
+            "cache",
+            FakeComponent::new(FakeCheck::Ready),
+        ))
+}
+
+/// The samples of an exposition (`name{labels} value`), in order; the values that change
+/// from run to run (timestamps, durations) replaced by `T`.
+fn samples(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| {
+            let (series, value) = line.rsplit_once(' ').expect("a sample has a value");
+            let volatile = ["_timestamp_seconds{", "_duration_seconds{"]
+                .iter()
+                .any(|name| series.contains(name));
+            format!("{series} {}", if volatile { "T" } else { value })
+        })
+        .collect()
+}
+
+/// The samples of the family `name`.
+fn family(text: &str, name: &str) -> Vec<String> {
+    samples(text)
+        .into_iter()
+        .filter(|sample| {
+            sample
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(['{', ' ']))
+        })
+        .collect()
+}
+
+/// The value of the one sample `series`.
+fn value(text: &str, series: &str) -> String {
+    let found: Vec<_> = samples(text)
+        .into_iter()
+        .filter_map(|sample| {
+            let (name, value) = sample.rsplit_once(' ')?;
+            (name == series).then(|| value.to_owned())
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "{series} in\n{text}");
+    found[0].clone()
+}
+
+fn exposition(metrics: &HealthMetrics) -> String {
+    String::from_utf8(metrics.exposition().to_vec()).expect("the exposition is UTF-8")
+}
+
+/// The exposition says what the view says: every probe's answer and condition, the
+/// lifecycle, the health status and every database.
+fn agrees_with_the_view(text: &str, view: &View) {
+    let bit = |on: bool| if on { "1" } else { "0" };
+    for answer in view.answers() {
+        let probe = answer.probe.as_str();
+        let passing = value(
+            text,
+            &format!("tower_health_probe_passing{{probe=\"{probe}\"}}"),
+        );
+        assert_eq!(passing, bit(answer.passing), "{answer:?}");
+        let conditions = family(text, "tower_health_probe_condition");
+        let current: Vec<_> = conditions
+            .iter()
+            .filter(|sample| sample.contains(&format!("probe=\"{probe}\"")))
+            .filter(|sample| sample.ends_with(" 1"))
+            .collect();
+        let expected = format!(
+            "tower_health_probe_condition{{probe=\"{probe}\",condition=\"{}\"}} 1",
+            answer.condition
+        );
+        assert_eq!(current, [&expected], "{answer:?}");
+    }
+    for (name, on) in [
+        ("tower_health_draining", view.draining),
+        ("tower_health_held", view.held.is_some()),
+        ("tower_health_started", view.started),
+        ("tower_health_monitor_running", view.monitor_running),
+    ] {
+        assert_eq!(value(text, name), bit(on), "{name}");
+    }
+    for outcome in &view.readiness.databases {
+        let up = format!(
+            "tower_health_database_up{{database=\"{}\",critical=\"{}\"}}",
+            outcome.name, outcome.critical
+        );
+        assert_eq!(value(text, &up), bit(outcome.is_ready()));
+        let status = format!(
+            "tower_health_database_check_status{{database=\"{}\",status=\"{}\"}}",
+            outcome.name, outcome.status
+        );
+        assert_eq!(value(text, &status), "1");
+    }
+}
+
+fn check(metrics: &HealthMetrics, handle: &HealthHandle) -> String {
+    let text = exposition(metrics);
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    agrees_with_the_view(&text, &handle.view());
+    text
+}
+
+/// A healthy monitor of one database and one component, after one round of each: every
+/// line, the timestamps and durations replaced by `T`.
+const HEALTHY: &str = r#"# HELP tower_health_probe_passing Whether the probe passes now (HTTP 200, gRPC SERVING)
+# TYPE tower_health_probe_passing gauge
+tower_health_probe_passing{probe="health"} 1
+tower_health_probe_passing{probe="live"} 1
+tower_health_probe_passing{probe="ready"} 1
+tower_health_probe_passing{probe="startup"} 1
+tower_health_probe_passing{probe="pool"} 1
+tower_health_probe_passing{probe="ping"} 1
+# HELP tower_health_probe_condition What decides the probe's answer: 1 for the current condition
+# TYPE tower_health_probe_condition gauge
+tower_health_probe_condition{probe="health",condition="verdict"} 1
+tower_health_probe_condition{probe="health",condition="draining"} 0
+tower_health_probe_condition{probe="health",condition="stale"} 0
+tower_health_probe_condition{probe="health",condition="unavailable"} 0
+tower_health_probe_condition{probe="health",condition="held"} 0
+tower_health_probe_condition{probe="health",condition="starting"} 0
+tower_health_probe_condition{probe="live",condition="verdict"} 1
+tower_health_probe_condition{probe="live",condition="draining"} 0
+tower_health_probe_condition{probe="live",condition="stale"} 0
+tower_health_probe_condition{probe="live",condition="unavailable"} 0
+tower_health_probe_condition{probe="live",condition="held"} 0
+tower_health_probe_condition{probe="live",condition="starting"} 0
+tower_health_probe_condition{probe="ready",condition="verdict"} 1
+tower_health_probe_condition{probe="ready",condition="draining"} 0
+tower_health_probe_condition{probe="ready",condition="stale"} 0
+tower_health_probe_condition{probe="ready",condition="unavailable"} 0
+tower_health_probe_condition{probe="ready",condition="held"} 0
+tower_health_probe_condition{probe="ready",condition="starting"} 0
+tower_health_probe_condition{probe="startup",condition="verdict"} 1
+tower_health_probe_condition{probe="startup",condition="draining"} 0
+tower_health_probe_condition{probe="startup",condition="stale"} 0
+tower_health_probe_condition{probe="startup",condition="unavailable"} 0
+tower_health_probe_condition{probe="startup",condition="held"} 0
+tower_health_probe_condition{probe="startup",condition="starting"} 0
+tower_health_probe_condition{probe="pool",condition="verdict"} 1
+tower_health_probe_condition{probe="pool",condition="draining"} 0
+tower_health_probe_condition{probe="pool",condition="stale"} 0
+tower_health_probe_condition{probe="pool",condition="unavailable"} 0
+tower_health_probe_condition{probe="pool",condition="held"} 0
+tower_health_probe_condition{probe="pool",condition="starting"} 0
+tower_health_probe_condition{probe="ping",condition="verdict"} 1
+tower_health_probe_condition{probe="ping",condition="draining"} 0
+tower_health_probe_condition{probe="ping",condition="stale"} 0
+tower_health_probe_condition{probe="ping",condition="unavailable"} 0
+tower_health_probe_condition{probe="ping",condition="held"} 0
+tower_health_probe_condition{probe="ping",condition="starting"} 0
+# HELP tower_health_status The health status: 1 for the current one
+# TYPE tower_health_status gauge
+tower_health_status{status="healthy"} 1
+tower_health_status{status="degraded"} 0
+tower_health_status{status="unhealthy"} 0
+tower_health_status{status="error"} 0
+tower_health_status{status="unavailable"} 0
+# HELP tower_health_database_up Whether the database was ready in the last readiness round
+# TYPE tower_health_database_up gauge
+tower_health_database_up{database="default",critical="true"} 1
+# HELP tower_health_database_check_status The database's check status in the last readiness round: 1 for the current one
+# TYPE tower_health_database_check_status gauge
+tower_health_database_check_status{database="default",status="ready"} 1
+tower_health_database_check_status{database="default",status="not_ready"} 0
+tower_health_database_check_status{database="default",status="timed_out"} 0
+# HELP tower_health_component_status The component's status in the last health round: 1 for the current one
+# TYPE tower_health_component_status gauge
+tower_health_component_status{component="cache",status="unknown"} 0
+tower_health_component_status{component="cache",status="healthy"} 1
+tower_health_component_status{component="cache",status="degraded"} 0
+tower_health_component_status{component="cache",status="unhealthy"} 0
+# HELP tower_health_verdict_timestamp_seconds When the verdict was computed (Unix time); its age is time() minus this
+# TYPE tower_health_verdict_timestamp_seconds gauge
+# UNIT tower_health_verdict_timestamp_seconds seconds
+tower_health_verdict_timestamp_seconds{verdict="health"} T
+tower_health_verdict_timestamp_seconds{verdict="readiness"} T
+tower_health_verdict_timestamp_seconds{verdict="pool"} T
+# HELP tower_health_verdict_stale Whether the verdict is older than its staleness bound (the monitor is stuck)
+# TYPE tower_health_verdict_stale gauge
+tower_health_verdict_stale{verdict="health"} 0
+tower_health_verdict_stale{verdict="readiness"} 0
+tower_health_verdict_stale{verdict="pool"} 0
+# HELP tower_health_round_duration_seconds How long the last round's checks took
+# TYPE tower_health_round_duration_seconds gauge
+# UNIT tower_health_round_duration_seconds seconds
+tower_health_round_duration_seconds{round="readiness"} T
+tower_health_round_duration_seconds{round="health"} T
+# HELP tower_health_rounds Rounds completed
+# TYPE tower_health_rounds counter
+tower_health_rounds_total{round="readiness"} 1
+tower_health_rounds_total{round="health"} 1
+# HELP tower_health_check_failures Checks that finished with an error, by category (each check once, however many rounds waited for it)
+# TYPE tower_health_check_failures counter
+# HELP tower_health_transitions Transitions of readiness and of the health status (each one logged), the first verdict included
+# TYPE tower_health_transitions counter
+tower_health_transitions_total{question="health"} 1
+tower_health_transitions_total{question="readiness"} 1
+# HELP tower_health_nocache_computations Fresh computations run for ?nocache=true (concurrent bypasses share one)
+# TYPE tower_health_nocache_computations counter
+tower_health_nocache_computations_total 0
+# HELP tower_health_draining Whether the drain has started
+# TYPE tower_health_draining gauge
+tower_health_draining 0
+# HELP tower_health_held Whether an operator's hold keeps readiness failing
+# TYPE tower_health_held gauge
+tower_health_held 0
+# HELP tower_health_started Whether the process has finished starting (the startup probe passes)
+# TYPE tower_health_started gauge
+tower_health_started 1
+# HELP tower_health_monitor_running Whether the background monitor is running
+# TYPE tower_health_monitor_running gauge
+tower_health_monitor_running 1
+# EOF
+"#;
+
+#[tokio::test]
+async fn healthy_every_line() {
+    let handle = monitor(config(FakeCheck::Ready));
+    rounds(&handle).await;
+    let metrics = HealthMetrics::new(&handle);
+    let text = check(&metrics, &handle);
+    let normalized: Vec<_> = text
+        .lines()
+        .map(|line| match line.rsplit_once(' ') {
+            Some((series, _))
+                if !line.starts_with('#')
+                    && (series.contains("_timestamp_seconds{")
+                        || series.contains("_duration_seconds{")) =>
+            {
+                format!("{series} T")
+            }
+            _ => line.to_owned(),
+        })
+        .collect();
+    let normalized = normalized.join("\n") + "\n";
+    assert!(normalized == HEALTHY, "{normalized}");
+}
+
+#[tokio::test]
+async fn refused_then_held_then_draining() {
+    let handle = monitor(config(FakeCheck::Refused));
+    let metrics = HealthMetrics::new(&handle);
+    let before = check(&metrics, &handle);
+    assert_eq!(
+        family(&before, "tower_health_probe_passing"),
+        [
+            "tower_health_probe_passing{probe=\"health\"} 0",
+            "tower_health_probe_passing{probe=\"live\"} 1",
+            "tower_health_probe_passing{probe=\"ready\"} 0",
+            "tower_health_probe_passing{probe=\"startup\"} 0",
+            "tower_health_probe_passing{probe=\"pool\"} 0",
+            "tower_health_probe_passing{probe=\"ping\"} 1",
+        ]
+    );
+    // No verdict yet: no timestamps, no databases.
+    assert!(family(&before, "tower_health_verdict_timestamp_seconds").is_empty());
+    assert!(family(&before, "tower_health_database_up").is_empty());
+
+    rounds(&handle).await;
+    let refused = check(&metrics, &handle);
+    assert_eq!(
+        family(&refused, "tower_health_database_up"),
+        ["tower_health_database_up{database=\"default\",critical=\"true\"} 0"]
+    );
+    assert_eq!(
+        family(&refused, "tower_health_database_check_status"),
+        [
+            "tower_health_database_check_status{database=\"default\",status=\"ready\"} 0",
+            "tower_health_database_check_status{database=\"default\",status=\"not_ready\"} 1",
+            "tower_health_database_check_status{database=\"default\",status=\"timed_out\"} 0",
+        ]
+    );
+    assert_eq!(
+        value(&refused, "tower_health_status{status=\"unhealthy\"}"),
+        "1"
+    );
+    // Two rounds, two checks, two failures: each finished check once.
+    assert_eq!(handle.stats().checks_started, 2);
+    assert_eq!(
+        family(&refused, "tower_health_check_failures_total"),
+        ["tower_health_check_failures_total{check=\"default\",kind=\"refused\"} 2"]
+    );
+    assert_eq!(
+        family(&refused, "tower_health_transitions_total"),
+        [
+            "tower_health_transitions_total{question=\"health\"} 1",
+            "tower_health_transitions_total{question=\"readiness\"} 1",
+        ]
+    );
+
+    handle.hold("maintenance");
+    let held = check(&metrics, &handle);
+    assert_eq!(value(&held, "tower_health_held"), "1");
+    assert_eq!(
+        value(
+            &held,
+            "tower_health_probe_condition{probe=\"ready\",condition=\"held\"}"
+        ),
+        "1"
+    );
+    handle.release();
+    let released = check(&metrics, &handle);
+    assert_eq!(value(&released, "tower_health_held"), "0");
+
+    // The drain starts without a publication: the exposition follows at once.
+    let drain = DrainHandle::new(DrainConfig::new());
+    handle.follow_drain(&drain);
+    check(&metrics, &handle);
+    drain.start();
+    let draining = check(&metrics, &handle);
+    assert_eq!(value(&draining, "tower_health_draining"), "1");
+    for probe in ["health", "ready", "pool"] {
+        let series =
+            format!("tower_health_probe_condition{{probe=\"{probe}\",condition=\"draining\"}}");
+        assert_eq!(value(&draining, &series), "1", "{probe}");
+    }
+    // The health status stays the verdict's.
+    assert_eq!(
+        value(&draining, "tower_health_status{status=\"unhealthy\"}"),
+        "1"
+    );
+
+    handle.state.set_monitor_running(false);
+    let stopped = check(&metrics, &handle);
+    assert_eq!(value(&stopped, "tower_health_monitor_running"), "0");
+}
+
+#[tokio::test]
+async fn a_check_two_rounds_wait_for_fails_once() {
+    let handle = monitor(config(FakeCheck::Panics));
+    let metrics = HealthMetrics::new(&handle);
+    // Both rounds claim before either waits: they share the one check.
+    crate::util::join(handle.state.readiness_round(), async {
+        handle.state.health_round().await;
+    })
+    .await;
+    assert_eq!(handle.stats().checks_started, 1);
+    let text = check(&metrics, &handle);
+    assert_eq!(
+        family(&text, "tower_health_check_failures_total"),
+        ["tower_health_check_failures_total{check=\"default\",kind=\"panicked\"} 1"]
+    );
+}
+
+#[tokio::test]
+async fn a_stale_verdict_shows_without_a_round() {
+    let config = HealthConfig::new()
+        .readiness_interval(Duration::from_millis(1))
+        .health_interval(Duration::from_millis(1))
+        .readiness_timeout(Duration::from_millis(200))
+        .database("default", FakeCheck::Ready)
+        .unwrap();
+    let handle = monitor(config);
+    rounds(&handle).await;
+    let metrics = HealthMetrics::new(&handle);
+    let fresh = check(&metrics, &handle);
+    assert_eq!(
+        family(&fresh, "tower_health_verdict_stale"),
+        [
+            "tower_health_verdict_stale{verdict=\"health\"} 0",
+            "tower_health_verdict_stale{verdict=\"readiness\"} 0",
+            "tower_health_verdict_stale{verdict=\"pool\"} 0",
+        ]
+    );
+    // No round runs from here on, as with a stuck monitor.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let renders = metrics.renders();
+    let stale = check(&metrics, &handle);
+    assert_eq!(metrics.renders(), renders + 1, "rendered again once stale");
+    assert_eq!(
+        family(&stale, "tower_health_verdict_stale"),
+        [
+            "tower_health_verdict_stale{verdict=\"health\"} 1",
+            "tower_health_verdict_stale{verdict=\"readiness\"} 1",
+            "tower_health_verdict_stale{verdict=\"pool\"} 1",
+        ]
+    );
+    assert_eq!(
+        value(
+            &stale,
+            "tower_health_probe_condition{probe=\"ready\",condition=\"stale\"}"
+        ),
+        "1"
+    );
+    assert_eq!(
+        value(&stale, "tower_health_status{status=\"unavailable\"}"),
+        "1"
+    );
+    // Nothing left to go stale: the rendering stands.
+    exposition(&metrics);
+    assert_eq!(metrics.renders(), renders + 1);
+}
+
+#[tokio::test]
+async fn a_thousand_scrapes_render_once_and_check_nothing() {
+    let handle = monitor(config(FakeCheck::Ready));
+    rounds(&handle).await;
+    let metrics = HealthMetrics::new(&handle);
+    rounds(&handle).await;
+    let (stats, renders) = (handle.stats(), metrics.renders());
+    let first = metrics.exposition();
+    for _ in 0..1_000 {
+        let again = metrics.exposition();
+        assert_eq!(again.as_ptr(), first.as_ptr(), "the same rendering");
+    }
+    assert_eq!(
+        metrics.renders(),
+        renders + 1,
+        "one rendering for the round"
+    );
+    assert_eq!(handle.stats(), stats, "a scrape ran a check");
+    let text = String::from_utf8(first.to_vec()).unwrap();
+    assert_eq!(
+        value(&text, "tower_health_rounds_total{round=\"readiness\"}"),
+        "2"
+    );
+}
+
+#[tokio::test]
+async fn a_registry_reads_the_view_at_its_scrape() {
+    let handle = monitor(config(FakeCheck::Ready));
+    let metrics = HealthMetrics::new(&handle);
+    let mut registry = prometheus_client::registry::Registry::with_prefix("app");
+    metrics.register(&mut registry);
+    let scrape = |registry: &prometheus_client::registry::Registry| {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        text
+    };
+    let before = scrape(&registry);
+    assert_eq!(value(&before, "app_tower_health_started"), "0");
+    rounds(&handle).await;
+    let stats = handle.stats();
+    let after = scrape(&registry);
+    assert_eq!(value(&after, "app_tower_health_started"), "1");
+    assert_eq!(
+        value(&after, "app_tower_health_probe_passing{probe=\"ready\"}"),
+        "1"
+    );
+    assert_eq!(handle.stats(), stats, "a scrape ran a check");
+    // The same metrics as the exposition, under the registry's prefix.
+    let own: Vec<_> = samples(&exposition(&metrics))
+        .into_iter()
+        .map(|sample| format!("app_{sample}"))
+        .collect();
+    assert_eq!(samples(&after), own);
+}
+
+#[tokio::test]
+async fn the_response_to_a_scrape() {
+    let handle = monitor(config(FakeCheck::Ready));
+    rounds(&handle).await;
+    let metrics = HealthMetrics::new(&handle);
+    let (status, headers, body) = read(metrics.response(BodyMode::Full)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], metrics.content_type());
+    assert_eq!(headers[header::CACHE_CONTROL], "no-store");
+    assert_eq!(body.as_bytes(), &metrics.exposition()[..]);
+    let (status, headers, body) = read(metrics.response(BodyMode::HeadOnly)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        headers[header::CONTENT_LENGTH],
+        metrics.exposition().len().to_string()
+    );
+    assert!(body.is_empty());
+}
