@@ -1,1 +1,310 @@
-//! (being written: the metrics integration test)
+//! The metrics over a real PostgreSQL: the exposition follows the view through an outage of a
+//! database (its port closed, then open again) and a drain, and scraping it costs the database
+//! nothing.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::{LIMIT, PgProxy, eventually, fast, first_rounds, pg_addr, pg_client, postgres};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{AbortHandle, JoinHandle};
+use tower_health::metrics::HealthMetrics;
+use tower_health::view::View;
+use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthMonitor};
+
+/// A port in front of PostgreSQL that can be closed (connections refused, open ones cut) and
+/// opened again on the same address.
+struct ClosablePort {
+    addr: SocketAddr,
+    upstream: SocketAddr,
+    accept: Option<JoinHandle<()>>,
+    connections: Arc<Mutex<Vec<AbortHandle>>>,
+}
+
+impl ClosablePort {
+    async fn open(upstream: SocketAddr) -> Self {
+        let mut port = Self {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            upstream,
+            accept: None,
+            connections: Arc::default(),
+        };
+        port.reopen().await;
+        port
+    }
+
+    async fn reopen(&mut self) {
+        let listener = TcpListener::bind(self.addr).await.expect("bind the port");
+        self.addr = listener.local_addr().unwrap();
+        let (upstream, connections) = (self.upstream, self.connections.clone());
+        self.accept = Some(tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let pump = tokio::spawn(async move {
+                    if let Ok(mut server) = TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                connections.lock().unwrap().push(pump.abort_handle());
+            }
+        }));
+    }
+
+    /// Stops listening (new connections are refused) and cuts the open ones.
+    async fn close(&mut self) {
+        if let Some(accept) = self.accept.take() {
+            accept.abort();
+            let _ = accept.await;
+        }
+        for connection in self.connections.lock().unwrap().drain(..) {
+            connection.abort();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "postgres://postgres@{}/postgres?sslmode=disable&connect_timeout=2",
+            self.addr
+        )
+    }
+}
+
+impl Drop for ClosablePort {
+    fn drop(&mut self) {
+        if let Some(accept) = &self.accept {
+            accept.abort();
+        }
+        for connection in self.connections.lock().unwrap().drain(..) {
+            connection.abort();
+        }
+    }
+}
+
+/// The samples of an exposition: `name{labels}` to value.
+fn samples(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| {
+            let (series, value) = line.rsplit_once(' ').expect("a sample has a value");
+            (series.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+fn bit(on: bool) -> &'static str {
+    if on { "1" } else { "0" }
+}
+
+/// Whether two views answer alike from the same verdicts.
+fn same(one: &View, other: &View) -> bool {
+    Arc::ptr_eq(&one.readiness, &other.readiness)
+        && Arc::ptr_eq(&one.health, &other.health)
+        && Arc::ptr_eq(&one.pool, &other.pool)
+        && one.draining == other.draining
+        && one
+            .answers()
+            .iter()
+            .zip(other.answers())
+            .all(|(a, b)| (a.passing, a.condition, a.status) == (b.passing, b.condition, b.status))
+}
+
+/// Scrapes the exposition between two equal views (a round may publish in between: then
+/// again), checks that it says what the view says, and returns its samples and the view.
+fn scrape(metrics: &HealthMetrics, health: &HealthHandle) -> (BTreeMap<String, String>, View) {
+    for _ in 0..100 {
+        let before = health.view();
+        let text = String::from_utf8(metrics.exposition().to_vec()).unwrap();
+        let after = health.view();
+        if !same(&before, &after) {
+            continue;
+        }
+        assert!(text.ends_with("# EOF\n"));
+        let samples = samples(&text);
+        for answer in after.answers() {
+            let probe = answer.probe.as_str();
+            let passing = format!("tower_health_probe_passing{{probe=\"{probe}\"}}");
+            assert_eq!(samples[&passing], bit(answer.passing), "{answer:?}\n{text}");
+            let condition = format!(
+                "tower_health_probe_condition{{probe=\"{probe}\",condition=\"{}\"}}",
+                answer.condition
+            );
+            assert_eq!(samples[&condition], "1", "{answer:?}\n{text}");
+        }
+        for outcome in &after.readiness.databases {
+            let up = format!(
+                "tower_health_database_up{{database=\"{}\",critical=\"{}\"}}",
+                outcome.name, outcome.critical
+            );
+            assert_eq!(samples[&up], bit(outcome.is_ready()), "{text}");
+        }
+        let status = format!("tower_health_status{{status=\"{}\"}}", after.health.status);
+        assert_eq!(samples[&status], "1", "{text}");
+        assert_eq!(samples["tower_health_draining"], bit(after.draining));
+        assert_eq!(samples["tower_health_started"], bit(after.started));
+        assert_eq!(samples["tower_health_monitor_running"], "1");
+        return (samples, after);
+    }
+    panic!("the view kept changing under the scrape");
+}
+
+/// Waits until the readiness verdict says `database` is (or is not) ready.
+async fn until_database(health: &HealthHandle, database: &str, ready: bool) {
+    let reached = eventually(LIMIT, || async {
+        health
+            .view()
+            .readiness
+            .databases
+            .iter()
+            .any(|outcome| &*outcome.name == database && outcome.is_ready() == ready)
+    })
+    .await;
+    assert!(reached, "{database} ready={ready} within {LIMIT:?}");
+}
+
+#[tokio::test]
+async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
+    require_postgres!();
+    let mut replica = ClosablePort::open(pg_addr()).await;
+    let config = fast()
+        .database("default", postgres(&support::pg_url()))
+        .unwrap()
+        .database("replica", postgres(&replica.url()))
+        .unwrap();
+    let health = HealthMonitor::spawn(config);
+    let metrics = HealthMetrics::new(&health);
+    first_rounds(&health).await;
+    until_database(&health, "replica", true).await;
+
+    let (healthy, view) = scrape(&metrics, &health);
+    assert!(view.answer(tower_health::Probe::Ready).passing);
+    assert_eq!(
+        healthy["tower_health_database_up{database=\"replica\",critical=\"true\"}"],
+        "1"
+    );
+    assert_eq!(
+        healthy["tower_health_verdict_stale{verdict=\"readiness\"}"],
+        "0"
+    );
+    let failures = "tower_health_check_failures_total{check=\"replica\",kind=\"refused\"}";
+    assert!(!healthy.contains_key(failures));
+
+    // The replica's port closes: refused.
+    replica.close().await;
+    until_database(&health, "replica", false).await;
+    let (refused, view) = scrape(&metrics, &health);
+    assert!(!view.answer(tower_health::Probe::Ready).passing);
+    assert_eq!(
+        refused["tower_health_database_check_status{database=\"replica\",status=\"not_ready\"}"],
+        "1"
+    );
+    // Counted by category: refused (or closed, when the cut met a query in flight).
+    let outcome = view
+        .readiness
+        .databases
+        .iter()
+        .find(|o| &*o.name == "replica");
+    let kind = outcome
+        .and_then(|o| o.error.as_ref())
+        .map(|e| e.kind().as_str());
+    let counted = format!(
+        "tower_health_check_failures_total{{check=\"replica\",kind=\"{}\"}}",
+        kind.expect("the replica's error")
+    );
+    assert!(
+        refused[&counted].parse::<u64>().unwrap() >= 1,
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused["tower_health_database_up{database=\"default\",critical=\"true\"}"],
+        "1"
+    );
+
+    // Open again: recovered, and the failures stay counted.
+    replica.reopen().await;
+    until_database(&health, "replica", true).await;
+    let (recovered, view) = scrape(&metrics, &health);
+    assert!(view.answer(tower_health::Probe::Ready).passing);
+    assert_eq!(
+        recovered["tower_health_database_up{database=\"replica\",critical=\"true\"}"],
+        "1"
+    );
+    assert!(recovered[&counted].parse::<u64>().unwrap() >= 1);
+    let transitions = "tower_health_transitions_total{question=\"readiness\"}";
+    assert!(
+        recovered[transitions].parse::<u64>().unwrap() >= 3,
+        "{recovered:?}"
+    );
+
+    // The drain: no round needed for the exposition to show it.
+    let drain = DrainHandle::new(DrainConfig::new());
+    health.follow_drain(&drain);
+    drain.start();
+    let (draining, _) = scrape(&metrics, &health);
+    assert_eq!(draining["tower_health_draining"], "1");
+    for probe in ["health", "ready", "pool"] {
+        let series =
+            format!("tower_health_probe_condition{{probe=\"{probe}\",condition=\"draining\"}}");
+        assert_eq!(draining[&series], "1", "{probe}");
+    }
+    assert_eq!(draining["tower_health_probe_passing{probe=\"live\"}"], "1");
+}
+
+/// What PostgreSQL itself says of the check's connections: how many, and when the last
+/// query on them started.
+async fn activity(client: &tokio_postgres::Client, application: &str) -> (i64, Option<String>) {
+    let row = client
+        .query_one(
+            "SELECT count(*), max(query_start)::text FROM pg_stat_activity \
+             WHERE application_name = $1",
+            &[&application],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[tokio::test]
+async fn a_thousand_scrapes_send_no_query() {
+    require_postgres!();
+    let proxy = PgProxy::start(pg_addr()).await;
+    let application = "tower_health_metrics_scrapes";
+    let url = format!("{}&application_name={application}", proxy.url());
+    // Rounds an hour apart: after the first ones, only scrapes happen.
+    let hour = Duration::from_secs(3600);
+    let config = HealthConfig::new()
+        .readiness_interval(hour)
+        .health_interval(hour)
+        .database("default", postgres(&url))
+        .unwrap();
+    let health = HealthMonitor::spawn(config);
+    first_rounds(&health).await;
+    let metrics = HealthMetrics::new(&health);
+    let observer = pg_client().await;
+
+    let (stats, queries) = (health.stats(), proxy.queries());
+    let server_side = activity(&observer, application).await;
+    assert!(
+        server_side.0 >= 1,
+        "the check's connection is open: {server_side:?}"
+    );
+    let first = metrics.exposition();
+    for _ in 0..1_000 {
+        let again = metrics.exposition();
+        assert_eq!(again.as_ptr(), first.as_ptr(), "rendered again");
+    }
+    assert_eq!(proxy.queries(), queries, "scrapes sent queries");
+    assert_eq!(health.stats(), stats, "scrapes ran checks");
+    assert_eq!(
+        activity(&observer, application).await,
+        server_side,
+        "PostgreSQL saw a query or a connection from the check"
+    );
+    let samples = samples(std::str::from_utf8(&first).unwrap());
+    assert_eq!(
+        samples["tower_health_database_up{database=\"default\",critical=\"true\"}"],
+        "1"
+    );
+}
