@@ -223,7 +223,7 @@ async fn timed_out_and_a_check_still_running_is_joined() {
         get(&handle, Probe::Ready).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"checks":{"database_default":"timed_out"},"details":{"database_default":{"detail":"the check did not finish before the deadline","elapsed_ms":0,"error":null,"error_kind":null,"status":"timed_out"}},"status":"not_ready","timestamp":"T"}"#.to_owned()
+            r#"{"checks":{"database_default":"timed_out"},"details":{"database_default":{"detail":"the check did not finish before the deadline","elapsed_ms":0,"error":null,"error_kind":"timeout","status":"timed_out"}},"status":"not_ready","timestamp":"T"}"#.to_owned()
         )
     );
     // The health round finds the readiness round's check still running and waits for it
@@ -234,7 +234,7 @@ async fn timed_out_and_a_check_still_running_is_joined() {
         get(&handle, Probe::Health).await,
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"causes":[{"kind":"database","name":"default","text":"database default is timed_out"}],"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":"a check started by an earlier round is still running; no new check was started","elapsed_ms":0,"error":null,"error_kind":null,"name":"default","running_for_ms":0,"status":"timed_out"}},"reason":"database default is timed_out","self_healing":true,"started":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+            r#"{"causes":[{"kind":"database","name":"default","text":"database default is timed_out"}],"checks":{"database":"unhealthy"},"components":null,"details":{"database":{"detail":"a check started by an earlier round is still running; no new check was started","elapsed_ms":0,"error":null,"error_kind":"timeout","name":"default","running_for_ms":0,"status":"timed_out"}},"reason":"database default is timed_out","self_healing":true,"started":true,"status":"unhealthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
     // What this round waited is bounded by its deadline; the age of the check is apart.

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::Rendered;
 use super::age::with_cache;
 use crate::Status;
-use crate::check::PoolStats;
+use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
 use crate::verdict::{
     Audience, Cause, ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
@@ -238,7 +238,10 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
         let error = failed.map(|outcome| match (&outcome.error, audience) {
             (Some(error), Audience::Full) => error.to_string(),
             (Some(error), Audience::Minimal) => error.kind().as_str().to_owned(),
-            (None, _) => format!("the check {}", outcome.status),
+            (None, Audience::Full) => format!("the check {}", outcome.status),
+            (None, Audience::Minimal) => outcome
+                .error_kind()
+                .map_or_else(|| outcome.status.as_str().to_owned(), |kind| kind.as_str().to_owned()),
         });
         let mut info = Map::new();
         info.insert("alias".into(), verdict.alias.as_deref().into());
@@ -306,7 +309,7 @@ fn database_detail(outcome: &DatabaseOutcome, audience: Audience) -> Value {
     let mut detail = json!({
         "status": outcome.status.as_str(),
         "error": shown(audience, || outcome.error.as_ref().map(|error| error.message())),
-        "error_kind": outcome.error.as_ref().map(|error| error.kind().as_str()),
+        "error_kind": outcome.error_kind().map(CheckErrorKind::as_str),
         "detail": outcome.detail,
     });
     if audience == Audience::Full {
@@ -332,7 +335,7 @@ fn component_detail(report: &ComponentReport, audience: Audience) -> Value {
         "check": report.last_check(),
         "reason": report.reason,
         "error": shown(audience, || error.map(|error| error.message())),
-        "error_kind": error.map(|error| error.kind().as_str()),
+        "error_kind": outcome.and_then(DatabaseOutcome::error_kind).map(CheckErrorKind::as_str),
         "detail": outcome.and_then(|outcome| outcome.detail.as_deref()),
         "since": timestamp(Some(report.since)),
         "consecutive_failures": report.consecutive_failures,

@@ -139,6 +139,10 @@ impl Cause {
                     Some(CheckErrorKind::Panicked) => {
                         write!(text, "{which} {name}'s check panicked")
                     }
+                    // `timed_out (timeout)` would say it twice.
+                    Some(CheckErrorKind::Timeout) if *status == DatabaseStatus::TimedOut => {
+                        write!(text, "{which} {name} is {status}")
+                    }
                     Some(kind) => write!(text, "{which} {name} is {status} ({kind})"),
                     None => write!(text, "{which} {name} is {status}"),
                 }

@@ -2,7 +2,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::check::CheckError;
+use crate::check::{CheckError, CheckErrorKind};
 
 /// The readiness of one database in one round.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -66,6 +66,18 @@ impl DatabaseOutcome {
             .as_ref()
             .map(ToString::to_string)
             .or_else(|| self.detail.clone())
+    }
+
+    /// The category of what went wrong: the error's, or [`CheckErrorKind::Timeout`] for a
+    /// check the deadline cut short (it has no error of its own: it has not ended); `None`
+    /// when the check succeeded.
+    #[must_use]
+    pub fn error_kind(&self) -> Option<CheckErrorKind> {
+        match (&self.error, self.status) {
+            (Some(error), _) => Some(error.kind()),
+            (None, DatabaseStatus::TimedOut) => Some(CheckErrorKind::Timeout),
+            (None, DatabaseStatus::Ready | DatabaseStatus::NotReady) => None,
+        }
     }
 
     /// Whether the check succeeded.

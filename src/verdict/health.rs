@@ -3,7 +3,7 @@ use std::time::SystemTime;
 
 use super::{Cause, ComponentReport, DatabaseOutcome};
 use crate::Status;
-use crate::check::{CheckError, CheckErrorKind, PoolStats};
+use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::UnknownComponents;
 
 /// The full picture: the answer of `/health`.
@@ -172,7 +172,7 @@ fn database_cause(outcome: &DatabaseOutcome) -> Cause {
     Cause::Database {
         name: outcome.name.clone(),
         status: outcome.status,
-        kind: outcome.error.as_ref().map(CheckError::kind),
+        kind: outcome.error_kind(),
         optional: !outcome.critical,
     }
 }
