@@ -53,9 +53,6 @@ pub use self::deadpool::DeadpoolCheck;
 pub use self::error::{CheckError, CheckErrorKind};
 pub use self::pool_stats::PoolStats;
 #[cfg(feature = "postgres")]
-#[allow(deprecated)]
-pub use self::postgres::{CheckClient, CheckConnectionManager, ConnectError, InvalidDsn};
-#[cfg(feature = "postgres")]
 pub use self::postgres::{
     InvalidPostgresDsn, PostgresCheck, PostgresCheckClient, PostgresCheckManager,
     PostgresConnectError, PostgresConnection,
@@ -63,7 +60,6 @@ pub use self::postgres::{
 #[cfg(feature = "sqlx")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlx")))]
 pub use self::sqlx::SqlxCheck;
-pub use crate::redact::redact;
 
 /// The future a [`DatabaseCheck`] returns: `'static` so that the monitor can run it in a task
 /// of its own and leave it running past a round's deadline.

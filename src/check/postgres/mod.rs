@@ -43,19 +43,3 @@ pub use self::manager::{PostgresCheckClient, PostgresCheckManager, PostgresConne
 /// How long [`PostgresCheckManager`] lets one connection attempt take, TCP connect and
 /// PostgreSQL startup together.
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Renamed to [`PostgresConnectError`].
-#[deprecated(since = "0.2.0", note = "renamed to `PostgresConnectError`")]
-pub type ConnectError = PostgresConnectError;
-
-/// Renamed to [`PostgresCheckClient`].
-#[deprecated(since = "0.2.0", note = "renamed to `PostgresCheckClient`")]
-pub type CheckClient = PostgresCheckClient;
-
-/// Renamed to [`PostgresCheckManager`].
-#[deprecated(since = "0.2.0", note = "renamed to `PostgresCheckManager`")]
-pub type CheckConnectionManager = PostgresCheckManager;
-
-/// Renamed to [`InvalidPostgresDsn`].
-#[deprecated(since = "0.2.0", note = "renamed to `InvalidPostgresDsn`")]
-pub type InvalidDsn = InvalidPostgresDsn;
