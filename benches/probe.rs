@@ -13,6 +13,10 @@
 //! - `components/*`: the health and readiness probes of a monitor with 20 components
 //!   registered, to compare with `probe/health` and `probe/ready`: the body is longer, the
 //!   work per probe is not (components change what a round renders, not what a probe does).
+//! - `metrics/*` (with `--features metrics`): `HealthMetrics::exposition` on a monitor whose
+//!   view stands still (the rendering is cached: a pointer load, the staleness and drain checks,
+//!   a `Bytes` clone), beside `metrics/ready`, the ready probe through `HealthLayer` measured
+//!   in the same run.
 //! - `noise/*`: the probe path while another thread publishes new verdicts as fast as it can
 //!   (arc-swap's "noise" pattern): reads stay lock-free under updates.
 //!
@@ -409,7 +413,38 @@ fn report_allocations() {
     );
 }
 
-criterion_group!(benches, probes, components, passthrough, noise);
+#[cfg(feature = "metrics")]
+fn metrics(c: &mut Criterion) {
+    use tower_health::metrics::HealthMetrics;
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Long intervals: the view stands still, as between two rounds.
+    let hour = Duration::from_secs(3600);
+    let health = monitor(
+        &runtime,
+        HealthConfig::new()
+            .readiness_interval(hour)
+            .health_interval(hour),
+    );
+    let metrics = HealthMetrics::new(&health);
+    let mut service = HealthLayer::new(health).layer(Inner);
+
+    let mut group = c.benchmark_group("metrics");
+    group.bench_function("ready", |b| {
+        b.iter_batched(
+            || request("/health/ready"),
+            |request| black_box(now(service.call(request))),
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("exposition", |b| b.iter(|| black_box(metrics.exposition())));
+    group.finish();
+}
+
+#[cfg(not(feature = "metrics"))]
+fn metrics(_: &mut Criterion) {}
+
+criterion_group!(benches, probes, components, passthrough, metrics, noise);
 
 fn main() {
     report_allocations();
