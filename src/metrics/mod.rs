@@ -79,5 +79,7 @@ mod exporter;
 mod families;
 mod snapshot;
 mod states;
+mod work;
+mod write;
 
 pub use self::exporter::HealthMetrics;
