@@ -39,6 +39,12 @@ pub struct HealthMetrics {
     inner: Arc<Inner>,
 }
 
+// Shared across tasks and threads (an axum state, a server's service).
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<HealthMetrics>();
+};
+
 struct Inner {
     handle: HealthHandle,
     /// The last rendering, and what it is current for.
