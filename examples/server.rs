@@ -16,6 +16,10 @@
 //! - everything else through `HealthConfig::from_env` and `DrainConfig::from_env`
 //!   (`TOWER_HEALTH_*`, or Baldur's `BALDUR_*` names).
 //! - `RUST_LOG`: log filter (default `info`).
+//!
+//! `cargo run --example server -- --health-check` probes a running instance's readiness
+//! (`HEALTH_CHECK_URL`, default `/health/ready` on `LISTEN_ADDR`) and exits 0 or 1: a
+//! container health check without curl.
 
 mod common;
 
@@ -32,9 +36,14 @@ use tower_health::{DrainConfig, HealthLayer, PingLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    common::run(serve()).await
+fn main() -> ExitCode {
+    // `server --health-check`: a container health check of a running instance, for images
+    // without curl (see the README's Dockerfile).
+    if let Some(code) = common::health_check_flag() {
+        return code;
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
+    runtime.block_on(common::run(serve()))
 }
 
 async fn serve() -> Result<(), Box<dyn Error>> {

@@ -103,6 +103,7 @@ pub mod config;
 pub mod drain;
 mod future;
 pub mod health;
+pub mod healthcheck;
 pub mod io;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]

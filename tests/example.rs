@@ -380,3 +380,73 @@ async fn try_get(client: &Client, addr: std::net::SocketAddr, path: &str) -> Opt
         .ok()
         .map(|reply| reply.status)
 }
+
+/// `server --health-check` against a running instance, as a container runtime runs it.
+fn health_check(env: &[(&str, String)]) -> ExitStatus {
+    let mut command = Command::new(example("server"));
+    command
+        .arg("--health-check")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.status().expect("run the health check")
+}
+
+/// Runs the blocking health check off the runtime, bounded by `support::LIMIT`.
+async fn health_check_async(env: Vec<(&'static str, String)>) -> ExitStatus {
+    let run = tokio::task::spawn_blocking(move || health_check(&env));
+    support::bounded("the health check", run).await.unwrap()
+}
+
+#[tokio::test]
+async fn the_health_check_mode_exits_0_when_ready_and_1_when_draining_refused_or_stalled() {
+    let addr = refused_addr().await;
+    let server = Example::spawn(
+        "server",
+        &[
+            ("LISTEN_ADDR", addr.to_string()),
+            ("DATABASE_URL", String::new()),
+            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
+            ("TOWER_HEALTH_DRAIN_DELAY", "30s".into()),
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "60s".into()),
+        ],
+    );
+    let client = Client::new();
+    let up = eventually(support::LIMIT, || async {
+        matches!(
+            try_get(&client, addr, "/health/ready").await,
+            Some(StatusCode::OK)
+        )
+    })
+    .await;
+    assert!(up, "the server example did not become ready");
+    let env = vec![("LISTEN_ADDR", addr.to_string())];
+    assert!(health_check_async(env.clone()).await.success(), "ready");
+
+    server.sigterm();
+    let draining = eventually(support::LIMIT, || async {
+        matches!(
+            try_get(&client, addr, "/health/ready").await,
+            Some(StatusCode::SERVICE_UNAVAILABLE)
+        )
+    })
+    .await;
+    assert!(draining, "readiness never turned 503 after SIGTERM");
+    assert_eq!(health_check_async(env).await.code(), Some(1), "draining");
+
+    let refused = refused_addr().await;
+    let status = health_check_async(vec![("LISTEN_ADDR", refused.to_string())]).await;
+    assert_eq!(status.code(), Some(1), "refused");
+
+    // Accepts and never answers: the check gives up at its own timeout (2 s).
+    let stalled = support::StalledListener::start().await;
+    let status = health_check_async(vec![(
+        "HEALTH_CHECK_URL",
+        format!("http://{}/health/ready", stalled.addr),
+    )])
+    .await;
+    assert_eq!(status.code(), Some(1), "stalled");
+    assert_eq!(stalled.accepted(), 1);
+}
