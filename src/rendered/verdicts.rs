@@ -239,9 +239,10 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
             (Some(error), Audience::Full) => error.to_string(),
             (Some(error), Audience::Minimal) => error.kind().as_str().to_owned(),
             (None, Audience::Full) => format!("the check {}", outcome.status),
-            (None, Audience::Minimal) => outcome
-                .error_kind()
-                .map_or_else(|| outcome.status.as_str().to_owned(), |kind| kind.as_str().to_owned()),
+            (None, Audience::Minimal) => outcome.error_kind().map_or_else(
+                || outcome.status.as_str().to_owned(),
+                |kind| kind.as_str().to_owned(),
+            ),
         });
         let mut info = Map::new();
         info.insert("alias".into(), verdict.alias.as_deref().into());
