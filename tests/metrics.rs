@@ -1,6 +1,7 @@
-//! The metrics over a real PostgreSQL: the exposition follows the view through an outage of a
-//! database (its port closed, then open again) and a drain, and scraping it costs the database
-//! nothing.
+//! The metrics over a real PostgreSQL, scraped from the admin server's `/metrics` as
+//! Prometheus does: the exposition follows the view through an outage of a database (its port
+//! closed, then open again) and a drain, and scraping it costs the database nothing. And the
+//! layer's opt-in path on the application's port.
 
 mod support;
 
@@ -9,12 +10,18 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::{LIMIT, PgProxy, eventually, fast, first_rounds, pg_addr, pg_client, postgres};
+use support::{
+    Client, LIMIT, PgProxy, eventually, fast, first_rounds, pg_addr, pg_client, postgres, serve,
+};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, JoinHandle};
+use tower_health::access::AccessKeys;
+use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::metrics::HealthMetrics;
 use tower_health::view::View;
-use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthMonitor};
+use tower_health::{
+    Details, DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
+};
 
 /// A port in front of PostgreSQL that can be closed (connections refused, open ones cut) and
 /// opened again on the same address.
@@ -111,12 +118,32 @@ fn same(one: &View, other: &View) -> bool {
             .all(|(a, b)| (a.passing, a.condition, a.status) == (b.passing, b.condition, b.status))
 }
 
-/// Scrapes the exposition between two equal views (a round may publish in between: then
-/// again), checks that it says what the view says, and returns its samples and the view.
-fn scrape(metrics: &HealthMetrics, health: &HealthHandle) -> (BTreeMap<String, String>, View) {
+/// `GET /metrics` from `addr`, as Prometheus scrapes it.
+async fn scrape_text(client: &Client, addr: SocketAddr) -> String {
+    scrape_path(client, addr, "/metrics").await
+}
+
+/// `GET <path>` from `addr`: an exposition.
+async fn scrape_path(client: &Client, addr: SocketAddr, path: &str) -> String {
+    let reply = client.get(addr, path).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        "{}",
+        reply.text()
+    );
+    reply.text()
+}
+
+/// Scrapes the admin server at `admin` between two equal views (a round may publish in
+/// between: then again), checks that it says what the view says, and returns its samples and
+/// the view.
+async fn scrape(admin: SocketAddr, health: &HealthHandle) -> (BTreeMap<String, String>, View) {
+    let client = Client::new();
     for _ in 0..100 {
         let before = health.view();
-        let text = String::from_utf8(metrics.exposition().to_vec()).unwrap();
+        let text = scrape_text(&client, admin).await;
         let after = health.view();
         if !same(&before, &after) {
             continue;
@@ -174,11 +201,14 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
         .database("replica", postgres(&replica.url()))
         .unwrap();
     let health = HealthMonitor::spawn(config);
-    let metrics = HealthMetrics::new(&health);
+    let admin = AdminServer::new(AdminConfig::new().port(0), &health)
+        .start()
+        .await
+        .unwrap();
     first_rounds(&health).await;
     until_database(&health, "replica", true).await;
 
-    let (healthy, view) = scrape(&metrics, &health);
+    let (healthy, view) = scrape(admin.local_addr(), &health).await;
     assert!(view.answer(tower_health::Probe::Ready).passing);
     assert_eq!(
         healthy["tower_health_database_up{database=\"replica\",critical=\"true\"}"],
@@ -194,7 +224,7 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
     // The replica's port closes: refused.
     replica.close().await;
     until_database(&health, "replica", false).await;
-    let (refused, view) = scrape(&metrics, &health);
+    let (refused, view) = scrape(admin.local_addr(), &health).await;
     assert!(!view.answer(tower_health::Probe::Ready).passing);
     assert_eq!(
         refused["tower_health_database_check_status{database=\"replica\",status=\"not_ready\"}"],
@@ -225,7 +255,7 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
     // Open again: recovered, and the failures stay counted.
     replica.reopen().await;
     until_database(&health, "replica", true).await;
-    let (recovered, view) = scrape(&metrics, &health);
+    let (recovered, view) = scrape(admin.local_addr(), &health).await;
     assert!(view.answer(tower_health::Probe::Ready).passing);
     assert_eq!(
         recovered["tower_health_database_up{database=\"replica\",critical=\"true\"}"],
@@ -242,7 +272,7 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
     let drain = DrainHandle::new(DrainConfig::new());
     health.follow_drain(&drain);
     drain.start();
-    let (draining, _) = scrape(&metrics, &health);
+    let (draining, _) = scrape(admin.local_addr(), &health).await;
     assert_eq!(draining["tower_health_draining"], "1");
     for probe in ["health", "ready", "pool"] {
         let series =
@@ -281,8 +311,13 @@ async fn a_thousand_scrapes_send_no_query() {
         .unwrap();
     let health = HealthMonitor::spawn(config);
     first_rounds(&health).await;
+    let admin = AdminServer::new(AdminConfig::new().port(0), &health)
+        .start()
+        .await
+        .unwrap();
     let metrics = HealthMetrics::new(&health);
     let observer = pg_client().await;
+    let client = Client::new();
 
     let (stats, queries) = (health.stats(), proxy.queries());
     let server_side = activity(&observer, application).await;
@@ -295,6 +330,11 @@ async fn a_thousand_scrapes_send_no_query() {
         let again = metrics.exposition();
         assert_eq!(again.as_ptr(), first.as_ptr(), "rendered again");
     }
+    // And 1,000 scrapes of the admin server, as Prometheus makes them.
+    let scraped = scrape_text(&client, admin.local_addr()).await;
+    for _ in 0..999 {
+        assert_eq!(scrape_text(&client, admin.local_addr()).await, scraped);
+    }
     assert_eq!(proxy.queries(), queries, "scrapes sent queries");
     assert_eq!(health.stats(), stats, "scrapes ran checks");
     assert_eq!(
@@ -306,5 +346,84 @@ async fn a_thousand_scrapes_send_no_query() {
     assert_eq!(
         samples["tower_health_database_up{database=\"default\",critical=\"true\"}"],
         "1"
+    );
+}
+
+const OPERATOR: &str = "operator-key-0123456789abcdef";
+
+#[tokio::test]
+async fn metrics_need_the_viewer_key_on_a_keyed_admin_server() {
+    let health = HealthMonitor::spawn(fast());
+    first_rounds(&health).await;
+    let admin = AdminServer::new(AdminConfig::new().port(0).operator_key(OPERATOR), &health)
+        .start()
+        .await
+        .unwrap();
+    let mut connection = support::raw::RawConnection::open(admin.local_addr()).await;
+    assert_eq!(connection.get("/metrics", &[]).await.status, 401);
+    let key = format!("Authorization: Bearer {OPERATOR}");
+    let response = connection.get("/metrics", &[key.as_bytes()]).await;
+    assert_eq!(response.status, 200);
+    assert!(response.body.ends_with("# EOF\n"), "{}", response.body);
+    assert_eq!(
+        connection.request("POST", "/metrics", &[]).await.status,
+        405
+    );
+}
+
+#[tokio::test]
+async fn the_layers_metrics_path_is_opt_in() {
+    let config = fast();
+    let off = HealthLayer::new(config);
+    let health = off.handle();
+    first_rounds(&health).await;
+    let on = off.clone().metrics_path("/_health/metrics");
+    let keyed = on
+        .clone()
+        .details(Details::Authorized)
+        .access_keys(&AccessKeys::new().operator(OPERATOR));
+    let client = Client::new();
+    let server = serve(
+        tower::ServiceBuilder::new()
+            .layer(off)
+            .service(support::app()),
+    )
+    .await;
+    let reply = client.get(server.addr, "/_health/metrics").await;
+    assert_eq!(
+        reply.text(),
+        "inner /_health/metrics",
+        "off by default: the app's path"
+    );
+    let server = serve(
+        tower::ServiceBuilder::new()
+            .layer(on)
+            .service(support::app()),
+    )
+    .await;
+    let text = scrape_path(&client, server.addr, "/_health/metrics").await;
+    assert!(
+        text.contains("tower_health_probe_passing{probe=\"ready\"} 1"),
+        "{text}"
+    );
+    assert_eq!(
+        client.get(server.addr, "/metrics").await.text(),
+        "inner /metrics"
+    );
+    let server = serve(
+        tower::ServiceBuilder::new()
+            .layer(keyed)
+            .service(support::app()),
+    )
+    .await;
+    let mut connection = support::raw::RawConnection::open(server.addr).await;
+    assert_eq!(connection.get("/_health/metrics", &[]).await.status, 401);
+    let key = format!("Authorization: Bearer {OPERATOR}");
+    assert_eq!(
+        connection
+            .get("/_health/metrics", &[key.as_bytes()])
+            .await
+            .status,
+        200
     );
 }

@@ -82,6 +82,7 @@
 mod config;
 mod control;
 mod host;
+mod route;
 mod server;
 mod service;
 mod strict;

@@ -137,6 +137,8 @@ impl AdminServer {
         let details = config.details.unwrap_or(monitor_config.details);
         let nocache = config.nocache.unwrap_or(monitor_config.nocache);
         let state = Arc::new(AdminState {
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::HealthMetrics::new(&self.health),
             health: self.health,
             keys,
             details,

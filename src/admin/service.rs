@@ -3,14 +3,14 @@
 
 use http::{Request, Response};
 
-use super::control::Control;
 use super::host::HostPolicy;
+use super::route::{Needs, Route};
 use super::strict;
 use crate::access::{Denied, KeyDigests, Role};
 use crate::body::ProbeBody;
 use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
-use crate::probe::{self, BodyMode, Freshness, Probe};
+use crate::probe::{self, BodyMode, Freshness};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{
     ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_NOT_FOUND, METHOD_NOT_ALLOWED,
@@ -25,6 +25,9 @@ pub(crate) struct AdminState {
     pub(crate) details: Details,
     /// Who may bypass the cache: this server's setting, else the monitor's.
     pub(crate) nocache: NoCache,
+    /// `/metrics`, rendered once per change of the view.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: crate::metrics::HealthMetrics,
     /// The `Host`/`Origin` allowlist; only on loopback binds.
     pub(crate) hosts: Option<HostPolicy>,
 }
@@ -42,17 +45,20 @@ impl AdminState {
         {
             return ProbeResponse::fixed(&ADMIN_FORBIDDEN, BodyMode::Full);
         }
-        if let Some(control) = Control::from_path(request.uri().path()) {
-            return control.respond(request, &self.keys, &self.health);
-        }
-        let Some(probe) = Probe::from_admin_path(request.uri().path()) else {
+        let Some(route) = Route::from_path(request.uri().path()) else {
             return ProbeResponse::fixed(&ADMIN_NOT_FOUND, BodyMode::Full);
+        };
+        let probe = match route {
+            Route::Probe(probe) => probe,
+            Route::Control(control) => return control.respond(request, &self.keys, &self.health),
+            #[cfg(feature = "metrics")]
+            Route::Metrics => return self.metrics(request, route),
         };
         let Some(mode) = BodyMode::of(request.method()) else {
             return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
         };
         let wants_nocache = probe.takes_nocache() && probe::wants_nocache(request.uri().query());
-        let role = if self.keys.enabled() && (probe.needs_viewer() || wants_nocache) {
+        let role = if self.keys.enabled() && (route.needs() != Needs::Nothing || wants_nocache) {
             match self.keys.role(headers) {
                 Ok(role) => role,
                 Err(denied) => return ProbeResponse::ready(unauthorized(denied)),
@@ -82,6 +88,24 @@ impl AdminState {
             Details::Authorized | Details::Never => Audience::Minimal,
         };
         self.health.probe_response(probe, mode, freshness, audience)
+    }
+}
+
+impl AdminState {
+    /// `GET /metrics`: the exposition, for the viewer role once keys are set.
+    #[cfg(feature = "metrics")]
+    fn metrics<B>(&self, request: &Request<B>, route: Route) -> ProbeResponse {
+        let Some(mode) = BodyMode::of(request.method()) else {
+            return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
+        };
+        if self.keys.enabled() && route.needs() != Needs::Nothing {
+            match self.keys.role(request.headers()) {
+                Ok(role) if role >= Role::Viewer => {}
+                Ok(_) => return ProbeResponse::fixed(&ADMIN_INVALID_KEY, BodyMode::Full),
+                Err(denied) => return ProbeResponse::ready(unauthorized(denied)),
+            }
+        }
+        ProbeResponse::ready(self.metrics.response(mode))
     }
 }
 

@@ -113,6 +113,30 @@ impl HealthLayer {
         self
     }
 
+    /// Also answers `GET <path>` with this monitor's Prometheus metrics
+    /// ([`HealthMetrics`](crate::metrics::HealthMetrics)): rendered once per round, so a
+    /// scrape costs what a probe costs and never runs a check. With
+    /// [`Details::Authorized`], only holders of an admin key get them (others get 401), since
+    /// they name every database and component.
+    ///
+    /// Defaults to off: the application may serve its own `/metrics`.
+    ///
+    /// # Panics
+    ///
+    /// When `path` does not start with `/`.
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics_path(mut self, path: &str) -> Self {
+        assert!(
+            path.starts_with('/'),
+            "the metrics path must start with '/'"
+        );
+        let path = crate::probe::trim_trailing_slash(path).into();
+        let metrics = crate::metrics::HealthMetrics::new(&self.reader.handle);
+        Arc::make_mut(&mut self.reader).metrics = Some((path, metrics));
+        self
+    }
+
     /// Answers readiness, health and pool with 503 `draining` (and `Retry-After`) once
     /// `drain` has started; liveness, startup and ping keep answering 200. Every other reader
     /// of the same monitor follows the drain too (see [`HealthHandle::follow_drain`]).

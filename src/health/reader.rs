@@ -21,6 +21,9 @@ pub(crate) struct Reader {
     pub(crate) nocache: NoCache,
     pub(crate) details: Details,
     pub(crate) keys: KeyDigests,
+    /// The opt-in metrics path and its exposition; `None` (the default) answers nothing.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<(Box<str>, crate::metrics::HealthMetrics)>,
 }
 
 impl Reader {
@@ -36,6 +39,8 @@ impl Reader {
             nocache: config.nocache,
             details: config.details,
             keys: config.access_keys.digests(),
+            #[cfg(feature = "metrics")]
+            metrics: None,
             handle,
         }
     }
@@ -48,6 +53,15 @@ impl Reader {
 
     pub(crate) fn set_keys(&mut self, keys: &AccessKeys) {
         self.keys = keys.digests();
+    }
+
+    /// Whether `path` is the opt-in metrics path.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics_at(&self, path: &str) -> Option<&crate::metrics::HealthMetrics> {
+        self.metrics
+            .as_ref()
+            .filter(|(at, _)| crate::probe::trim_trailing_slash(path) == &**at)
+            .map(|(_, metrics)| metrics)
     }
 
     /// Who a request is, for the bodies: only `authorized` looks at its credentials (and

@@ -66,6 +66,10 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let reader = &*self.reader;
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = reader.metrics_at(request.uri().path()) {
+            return ResponseFuture::probe(metrics_response(reader, metrics, &request));
+        }
         let Some(probe) = reader.paths.classify(request.uri().path()) else {
             // Queued work counts in the drain it will reach: `drained()` must not report a
             // clean drain while a request waits here to run.
@@ -101,6 +105,31 @@ where
                 .handle
                 .probe_response(probe, mode, freshness, audience),
         )
+    }
+}
+
+/// The opt-in metrics path's answer: the exposition for GET and HEAD; under
+/// `Details::Authorized`, for key holders only.
+#[cfg(feature = "metrics")]
+fn metrics_response<B>(
+    reader: &Reader,
+    metrics: &crate::metrics::HealthMetrics,
+    request: &Request<B>,
+) -> ProbeResponse {
+    use crate::config::Details;
+    use crate::rendered::fixed::METRICS_UNAUTHORIZED;
+
+    let Some(mode) = BodyMode::of(request.method()) else {
+        return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
+    };
+    let allowed = match reader.details {
+        Details::Always | Details::Never => true,
+        Details::Authorized => reader.keys.grants_viewer(request.headers()),
+    };
+    if allowed {
+        ProbeResponse::ready(metrics.response(mode))
+    } else {
+        ProbeResponse::fixed(&METRICS_UNAUTHORIZED, BodyMode::Full)
     }
 }
 

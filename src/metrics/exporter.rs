@@ -141,10 +141,6 @@ impl HealthMetrics {
 
     /// The response to a scrape (GET, or HEAD without the body): 200, the exposition,
     /// `Cache-Control: no-store`. What the metrics endpoints serve.
-    #[allow(
-        dead_code,
-        reason = "served by the admin server and the layer's opt-in path, wired next"
-    )]
     pub(crate) fn response(&self, mode: BodyMode) -> Response<ProbeBody> {
         self.with_current(|exposition| exposition.response.response(mode))
     }

@@ -82,6 +82,7 @@ pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
                 .into_iter()
                 .map(crate::admin::Control::path),
         )
+        .chain(cfg!(feature = "metrics").then_some("/metrics"))
         .collect();
     let body = serde_json::json!({ "error": "not found", "paths": paths });
     let body = serde_json::to_vec(&body).expect("a serde_json::Value always serializes");
@@ -106,6 +107,21 @@ pub(crate) static ADMIN_MISSING_KEY: LazyLock<Rendered> = LazyLock::new(|| {
         StatusCode::UNAUTHORIZED,
         "no-store",
         br#"{"error":"unauthorized","reason":"this endpoint needs a key: Authorization: Bearer <key>"}"#,
+        &[(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="tower-health""#),
+        )],
+    )
+});
+
+/// The layer's metrics path's answer to a caller without a key, under
+/// `Details::Authorized`.
+#[cfg(feature = "metrics")]
+pub(crate) static METRICS_UNAUTHORIZED: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::UNAUTHORIZED,
+        "no-store",
+        br#"{"error":"unauthorized","reason":"the metrics need a key: Authorization: Bearer <key>"}"#,
         &[(
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static(r#"Bearer realm="tower-health""#),
@@ -161,7 +177,11 @@ mod tests {
     async fn admin_not_found_lists_every_admin_path() {
         assert_eq!(
             body(&ADMIN_NOT_FOUND).await,
-            r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/hold","/release"]}"#
+            if cfg!(feature = "metrics") {
+                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/hold","/release","/metrics"]}"#
+            } else {
+                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/hold","/release"]}"#
+            }
         );
     }
 

@@ -1,0 +1,87 @@
+//! What an admin path asks for, and who may ask: one exhaustive `match` per fact, so a new
+//! route cannot come out public by accident.
+
+use super::control::Control;
+use crate::probe::Probe;
+
+/// A path the admin server answers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// One of the probes, at Baldur's admin paths.
+    Probe(Probe),
+    /// An operator's control (`POST /hold`, `POST /release`).
+    Control(Control),
+    /// `GET /metrics`: the Prometheus exposition (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    Metrics,
+}
+
+/// What a request must hold once keys are configured.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Needs {
+    /// Nothing: what orchestrators poll stays public.
+    Nothing,
+    /// The viewer key (or the operator key).
+    Viewer,
+    /// The operator key.
+    Operator,
+}
+
+impl Route {
+    /// The route `path` names, if any (a trailing slash accepted).
+    pub(crate) fn from_path(path: &str) -> Option<Self> {
+        #[cfg(feature = "metrics")]
+        if crate::probe::trim_trailing_slash(path) == "/metrics" {
+            return Some(Self::Metrics);
+        }
+        Control::from_path(path)
+            .map(Self::Control)
+            .or_else(|| Probe::from_admin_path(path).map(Self::Probe))
+    }
+
+    /// Who may ask, once an operator key is configured.
+    pub(crate) const fn needs(self) -> Needs {
+        match self {
+            Self::Probe(probe) if probe.needs_viewer() => Needs::Viewer,
+            Self::Probe(_) => Needs::Nothing,
+            Self::Control(_) => Needs::Operator,
+            // Names every database and component, and the monitor's figures.
+            #[cfg(feature = "metrics")]
+            Self::Metrics => Needs::Viewer,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_orchestrators_poll_is_public() {
+        let public: Vec<_> = Probe::ALL
+            .into_iter()
+            .map(Route::Probe)
+            .filter(|route| route.needs() == Needs::Nothing)
+            .collect();
+        assert_eq!(
+            public,
+            [
+                Probe::Live,
+                Probe::Ready,
+                Probe::Startup,
+                Probe::Pool,
+                Probe::Ping
+            ]
+            .map(Route::Probe)
+        );
+        assert_eq!(Route::Probe(Probe::Health).needs(), Needs::Viewer);
+        for control in Control::ALL {
+            assert_eq!(Route::Control(control).needs(), Needs::Operator);
+        }
+        #[cfg(feature = "metrics")]
+        assert_eq!(
+            Route::from_path("/metrics/").map(Route::needs),
+            Some(Needs::Viewer)
+        );
+    }
+}
