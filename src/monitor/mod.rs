@@ -69,6 +69,8 @@ mod metrics_tests;
 pub(crate) mod published;
 mod rounds;
 mod runner;
+#[cfg(test)]
+mod schema_tests;
 mod slot;
 mod source;
 mod spawner;

@@ -1,0 +1,1012 @@
+//! Every body the crate renders, in every state and at both detail levels, against the JSON
+//! Schemas in `schemas/` (the ones dashboards can use): a body that loses or retypes a key a
+//! dashboard reads, or gains a status the schema does not list, fails here before it ships.
+//! The README's sample bodies are checked too, and the schemas are shown to refuse broken
+//! bodies, so that a schema that accepts anything cannot pass for one that checks.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::HealthHandle;
+use super::tests::{monitor, rounds};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::component::{Component, ComponentSpec, UnknownComponents};
+use crate::config::{FailDirection, HealthConfig};
+use crate::drain::{DrainConfig, DrainHandle};
+use crate::probe::{BodyMode, Freshness, Probe};
+use crate::rendered::fixed;
+use crate::rendered::{Rendered, render_health, render_pool, render_readiness};
+use crate::test_helpers::{FakeCheck, FakeComponent, read};
+use crate::verdict::Audience;
+
+/// One schema of `schemas/`, compiled once.
+struct Schema {
+    name: &'static str,
+    text: &'static str,
+    validator: LazyLock<jsonschema::Validator>,
+}
+
+macro_rules! schema {
+    ($name:literal) => {
+        Schema {
+            name: $name,
+            text: include_str!(concat!("../../schemas/", $name)),
+            validator: LazyLock::new(|| {
+                compile($name, include_str!(concat!("../../schemas/", $name)))
+            }),
+        }
+    };
+}
+
+static HEALTH: Schema = schema!("health.json");
+static READY: Schema = schema!("ready.json");
+static POOL: Schema = schema!("pool.json");
+static LIVE: Schema = schema!("live.json");
+static PING: Schema = schema!("ping.json");
+static STARTUP: Schema = schema!("startup.json");
+static ERROR: Schema = schema!("error.json");
+static CONTROL: Schema = schema!("control.json");
+
+static ALL: [&Schema; 8] = [
+    &HEALTH, &READY, &POOL, &LIVE, &PING, &STARTUP, &ERROR, &CONTROL,
+];
+
+fn compile(name: &str, text: &str) -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(text)
+        .unwrap_or_else(|error| panic!("schemas/{name} is not JSON: {error}"));
+    jsonschema::draft202012::new(&schema)
+        .unwrap_or_else(|error| panic!("schemas/{name} is not a valid JSON Schema: {error}"))
+}
+
+impl Schema {
+    /// The schema's errors for `body`, one per line (branches of `anyOf` and `oneOf`
+    /// indented under them); empty when it is valid.
+    fn errors(&self, body: &Value) -> String {
+        let mut out = String::new();
+        for error in self.validator.iter_errors(body) {
+            describe(&error, 0, &mut out);
+        }
+        out
+    }
+
+    /// Panics, naming the schema, the errors and the body, unless `body` is valid; returns
+    /// the body.
+    fn check(&self, body: &str, what: &str) -> Value {
+        let value: Value = serde_json::from_str(body)
+            .unwrap_or_else(|error| panic!("{what}: the body is not JSON ({error}): {body}"));
+        let errors = self.errors(&value);
+        assert!(
+            errors.is_empty(),
+            "{what}: the body does not match schemas/{}:\n{errors}body: {body}",
+            self.name
+        );
+        value
+    }
+
+    /// Panics unless `body` is refused.
+    fn refuses(&self, body: &Value, what: &str) {
+        assert!(
+            !self.validator.is_valid(body),
+            "schemas/{} accepts {what}: {body}",
+            self.name
+        );
+    }
+}
+
+fn describe(error: &jsonschema::ValidationError<'_>, depth: usize, out: &mut String) {
+    use jsonschema::error::ValidationErrorKind;
+    let mut message = error.to_string();
+    if message.len() > 300 {
+        let mut cut = 300;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push_str("...");
+    }
+    out.push_str(&format!(
+        "{:indent$}- at {:?} (schema {}): {message}\n",
+        "",
+        error.instance_path().as_str(),
+        error.schema_path().as_str(),
+        indent = depth * 2
+    ));
+    if let ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } =
+        error.kind()
+        && depth < 8
+    {
+        for (index, branch) in context.iter().enumerate() {
+            out.push_str(&format!(
+                "{:indent$}branch {index}:\n",
+                "",
+                indent = depth * 2 + 2
+            ));
+            for error in branch {
+                describe(error, depth + 2, out);
+            }
+        }
+    }
+}
+
+fn schema_of(probe: Probe) -> &'static Schema {
+    match probe {
+        Probe::Health => &HEALTH,
+        Probe::Live => &LIVE,
+        Probe::Ready => &READY,
+        Probe::Startup => &STARTUP,
+        Probe::Pool => &POOL,
+        Probe::Ping => &PING,
+    }
+}
+
+const STALE_AFTER: Duration = Duration::from_secs(3);
+
+/// The bodies checked so far, and the values seen in them of the keys that name a state
+/// (`status`, `check`, `error_kind`, a cause's `kind`, `_cache.hit`), by schema: what shows
+/// that every state was rendered, not only that what was rendered is valid.
+#[derive(Default)]
+struct Seen {
+    bodies: usize,
+    values: std::collections::BTreeSet<String>,
+}
+
+impl Seen {
+    fn check(&mut self, schema: &Schema, body: &str, what: &str) {
+        let value = schema.check(body, what);
+        self.bodies += 1;
+        self.record(schema.name, &value);
+    }
+
+    fn record(&mut self, schema: &str, value: &Value) {
+        match value {
+            Value::Object(object) => {
+                for (key, value) in object {
+                    if matches!(
+                        key.as_str(),
+                        "status" | "check" | "error_kind" | "kind" | "hit"
+                    ) {
+                        self.values.insert(format!("{schema} {key}={value}"));
+                    }
+                    self.record(schema, value);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| self.record(schema, item)),
+            _ => {}
+        }
+    }
+
+    /// Panics unless `key` was seen with every one of `values` in bodies of `schema`.
+    fn saw_every(&self, schema: &Schema, key: &str, values: &[Value]) {
+        for value in values {
+            let seen = format!("{} {key}={value}", schema.name);
+            assert!(
+                self.values.contains(&seen),
+                "no body of {} had {key}={value}; seen: {:#?}",
+                schema.name,
+                self.values
+            );
+        }
+    }
+}
+
+/// A rendered response's status and body, the age set to `age_ms`.
+async fn body_of(rendered: &Rendered, age_ms: u64) -> (StatusCode, String) {
+    let (status, _, body) = read(rendered.response_aged(BodyMode::Full, age_ms, None)).await;
+    (status, body)
+}
+
+/// Checks every body `handle` serves now, for both audiences: each probe as a reader gets
+/// it, and every variant (published, bypassed, draining, stale) of each verdict published
+/// now, into `seen`.
+async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
+    for audience in Audience::ALL {
+        for probe in Probe::ALL {
+            let response = handle
+                .probe_response(probe, BodyMode::Full, Freshness::Published, audience)
+                .await;
+            let (status, _, body) = read(response).await;
+            seen.check(
+                schema_of(probe),
+                &body,
+                &format!("{state}: {probe} ({audience:?}, {status})"),
+            );
+        }
+        let readiness = handle.readiness();
+        let health = handle.health();
+        let pool = handle.pool();
+        for (schema, rendered, placeholder) in [
+            (
+                &READY,
+                render_readiness(&readiness, STALE_AFTER),
+                readiness.checked_at.is_none(),
+            ),
+            (
+                &HEALTH,
+                render_health(&health, STALE_AFTER),
+                health.checked_at.is_none(),
+            ),
+            (
+                &POOL,
+                render_pool(&pool, STALE_AFTER),
+                pool.checked_at.is_none(),
+            ),
+        ] {
+            let variants = rendered.for_audience(audience);
+            for (variant, rendered) in [
+                ("published", &variants.published),
+                ("bypassed", &variants.bypassed),
+                ("draining", &variants.draining),
+                ("stale", &variants.stale),
+            ] {
+                // No verdict yet: never stale, and a bypass computes one; only the
+                // published and draining variants are ever served.
+                if placeholder && matches!(variant, "bypassed" | "stale") {
+                    continue;
+                }
+                let (status, body) = body_of(rendered, 1234).await;
+                seen.check(
+                    schema,
+                    &body,
+                    &format!(
+                        "{state}: {} {variant} ({audience:?}, {status})",
+                        schema.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// [`every_body`], and the bodies of a bypass (`?nocache=true`) of health and pool.
+async fn every_body_and_a_bypass(handle: &HealthHandle, state: &str, seen: &mut Seen) {
+    every_body(handle, state, seen).await;
+    for audience in Audience::ALL {
+        for probe in [Probe::Health, Probe::Pool] {
+            let response = handle
+                .probe_response(probe, BodyMode::Full, Freshness::Bypass, audience)
+                .await;
+            let (status, _, body) = read(response).await;
+            seen.check(
+                schema_of(probe),
+                &body,
+                &format!("{state}: {probe} bypassed ({audience:?}, {status})"),
+            );
+        }
+    }
+}
+
+/// Every error category. The match makes a new one a compile error here, so that it gets
+/// into the schemas' `errorKind` too.
+const KINDS: [CheckErrorKind; 10] = {
+    const fn listed(kind: CheckErrorKind) {
+        match kind {
+            CheckErrorKind::Refused
+            | CheckErrorKind::Dns
+            | CheckErrorKind::Auth
+            | CheckErrorKind::Tls
+            | CheckErrorKind::Timeout
+            | CheckErrorKind::PoolSaturated
+            | CheckErrorKind::Closed
+            | CheckErrorKind::Query
+            | CheckErrorKind::Panicked
+            | CheckErrorKind::Other => {}
+        }
+    }
+    listed(CheckErrorKind::Other);
+    [
+        CheckErrorKind::Refused,
+        CheckErrorKind::Dns,
+        CheckErrorKind::Auth,
+        CheckErrorKind::Tls,
+        CheckErrorKind::Timeout,
+        CheckErrorKind::PoolSaturated,
+        CheckErrorKind::Closed,
+        CheckErrorKind::Query,
+        CheckErrorKind::Panicked,
+        CheckErrorKind::Other,
+    ]
+};
+
+fn config_with(check: impl DatabaseCheck) -> HealthConfig {
+    HealthConfig::new()
+        .readiness_timeout(Duration::from_secs(10))
+        .database("default", check)
+        .unwrap()
+}
+
+/// A check that fails with one category, and names its target.
+#[derive(Debug)]
+struct Failing(CheckErrorKind);
+
+impl DatabaseCheck for Failing {
+    fn vendor(&self) -> &'static str {
+        "fake"
+    }
+
+    fn check(&self) -> CheckFuture {
+        let kind = self.0;
+        Box::pin(async move {
+            Err(CheckError::new(
+                kind,
+                "failed at postgres://app:hunter2@db.internal.example:5432/orders",
+            ))
+        })
+    }
+
+    fn target(&self) -> Option<String> {
+        Some("db.internal.example:5432/orders".to_owned())
+    }
+
+    fn pool_stats(&self) -> Option<PoolStats> {
+        Some(PoolStats::new(10, 3, 1))
+    }
+}
+
+/// A component that names its target, and answers as its [`FakeComponent`] does.
+#[derive(Clone, Debug)]
+struct Targeted(FakeComponent);
+
+impl Component for Targeted {
+    fn check(&self) -> CheckFuture {
+        Component::check(&self.0)
+    }
+
+    fn target(&self) -> Option<String> {
+        Some("cache.internal.example:6379".to_owned())
+    }
+}
+
+#[tokio::test]
+async fn every_probe_in_every_state_matches_its_schema() {
+    let mut seen = Seen::default();
+
+    let handle = monitor(config_with(FakeCheck::Ready));
+    every_body(&handle, "before the first round", &mut seen).await;
+    rounds(&handle).await;
+    every_body_and_a_bypass(&handle, "healthy", &mut seen).await;
+    handle.hold("db migration by alice");
+    every_body(&handle, "held", &mut seen).await;
+    let drain = DrainHandle::new(DrainConfig::new());
+    handle.follow_drain(&drain);
+    drain.start();
+    every_body_and_a_bypass(&handle, "held and draining", &mut seen).await;
+    handle.release();
+    every_body(&handle, "draining", &mut seen).await;
+
+    for (state, check) in [
+        ("refused", FakeCheck::Refused),
+        ("panicked", FakeCheck::Panics),
+        ("saturated", FakeCheck::Saturated),
+    ] {
+        let handle = monitor(config_with(check));
+        rounds(&handle).await;
+        every_body_and_a_bypass(&handle, state, &mut seen).await;
+    }
+
+    // A stall: readiness times out, and the health round joins the check still running
+    // (`running_for_ms`).
+    let stalled = HealthConfig::new()
+        .readiness_timeout(Duration::from_millis(50))
+        .database("default", FakeCheck::Hangs)
+        .unwrap();
+    let handle = monitor(stalled.clone());
+    handle.state.readiness_round().await;
+    every_body(&handle, "timed out", &mut seen).await;
+    handle.state.health_round().await;
+    every_body(&handle, "timed out, joined", &mut seen).await;
+    let handle = monitor(stalled.fail_direction(FailDirection::Ready));
+    handle.state.readiness_round().await;
+    every_body(&handle, "timed out under fail direction ready", &mut seen).await;
+
+    let handle = monitor(HealthConfig::new());
+    rounds(&handle).await;
+    every_body_and_a_bypass(&handle, "no database", &mut seen).await;
+
+    // Every error category, in a database and in a component.
+    for kind in KINDS {
+        let component = FakeComponent::new(FakeCheck::Ready);
+        let config = config_with(Failing(kind))
+            .database("replica", Failing(kind))
+            .unwrap()
+            .optional_database("replica")
+            .unwrap()
+            .component(ComponentSpec::new("cache", Targeted(component)));
+        let handle = monitor(config);
+        rounds(&handle).await;
+        every_body_and_a_bypass(&handle, &format!("failing with {kind}"), &mut seen).await;
+    }
+
+    // Optional databases: a replica down (degraded), the default one down (degraded too),
+    // and a saturated replica's pool beside it.
+    let handle = monitor(
+        config_with(FakeCheck::Ready)
+            .database("replica", FakeCheck::Refused)
+            .unwrap()
+            .database("analytics", FakeCheck::Saturated)
+            .unwrap()
+            .optional_database("replica")
+            .unwrap(),
+    );
+    rounds(&handle).await;
+    every_body_and_a_bypass(&handle, "an optional database down", &mut seen).await;
+    let handle = monitor(
+        config_with(FakeCheck::Refused)
+            .optional_database("default")
+            .unwrap(),
+    );
+    rounds(&handle).await;
+    every_body(&handle, "the optional default database down", &mut seen).await;
+
+    // The monitor stopped.
+    let handle = monitor(config_with(FakeCheck::Ready));
+    rounds(&handle).await;
+    handle.state.set_monitor_running(false);
+    every_body(&handle, "monitor stopped", &mut seen).await;
+
+    // Startup waiting for the application.
+    let handle = monitor(config_with(FakeCheck::Ready).startup_waits_for_mark(true));
+    rounds(&handle).await;
+    every_body(&handle, "waiting for mark_started", &mut seen).await;
+
+    seen.saw_every(
+        &HEALTH,
+        "status",
+        &[
+            json!("healthy"),
+            json!("degraded"),
+            json!("unhealthy"),
+            json!("error"),
+            json!("unavailable"),
+            json!("draining"),
+        ],
+    );
+    seen.saw_every(
+        &READY,
+        "status",
+        &[json!("ready"), json!("not_ready"), json!("draining")],
+    );
+    seen.saw_every(
+        &POOL,
+        "status",
+        &[
+            json!("healthy"),
+            json!("degraded"),
+            json!("error"),
+            json!("unavailable"),
+            json!("draining"),
+        ],
+    );
+    seen.saw_every(&STARTUP, "status", &[json!("started"), json!("starting")]);
+    let kinds: Vec<Value> = KINDS.iter().map(|kind| json!(kind.as_str())).collect();
+    for schema in [&HEALTH, &READY, &POOL] {
+        seen.saw_every(schema, "error_kind", &kinds);
+        if schema.name != "ready.json" {
+            seen.saw_every(schema, "hit", &[json!(true), json!("bypassed")]);
+        }
+    }
+    seen.saw_every(
+        &HEALTH,
+        "kind",
+        &[
+            "draining",
+            "stale",
+            "no_verdict",
+            "no_database",
+            "held",
+            "database",
+            "pool_saturated",
+        ]
+        .map(|kind| json!(kind)),
+    );
+    assert!(seen.bodies > 900, "{} bodies checked", seen.bodies);
+}
+
+#[tokio::test]
+async fn components_in_every_state_match_their_schema() {
+    let cache = FakeComponent::new(FakeCheck::Refused);
+    let queue = FakeComponent::new(FakeCheck::Refused);
+    let slow = FakeComponent::new(FakeCheck::Hangs);
+    let config = HealthConfig::new()
+        .readiness_timeout(Duration::from_millis(50))
+        .database("default", FakeCheck::Ready)
+        .unwrap()
+        .component(ComponentSpec::new("cache", Targeted(cache.clone())).critical(false))
+        .component(
+            ComponentSpec::new("queue", queue.clone())
+                .critical(true)
+                .gates_readiness(true),
+        )
+        .component(ComponentSpec::new("slow", slow.clone()).gates_readiness(true))
+        .component(
+            ComponentSpec::new("boom", FakeComponent::new(FakeCheck::Panics)).gates_readiness(true),
+        )
+        .component(
+            ComponentSpec::new("patient", FakeComponent::new(FakeCheck::Refused))
+                .failures_before_trouble(3)
+                .gates_readiness(true),
+        )
+        .component(ComponentSpec::new(
+            "fine",
+            FakeComponent::new(FakeCheck::Ready),
+        ));
+    let handle = monitor(config.clone());
+    // Readiness before any health round: the gating components have no result yet.
+    handle.state.readiness_round().await;
+    let mut seen = Seen::default();
+    every_body(&handle, "components before their first check", &mut seen).await;
+    handle.state.health_round().await;
+    every_body_and_a_bypass(&handle, "components in trouble", &mut seen).await;
+    handle.state.health_round().await;
+    every_body(&handle, "components, a check still running", &mut seen).await;
+    cache.set(FakeCheck::Ready);
+    queue.set(FakeCheck::Ready);
+    slow.set(FakeCheck::Ready);
+    rounds(&handle).await;
+    // Readiness reads the components as the last health round left them.
+    handle.state.readiness_round().await;
+    every_body(&handle, "components recovering", &mut seen).await;
+
+    // `unknown` counted as trouble: readiness lists the gating component `unknown`, 503.
+    let handle = monitor(config.unknown_components(UnknownComponents::InTrouble));
+    handle.state.readiness_round().await;
+    handle.state.health_round().await;
+    every_body(&handle, "unknown components in trouble", &mut seen).await;
+    // Before the first health round, readiness lists the gating components with no check
+    // yet.
+    seen.saw_every(&READY, "check", &[json!(null)]);
+    for schema in [&HEALTH, &READY] {
+        seen.saw_every(
+            schema,
+            "check",
+            &[
+                json!("ok"),
+                json!("failed"),
+                json!("timed_out"),
+                json!("error"),
+            ],
+        );
+    }
+    seen.saw_every(
+        &HEALTH,
+        "status",
+        &[
+            json!("unknown"),
+            json!("healthy"),
+            json!("degraded"),
+            json!("unhealthy"),
+        ],
+    );
+    seen.saw_every(&HEALTH, "kind", &[json!("component")]);
+    seen.saw_every(
+        &READY,
+        "status",
+        &[json!("unknown"), json!("ready"), json!("not_ready")],
+    );
+    assert!(seen.bodies > 150, "{} bodies checked", seen.bodies);
+}
+
+#[tokio::test]
+async fn stale_verdicts_match_their_schema() {
+    let config = HealthConfig::new()
+        .readiness_interval(Duration::from_millis(1))
+        .health_interval(Duration::from_millis(1))
+        .readiness_timeout(Duration::from_millis(20));
+    let with_database = config
+        .clone()
+        .database("default", FakeCheck::Refused)
+        .unwrap()
+        .component(ComponentSpec::new(
+            "cache",
+            FakeComponent::new(FakeCheck::Refused),
+        ));
+    for (state, config) in [("stale", config), ("stale, refused", with_database)] {
+        let handle = monitor(config);
+        rounds(&handle).await;
+        handle.hold("maintenance");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let view = handle.view();
+        assert_eq!(
+            view.answer(Probe::Ready).condition,
+            crate::view::Condition::Stale,
+            "{state}"
+        );
+        every_body(&handle, state, &mut Seen::default()).await;
+    }
+}
+
+#[tokio::test]
+async fn fixed_bodies_match_their_schema() {
+    for (schema, rendered, what) in [
+        (&LIVE, &*fixed::LIVE, "live"),
+        (&PING, &*fixed::PING, "ping"),
+        (&STARTUP, &*fixed::STARTED, "started"),
+        (
+            &STARTUP,
+            &*fixed::STARTING_FIRST_ROUND,
+            "starting, first round",
+        ),
+        (
+            &STARTUP,
+            &*fixed::STARTING_APPLICATION,
+            "starting, application",
+        ),
+        (&ERROR, &*fixed::METHOD_NOT_ALLOWED, "405"),
+        (&ERROR, &*fixed::OVERLOADED, "overloaded"),
+    ] {
+        schema.check(&body_of(rendered, 0).await.1, what);
+    }
+    let rejected = fixed::drain_rejected(&http::HeaderValue::from_static("5"));
+    ERROR.check(&body_of(&rejected, 0).await.1, "drain rejection");
+}
+
+#[cfg(feature = "admin")]
+#[tokio::test]
+async fn admin_bodies_match_their_schema() {
+    use crate::access::AccessKeys;
+    use crate::admin::Control;
+
+    for (rendered, what) in [
+        (&*fixed::ADMIN_NOT_FOUND, "404"),
+        (&*fixed::ADMIN_FORBIDDEN, "403"),
+        (&*fixed::ADMIN_MISSING_KEY, "401, no key"),
+        (&*fixed::ADMIN_INVALID_KEY, "401, a wrong key"),
+    ] {
+        ERROR.check(&body_of(rendered, 0).await.1, what);
+    }
+
+    let handle = monitor(config_with(FakeCheck::Ready));
+    rounds(&handle).await;
+    let operator = "operator-key-0123456789";
+    let viewer = "viewer-key-0123456789";
+    let keys = AccessKeys::new()
+        .operator(operator)
+        .readonly(viewer)
+        .digests();
+    let none = AccessKeys::new().digests();
+    let request = |method: http::Method, target: &str, key: Option<&str>| {
+        let mut request = http::Request::builder().method(method).uri(target);
+        if let Some(key) = key {
+            request = request.header(http::header::AUTHORIZATION, format!("Bearer {key}"));
+        }
+        request.body(()).unwrap()
+    };
+    let post = http::Method::POST;
+    for (control, target, key, digests, expected) in [
+        (
+            Control::Hold,
+            "/hold?reason=deploy+freeze",
+            Some(operator),
+            &keys,
+            200,
+        ),
+        (
+            Control::Hold,
+            "/hold?reason=deploy+freeze",
+            Some(operator),
+            &keys,
+            200,
+        ),
+        (Control::Hold, "/hold", Some(operator), &keys, 200),
+        (Control::Release, "/release", Some(operator), &keys, 200),
+        (Control::Release, "/release", Some(operator), &keys, 200),
+        (Control::Hold, "/hold", Some(viewer), &keys, 403),
+        (Control::Hold, "/hold", None, &keys, 401),
+        (
+            Control::Hold,
+            "/hold",
+            Some("not-a-key-at-all-really"),
+            &keys,
+            401,
+        ),
+        (Control::Hold, "/hold", Some(operator), &none, 403),
+    ] {
+        let response = control
+            .respond(&request(post.clone(), target, key), digests, &handle)
+            .await;
+        let (status, _, body) = read(response).await;
+        assert_eq!(status.as_u16(), expected, "{target}: {body}");
+        let schema = if status == StatusCode::OK {
+            &CONTROL
+        } else {
+            &ERROR
+        };
+        schema.check(&body, &format!("{target} ({status})"));
+    }
+    let response = Control::Hold
+        .respond(
+            &request(http::Method::GET, "/hold", Some(operator)),
+            &keys,
+            &handle,
+        )
+        .await;
+    let (status, _, body) = read(response).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    ERROR.check(&body, "GET /hold");
+}
+
+/// Every `<!-- body: <endpoint>/<state> -->` sample of README.md, raw (timestamps and all).
+fn readme_samples() -> Vec<(String, String)> {
+    let readme = include_str!("../../README.md");
+    let marker = "<!-- body: ";
+    let mut samples = Vec::new();
+    let mut rest = readme;
+    while let Some(start) = rest.find(marker) {
+        rest = &rest[start + marker.len()..];
+        let name_end = rest.find(" -->").expect("the marker ends");
+        let name = rest[..name_end].to_owned();
+        let open = "```json\n";
+        let body_start = rest.find(open).expect("a JSON block follows the marker") + open.len();
+        let body_end = body_start + rest[body_start..].find("\n```").expect("the block ends");
+        samples.push((name, rest[body_start..body_end].to_owned()));
+        rest = &rest[body_end..];
+    }
+    samples
+}
+
+#[test]
+fn the_readme_samples_match_their_schema() {
+    let samples = readme_samples();
+    assert!(samples.len() >= 8, "{samples:?}");
+    for (name, body) in samples {
+        let endpoint = name.split('/').next().unwrap_or_default();
+        let schema = match endpoint {
+            "health" => &HEALTH,
+            "ready" => &READY,
+            "pool" => &POOL,
+            "live" => &LIVE,
+            "ping" => &PING,
+            "startup" => &STARTUP,
+            "error" => &ERROR,
+            "control" => &CONTROL,
+            other => panic!("README sample {name}: no schema for {other:?}"),
+        };
+        schema.check(&body, &format!("README sample {name}"));
+    }
+}
+
+#[test]
+fn every_schema_is_a_draft_2020_12_schema_with_a_description() {
+    for schema in ALL {
+        let value: Value = serde_json::from_str(schema.text).unwrap();
+        assert_eq!(
+            value["$schema"], "https://json-schema.org/draft/2020-12/schema",
+            "{}",
+            schema.name
+        );
+        assert!(value["description"].is_string(), "{}", schema.name);
+        LazyLock::force(&schema.validator);
+    }
+}
+
+#[test]
+fn the_definitions_the_schemas_share_are_the_same() {
+    // Each file stands alone (no `$ref` across files, so a dashboard can take one), and so
+    // repeats the definitions it shares with another: they must not drift apart.
+    let parsed: Vec<(&str, Value)> = ALL
+        .iter()
+        .map(|schema| (schema.name, serde_json::from_str(schema.text).unwrap()))
+        .collect();
+    let mut shared = 0;
+    for (index, (name, schema)) in parsed.iter().enumerate() {
+        let Some(defs) = schema["$defs"].as_object() else {
+            continue;
+        };
+        for (other_name, other) in &parsed[index + 1..] {
+            let Some(other_defs) = other["$defs"].as_object() else {
+                continue;
+            };
+            for (key, definition) in defs {
+                if let Some(other_definition) = other_defs.get(key) {
+                    // The states and the detail levels are each file's own.
+                    if key.starts_with("state") || matches!(key.as_str(), "full" | "minimal") {
+                        continue;
+                    }
+                    assert_eq!(
+                        definition, other_definition,
+                        "$defs/{key} differs between {name} and {other_name}"
+                    );
+                    shared += 1;
+                }
+            }
+        }
+    }
+    assert!(shared >= 10, "{shared} shared definitions");
+}
+
+/// A real body of `probe` for `audience`, as JSON.
+async fn real(handle: &HealthHandle, probe: Probe, audience: Audience) -> Value {
+    let response = handle
+        .probe_response(probe, BodyMode::Full, Freshness::Published, audience)
+        .await;
+    let (_, _, body) = read(response).await;
+    serde_json::from_str(&body).unwrap()
+}
+
+/// `body` with `change` applied.
+fn with(body: &Value, change: impl FnOnce(&mut Value)) -> Value {
+    let mut body = body.clone();
+    change(&mut body);
+    body
+}
+
+fn remove(body: &Value, pointer: &str) -> Value {
+    with(body, |body| {
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        body.pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .unwrap_or_else(|| panic!("{parent} is not an object in the body"))
+            .remove(key)
+            .unwrap_or_else(|| panic!("{pointer} is not in the body"));
+    })
+}
+
+fn set(body: &Value, pointer: &str, value: Value) -> Value {
+    with(body, |body| {
+        *body
+            .pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{pointer} is not in the body")) = value;
+    })
+}
+
+#[tokio::test]
+async fn the_schemas_refuse_a_body_that_breaks_a_dashboard() {
+    let handle = monitor(
+        config_with(Failing(CheckErrorKind::Auth)).component(ComponentSpec::new(
+            "cache",
+            FakeComponent::new(FakeCheck::Refused),
+        )),
+    );
+    rounds(&handle).await;
+    let health = real(&handle, Probe::Health, Audience::Full).await;
+    let short = real(&handle, Probe::Health, Audience::Minimal).await;
+    let ready = real(&handle, Probe::Ready, Audience::Full).await;
+    let pool = real(&handle, Probe::Pool, Audience::Full).await;
+    let short_pool = real(&handle, Probe::Pool, Audience::Minimal).await;
+    for (schema, body) in [
+        (&HEALTH, &health),
+        (&HEALTH, &short),
+        (&READY, &ready),
+        (&POOL, &pool),
+        (&POOL, &short_pool),
+    ] {
+        schema.check(&body.to_string(), "the unchanged body");
+    }
+
+    for key in [
+        "/status",
+        "/checks",
+        "/checks/database",
+        "/details/database/status",
+        "/details/database/error_kind",
+        "/details/database/elapsed_ms",
+        "/components/cache/status",
+        "/components/cache/since",
+        "/timestamp",
+        "/self_healing",
+        "/causes",
+        "/causes/0/kind",
+        "/reason",
+        "/_cache",
+        "/_cache/age_ms",
+    ] {
+        HEALTH.refuses(&remove(&health, key), &format!("a body without {key}"));
+    }
+    for (pointer, value) in [
+        ("/status", json!("ok")),
+        ("/status", json!("Healthy")),
+        ("/checks/database", json!("fine")),
+        ("/details/database/status", json!("up")),
+        ("/details/database/error_kind", json!("Auth")),
+        ("/details/database/elapsed_ms", json!("1.2")),
+        ("/components/cache/status", json!("red")),
+        ("/components/cache/critical", json!("false")),
+        ("/components/cache/error_kind", json!("connection_refused")),
+        ("/timestamp", json!("yesterday")),
+        ("/timestamp", json!("2026-12-01 06:45:17")),
+        ("/self_healing", json!("true")),
+        ("/causes/0/kind", json!("db")),
+        ("/reason", json!(null)),
+        ("/_cache/hit", json!(false)),
+        ("/_cache/age_ms", json!(-1)),
+    ] {
+        HEALTH.refuses(
+            &set(&health, pointer, value.clone()),
+            &format!("{pointer}: {value}"),
+        );
+    }
+    // The minimal form shows no timing, text, target or figure: one of them is a leak.
+    HEALTH.refuses(
+        &set(
+            &short,
+            "/details/database/error",
+            json!("password authentication failed"),
+        ),
+        "error text in the minimal form",
+    );
+    HEALTH.refuses(
+        &with(&short, |body| {
+            body["details"]["database"]["elapsed_ms"] = json!(1.5)
+        }),
+        "a timing in the minimal form",
+    );
+    HEALTH.refuses(
+        &with(&short, |body| {
+            body["details"]["database"]["target"] = json!("db:5432")
+        }),
+        "a target in the minimal form",
+    );
+
+    for key in ["/status", "/checks", "/details", "/timestamp"] {
+        READY.refuses(
+            &remove(&ready, key),
+            &format!("a readiness body without {key}"),
+        );
+    }
+    READY.refuses(&set(&ready, "/status", json!("unready")), "status unready");
+    READY.refuses(
+        &set(&ready, "/checks/database_default", json!("down")),
+        "a check down",
+    );
+    READY.refuses(
+        &json!({"checks": {"database_default": "not_ready"}, "status": "ready"}),
+        "the all-clear body with a database not ready",
+    );
+    READY.refuses(
+        &json!({"checks": {}, "status": "not_ready"}),
+        "a 503 without details",
+    );
+
+    for key in [
+        "/status",
+        "/pool_info",
+        "/pool_info/is_usable",
+        "/pool_info/alias",
+        "/error",
+        "/pool_info/max_size",
+    ] {
+        POOL.refuses(&remove(&pool, key), &format!("a pool body without {key}"));
+    }
+    POOL.refuses(
+        &set(&pool, "/pool_info/is_usable", json!(true)),
+        "a failed check usable",
+    );
+    POOL.refuses(
+        &set(&pool, "/pool_info/in_use", json!("3")),
+        "a figure as a string",
+    );
+    POOL.refuses(
+        &with(&short_pool, |body| {
+            body["pool_info"]["max_size"] = json!(10)
+        }),
+        "a figure in the minimal form",
+    );
+    POOL.refuses(
+        &set(
+            &short_pool,
+            "/error",
+            json!("auth: password authentication failed for user app"),
+        ),
+        "error text in the minimal form",
+    );
+
+    STARTUP.refuses(&json!({"status": "starting"}), "starting without a reason");
+    STARTUP.refuses(&json!({"status": "up"}), "status up");
+    LIVE.refuses(&json!({"status": "ok"}), "live ok");
+    PING.refuses(&json!({"status": "alive"}), "ping without pong");
+    ERROR.refuses(&json!({"error": "method not allowed"}), "405 without allow");
+    ERROR.refuses(
+        &json!({"status": "draining"}),
+        "a drain rejection without error",
+    );
+    CONTROL.refuses(
+        &json!({"status": "held", "changed": true}),
+        "a hold without its reason",
+    );
+    CONTROL.refuses(
+        &json!({"status": "released", "changed": "yes"}),
+        "changed as a string",
+    );
+}
