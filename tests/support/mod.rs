@@ -27,6 +27,7 @@ use tower_health::check::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
 pub mod raw;
+pub mod schema;
 pub mod slow_reader;
 
 /// The bound on any single wait of a test (a request, a connection, a task): generous, a guard
@@ -331,6 +332,11 @@ impl Client {
                 .await
                 .map_err(|error| format!("{what}: body failed: {error:?}"))?
                 .to_bytes();
+            if parts.headers.get(http::header::CONTENT_TYPE)
+                == Some(&http::HeaderValue::from_static("application/json"))
+            {
+                schema::validate(path, parts.status.as_u16(), &body);
+            }
             Ok(Reply {
                 status: parts.status,
                 headers: parts.headers,

@@ -72,7 +72,11 @@ impl RawConnection {
         }
         request.extend_from_slice(b"\r\n");
         self.send_raw(&request).await;
-        self.response(method == "HEAD").await.expect("a response")
+        let response = self.response(method == "HEAD").await.expect("a response");
+        if response.header("content-type") == Some("application/json") {
+            super::schema::validate(path, response.status, response.body.as_bytes());
+        }
+        response
     }
 
     /// Reads one response (framed by Content-Length), or `None` if the server closed the
