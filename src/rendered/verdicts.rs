@@ -254,11 +254,7 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
             info.insert("check".into(), outcome.status.as_str().into());
             info.insert(
                 "error_kind".into(),
-                outcome
-                    .error
-                    .as_ref()
-                    .map(|error| error.kind().as_str())
-                    .into(),
+                outcome.error_kind().map(CheckErrorKind::as_str).into(),
             );
             info.insert("detail".into(), outcome.detail.as_deref().into());
             if audience == Audience::Full {
