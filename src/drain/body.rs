@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
-use super::handle::InFlightGuard;
+use super::in_flight::InFlightGuard;
 use crate::body::ProbeBody;
 
 pin_project! {

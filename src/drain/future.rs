@@ -2,12 +2,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use http::header::{self, HeaderValue};
-use http::{Response, StatusCode};
+use http::Response;
 use pin_project_lite::pin_project;
 
 use super::DrainBody;
-use super::handle::InFlightGuard;
+use super::admission::Admitted;
 use crate::body::ProbeBody;
 
 pin_project! {
@@ -24,22 +23,18 @@ pin_project! {
         Inner {
             #[pin]
             future: F,
-            guard: Option<InFlightGuard>,
-            // Whether to add `Connection: close` if the drain has started by the time the
-            // response is ready (HTTP/1 request, and the setting is on).
-            close_if_draining: bool,
+            admitted: Option<Admitted>,
         },
         Rejected { response: Option<Response<ProbeBody>> },
     }
 }
 
 impl<F> ResponseFuture<F> {
-    pub(crate) fn inner(future: F, guard: InFlightGuard, close_if_draining: bool) -> Self {
+    pub(crate) fn inner(future: F, admitted: Admitted) -> Self {
         Self {
             kind: Kind::Inner {
                 future,
-                guard: Some(guard),
-                close_if_draining,
+                admitted: Some(admitted),
             },
         }
     }
@@ -61,21 +56,10 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().kind.project() {
-            KindProj::Inner {
-                future,
-                guard,
-                close_if_draining,
-            } => {
+            KindProj::Inner { future, admitted } => {
                 let mut response = std::task::ready!(future.poll(cx))?;
-                let guard = guard.take().expect("future polled after completion");
-                // A `101 Switching Protocols` hands the connection to the new protocol (a
-                // WebSocket, say): `Connection: close` would undo the upgrade.
-                let upgrade = response.status() == StatusCode::SWITCHING_PROTOCOLS;
-                if *close_if_draining && !upgrade && guard.is_draining() {
-                    response
-                        .headers_mut()
-                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                }
+                let admitted = admitted.take().expect("future polled after completion");
+                let guard = admitted.respond(&mut response);
                 Poll::Ready(Ok(response.map(|body| DrainBody::inner(body, guard))))
             }
             KindProj::Rejected { response } => {

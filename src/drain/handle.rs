@@ -1,13 +1,18 @@
 use std::fmt;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use http::header::HeaderValue;
 use tokio::sync::Notify;
 
+/// How often [`DrainHandle::drained`] reads the in-flight count again while it waits, besides
+/// being woken when a request ends (see [`InFlight::idle`]).
+const RECHECK: Duration = Duration::from_millis(50);
+
 use super::DrainConfig;
+use super::in_flight::{InFlight, InFlightGuard};
 use crate::rendered::Rendered;
 use crate::rendered::fixed::drain_rejected;
 
@@ -30,11 +35,10 @@ struct DrainState {
     /// Set once the drain has been seen over, so that the phase never goes back.
     drained: AtomicBool,
     started_at: OnceLock<Instant>,
-    in_flight: AtomicUsize,
+    /// Requests in flight, and what wakes [`DrainHandle::drained`] when one ends.
+    in_flight: InFlight,
     /// Woken when the drain starts.
     started: Notify,
-    /// Woken when the last in-flight request finishes during a drain.
-    idle: Notify,
 }
 
 /// Where a drain stands.
@@ -109,9 +113,8 @@ impl DrainHandle {
                 draining: AtomicBool::new(false),
                 drained: AtomicBool::new(false),
                 started_at: OnceLock::new(),
-                in_flight: AtomicUsize::new(0),
+                in_flight: InFlight::new(),
                 started: Notify::new(),
-                idle: Notify::new(),
             }),
         }
     }
@@ -122,6 +125,7 @@ impl DrainHandle {
         if self.state.started_at.set(Instant::now()).is_err() {
             return false;
         }
+        self.state.in_flight.start_draining();
         self.state.draining.store(true, Ordering::Release);
         self.state.started.notify_waiters();
         tracing::info!(
@@ -143,7 +147,7 @@ impl DrainHandle {
     /// response bodies finish or are dropped.
     #[must_use]
     pub fn in_flight(&self) -> usize {
-        self.state.in_flight.load(Ordering::Acquire)
+        self.state.in_flight.count()
     }
 
     /// Where the drain stands. Once [`DrainPhase::Drained`], it stays there, even if a
@@ -188,7 +192,7 @@ impl DrainHandle {
         loop {
             // Register before reading the count, so that a request finishing in between
             // still wakes us.
-            let mut idle = pin!(self.state.idle.notified());
+            let mut idle = pin!(self.state.in_flight.idle().notified());
             idle.as_mut().enable();
             if self.in_flight() == 0 {
                 self.state.drained.store(true, Ordering::Release);
@@ -197,10 +201,7 @@ impl DrainHandle {
                     elapsed: started_at.elapsed(),
                 };
             }
-            if tokio::time::timeout_at(deadline.into(), idle)
-                .await
-                .is_err()
-            {
+            if Instant::now() >= deadline {
                 let abandoned = self.in_flight();
                 if abandoned > 0 {
                     tracing::warn!(abandoned, "drain timed out with requests still in flight");
@@ -211,6 +212,10 @@ impl DrainHandle {
                     elapsed: started_at.elapsed(),
                 };
             }
+            // Woken when a request ends; the count is also read again after `RECHECK`,
+            // for a request that was ending at the very instant the drain started.
+            let recheck = deadline.min(Instant::now() + RECHECK);
+            let _ = tokio::time::timeout_at(recheck.into(), idle).await;
         }
     }
 
@@ -271,10 +276,7 @@ impl DrainHandle {
 
     /// Counts a request in flight until the returned guard is dropped.
     pub(crate) fn enter(&self) -> InFlightGuard {
-        self.state.in_flight.fetch_add(1, Ordering::AcqRel);
-        InFlightGuard {
-            state: self.state.clone(),
-        }
+        self.state.in_flight.enter()
     }
 }
 
@@ -292,32 +294,5 @@ impl fmt::Debug for DrainHandle {
             .field("in_flight", &self.in_flight())
             .field("config", &self.state.config)
             .finish()
-    }
-}
-
-/// One request in flight; dropping it (when the response body finishes or is dropped) ends
-/// the request's count.
-pub(crate) struct InFlightGuard {
-    state: Arc<DrainState>,
-}
-
-impl InFlightGuard {
-    pub(crate) fn is_draining(&self) -> bool {
-        self.state.draining.load(Ordering::Acquire)
-    }
-}
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        let before = self.state.in_flight.fetch_sub(1, Ordering::AcqRel);
-        if before == 1 && self.is_draining() {
-            self.state.idle.notify_waiters();
-        }
-    }
-}
-
-impl fmt::Debug for InFlightGuard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InFlightGuard").finish_non_exhaustive()
     }
 }

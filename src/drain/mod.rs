@@ -69,19 +69,22 @@
 //! # }
 //! ```
 
+mod admission;
 mod body;
 mod config;
 mod future;
 mod handle;
+mod in_flight;
 mod layer;
 mod service;
 mod shutdown;
 
+pub(crate) use self::admission::{Admission, Admitted};
 pub use self::body::DrainBody;
 pub use self::config::{DrainConfig, DrainPolicy};
 pub use self::future::ResponseFuture;
-pub(crate) use self::handle::InFlightGuard;
 pub use self::handle::{DrainHandle, DrainPhase, Drained};
+pub(crate) use self::in_flight::InFlightGuard;
 pub use self::layer::DrainLayer;
 pub use self::service::Drain;
 pub use self::shutdown::ShutdownSignal;

@@ -1,11 +1,11 @@
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{Method, Request, Response, Version};
+use http::{Request, Response};
 use tower_service::Service;
 
-use super::{DrainBody, DrainHandle, DrainLayer, DrainPolicy, ResponseFuture};
-use crate::probe::BodyMode;
+use super::admission::Admission;
+use super::{DrainBody, DrainHandle, DrainLayer, ResponseFuture};
 
 /// Middleware that counts requests in flight and applies the drain policy once the drain has
 /// started.
@@ -46,16 +46,11 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let config = self.handle.config();
-        if config.policy == DrainPolicy::Reject && self.handle.is_draining() {
-            return ResponseFuture::rejected(self.handle.rejected().response(BodyMode::Full));
+        match self.handle.admit(&request) {
+            Admission::Rejected(response) => ResponseFuture::rejected(response),
+            Admission::Admitted(admitted) => {
+                ResponseFuture::inner(self.inner.call(request), admitted)
+            }
         }
-        // `Connection` is a hop-by-hop header HTTP/2 forbids; a CONNECT tunnel's connection
-        // belongs to the tunnel once it is answered.
-        let close_if_draining = config.connection_close
-            && matches!(request.version(), Version::HTTP_11 | Version::HTTP_10)
-            && request.method() != Method::CONNECT;
-        let guard = self.handle.enter();
-        ResponseFuture::inner(self.inner.call(request), guard, close_if_draining)
     }
 }
