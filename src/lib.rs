@@ -83,6 +83,7 @@
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
 //! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`); `https://` for `component::Http` | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
+//! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
 //! | `full` | every feature | No |
 
 #![forbid(unsafe_code)]
@@ -102,6 +103,9 @@ pub mod component;
 pub mod config;
 pub mod drain;
 mod future;
+#[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
+pub mod grpc;
 pub mod health;
 pub mod healthcheck;
 pub mod io;

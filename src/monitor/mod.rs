@@ -78,6 +78,9 @@ mod startup;
 mod state;
 #[cfg(test)]
 mod tests;
+/// A monitor whose rounds a unit test runs itself, for the other readers' tests.
+#[cfg(test)]
+pub(crate) use self::tests::{monitor as test_monitor, rounds as test_rounds};
 mod transitions;
 #[cfg(test)]
 mod view_tests;

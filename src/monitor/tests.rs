@@ -14,7 +14,7 @@ use crate::test_helpers::{FakeCheck, normalize, read};
 use crate::verdict::Audience;
 
 /// A monitor whose rounds the test runs by hand.
-pub(super) fn monitor(config: HealthConfig) -> HealthHandle {
+pub(crate) fn monitor(config: HealthConfig) -> HealthHandle {
     let (handle, _run) = HealthMonitor::new(config);
     handle.state.set_monitor_running(true);
     handle
@@ -40,7 +40,7 @@ fn config_with(check: FakeCheck) -> HealthConfig {
         .unwrap()
 }
 
-pub(super) async fn rounds(handle: &HealthHandle) {
+pub(crate) async fn rounds(handle: &HealthHandle) {
     handle.state.readiness_round().await;
     handle.state.health_round().await;
 }
