@@ -49,7 +49,7 @@ fn main() -> ExitCode {
 /// Generates every target; writes them, or (`check`) compares them with the checked-in
 /// files. Returns whether everything is up to date.
 fn run(check: bool) -> Result<bool, Box<dyn Error>> {
-    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
     let protos = repository.join("proto");
     let scratch = std::env::temp_dir().join(format!("tower-health-codegen-{}", std::process::id()));
     fs::create_dir_all(&scratch)?;
