@@ -134,7 +134,13 @@ mod watch;
 
 mod generated {
     // As generated: not held to the crate's lints.
-    #![allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic, clippy::nursery)]
+    #![allow(
+        missing_docs,
+        unreachable_pub,
+        clippy::all,
+        clippy::pedantic,
+        clippy::nursery
+    )]
     #[rustfmt::skip]
     pub mod grpc_health_v1;
 }

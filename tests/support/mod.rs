@@ -26,6 +26,8 @@ use tower::BoxError;
 use tower_health::check::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod raw;
 pub mod schema;
 pub mod slow_reader;
