@@ -26,6 +26,7 @@ use tower::BoxError;
 use tower_health::check::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
+pub mod child;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod raw;
