@@ -22,6 +22,8 @@
 //! - [`HealthLayer`] answers the probe paths in front of your service, [`DrainLayer`] turns
 //!   SIGTERM into a drain that depools the instance before it stops, and [`PingLayer`] answers
 //!   the cheapest probe of all.
+//! - With the `grpc` feature, `grpc::HealthService` answers `grpc.health.v1` (`Check`, `Watch`,
+//!   `List`) on a tonic server from the same view, so HTTP and gRPC probes never disagree.
 //!
 //! # Example
 //!

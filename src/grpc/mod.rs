@@ -139,7 +139,8 @@ mod generated {
         unreachable_pub,
         clippy::all,
         clippy::pedantic,
-        clippy::nursery
+        clippy::nursery,
+        rustdoc::bare_urls
     )]
     #[rustfmt::skip]
     pub mod grpc_health_v1;
