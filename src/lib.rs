@@ -113,6 +113,9 @@ mod probe;
 mod probe_response;
 mod redact;
 mod rendered;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod shared;
 mod status;
 #[cfg(test)]
 mod test_helpers;

@@ -244,7 +244,10 @@ async fn an_optional_database_refused_degrades_health_and_leaves_readiness_ready
     let reply = client.get(server.addr, "/health").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     let body = reply.json();
-    assert_eq!(body["reason"], "optional database replica is not_ready (refused)");
+    assert_eq!(
+        body["reason"],
+        "optional database replica is not_ready (refused)"
+    );
     assert_eq!(body["causes"][0]["name"], "replica");
     assert_eq!(body["details"]["database_replica"]["critical"], false);
     assert_eq!(body["checks"]["database"], "healthy");

@@ -75,7 +75,10 @@ async fn settled(health: &HealthHandle) {
     let settled = eventually(LIMIT, || async {
         let readiness = health.readiness();
         readiness.databases.len() == 3
-            && readiness.databases.iter().all(|outcome| !outcome.is_ready())
+            && readiness
+                .databases
+                .iter()
+                .all(|outcome| !outcome.is_ready())
             && readiness
                 .databases
                 .iter()
@@ -110,15 +113,26 @@ async fn never_shows_statuses_categories_and_names_only_on_both_ports() {
         .await
         .unwrap();
     let client = Client::new();
-    for path in ["/health", "/health/ready", "/health/pool", "/health?nocache=true"] {
+    for path in [
+        "/health",
+        "/health/ready",
+        "/health/pool",
+        "/health?nocache=true",
+    ] {
         let reply = client.get(server.addr, path).await;
         assert_eq!(reply.status, 503, "{path}: {}", reply.text());
         assert_short(path, &reply.text());
     }
     let ready = client.get(server.addr, "/health/ready").await.json();
     assert_eq!(ready["details"]["database_default"]["error_kind"], "auth");
-    assert_eq!(ready["details"]["database_stalled"]["error_kind"], "timeout");
-    assert_eq!(ready["details"]["database_replica"]["error_kind"], "refused");
+    assert_eq!(
+        ready["details"]["database_stalled"]["error_kind"],
+        "timeout"
+    );
+    assert_eq!(
+        ready["details"]["database_replica"]["error_kind"],
+        "refused"
+    );
     assert_eq!(ready["checks"]["database_stalled"], "timed_out");
     let pool = client.get(server.addr, "/health/pool").await.json();
     assert_eq!(pool["error"], "auth");

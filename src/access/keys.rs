@@ -59,12 +59,14 @@ impl AccessKeys {
     }
 
     /// The operator key, errors naming `source` (the builder method that set it).
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn operator_from(mut self, key: String, source: &'static str) -> Self {
         self.operator = Some(Sourced { value: key, source });
         self
     }
 
     /// The read-only key, errors naming `source`.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn readonly_from(mut self, key: String, source: &'static str) -> Self {
         self.readonly = Some(Sourced { value: key, source });
         self

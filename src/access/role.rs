@@ -12,6 +12,8 @@ const LEGACY_KEY_HEADER: &str = "x-baldur-admin-key";
 /// What a request may see.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Role {
+    // Only the admin server serves anonymous requests a role of their own.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     Anonymous,
     Viewer,
     Operator,

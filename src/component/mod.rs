@@ -45,6 +45,9 @@
 //!   `TOWER_HEALTH_TCP_<NAME>=host:port`.
 //! - [`Http`] (feature `http-check`): does an HTTP dependency answer `GET <url>` with a 2xx?
 //!   Also from the environment: `TOWER_HEALTH_HTTP_<NAME>=url`.
+//! - [`Redis`] (feature `redis`): does Redis answer `PING`? Through the application's own
+//!   connection or one of its own. Also from the environment:
+//!   `TOWER_HEALTH_REDIS_<NAME>=redis://...`.
 //! - [`DiskSpace`] (feature `disk`): is there enough free space where the application
 //!   writes?
 //! - [`RuntimeWatcher`]: is the Tokio runtime starved (a timer firing late because a task
@@ -66,6 +69,8 @@ mod disk;
 mod from_fn;
 #[cfg(feature = "http-check")]
 mod http;
+#[cfg(feature = "redis")]
+mod redis;
 mod runtime;
 mod spec;
 mod status;
@@ -80,6 +85,13 @@ pub use self::from_fn::{FromFn, from_fn};
 #[cfg(feature = "http-check")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http-check")))]
 pub use self::http::{Http, InvalidUrl};
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use self::redis::{InvalidRedisUrl, Redis};
+#[cfg(feature = "redis")]
+pub(crate) use self::redis::{
+    LazyManager, client as redis_client, error_kind as redis_error_kind, target as redis_target,
+};
 pub use self::runtime::RuntimeWatcher;
 pub use self::spec::ComponentSpec;
 pub use self::status::{ComponentStatus, UnknownComponents};

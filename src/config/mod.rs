@@ -53,6 +53,7 @@ mod known;
 mod limits;
 mod reader_defaults;
 mod registry;
+mod shared;
 mod timing;
 mod unknown;
 mod values;
@@ -65,5 +66,7 @@ pub use self::health::HealthConfig;
 pub use self::limits::{MAX_DURATION, MIN_DURATION};
 pub(crate) use self::limits::{Zero, assert_in_range};
 pub(crate) use self::reader_defaults::validate_prefix;
+#[cfg(feature = "redis")]
+pub(crate) use self::shared::validate_key_prefix;
 pub(crate) use self::unknown::warn_unread_variables_once;
 pub use self::values::{Details, FailDirection, NoCache, UnknownValue};

@@ -69,6 +69,8 @@ mod metrics_tests;
 pub(crate) mod published;
 mod rounds;
 mod runner;
+#[cfg(feature = "redis")]
+mod shared_round;
 mod slot;
 mod source;
 mod spawner;
