@@ -27,7 +27,9 @@ use tower_health::check::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
 pub mod raw;
+pub mod redis_server;
 pub mod slow_reader;
+pub mod tcp_proxy;
 
 /// The bound on any single wait of a test (a request, a connection, a task): generous, a guard
 /// against hanging rather than a measurement.
