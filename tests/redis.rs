@@ -45,7 +45,10 @@ fn cache(health: &HealthHandle) -> Option<ComponentReport> {
 }
 
 fn kind(report: &ComponentReport) -> Option<CheckErrorKind> {
-    report.outcome.as_ref().and_then(|outcome| outcome.error_kind())
+    report
+        .outcome
+        .as_ref()
+        .and_then(|outcome| outcome.error_kind())
 }
 
 #[tokio::test]
@@ -61,7 +64,9 @@ async fn healthy_against_the_real_redis_through_its_own_connection_or_the_applic
         .await
         .unwrap();
     let through_the_app = Redis::new(manager);
-    support::bounded("PING", through_the_app.check()).await.unwrap();
+    support::bounded("PING", through_the_app.check())
+        .await
+        .unwrap();
     assert_eq!(through_the_app.target(), None);
 }
 
@@ -117,7 +122,10 @@ async fn a_wrong_or_missing_password_is_auth_and_never_shown() {
     let error = support::bounded("PING", wrong.check()).await.unwrap_err();
     assert_eq!(error.kind(), CheckErrorKind::Auth, "{error}");
     assert!(!format!("{error} {wrong:?}").contains("hunter2"));
-    assert_eq!(wrong.target().as_deref(), Some(&*format!("127.0.0.1:{port}/0")));
+    assert_eq!(
+        wrong.target().as_deref(),
+        Some(&*format!("127.0.0.1:{port}/0"))
+    );
     let missing = Redis::connect(&server.url()).unwrap();
     let error = support::bounded("PING", missing.check()).await.unwrap_err();
     assert_eq!(error.kind(), CheckErrorKind::Auth, "{error}");

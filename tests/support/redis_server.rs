@@ -156,7 +156,11 @@ impl RedisServer {
             }
         })
         .await;
-        assert!(up, "redis-server on {} did not start within {LIMIT:?}", self.addr);
+        assert!(
+            up,
+            "redis-server on {} did not start within {LIMIT:?}",
+            self.addr
+        );
     }
 
     /// Kills the server and waits for it to exit: its port is closed.
