@@ -13,6 +13,12 @@
 //! - Readiness ignores components unless one is declared to
 //!   [gate readiness](ComponentSpec::gates_readiness).
 //!
+//! A component is a dependency the application can degrade around; a store its requests
+//! cannot do without is a [database](crate::check#a-database-or-a-component) (it gates
+//! readiness, and the default one decides `unhealthy` and `/health/pool`). Redis, usually a
+//! cache or a session store, is a component ([`Redis`], feature `redis`): make it critical,
+//! or let it gate readiness, when the application cannot serve without it.
+//!
 //! A component that panics is reported `error` and one that has not answered by its timeout
 //! `timed_out`, for that component alone: the monitor and the other checks go on. A check
 //! still running from an earlier round is joined, never started a second time.
