@@ -26,7 +26,12 @@ const WINDOWS: u64 = 15;
 
 fn example() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join("examples/server");
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/server");
     assert!(
         path.exists(),
         "{} is missing: `cargo build --all-features --example server` first",
@@ -73,7 +78,9 @@ async fn start(size: usize, proxy: &PgProxy, shared: bool, readiness: &str) -> F
                 .env("TOWER_HEALTH_REDIS_URL", redis_url())
                 .env("TOWER_HEALTH_SHARED_KEY_PREFIX", &prefix);
         }
-        fleet.0.push(command.spawn().expect("start the example server"));
+        fleet
+            .0
+            .push(command.spawn().expect("start the example server"));
         addrs.push(addr);
     }
     let client = Client::new();
@@ -108,7 +115,9 @@ async fn queries_per_window(size: usize, shared: bool, readiness: &str) -> f64 {
 async fn database_queries_per_window_for_1_4_and_8_processes() {
     require_postgres!();
     require_redis!();
-    println!("| processes | health-round queries/s, own verdicts | with Redis | all queries/s (readiness 1s), own | with Redis |");
+    println!(
+        "| processes | health-round queries/s, own verdicts | with Redis | all queries/s (readiness 1s), own | with Redis |"
+    );
     println!("|---|---|---|---|---|");
     for size in [1, 4, 8] {
         let alone = queries_per_window(size, false, "1h").await;
@@ -116,6 +125,9 @@ async fn database_queries_per_window_for_1_4_and_8_processes() {
         let alone_all = queries_per_window(size, false, "1s").await;
         let shared_all = queries_per_window(size, true, "1s").await;
         println!("| {size} | {alone:.2} | {shared:.2} | {alone_all:.2} | {shared_all:.2} |");
-        assert!(shared < 2.0, "{size} processes: {shared} health-round queries per window");
+        assert!(
+            shared < 2.0,
+            "{size} processes: {shared} health-round queries per window"
+        );
     }
 }
