@@ -113,6 +113,8 @@ pub mod ping;
 mod probe;
 mod probe_response;
 mod redact;
+#[cfg(feature = "redis")]
+mod redis_client;
 mod rendered;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]

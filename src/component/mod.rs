@@ -94,10 +94,6 @@ pub use self::http::{Http, InvalidUrl};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::redis::{InvalidRedisUrl, Redis};
-#[cfg(feature = "redis")]
-pub(crate) use self::redis::{
-    LazyManager, client as redis_client, error_kind as redis_error_kind, target as redis_target,
-};
 pub use self::runtime::RuntimeWatcher;
 pub use self::spec::ComponentSpec;
 pub use self::status::{ComponentStatus, UnknownComponents};

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 
-use crate::component::{InvalidRedisUrl, LazyManager, redis_client, redis_target};
+use crate::component::InvalidRedisUrl;
 use crate::config::{Zero, assert_in_range, validate_key_prefix};
+use crate::redis_client::{LazyManager, client as redis_client, target as redis_target};
 
 /// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.
 pub const DEFAULT_KEY_PREFIX: &str = "tower-health:";

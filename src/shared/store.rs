@@ -10,7 +10,7 @@ use redis::aio::ConnectionManager;
 use super::config::{SharedCache, SharedConnection, default_process_id};
 use super::entry::Entry;
 use crate::check::{CheckError, CheckErrorKind};
-use crate::component::redis_error_kind;
+use crate::redis_client::error_kind as redis_error_kind;
 
 /// How far in the future an entry's timestamp may lie (clocks of two hosts disagree a
 /// little): past it, the entry is implausible and is not served.
