@@ -221,3 +221,44 @@ async fn garbage_and_a_future_entry_are_never_served_and_are_overwritten() {
     let stored: String = redis.get(&key).await.unwrap();
     assert!(!stored.contains("time-traveller"), "{stored}");
 }
+
+#[tokio::test]
+async fn a_dead_lock_holder_blocks_nobody_past_the_lock_expiry() {
+    require_postgres!();
+    require_redis!();
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(unique_prefix("dead-holder"));
+    let (key, lock) = (cache.entry_key(), cache.lock_key());
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut redis = support::bounded("connecting", client.get_multiplexed_async_connection())
+        .await
+        .unwrap();
+    // A process took the lock and died before writing anything.
+    let _: () = redis::cmd("SET")
+        .arg(&lock)
+        .arg("dead-process")
+        .arg("PX")
+        .arg(2000)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let (health, _server) = process(cache).await;
+    // Rounds go on meanwhile, each with this process's own verdict, unwritten.
+    let rounds = health.stats().health_rounds + 2;
+    until(&health, |_| health.stats().health_rounds >= rounds, |_| {}).await;
+    let held: i64 = redis.pttl(&lock).await.unwrap();
+    let stored: Option<String> = redis.get(&key).await.unwrap();
+    if held > 0 {
+        assert_eq!(stored, None, "written while another process held the lock");
+    }
+    assert_eq!(health.health().computed_by, None);
+    // Past the expiry, this process takes the lock and writes.
+    let written = support::eventually(support::LIMIT, || async {
+        let mut redis = redis.clone();
+        let stored: Option<String> = redis.get(&key).await.unwrap();
+        stored.is_some_and(|stored| stored.contains("\"computed_by\":\"this-process\""))
+    })
+    .await;
+    assert!(written, "the entry was never written");
+}
