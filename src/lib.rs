@@ -83,7 +83,8 @@
 //! | `disk` | [`component::DiskSpace`]: free space where the application writes (fs4) | No |
 //! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
-//! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`); `https://` for `component::Http` | No |
+//! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`); `https://` for `component::Http`; `rediss://` for Redis | No |
+//! | `redis` | [`component::Redis`] (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, [`shared::SharedCache`] (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
 //! | `full` | every feature | No |
@@ -119,7 +120,12 @@ pub mod ping;
 mod probe;
 mod probe_response;
 mod redact;
+#[cfg(feature = "redis")]
+mod redis_client;
 mod rendered;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod shared;
 mod status;
 #[cfg(test)]
 mod test_helpers;

@@ -189,6 +189,24 @@ mod tests {
     }
 
     #[test]
+    fn masks_redis_passwords_with_or_without_a_user() {
+        for (message, masked) in [
+            (
+                "redis://app:hunter2@cache:6379/0",
+                "redis://app:***@cache:6379/0",
+            ),
+            ("rediss://:hunter2@cache:6380", "rediss://:***@cache:6380"),
+            (
+                "valkeys://default:p@ss@cache/1 refused",
+                "valkeys://default:***@cache/1 refused",
+            ),
+            ("redis://cache:6379/0", "redis://cache:6379/0"),
+        ] {
+            assert_eq!(redact(message), masked, "{message}");
+        }
+    }
+
+    #[test]
     fn masks_key_value_passwords() {
         assert_eq!(redact(r"password='it\'s x' host=c"), "password=*** host=c");
         assert_eq!(redact(r"password='back\\' host=c"), "password=*** host=c");

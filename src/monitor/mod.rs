@@ -71,6 +71,8 @@ mod rounds;
 mod runner;
 #[cfg(test)]
 mod schema_tests;
+#[cfg(feature = "redis")]
+mod shared_round;
 mod slot;
 mod source;
 mod spawner;

@@ -31,7 +31,9 @@ pub mod child;
 pub mod grpc;
 pub mod raw;
 pub mod schema;
+pub mod redis_server;
 pub mod slow_reader;
+pub mod tcp_proxy;
 
 /// The bound on any single wait of a test (a request, a connection, a task): generous, a guard
 /// against hanging rather than a measurement.
