@@ -48,29 +48,71 @@ fn mask_url_passwords(message: &str) -> String {
 /// Where the password of the URL whose authority starts `rest` lies: the byte offsets of the
 /// `:` before it and of the `@` after it.
 ///
-/// A password may hold `/`, `?`, `#`, `@` and quotes (drivers read up to an `@`, and a quote
-/// is no delimiter inside a URL), so the whole token up to whitespace is searched for its last
-/// `@`. A token with no `@` whose user part is followed by a `:` may be a password with a
-/// space in it (`app:it s@db`): then the next `@` before the next URL ends it. Masking too
-/// much is harmless; too little leaks the password.
+/// A password may hold `/`, `?`, `#`, `@`, quotes and, in a URL written by hand, spaces
+/// (drivers read up to an `@`, and a quote is no delimiter inside a URL), so the password
+/// ends at the last `@` before the next URL that a host follows (a name, an address or
+/// `[..]`, then the end, a space, a port, a path or a closing quote): `@A! /@db` ends at
+/// the second `@`, since `A!` is no host. Without such an `@`, the last `@` of the token.
+/// The `:` before the password must sit in the URL's first token (a user name holds no
+/// space). Masking too much is harmless (a later `user@host` in the same message is masked
+/// with it); too little leaks the password.
 fn password_span(rest: &str) -> Option<(usize, usize)> {
     let token_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let token = &rest[..token_len];
-    if let Some(at) = token.rfind('@') {
-        let colon = token[..at].find(':')?;
-        return Some((colon, at));
+    let url_end = next_url(rest);
+    let at = rest[..url_end]
+        .match_indices('@')
+        .map(|(at, _)| at)
+        .filter(|&at| host_follows(&rest[at + 1..url_end]))
+        .last()
+        .or_else(|| token.rfind('@'))?;
+    let colon = rest[..at].find(':').filter(|&colon| colon < token_len)?;
+    // A password that runs past the first token, with no `@` in that token, must follow a
+    // user part (not a `host:port/path`).
+    if at >= token_len && !token.contains('@') && token[..colon].contains('/') {
+        return None;
     }
-    let colon = token
-        .find(':')
-        .filter(|&colon| !token[..colon].contains('/'))?;
-    let url_end = rest.find("://").unwrap_or(rest.len());
-    let first_at = rest[..url_end].find('@')?;
-    // The last `@` of the token holding the first one.
-    let end = rest[first_at..url_end]
-        .find(char::is_whitespace)
-        .map_or(url_end, |len| first_at + len);
-    let at = rest[..end].rfind('@')?;
     Some((colon, at))
+}
+
+/// Where the next URL of a message starts in `rest` (the rest of a URL's authority): at a
+/// `scheme://` that follows whitespace or a delimiter. One glued to the authority (`a://` in
+/// `postgres://a://pw@db`, a password starting with `//`) is part of it.
+fn next_url(rest: &str) -> usize {
+    for (colon, _) in rest.match_indices("://") {
+        let scheme_start = rest[..colon]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
+            .map_or(0, |before| before + 1);
+        let starts_a_url = scheme_start > 0
+            && scheme_start < colon
+            && rest[..scheme_start]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_whitespace() || "'\"(<,;=[`".contains(c));
+        if starts_a_url {
+            return scheme_start;
+        }
+    }
+    rest.len()
+}
+
+/// Whether `rest` starts with a host: a name or address (`[..]` for IPv6), followed by the
+/// end, whitespace, a port, a path, a query, a fragment or a closing delimiter.
+fn host_follows(rest: &str) -> bool {
+    let host_len = if rest.starts_with('[') {
+        match rest.find(']') {
+            Some(end) => end + 1,
+            None => return false,
+        }
+    } else {
+        rest.find(|c: char| !(c.is_ascii_alphanumeric() || "._~%-".contains(c)))
+            .unwrap_or(rest.len())
+    };
+    host_len > 0
+        && rest[host_len..]
+            .chars()
+            .next()
+            .is_none_or(|c| c.is_whitespace() || ":/?#'\"),;>`".contains(c))
 }
 
 fn mask_key_value_passwords(message: &str) -> String {
@@ -124,6 +166,9 @@ fn quoted_len(quoted: &str) -> usize {
     }
     quoted.len()
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {
@@ -186,6 +231,23 @@ mod tests {
             redact("connecting to postgres://db:5432/app failed"),
             "connecting to postgres://db:5432/app failed"
         );
+    }
+
+    #[test]
+    fn masks_url_passwords_with_an_at_and_a_space() {
+        // Found by the property `url_passwords_never_survive`: the first token's last `@`
+        // (followed by `A!`, no host) ended the password, and `A! /` showed.
+        assert_eq!(redact("postgres://_:@A! /@a"), "postgres://_:***@a");
+        assert_eq!(
+            redact("postgres://u:x@y z@w@db:5432/app failed"),
+            "postgres://u:***@db:5432/app failed"
+        );
+        assert_eq!(
+            redact("postgres://u:pw@db/app failed"),
+            "postgres://u:***@db/app failed"
+        );
+        // A password starting with `//` is no URL of its own.
+        assert_eq!(redact("postgres://a://~ A@a"), "postgres://a:***@a");
     }
 
     #[test]
