@@ -1,6 +1,8 @@
 /// Masks the secrets in a message about a database: the password of every URL
-/// (`postgres://user:secret@host` becomes `postgres://user:***@host`) and every `password=`
-/// setting of a key-value connection string.
+/// (`postgres://user:secret@host` becomes `postgres://user:***@host`), every `password=`
+/// setting of a key-value connection string, and what sits between a `:` and an `@` in a
+/// word that is no well-formed URL (`http:/user:secret@host`, a mistyped one, becomes
+/// `http:***@host`).
 ///
 /// [`CheckError`](crate::check::CheckError) applies it to every message; use it on anything else that
 /// may carry a connection string, such as your own log lines.
@@ -16,10 +18,45 @@
 /// ```
 #[must_use]
 pub fn redact(message: &str) -> String {
-    mask_key_value_passwords(&mask_url_passwords(message))
+    mask_userinfo(&mask_key_value_passwords(&mask_url_passwords(message)))
 }
 
 const MASK: &str = "***";
+
+/// Masks, in each whitespace-separated word that holds a `:` before its last `@` and is no
+/// URL (`scheme://`, masked already), everything from its first `:` to its last `@`: a
+/// mistyped URL (`http:/user:secret@host`, `ftp:x//user:secret@host/`) or a bare
+/// `user:secret@host` still carries a password.
+fn mask_userinfo(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while !rest.is_empty() {
+        let word_start = rest
+            .find(|c: char| !c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..word_start]);
+        rest = &rest[word_start..];
+        let word_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = &rest[..word_len];
+        let masked = (!word.contains("://"))
+            .then(|| {
+                let at = word.rfind('@')?;
+                let colon = word[..at].find(':')?;
+                (word[colon + 1..at] != *MASK).then_some((colon, at))
+            })
+            .flatten();
+        match masked {
+            Some((colon, at)) => {
+                out.push_str(&word[..=colon]);
+                out.push_str(MASK);
+                out.push_str(&word[at..]);
+            }
+            None => out.push_str(word),
+        }
+        rest = &rest[word_len..];
+    }
+    out
+}
 
 fn mask_url_passwords(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
@@ -81,8 +118,9 @@ fn password_span(rest: &str) -> Option<(usize, usize)> {
 fn next_url(rest: &str) -> usize {
     for (colon, _) in rest.match_indices("://") {
         let scheme_start = rest[..colon]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
-            .map_or(0, |before| before + 1);
+            .char_indices()
+            .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
+            .map_or(0, |(before, c)| before + c.len_utf8());
         let starts_a_url = scheme_start > 0
             && scheme_start < colon
             && rest[..scheme_start]
@@ -248,6 +286,32 @@ mod tests {
         );
         // A password starting with `//` is no URL of its own.
         assert_eq!(redact("postgres://a://~ A@a"), "postgres://a:***@a");
+    }
+
+    #[test]
+    fn text_around_a_url_may_be_any_unicode() {
+        // Found by the `redact` fuzz target: a scheme after a two-byte character sliced that
+        // character in two (a panic).
+        assert_eq!(
+            redact("edi\u{7}уs://:***@cache:6379\0"),
+            "edi\u{7}уs://:***@cache:6379\0"
+        );
+        assert_eq!(redact("€postgres://u:pw@h é"), "€postgres://u:***@h é");
+    }
+
+    #[test]
+    fn masks_mistyped_urls() {
+        // Found by the `env_config` fuzz target: a refused value that is no `scheme://` URL
+        // was echoed with its password.
+        assert_eq!(redact("ftp:EA//u:Fuzz-S3cret@x/"), "ftp:***@x/");
+        assert_eq!(
+            redact("bad http:/user:secret@host/ here"),
+            "bad http:***@host/ here"
+        );
+        assert_eq!(redact("app:secret@db:5432"), "app:***@db:5432");
+        // Nothing to mask: no `:` before the `@`, or a URL already masked.
+        assert_eq!(redact("mail alice@example.com"), "mail alice@example.com");
+        assert_eq!(redact("redis://:***@cache:6379"), "redis://:***@cache:6379");
     }
 
     #[test]

@@ -35,9 +35,39 @@ fn name() -> impl Strategy<Value = String> {
 fn value() -> impl Strategy<Value = String> {
     prop_oneof![
         proptest::sample::select(vec![
-            "500ms", "0", "0s", "1y", "2y", "-1s", "1e-10", "1e300", "inf", "NaN", "0.5", "18446744073709551616s",
-            "true", "no", "ready", "not_ready", "allowed", "authorized", "never", "in_trouble", "/", "/health", "/x?",
-            "::1", "0.0.0.0", "localhost", "65536", "0", "9090", "a,b,,C", "127.0.0.1:1", "http://h/", "ftp://h",
+            "500ms",
+            "0",
+            "0s",
+            "1y",
+            "2y",
+            "-1s",
+            "1e-10",
+            "1e300",
+            "inf",
+            "NaN",
+            "0.5",
+            "18446744073709551616s",
+            "true",
+            "no",
+            "ready",
+            "not_ready",
+            "allowed",
+            "authorized",
+            "never",
+            "in_trouble",
+            "/",
+            "/health",
+            "/x?",
+            "::1",
+            "0.0.0.0",
+            "localhost",
+            "65536",
+            "0",
+            "9090",
+            "a,b,,C",
+            "127.0.0.1:1",
+            "http://h/",
+            "ftp://h",
         ])
         .prop_map(str::to_owned),
         (
@@ -46,7 +76,9 @@ fn value() -> impl Strategy<Value = String> {
             "[a-z0-9.-]{0,10}(:[0-9]{0,6})?",
             "(/[a-z]{0,6})?(\\?(sslmode|sslrootcert|connect_timeout|host)=[a-z0-9/.-]{0,10})?",
         )
-            .prop_map(|(scheme, user, host, tail)| format!("{scheme}://{user}:{PASSWORD}@{host}{tail}")),
+            .prop_map(|(scheme, user, host, tail)| format!(
+                "{scheme}://{user}:{PASSWORD}@{host}{tail}"
+            )),
         proptest::sample::select(vec!["host=h password=", "user=u password='", "password = "])
             .prop_map(|start| format!("{start}{PASSWORD} dbname=x")),
         "[ -~]{0,24}",
@@ -59,7 +91,10 @@ fn vars() -> impl Strategy<Value = BTreeMap<String, String>> {
 }
 
 /// The error names a variable that was set, and says nothing of the password.
-fn check_error(vars: &BTreeMap<String, String>, error: &super::ConfigError) -> Result<(), TestCaseError> {
+fn check_error(
+    vars: &BTreeMap<String, String>,
+    error: &super::ConfigError,
+) -> Result<(), TestCaseError> {
     prop_assert!(
         vars.contains_key(error.variable()),
         "{error} names {:?}, which is not among {:?}",

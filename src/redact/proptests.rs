@@ -39,7 +39,14 @@ fn around() -> impl Strategy<Value = (String, String)> {
             "redis: ",
             "(",
         ]),
-        proptest::sample::select(vec!["", "'", "\"", ": connection refused", ")", " and more"]),
+        proptest::sample::select(vec![
+            "",
+            "'",
+            "\"",
+            ": connection refused",
+            ")",
+            " and more",
+        ]),
     )
         .prop_map(|(before, after)| (before.to_owned(), after.to_owned()))
 }

@@ -17,7 +17,10 @@ fn keys() -> KeyDigests {
 fn header_map(authorization: Option<&[u8]>, legacy: Option<&[u8]>) -> Option<HeaderMap> {
     let mut headers = HeaderMap::new();
     if let Some(value) = authorization {
-        headers.insert(http::header::AUTHORIZATION, HeaderValue::from_bytes(value).ok()?);
+        headers.insert(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_bytes(value).ok()?,
+        );
     }
     if let Some(value) = legacy {
         headers.insert(LEGACY_KEY_HEADER, HeaderValue::from_bytes(value).ok()?);
@@ -28,7 +31,9 @@ fn header_map(authorization: Option<&[u8]>, legacy: Option<&[u8]>) -> Option<Hea
 /// Header values: any bytes a header may carry, and near misses of the real forms.
 fn value() -> impl Strategy<Value = Vec<u8>> {
     let near = (
-        proptest::sample::select(vec!["Bearer", "bearer", "BEARER", "Basic", "Token", "", "Bearer:"]),
+        proptest::sample::select(vec![
+            "Bearer", "bearer", "BEARER", "Basic", "Token", "", "Bearer:",
+        ]),
         " {0,3}",
         proptest::sample::select(vec![OPERATOR, VIEWER, "", "operator-key-012345678", "x"]),
         "[ -~]{0,4}",

@@ -1,0 +1,38 @@
+//! Settings from the environment: any variables, any values. Settings or an error naming
+//! one of the variables that were set, never a panic, never a password in the error.
+//!
+//! Input: lines `NAME=VALUE`.
+#![no_main]
+
+use std::collections::BTreeMap;
+
+use libfuzzer_sys::fuzz_target;
+use tower_health::admin::AdminConfig;
+use tower_health::{DrainConfig, HealthConfig};
+
+/// Connection strings in the corpus use this password.
+const PASSWORD: &str = "Fuzz-S3cret";
+
+fuzz_target!(|text: &str| {
+    let vars: BTreeMap<String, String> = text
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect();
+    let check = |error: tower_health::config::ConfigError| {
+        assert!(
+            vars.contains_key(error.variable()),
+            "{error} names a variable that was not set: {vars:?}"
+        );
+        assert!(!error.to_string().contains(PASSWORD), "{error}");
+    };
+    if let Err(error) = HealthConfig::from_vars(vars.clone()) {
+        check(error);
+    }
+    if let Err(error) = DrainConfig::from_vars(vars.clone()) {
+        check(error);
+    }
+    if let Err(error) = AdminConfig::from_vars(vars.clone()) {
+        check(error);
+    }
+});
