@@ -25,11 +25,9 @@ pub fn probe_paths(prefix: &str, kubernetes_aliases: bool, probe: Probe) -> Vec<
     };
     let base = format!("{prefix}{}", probe.layer_suffix());
     let mut paths = vec![format!("{base}/"), base];
-    if kubernetes_aliases {
-        if let Some(alias) = probe.kubernetes_alias() {
-            paths.push(alias.to_owned());
-            paths.push(format!("{alias}/"));
-        }
+    if kubernetes_aliases && let Some(alias) = probe.kubernetes_alias() {
+        paths.push(alias.to_owned());
+        paths.push(format!("{alias}/"));
     }
     paths
 }

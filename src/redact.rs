@@ -7,6 +7,11 @@
 /// [`CheckError`](crate::check::CheckError) applies it to every message; use it on anything else that
 /// may carry a connection string, such as your own log lines.
 ///
+/// It reads text, not a parsed URL, so it masks generously (a later `user@host` in the same
+/// message may be masked with a password); the one password it may mask only in part is a
+/// URL password that itself holds `://` after a delimiter, which reads as a second URL.
+/// Passwords with reserved characters belong percent-encoded in a URL anyway.
+///
 /// ```
 /// use tower_health::redact;
 ///
@@ -23,10 +28,10 @@ pub fn redact(message: &str) -> String {
 
 const MASK: &str = "***";
 
-/// Masks, in each whitespace-separated word that holds a `:` before its last `@` and is no
-/// URL (`scheme://`, masked already), everything from its first `:` to its last `@`: a
-/// mistyped URL (`http:/user:secret@host`, `ftp:x//user:secret@host/`) or a bare
-/// `user:secret@host` still carries a password.
+/// Masks, in each whitespace-separated word, what sits between the first `:` and the last
+/// `@` of the part before any `scheme://` (a URL, masked already): a mistyped URL
+/// (`http:/user:secret@host`, `ftp:x//user:secret@host/`) or a bare `user:secret@host`
+/// still carries a password.
 fn mask_userinfo(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
@@ -38,13 +43,14 @@ fn mask_userinfo(message: &str) -> String {
         rest = &rest[word_start..];
         let word_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
         let word = &rest[..word_len];
-        let masked = (!word.contains("://"))
-            .then(|| {
-                let at = word.rfind('@')?;
-                let colon = word[..at].find(':')?;
-                (word[colon + 1..at] != *MASK).then_some((colon, at))
-            })
-            .flatten();
+        let before_url = word
+            .find("://")
+            .map_or(word.len(), |colon| scheme_start(word, colon));
+        let head = &word[..before_url];
+        let masked = head.rfind('@').and_then(|at| {
+            let colon = head[..at].find(':')?;
+            (head[colon + 1..at] != *MASK).then_some((colon, at))
+        });
         match masked {
             Some((colon, at)) => {
                 out.push_str(&word[..=colon]);
@@ -56,6 +62,14 @@ fn mask_userinfo(message: &str) -> String {
         rest = &rest[word_len..];
     }
     out
+}
+
+/// Where the scheme ending at the `://` at `colon` starts in `text`.
+fn scheme_start(text: &str, colon: usize) -> usize {
+    text[..colon]
+        .char_indices()
+        .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
+        .map_or(0, |(before, c)| before + c.len_utf8())
 }
 
 fn mask_url_passwords(message: &str) -> String {
@@ -100,8 +114,7 @@ fn password_span(rest: &str) -> Option<(usize, usize)> {
     let at = rest[..url_end]
         .match_indices('@')
         .map(|(at, _)| at)
-        .filter(|&at| host_follows(&rest[at + 1..url_end]))
-        .last()
+        .rfind(|&at| host_follows(&rest[at + 1..url_end]))
         .or_else(|| token.rfind('@'))?;
     let colon = rest[..at].find(':').filter(|&colon| colon < token_len)?;
     // A password that runs past the first token, with no `@` in that token, must follow a
@@ -117,10 +130,7 @@ fn password_span(rest: &str) -> Option<(usize, usize)> {
 /// `postgres://a://pw@db`, a password starting with `//`) is part of it.
 fn next_url(rest: &str) -> usize {
     for (colon, _) in rest.match_indices("://") {
-        let scheme_start = rest[..colon]
-            .char_indices()
-            .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
-            .map_or(0, |(before, c)| before + c.len_utf8());
+        let scheme_start = scheme_start(rest, colon);
         let starts_a_url = scheme_start > 0
             && scheme_start < colon
             && rest[..scheme_start]
@@ -309,6 +319,10 @@ mod tests {
             "bad http:***@host/ here"
         );
         assert_eq!(redact("app:secret@db:5432"), "app:***@db:5432");
+        assert_eq!(
+            redact("ftp:/u:Fuzz-S3cret@x/http://h/"),
+            "ftp:***@x/http://h/"
+        );
         // Nothing to mask: no `:` before the `@`, or a URL already masked.
         assert_eq!(redact("mail alice@example.com"), "mail alice@example.com");
         assert_eq!(redact("redis://:***@cache:6379"), "redis://:***@cache:6379");

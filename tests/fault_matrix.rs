@@ -411,10 +411,10 @@ async fn run_cell(cell: &Cell, databases: usize, certificate: Option<&str>) -> (
         )),
         Some(_) => {}
     }
-    if shown.is_some() {
-        if let Err(problem) = rig.body_names(cell.expect).await {
-            problems.push(problem);
-        }
+    if shown.is_some()
+        && let Err(problem) = rig.body_names(cell.expect).await
+    {
+        problems.push(problem);
     }
     (cell.end)(rig.clone()).await;
     let ended = rounds(&rig.health, cadence);
@@ -835,18 +835,18 @@ impl Rig {
         {
             words.push("others ready".to_owned());
         }
-        if let Some(report) = health.components.first() {
-            if report.status.is_in_trouble() {
-                let kind = report
-                    .outcome
-                    .as_ref()
-                    .and_then(|outcome| outcome.error_kind())
-                    .map_or("-", |kind| kind.as_str());
-                words.push(format!(
-                    "worker {} {kind}",
-                    report.last_check().unwrap_or("-")
-                ));
-            }
+        if let Some(report) = health.components.first()
+            && report.status.is_in_trouble()
+        {
+            let kind = report
+                .outcome
+                .as_ref()
+                .and_then(|outcome| outcome.error_kind())
+                .map_or("-", |kind| kind.as_str());
+            words.push(format!(
+                "worker {} {kind}",
+                report.last_check().unwrap_or("-")
+            ));
         }
         if !health.saturated_pools.is_empty() {
             words.push("pool saturated".to_owned());

@@ -19,9 +19,15 @@ fuzz_target!(|data: &[u8]| {
             let _ = redact(password);
             return;
         }
-        // A URL password (drivers refuse whitespace in a URL; the properties cover a
-        // space between `@`s).
-        1 | 2 if password.contains(char::is_whitespace) => return,
+        // A URL password: drivers refuse whitespace and control characters in a URL (the
+        // properties cover a space between `@`s), and one holding `://` reads as a second
+        // URL, which no text-level redaction can tell apart (see `redact`'s docs).
+        1 | 2
+            if password.contains(|c: char| c.is_whitespace() || c.is_control())
+                || password.contains("://") =>
+        {
+            return;
+        }
         1 => (
             format!("error connecting to postgres://app:{password}@db.internal:5432/app failed"),
             "error connecting to postgres://app:***@db.internal:5432/app failed".to_owned(),

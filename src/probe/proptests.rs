@@ -43,11 +43,9 @@ fn path(prefix: String) -> impl Strategy<Value = String> {
 fn answered(prefix: &str, aliases: bool, probe: Probe) -> Vec<String> {
     let base = format!("{prefix}{}", probe.layer_suffix());
     let mut paths = vec![format!("{base}/"), base];
-    if aliases {
-        if let Some(alias) = probe.kubernetes_alias() {
-            paths.push(alias.to_owned());
-            paths.push(format!("{alias}/"));
-        }
+    if aliases && let Some(alias) = probe.kubernetes_alias() {
+        paths.push(alias.to_owned());
+        paths.push(format!("{alias}/"));
     }
     paths
 }

@@ -74,7 +74,7 @@ proptest! {
         let url = format!("{scheme}://{user}:{password}@{host}{port}{tail}");
         let mut message = format!("{before}{url}{after}");
         let mut rest = format!("{before}{scheme}://{user}:***@{host}{port}{tail}{after}");
-        let mut passwords = vec![password.clone()];
+        let mut passwords = vec![password];
         if let Some((scheme, password)) = second {
             message.push_str(&format!(" then {scheme}://:{password}@cache:6379/0"));
             rest.push_str(&format!(" then {scheme}://:***@cache:6379/0"));
@@ -117,6 +117,6 @@ proptest! {
     #[test]
     fn any_text(text in "[ -~\\n\\t€é]{0,80}") {
         let once = redact(&text);
-        prop_assert_eq!(redact(&once), once.clone(), "{:?}", text);
+        prop_assert_eq!(redact(&once), once, "{:?}", text);
     }
 }

@@ -15,7 +15,7 @@
 //!   later follow the mode.
 //!
 //! Self-contained (the soak bench includes this file too): it depends on tokio alone.
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)] // the soak bench includes this file as a private module
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
