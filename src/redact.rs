@@ -86,9 +86,12 @@ fn mask_url_passwords(message: &str) -> String {
                 rest = &rest[at..];
             }
             None => {
+                // No password: on to the next word, or to a URL glued to this one after a
+                // delimiter (`a=ftp://h,b=postgres://u:pw@db`).
                 let token_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
-                out.push_str(&rest[..token_len]);
-                rest = &rest[token_len..];
+                let skip = token_len.min(next_url(rest));
+                out.push_str(&rest[..skip]);
+                rest = &rest[skip..];
             }
         }
     }
@@ -103,10 +106,10 @@ fn mask_url_passwords(message: &str) -> String {
 /// (drivers read up to an `@`, and a quote is no delimiter inside a URL), so the password
 /// ends at the last `@` before the next URL that a host follows (a name, an address or
 /// `[..]`, then the end, a space, a port, a path or a closing quote): `@A! /@db` ends at
-/// the second `@`, since `A!` is no host. Without such an `@`, the last `@` of the token.
-/// The `:` before the password must sit in the URL's first token (a user name holds no
-/// space). Masking too much is harmless (a later `user@host` in the same message is masked
-/// with it); too little leaks the password.
+/// the second `@`, since `A!` is no host. Without such an `@`, the last `@` of the token
+/// before the next URL. The `:` before the password must sit in the URL's first token (a
+/// user name holds no space). Masking too much is harmless (a later `user@host` in the same
+/// message is masked with it); too little leaks the password.
 fn password_span(rest: &str) -> Option<(usize, usize)> {
     let token_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let token = &rest[..token_len];
@@ -115,7 +118,7 @@ fn password_span(rest: &str) -> Option<(usize, usize)> {
         .match_indices('@')
         .map(|(at, _)| at)
         .rfind(|&at| host_follows(&rest[at + 1..url_end]))
-        .or_else(|| token.rfind('@'))?;
+        .or_else(|| rest[..url_end.min(token_len)].rfind('@'))?;
     let colon = rest[..at].find(':').filter(|&colon| colon < token_len)?;
     // A password that runs past the first token, with no `@` in that token, must follow a
     // user part (not a `host:port/path`).
@@ -322,6 +325,15 @@ mod tests {
         assert_eq!(
             redact("ftp:/u:Fuzz-S3cret@x/http://h/"),
             "ftp:***@x/http://h/"
+        );
+        // Found by fuzzing too: a URL without a password hid the next one, glued after `=`.
+        assert_eq!(
+            redact("ftp://@x/a=ftp://u:Fuzz-S3cret@y"),
+            "ftp://@x/a=ftp://u:***@y"
+        );
+        assert_eq!(
+            redact("url=postgres://db/app,backup=postgres://u:pw@db2/app"),
+            "url=postgres://db/app,backup=postgres://u:***@db2/app"
         );
         // Nothing to mask: no `:` before the `@`, or a URL already masked.
         assert_eq!(redact("mail alice@example.com"), "mail alice@example.com");

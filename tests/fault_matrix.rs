@@ -316,7 +316,19 @@ async fn run_matrix(databases: usize) {
     let mut secrets = Vec::new();
     for entry in matrix() {
         match entry {
-            Entry::Todo { name, waits_for } => rows.push(Row::todo(name, waits_for)),
+            Entry::Todo { name, waits_for } => {
+                rows.push(Row::todo(name, format!("TODO: waits for {waits_for}"), "todo"));
+            }
+            Entry::Run(cell)
+                if cell.checks == Checks::SwitchToWrongTlsName && certificate.is_none() =>
+            {
+                // As tests/tls.rs does: a skip outside CI, a failure under it.
+                let why = "the server's certificate (SHOW ssl_cert_file) cannot be read here";
+                if std::env::var_os("CI").is_some() {
+                    failures.push(format!("{}: {why}", cell.name));
+                }
+                rows.push(Row::todo(cell.name, format!("SKIPPED: {why}"), "skipped"));
+            }
             Entry::Run(cell) => {
                 let (row, problems) = run_cell(&cell, databases, certificate.as_deref()).await;
                 failures.extend(
@@ -1260,12 +1272,13 @@ struct Row {
     recovered: Option<u64>,
     record: Option<Record>,
     ok: bool,
-    todo: Option<&'static str>,
+    /// For a row that did not run: what it says, and the result column.
+    todo: Option<(String, &'static str)>,
     secrets: Vec<String>,
 }
 
 impl Row {
-    fn todo(name: &'static str, waits_for: &'static str) -> Self {
+    fn todo(name: &'static str, note: String, result: &'static str) -> Self {
         Self {
             name,
             verdict: String::new(),
@@ -1273,7 +1286,7 @@ impl Row {
             recovered: None,
             record: None,
             ok: true,
-            todo: Some(waits_for),
+            todo: Some((note, result)),
             secrets: Vec::new(),
         }
     }
@@ -1294,12 +1307,8 @@ fn render(databases: usize, rows: &[Row], logs: &LogSearch) -> String {
     let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
     let mut bodies = 0;
     for row in rows {
-        if let Some(waits_for) = row.todo {
-            let _ = writeln!(
-                out,
-                "| {} | TODO: waits for {waits_for} | | | | | | todo |",
-                row.name
-            );
+        if let Some((note, result)) = &row.todo {
+            let _ = writeln!(out, "| {} | {note} | | | | | | {result} |", row.name);
             continue;
         }
         let record = row.record.as_ref().expect("a record for a cell that ran");

@@ -20,11 +20,11 @@ fuzz_target!(|text: &str| {
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .collect();
     // The password is a secret where it sits as one: a URL's `user:password@`, or a
-    // key-value `password=`. (Written once, so that a copy elsewhere, in a URL's path say,
-    // is not taken for a leak.)
+    // key-value `password=`. (Written once, so that a copy elsewhere, in a URL's path or a
+    // variable's name, is not taken for a leak.)
     let occurrences: usize = vars
-        .values()
-        .map(|value| value.matches(PASSWORD).count())
+        .iter()
+        .map(|(name, value)| name.matches(PASSWORD).count() + value.matches(PASSWORD).count())
         .sum();
     let holds_password = occurrences == 1
         && vars.values().any(|value| {
