@@ -104,21 +104,22 @@ fn mask_url_passwords(message: &str) -> String {
 ///
 /// A password may hold `/`, `?`, `#`, `@`, quotes and, in a URL written by hand, spaces
 /// (drivers read up to an `@`, and a quote is no delimiter inside a URL), so the password
-/// ends at the last `@` before the next URL that a host follows (a name, an address or
-/// `[..]`, then the end, a space, a port, a path or a closing quote): `@A! /@db` ends at
-/// the second `@`, since `A!` is no host. Without such an `@`, the last `@` of the token
-/// before the next URL. The `:` before the password must sit in the URL's first token (a
-/// user name holds no space). Masking too much is harmless (a later `user@host` in the same
-/// message is masked with it); too little leaks the password.
+/// ends at the last `@` of the URL's first token, or later, at the last `@` before the next
+/// URL that a host follows (a name, an address or `[..]`, then the end, a space, a port, a
+/// path or a closing quote): `@A! /@db` ends at the second `@`, since `A!` is no host.
+/// The `:` before the password must sit in the URL's first token (a user name holds no
+/// space). Masking too much is harmless (a later `user@host` in the same message is masked
+/// with it); too little leaks the password.
 fn password_span(rest: &str) -> Option<(usize, usize)> {
     let token_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let token = &rest[..token_len];
     let url_end = next_url(rest);
-    let at = rest[..url_end]
+    let hosted = rest[..url_end]
         .match_indices('@')
         .map(|(at, _)| at)
-        .rfind(|&at| host_follows(&rest[at + 1..url_end]))
-        .or_else(|| rest[..url_end.min(token_len)].rfind('@'))?;
+        .rfind(|&at| host_follows(&rest[at + 1..url_end]));
+    // Whichever is later: a URL's userinfo ends at the last `@` of its authority.
+    let at = hosted.max(rest[..url_end.min(token_len)].rfind('@'))?;
     let colon = rest[..at].find(':').filter(|&colon| colon < token_len)?;
     // A password that runs past the first token, with no `@` in that token, must follow a
     // user part (not a `host:port/path`).
@@ -334,6 +335,11 @@ mod tests {
         assert_eq!(
             redact("url=postgres://db/app,backup=postgres://u:pw@db2/app"),
             "url=postgres://db/app,backup=postgres://u:***@db2/app"
+        );
+        // The userinfo ends at the authority's last `@`, a host after it or not.
+        assert_eq!(
+            redact("postgres://app:x@pp:Fuzz-S3cret@"),
+            "postgres://app:***@"
         );
         // Nothing to mask: no `:` before the `@`, or a URL already masked.
         assert_eq!(redact("mail alice@example.com"), "mail alice@example.com");

@@ -70,6 +70,9 @@ proptest! {
         (before, after) in around(),
         second in proptest::option::of((scheme(), url_password())),
     ) {
+        // A password holding `://` reads as a second URL: the one limit `redact` documents.
+        prop_assume!(!password.contains("://"));
+        prop_assume!(second.as_ref().is_none_or(|(_, password)| !password.contains("://")));
         let port = port.map(|port| format!(":{port}")).unwrap_or_default();
         let url = format!("{scheme}://{user}:{password}@{host}{port}{tail}");
         let mut message = format!("{before}{url}{after}");
