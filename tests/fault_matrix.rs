@@ -317,7 +317,11 @@ async fn run_matrix(databases: usize) {
     for entry in matrix() {
         match entry {
             Entry::Todo { name, waits_for } => {
-                rows.push(Row::todo(name, format!("TODO: waits for {waits_for}"), "todo"));
+                rows.push(Row::todo(
+                    name,
+                    format!("TODO: waits for {waits_for}"),
+                    "todo",
+                ));
             }
             Entry::Run(cell)
                 if cell.checks == Checks::SwitchToWrongTlsName && certificate.is_none() =>
