@@ -96,6 +96,8 @@
 #[macro_use]
 mod macros;
 
+#[doc(hidden)]
+pub mod __fuzz;
 pub mod access;
 #[cfg(feature = "admin")]
 #[cfg_attr(docsrs, doc(cfg(feature = "admin")))]

@@ -189,6 +189,9 @@ impl ProbePaths {
         Probe::ALL
             .into_iter()
             .find(|probe| probe.layer_suffix() == suffix)
+            // A path may start with the prefix and be an alias all the same (`/livez` under
+            // the prefix `/live`).
+            .or_else(|| self.classify_alias(path))
     }
 
     fn classify_alias(&self, path: &str) -> Option<Probe> {
@@ -251,6 +254,9 @@ pub(crate) fn wants_nocache(query: Option<&str>) -> bool {
         })
     })
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {

@@ -124,6 +124,9 @@ fn presented_key(headers: &HeaderMap) -> Result<&[u8], Denied> {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use http::HeaderValue;
 

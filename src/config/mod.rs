@@ -58,6 +58,8 @@ mod health;
 mod health_env;
 mod known;
 mod limits;
+#[cfg(test)]
+mod proptests;
 mod reader_defaults;
 mod registry;
 mod shared;

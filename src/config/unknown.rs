@@ -235,7 +235,7 @@ mod tests {
                 ("TOWER_HEALTH_ADMIN_PORT", "9090"),
                 ("BALDUR_ADMIN_KEY", "k")
             ]),
-            // The keys are read by `HealthConfig` too (for `Details::Authorized`).
+            // The keys are read by `AccessKeys` in every build (`Details::Authorized`).
             [
                 "TOWER_HEALTH_ADMIN_PORT is read by the admin server, which this build does not include (feature `admin`)"
             ]

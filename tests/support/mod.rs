@@ -29,6 +29,7 @@ use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 pub mod child;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+pub mod fault_proxy;
 pub mod raw;
 pub mod schema;
 pub mod redis_server;
@@ -319,12 +320,35 @@ impl Client {
         addr: SocketAddr,
         path: &str,
     ) -> Result<Reply, String> {
+        self.try_request_with(method, addr, path, &[]).await
+    }
+
+    /// A GET with extra headers, its failure reported as [`Client::try_get`] does.
+    pub async fn try_get_with(
+        &self,
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, String> {
+        self.try_request_with(Method::GET, addr, path, headers)
+            .await
+    }
+
+    pub async fn try_request_with(
+        &self,
+        method: Method,
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, String> {
         let what = format!("{method} {path}");
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(method)
-            .uri(format!("http://{addr}{path}"))
-            .body(Empty::new())
-            .unwrap();
+            .uri(format!("http://{addr}{path}"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Empty::new()).unwrap();
         let exchange = async {
             let response = self
                 .inner
