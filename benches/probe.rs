@@ -9,7 +9,10 @@
 //!   `probe/floor`: a method and path match, one `ArcSwap` load, and a response built from a
 //!   cloned `HeaderMap` and cloned `Bytes`, the least any pre-rendered answer can cost.
 //! - `passthrough/*`: an ordinary request (call, future, body to its end) through
-//!   `PingLayer` + `HealthLayer` + `DrainLayer`, beside the bare inner service.
+//!   `PingLayer` + `HealthLayer` + `DrainLayer`, beside the bare inner service; with
+//!   `--features axum`, `passthrough/router` (an axum `Router` with one route) beside
+//!   `passthrough/around`, the same router in the form the README recommends,
+//!   `health.around(router)` with a drain.
 //! - `components/*`: the health and readiness probes of a monitor with 20 components
 //!   registered, to compare with `probe/health` and `probe/ready`: the body is longer, the
 //!   work per probe is not (components change what a round renders, not what a probe does).
@@ -444,7 +447,52 @@ fn metrics(c: &mut Criterion) {
 #[cfg(not(feature = "metrics"))]
 fn metrics(_: &mut Criterion) {}
 
-criterion_group!(benches, probes, components, passthrough, metrics, noise);
+/// The recommended axum form against the bare router: the same request through both.
+#[cfg(feature = "axum")]
+fn passthrough_axum(c: &mut Criterion) {
+    use axum::body::Body as AxumBody;
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let health = HealthLayer::new(monitor(&runtime, HealthConfig::new()));
+    let _drain = health.drain_pair(DrainConfig::new());
+    // `with_state` prepares the routes once, as `axum::serve` does for each connection.
+    let router = axum::Router::new()
+        .route("/", axum::routing::get(|| async { "ok" }))
+        .with_state(());
+    let mut around = health.around(router.clone());
+    let mut bare = router;
+    let request = || Request::get("/").body(AxumBody::empty()).unwrap();
+
+    let mut group = c.benchmark_group("passthrough");
+    group.bench_function("router", |b| {
+        b.iter_batched(
+            request,
+            |request| consume(now(bare.call(request)).unwrap().into_body()),
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("around", |b| {
+        b.iter_batched(
+            request,
+            |request| consume(now(around.call(request)).unwrap().into_body()),
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
+#[cfg(not(feature = "axum"))]
+fn passthrough_axum(_: &mut Criterion) {}
+
+criterion_group!(
+    benches,
+    probes,
+    components,
+    passthrough,
+    passthrough_axum,
+    metrics,
+    noise
+);
 
 fn main() {
     report_allocations();

@@ -20,17 +20,25 @@
 //! - `bare-hyper`: hyper-util answering 200 `ok` to everything: the ceiling of this stack.
 //! - `stack-hyper`: `PingLayer` + `HealthLayer` + `DrainLayer` in front of a `service_fn`,
 //!   served by hyper-util.
-//! - `stack-axum`, `plain-axum`: an axum `Router` with and without the stack, served by
-//!   `axum::serve` (with `TCP_NODELAY`).
+//! - `stack-hyper-metrics`, `stack-hyper-never`: the same stack with the opt-in metrics path
+//!   (`HealthLayer::metrics_path("/metrics")`), and with `HealthLayer::details(Details::Never)`.
+//! - `around-axum`: the form the README recommends, `health.around(router)` (the stack around
+//!   the router, outside routing, in one service), served by `axum::serve`.
+//! - `layered-axum`: the form the README recommended in 0.2.0, three `Router::layer` calls.
+//! - `static-axum`: the bare router with a hand-written static `/health/ready` route answering
+//!   the stack's readiness bytes (status, `Content-Type`, `Cache-Control`, body).
+//! - `stack-axum`, `plain-axum`: an axum `Router` with the stack around it under
+//!   `ServiceBuilder` (and `map_response(IntoResponse::into_response)`), and the bare router,
+//!   served by `axum::serve` (with `TCP_NODELAY`).
 //! - `handrolled-axum`: what most teams write: an axum handler that checks out a bb8-postgres
 //!   connection (bb8 defaults) and runs `SELECT 1` per request.
-//! - `admin`: the admin server.
+//! - `admin`: the admin server (`/readiness`, and `/metrics` from the `metrics` feature).
 //!
 //! Settings: `STORM_SECONDS` (measured seconds per run, default 2), `STORM_ROUNDS` (default 3),
 //! `STORM_DATABASE_URL` (a server to create the `tower_health_bench` database on, default the
 //! local PostgreSQL), `STORM_ONLY` (`main`, `scale` or `instructions`: the callgrind rows
 //! alone, about a minute; default all), `STORM_FILTER` (only the servers whose name contains
-//! it), `STORM_CLIENT_THREADS` (load generator threads, default 1; the server always runs on
+//! it, or one of a comma-separated list), `STORM_CLIENT_THREADS` (load generator threads, default 1; the server always runs on
 //! one), `STORM_KEEP_CALLGRIND` (a folder to keep the callgrind files in, named
 //! `<server><path>-<requests>.callgrind`, for `callgrind_annotate`).
 
@@ -58,7 +66,8 @@ use tower::ServiceBuilder;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::check::PostgresCheck;
 use tower_health::{
-    DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
+    Details, DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
+    PingLayer,
 };
 
 const BENCH_DATABASE: &str = "tower_health_bench";
@@ -86,7 +95,15 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
     runtime.block_on(async {
         // Only the servers that answer from verdicts run a monitor.
         let health = match kind {
-            "stack-hyper" | "stack-axum" | "admin" | "floor-hyper" => Some(monitor().await?),
+            "stack-hyper"
+            | "stack-hyper-metrics"
+            | "stack-hyper-never"
+            | "stack-axum"
+            | "around-axum"
+            | "layered-axum"
+            | "static-axum"
+            | "admin"
+            | "floor-hyper" => Some(monitor().await?),
             _ => None,
         };
         let checked = health.clone();
@@ -128,19 +145,80 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     });
                     hyper_loop(listener, floor).await
                 }
-                "stack-hyper" => {
+                "stack-hyper" | "stack-hyper-metrics" | "stack-hyper-never" => {
                     let ok = tower::service_fn(|_: Request<Incoming>| async {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     });
                     let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+                    let layer = HealthLayer::new(health.clone()).drain(drain);
+                    let layer = match kind {
+                        "stack-hyper-metrics" => layer.metrics_path("/metrics"),
+                        "stack-hyper-never" => layer.details(Details::Never),
+                        _ => layer,
+                    };
                     let stack = ServiceBuilder::new()
                         .layer(PingLayer::new())
-                        .layer(HealthLayer::new(health.clone()).drain(drain))
+                        .layer(layer)
                         .layer(drain_layer)
                         .service(ok);
                     hyper_loop(listener, stack).await
                 }
-                "plain-axum" => axum_serve(listener, router()).await,
+                "around-axum" => {
+                    // The README's form.
+                    let health = HealthLayer::new(health.clone());
+                    let _drain = health.drain_pair(DrainConfig::new());
+                    let app = health.around(router());
+                    let listener = listener.tap_io(|tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
+                    axum::serve(listener, app).await?;
+                    Ok(())
+                }
+                "layered-axum" => {
+                    // 0.2.0's README form: three `Router::layer` calls.
+                    let health = HealthLayer::new(health.clone());
+                    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+                    let app = router()
+                        .layer(drain_layer)
+                        .layer(health)
+                        .layer(PingLayer::new());
+                    let listener = listener.tap_io(|tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
+                    axum::serve(listener, app).await?;
+                    Ok(())
+                }
+                "static-axum" => {
+                    // A hand-written route answering the stack's readiness bytes.
+                    let (status, headers, body) = rendered_readiness(&health).await;
+                    let content_type = headers[http::header::CONTENT_TYPE].clone();
+                    let cache_control = headers[http::header::CACHE_CONTROL].clone();
+                    let ready = move || {
+                        let answer = (
+                            status,
+                            [
+                                (http::header::CONTENT_TYPE, content_type.clone()),
+                                (http::header::CACHE_CONTROL, cache_control.clone()),
+                            ],
+                            body.clone(),
+                        );
+                        async move { answer }
+                    };
+                    let listener = listener.tap_io(|tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
+                    axum::serve(listener, router().route("/health/ready", get(ready))).await?;
+                    Ok(())
+                }
+                "plain-axum" => {
+                    // As an application serves its router: `axum::serve` prepares the routes
+                    // once per connection (`Router::with_state`), not per request.
+                    let listener = listener.tap_io(|tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
+                    axum::serve(listener, router()).await?;
+                    Ok(())
+                }
                 "stack-axum" => {
                     let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
                     let stack = ServiceBuilder::new()
@@ -375,7 +453,7 @@ fn drive() -> Result<(), Box<dyn Error>> {
 
     if only.is_empty() || only == "main" {
         let mut setups = main_setups(stats.is_some());
-        setups.retain(|setup| setup.server.contains(filter.as_str()));
+        setups.retain(|setup| filter.split(',').any(|name| setup.server.contains(name)));
         let results = runtime.block_on(interleaved(&setups, rounds, measure, stats.as_ref()))?;
         print_main_table(&setups, &results);
     }
@@ -383,7 +461,7 @@ fn drive() -> Result<(), Box<dyn Error>> {
         let valgrind = Command::new("valgrind").arg("--version").output();
         if valgrind.is_ok_and(|output| output.status.success()) {
             let mut setups = main_setups(stats.is_some());
-            setups.retain(|setup| setup.server.contains(filter.as_str()));
+            setups.retain(|setup| filter.split(',').any(|name| setup.server.contains(name)));
             runtime.block_on(print_instruction_table(&setups))?;
         } else {
             eprintln!("valgrind is not installed: instruction counts are skipped");
@@ -408,7 +486,7 @@ fn drive() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// The servers of the main table: (b), (c), (e), and (d) when PostgreSQL is there.
+/// The servers of the main table: (b), (c), (e), (f), (g), and (d) when PostgreSQL is there.
 fn main_setups(with_database: bool) -> Vec<Setup> {
     let mut setups = vec![
         Setup::new(
@@ -441,6 +519,54 @@ fn main_setups(with_database: bool) -> Vec<Setup> {
         Setup::new("(c) axum, no stack: GET /", "plain-axum", "/"),
         Setup::new("(c) axum, with stack: GET /", "stack-axum", "/"),
         Setup::new("(e) admin server: /readiness", "admin", "/readiness"),
+        Setup::new("(e) admin server: /metrics", "admin", "/metrics"),
+        Setup::new(
+            "(b) stack + metrics path, hyper-util: /metrics",
+            "stack-hyper-metrics",
+            "/metrics",
+        ),
+        Setup::new(
+            "(b) stack, details never, hyper-util: /health/ready",
+            "stack-hyper-never",
+            "/health/ready",
+        ),
+        Setup::new(
+            "(b) stack, details never, hyper-util: /health",
+            "stack-hyper-never",
+            "/health",
+        ),
+        Setup::new(
+            "(f) axum, static route: /health/ready",
+            "static-axum",
+            "/health/ready",
+        ),
+        Setup::new(
+            "(f) axum, health.around(router): /health/ready",
+            "around-axum",
+            "/health/ready",
+        ),
+        Setup::new(
+            "(f) axum, health.around(router): /health/ping",
+            "around-axum",
+            "/health/ping",
+        ),
+        Setup::new(
+            "(f) axum, health.around(router): /health",
+            "around-axum",
+            "/health",
+        ),
+        Setup::new("(f) axum, health.around(router): GET /", "around-axum", "/"),
+        Setup::new(
+            "(g) axum, Router::layer x3: /health/ready",
+            "layered-axum",
+            "/health/ready",
+        ),
+        Setup::new(
+            "(g) axum, Router::layer x3: /health/ping",
+            "layered-axum",
+            "/health/ping",
+        ),
+        Setup::new("(g) axum, Router::layer x3: GET /", "layered-axum", "/"),
     ];
     if with_database {
         setups.push(Setup::new(
@@ -476,6 +602,10 @@ async fn instructions(setup: &Setup, requests: u64) -> Result<u64, Box<dyn Error
         .arg(std::env::current_exe()?)
         // No monitor round during the count: only the requests differ between the two runs.
         .env("TOWER_HEALTH_READINESS_INTERVAL", "1h")
+        // glibc's per-thread cache large enough to hold every chunk a request frees, so that
+        // which size classes happen to be cached (it moved a row by up to 2% between two
+        // builds of the same code) does not count; allocations still cost their fast path.
+        .env("GLIBC_TUNABLES", "glibc.malloc.tcache_count=4096")
         .env("TOWER_HEALTH_HEALTH_INTERVAL", "1h")
         .stderr(Stdio::null());
     let server = ServerProcess::spawn(command, setup)?;
@@ -552,14 +682,54 @@ async fn print_instruction_table(setups: &[Setup]) -> Result<(), Box<dyn Error>>
             .find(|(name, _)| *name == label)
             .map(|(_, value)| *value)
     };
-    if let (Some(with), Some(without)) = (
-        find("(c) axum, with stack: GET /"),
-        find("(c) axum, no stack: GET /"),
-    ) {
-        println!(
-            "\nOrdinary route, instructions per request with the stack / without: {:.3}",
-            with / without
-        );
+    // The ratios the targets are stated in, each between two rows of this run.
+    let ratios = [
+        (
+            "Ordinary route, the stack under ServiceBuilder / the bare router",
+            "(c) axum, with stack: GET /",
+            "(c) axum, no stack: GET /",
+        ),
+        (
+            "Ordinary route, health.around(router) / the bare router",
+            "(f) axum, health.around(router): GET /",
+            "(c) axum, no stack: GET /",
+        ),
+        (
+            "Ordinary route, Router::layer x3 / the bare router",
+            "(g) axum, Router::layer x3: GET /",
+            "(c) axum, no stack: GET /",
+        ),
+        (
+            "/health/ready, health.around(router) / the static route",
+            "(f) axum, health.around(router): /health/ready",
+            "(f) axum, static route: /health/ready",
+        ),
+        (
+            "/health/ready, Router::layer x3 / the static route",
+            "(g) axum, Router::layer x3: /health/ready",
+            "(f) axum, static route: /health/ready",
+        ),
+        (
+            "/metrics on the layer / /health/ready (hyper-util)",
+            "(b) stack + metrics path, hyper-util: /metrics",
+            "(b) stack, hyper-util: /health/ready",
+        ),
+        (
+            "/metrics on the admin server / /health/ready (hyper-util)",
+            "(e) admin server: /metrics",
+            "(b) stack, hyper-util: /health/ready",
+        ),
+        (
+            "details never, /health/ready / the default's (hyper-util)",
+            "(b) stack, details never, hyper-util: /health/ready",
+            "(b) stack, hyper-util: /health/ready",
+        ),
+    ];
+    println!();
+    for (what, numerator, denominator) in ratios {
+        if let (Some(numerator), Some(denominator)) = (find(numerator), find(denominator)) {
+            println!("- {what}: **{:.3}**", numerator / denominator);
+        }
     }
     println!();
     Ok(())

@@ -1,10 +1,11 @@
-//! An axum app behind the full tower-health stack: probes on `/health/*`, one ordinary route
-//! on `/` with tower-http's tracing and request timeout, and a drain on SIGTERM or Ctrl-C.
+//! An axum app with the tower-health stack around it (`health.around(router)`): probes on
+//! `/health/*` answered before routing, one ordinary route on `/` with tower-http's tracing
+//! and request timeout, and a drain on SIGTERM or Ctrl-C.
 //!
 //! Run with
 //!
 //! ```not_rust
-//! cargo run --example server
+//! cargo run --example server --features axum
 //! ```
 //!
 //! then `curl -i http://127.0.0.1:8080/health/ready`.
@@ -17,7 +18,7 @@
 //!   (`TOWER_HEALTH_*`, or Baldur's `BALDUR_*` names).
 //! - `RUST_LOG`: log filter (default `info`).
 //!
-//! `cargo run --example server -- --health-check` probes a running instance's readiness
+//! `cargo run --example server --features axum -- --health-check` probes a running instance's readiness
 //! (`HEALTH_CHECK_URL`, default `/health/ready` on `LISTEN_ADDR`) and exits 0 or 1: a
 //! container health check without curl.
 
@@ -32,7 +33,7 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use http::StatusCode;
 use tokio::net::TcpListener;
-use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainConfig, DrainHandle, HealthLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -48,22 +49,22 @@ fn main() -> ExitCode {
 
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
-    let health = HealthLayer::new(common::health_config()?);
-    let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
+    let drain = DrainHandle::new(DrainConfig::from_env()?);
+    // Starts the monitor; readiness answers 503 `draining` once the drain starts.
+    let health = HealthLayer::new(common::health_config()?).drain(&drain);
 
-    // Layers read bottom-up: a request meets PingLayer first, then HealthLayer, then the
-    // drain, then the app's own tracing and timeout. Probes are answered before the timeout
-    // and the tracing (no log line per kubelet probe) and never count as in-flight work.
+    // The app's own tracing and timeout go on the router, as usual.
     let app = Router::new()
         .route("/", get(|| async { "hello from behind tower-health\n" }))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(10),
         ))
-        .layer(TraceLayer::new_for_http())
-        .layer(drain_layer)
-        .layer(health)
-        .layer(PingLayer::new());
+        .layer(TraceLayer::new_for_http());
+    // The stack goes around the router, outside routing: probes and ping are answered before
+    // it (no log line per kubelet probe, no timeout, never in-flight work), and every other
+    // request is counted in the drain until its response has been sent.
+    let app = health.around(app);
 
     let listener = TcpListener::bind(common::listen_addr()).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);

@@ -8,7 +8,7 @@ use http::{Request, Response};
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
-use crate::body::ResponseBody;
+use crate::body::{ProbeBody, ResponseBody};
 use crate::drain::InFlightGuard;
 use crate::probe_response::ProbeResponse;
 
@@ -93,21 +93,23 @@ where
     }
 }
 
-impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
+impl<S, ReqBody> ResponseFuture<S, ReqBody>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<ReqBody>>,
 {
-    type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    /// Polls for the response, handing the inner service's to `inner` and a probe's to
+    /// `probe`: each layer wraps the body its own way, with one move of the response.
+    #[inline]
+    pub(crate) fn poll_with<T>(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        inner: impl FnOnce(S::Response) -> T,
+        probe: impl FnOnce(Response<ProbeBody>) -> T,
+    ) -> Poll<Result<T, S::Error>> {
         loop {
             let mut kind = self.as_mut().project().kind;
             match kind.as_mut().project() {
-                KindProj::Inner { future } => {
-                    return future
-                        .poll(cx)
-                        .map_ok(|response| response.map(ResponseBody::inner));
-                }
+                KindProj::Inner { future } => return future.poll(cx).map_ok(inner),
                 KindProj::Waiting { waiting } => {
                     ready!(waiting.service.poll_ready(cx))?;
                     let request = waiting
@@ -120,7 +122,7 @@ where
                 KindProj::Probe { response } => {
                     return Pin::new(response)
                         .poll(cx)
-                        .map(|response| Ok(response.map(ResponseBody::probe)));
+                        .map(|response| Ok(probe(response)));
                 }
                 KindProj::Error { error } => {
                     let error = error.take().expect("future polled after completion");
@@ -128,6 +130,21 @@ where
                 }
             }
         }
+    }
+}
+
+impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+{
+    type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_with(
+            cx,
+            |response| response.map(ResponseBody::inner),
+            |response| response.map(ResponseBody::probe),
+        )
     }
 }
 

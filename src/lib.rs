@@ -27,27 +27,26 @@
 //!
 //! # Example
 //!
-//! An axum app with every probe, a drain on SIGTERM, and the PostgreSQL check:
+//! An axum app with every probe, a drain on SIGTERM, and the PostgreSQL check (features
+//! `postgres`, the default, and `axum`):
 //!
 //! ```no_run
+//! # #[cfg(feature = "axum")]
+//! # mod run {
 //! use axum::{Router, routing::get};
 //! use tower_health::check::PostgresCheck;
-//! use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
+//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer};
 //!
-//! # #[tokio::main]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = HealthConfig::from_env()?
 //!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?)?;
-//! let health = HealthLayer::new(config); // starts the monitor
-//! let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
+//! let drain = DrainHandle::new(DrainConfig::from_env()?);
+//! let health = HealthLayer::new(config).drain(&drain); // starts the monitor
 //!
-//! // Layers read bottom-up: a request meets PingLayer first, then HealthLayer, then the
-//! // drain. Probe paths match no route, so they reach the layers through the fallback.
-//! let app = Router::new()
-//!     .route("/", get(|| async { "hello" }))
-//!     .layer(drain_layer)
-//!     .layer(health)
-//!     .layer(PingLayer::new());
+//! let app = Router::new().route("/", get(|| async { "hello" }));
+//! // Around the router, outside routing: the probes (ping included) are answered before it,
+//! // and every other request is counted in the drain until its response has been sent.
+//! let app = health.around(app);
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! // SIGTERM: drain, wait the drain delay, shut down gracefully within the drain timeout.
@@ -56,11 +55,18 @@
 //!     .await?;
 //! # Ok(())
 //! # }
+//! # }
+//! # fn main() {}
 //! ```
 //!
 //! `HealthLayer::new` takes a [`HealthConfig`] (and starts a monitor) or a [`HealthHandle`]
 //! (and shares a running one, say with the admin server); see [`HealthLayer::new`].
-//!
+//! `health.around(router)` (the `axum` module) costs an application request within a few per
+//! cent of the bare router, where `Router::layer` costs more per layer (BENCHMARKS.md). On
+//! any other Tower server (hyper-util, tonic), stack the layers with `ServiceBuilder`:
+//! `PingLayer`, then `HealthLayer`, then the [`DrainLayer`] from
+//! [`HealthLayer::drain_pair`].
+
 //! # Verdicts
 //!
 //! Only genuine unhealthiness answers 503. `degraded` (something other than the default
@@ -87,6 +93,7 @@
 //! | `redis` | [`component::Redis`] (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, [`shared::SharedCache`] (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
+//! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |
 //! | `full` | every feature | No |
 
 #![forbid(unsafe_code)]
@@ -102,6 +109,9 @@ pub mod access;
 #[cfg(feature = "admin")]
 #[cfg_attr(docsrs, doc(cfg(feature = "admin")))]
 pub mod admin;
+#[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
+pub mod axum;
 mod body;
 pub mod check;
 pub mod component;

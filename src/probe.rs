@@ -178,12 +178,36 @@ impl ProbePaths {
         }
     }
 
-    /// The probe `path` asks for, if any. The common case (a path outside the prefix) costs
-    /// one prefix comparison.
+    /// The probe `path` asks for, if any.
+    #[cfg(test)]
     pub(crate) fn classify(&self, path: &str) -> Option<Probe> {
-        let Some(rest) = path.strip_prefix(&*self.prefix) else {
-            return self.classify_alias(path);
-        };
+        self.classify_split(path, self.strip(path))
+    }
+
+    /// What follows the prefix in `path`, if `path` is under it: one comparison, all that a
+    /// path outside the prefix costs when [`has_aliases`](Self::has_aliases) is off.
+    #[inline]
+    pub(crate) fn strip<'a>(&self, path: &'a str) -> Option<&'a str> {
+        path.strip_prefix(&*self.prefix)
+    }
+
+    /// Whether a path outside the prefix may be a probe (a Kubernetes alias).
+    #[inline]
+    pub(crate) fn has_aliases(&self) -> bool {
+        self.kubernetes_aliases
+    }
+
+    /// The probe `path` asks for, given [`strip`](Self::strip)'s answer for it.
+    pub(crate) fn classify_split(&self, path: &str, under: Option<&str>) -> Option<Probe> {
+        match under {
+            Some(rest) => Self::under_prefix(rest),
+            None if self.kubernetes_aliases => self.classify_alias(path),
+            None => None,
+        }
+    }
+
+    /// The probe of a path under the prefix, given what follows the prefix.
+    fn under_prefix(rest: &str) -> Option<Probe> {
         // `<prefix>/` is `<prefix>`.
         let suffix = rest.strip_suffix('/').unwrap_or(rest);
         Probe::ALL
@@ -195,9 +219,6 @@ impl ProbePaths {
     }
 
     fn classify_alias(&self, path: &str) -> Option<Probe> {
-        if !self.kubernetes_aliases {
-            return None;
-        }
         let path = trim_trailing_slash(path);
         Probe::ALL
             .into_iter()

@@ -1,5 +1,6 @@
 //! The health stack inside the stacks service authors write, over a real server on 127.0.0.1:
-//! axum's idiomatic `Router::layer` form served by `axum::serve`, tower-http's timeout,
+//! the form the README recommends (`health.around(router)` served by `axum::serve`: drain,
+//! probes under a saturated app, shedding), axum's `Router::layer` form, tower-http's timeout,
 //! compression, tracing and CORS around the router, tower's concurrency limit, buffer and
 //! load shedding under the probes (hyper-util), and a request timeout inside the probes. Each
 //! test checks the probe paths and an application route.
@@ -53,6 +54,29 @@ impl Drop for AxumServer {
 }
 
 async fn serve_axum(app: Router) -> AxumServer {
+    serve_axum_app(app).await
+}
+
+/// Serves anything `axum::serve` takes as it takes a router: a `Router`, or the stack around
+/// one.
+async fn serve_axum_app<M, S>(app: M) -> AxumServer
+where
+    M: for<'a> tower::Service<
+            axum::serve::IncomingStream<'a, TcpListener>,
+            Error = std::convert::Infallible,
+            Response = S,
+        > + Send
+        + 'static,
+    for<'a> <M as tower::Service<axum::serve::IncomingStream<'a, TcpListener>>>::Future: Send,
+    S: tower::Service<
+            Request<axum::body::Body>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = axum::serve(listener, app).into_future();
@@ -475,4 +499,211 @@ async fn timeout_inside_the_probes_times_out_the_app_not_the_probes() {
         "{} requests still in flight after the timeout",
         drain.in_flight()
     );
+}
+
+/// 5. The form the README recommends, `health.around(router)` (feature `axum`).
+#[cfg(feature = "axum")]
+mod around {
+    use std::pin::pin;
+    use std::sync::Arc;
+
+    use tokio::sync::{Notify, mpsc};
+
+    use super::*;
+
+    /// A router whose `/slow` route signals `entered`, then holds its request until `release` is
+    /// notified; `/` answers `hello`.
+    fn slow_router(entered: mpsc::UnboundedSender<()>, release: Arc<Notify>) -> Router {
+        let slow = move || {
+            let (entered, release) = (entered.clone(), release.clone());
+            async move {
+                let _ = entered.send(());
+                release.notified().await;
+                "slow"
+            }
+        };
+        Router::new()
+            .route("/", get(|| async { "hello" }))
+            .route("/slow", get(slow))
+    }
+
+    /// Serves a stack around an app that is not itself what `axum::serve` takes (a router under
+    /// a concurrency limit), through axum's `into_make_service`.
+    async fn serve_made<S>(app: S) -> AxumServer
+    where
+        S: tower::Service<
+                Request<axum::body::Body>,
+                Response = axum::response::Response,
+                Error = std::convert::Infallible,
+            > + Clone
+            + Send
+            + 'static,
+        S::Future: Send,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let made = axum::ServiceExt::<Request<axum::body::Body>>::into_make_service(app);
+        let server = axum::serve(listener, made).into_future();
+        let task = tokio::spawn(async move {
+            server.await.expect("axum::serve failed");
+        });
+        AxumServer { addr, task }
+    }
+
+    /// 5a. The README's form: `health.around(router)` served by plain `axum::serve`. Every probe
+    ///     answers, the router's routes and its 404 are untouched, an application request is in
+    ///     flight until it has answered, and the drain flips readiness, closes keep-alive
+    ///     connections and waits for the request in flight.
+    #[tokio::test]
+    async fn around_the_router_served_by_axum_serve() {
+        support::init_tracing();
+        let (entered_tx, mut entered) = mpsc::unbounded_channel();
+        let release = Arc::new(Notify::new());
+        let health = HealthLayer::new(fast());
+        let monitor = health.handle();
+        let (_, drain) = health.drain_pair(DrainConfig::new().delay(Duration::ZERO));
+        let app = health.around(slow_router(entered_tx, release.clone()));
+        let server = serve_axum_app(app).await;
+        first_rounds(&monitor).await;
+        let client = Client::new();
+
+        assert_probes(&client, server.addr).await;
+        let hello = fetch(&client, server.addr, "/").await;
+        assert_eq!(hello.status, StatusCode::OK);
+        assert_eq!(hello.text(), "hello");
+        assert_eq!(hello.header("connection"), None);
+        for path in ["/nope", "/health/other"] {
+            let missing = fetch(&client, server.addr, path).await;
+            assert_eq!(missing.status, StatusCode::NOT_FOUND, "{path}");
+        }
+        assert_eq!(drain.in_flight(), 0, "answered requests are not in flight");
+
+        let addr = server.addr;
+        let slow = tokio::spawn({
+            let client = client.clone();
+            async move { client.get(addr, "/slow").await }
+        });
+        bounded("the slow handler starting", entered.recv())
+            .await
+            .expect("the slow handler signals before it waits");
+        assert_eq!(drain.in_flight(), 1, "the slow request is in flight");
+
+        assert!(drain.start(), "the drain had not started before");
+        let ready = fetch(&client, addr, "/health/ready").await;
+        assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(ready.json()["status"], "draining");
+        assert_eq!(ready.header("retry-after"), Some("5"));
+        for path in ["/health/live", "/health/ping", "/health/startup"] {
+            let reply = fetch(&client, addr, path).await;
+            assert_eq!(reply.status, StatusCode::OK, "{path} while draining");
+        }
+        let hello = get_with(addr, "/", &[]).await;
+        assert_eq!(hello.status, StatusCode::OK);
+        assert_eq!(hello.header("connection"), Some("close"));
+
+        // The drain waits for the request in flight, then ends clean.
+        let mut drained = pin!(drain.drained());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), drained.as_mut())
+                .await
+                .is_err(),
+            "the drain ended with a request in flight"
+        );
+        release.notify_one();
+        let outcome = bounded("the drain", drained).await;
+        assert!(outcome.is_clean(), "{outcome:?}");
+        let slow = bounded("the slow request", slow).await.unwrap();
+        assert_eq!(slow.status, StatusCode::OK);
+        assert_eq!(slow.text(), "slow");
+    }
+
+    /// 5b. The router saturated (a concurrency limit of one around it, its permit held): probes
+    ///     answer at once, never asking the app, and an application request waits for the permit
+    ///     (counted in flight meanwhile) instead of being refused.
+    #[tokio::test]
+    async fn around_a_saturated_router_probes_answer_and_the_app_waits() {
+        support::init_tracing();
+        let (entered_tx, mut entered) = mpsc::unbounded_channel();
+        let release = Arc::new(Notify::new());
+        let health = HealthLayer::new(fast());
+        let monitor = health.handle();
+        let (_, drain) = health.drain_pair(DrainConfig::new());
+        let limited = ServiceBuilder::new()
+            .layer(ConcurrencyLimitLayer::new(1))
+            .service(slow_router(entered_tx, release.clone()));
+        let server = serve_made(health.around(limited)).await;
+        first_rounds(&monitor).await;
+        let client = Client::new();
+        let addr = server.addr;
+
+        let slow = tokio::spawn({
+            let client = client.clone();
+            async move { client.get(addr, "/slow").await }
+        });
+        bounded("the slow handler starting", entered.recv())
+            .await
+            .expect("the slow handler signals before it waits");
+        let queued = tokio::spawn({
+            let client = client.clone();
+            async move { client.get(addr, "/").await }
+        });
+        let both = eventually(LIMIT, || async { drain.in_flight() == 2 }).await;
+        assert!(both, "in flight: {}", drain.in_flight());
+
+        for _ in 0..3 {
+            assert_probes(&client, addr).await;
+        }
+        assert!(!queued.is_finished(), "the queued request did not wait");
+        release.notify_one();
+        let slow = bounded("the slow request", slow).await.unwrap();
+        assert_eq!(slow.text(), "slow");
+        let queued = bounded("the queued request", queued).await.unwrap();
+        assert_eq!(queued.status, StatusCode::OK);
+        assert_eq!(queued.text(), "hello");
+        let settled = eventually(LIMIT, || async { drain.in_flight() == 0 }).await;
+        assert!(settled, "{} still in flight", drain.in_flight());
+    }
+
+    /// 5c. The same saturated router with `shed_load`: an application request gets 503 with
+    ///     `Retry-After: 1` at once, the probes answer 200, and once the permit is free nothing is
+    ///     shed.
+    #[tokio::test]
+    async fn around_a_saturated_router_sheds_with_shed_load() {
+        support::init_tracing();
+        let (entered_tx, mut entered) = mpsc::unbounded_channel();
+        let release = Arc::new(Notify::new());
+        let health = HealthLayer::new(fast());
+        let monitor = health.handle();
+        let (_, drain) = health.drain_pair(DrainConfig::new());
+        let limited = ServiceBuilder::new()
+            .layer(ConcurrencyLimitLayer::new(1))
+            .service(slow_router(entered_tx, release.clone()));
+        let server = serve_made(health.around(limited).shed_load()).await;
+        first_rounds(&monitor).await;
+        let client = Client::new();
+        let addr = server.addr;
+
+        let slow = tokio::spawn({
+            let client = client.clone();
+            async move { client.get(addr, "/slow").await }
+        });
+        bounded("the slow handler starting", entered.recv())
+            .await
+            .expect("the slow handler signals before it waits");
+        let shed = fetch(&client, addr, "/").await;
+        assert_eq!(shed.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(shed.text(), r#"{"error":"service overloaded"}"#);
+        assert_eq!(shed.header("retry-after"), Some("1"));
+        assert_probes(&client, addr).await;
+        assert_eq!(drain.in_flight(), 1, "a shed request is not in flight");
+
+        release.notify_one();
+        assert_eq!(
+            bounded("the slow request", slow).await.unwrap().text(),
+            "slow"
+        );
+        let hello = fetch(&client, addr, "/").await;
+        assert_eq!(hello.status, StatusCode::OK);
+        assert_eq!(hello.text(), "hello");
+    }
 }

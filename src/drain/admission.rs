@@ -12,14 +12,6 @@ use super::{DrainHandle, DrainPolicy};
 use crate::body::ProbeBody;
 use crate::probe::BodyMode;
 
-/// The drain's decision on one request.
-pub(crate) enum Admission {
-    /// Refused: the drain has started under [`DrainPolicy::Reject`].
-    Rejected(Response<ProbeBody>),
-    /// Let in, and counted in flight.
-    Admitted(Admitted),
-}
-
 /// A request the drain let in: in flight until the guard that [`Admitted::respond`] hands back
 /// is dropped.
 pub(crate) struct Admitted {
@@ -30,38 +22,51 @@ pub(crate) struct Admitted {
 }
 
 impl DrainHandle {
-    /// Refuses `request` or counts it in flight.
-    pub(crate) fn admit<B>(&self, request: &Request<B>) -> Admission {
+    /// Counts `request` in flight, or refuses it (`None`: the drain has started under
+    /// [`DrainPolicy::Reject`]; answer with [`rejection`](Self::rejection)).
+    #[inline]
+    pub(crate) fn admit<B>(&self, request: &Request<B>) -> Option<Admitted> {
         let config = self.config();
         if config.policy == DrainPolicy::Reject && self.is_draining() {
-            return Admission::Rejected(self.rejected().response(BodyMode::Full));
+            return None;
         }
         // `Connection` is a hop-by-hop header HTTP/2 forbids; a CONNECT tunnel's connection
         // belongs to the tunnel once it is answered.
         let close_if_draining = config.connection_close
             && matches!(request.version(), Version::HTTP_11 | Version::HTTP_10)
             && request.method() != Method::CONNECT;
-        Admission::Admitted(Admitted {
+        Some(Admitted {
             guard: self.enter(),
             close_if_draining,
         })
+    }
+
+    /// The answer to a request the drain refused: 503 `draining` with `Retry-After`.
+    pub(crate) fn rejection(&self) -> Response<ProbeBody> {
+        self.rejected().response(BodyMode::Full)
     }
 }
 
 impl Admitted {
     /// The response is ready: adds `Connection: close` if the drain has started since the
     /// request came in, and hands back the guard, for the response body to hold until its end.
+    #[inline(always)]
     pub(crate) fn respond<B>(self, response: &mut Response<B>) -> InFlightGuard {
-        // A `101 Switching Protocols` hands the connection to the new protocol (a WebSocket,
-        // say): `Connection: close` would undo the upgrade.
-        if self.close_if_draining
-            && response.status() != StatusCode::SWITCHING_PROTOCOLS
-            && self.guard.is_draining()
-        {
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        if self.close_if_draining && self.guard.is_draining() {
+            close(response);
         }
         self.guard
+    }
+}
+
+/// Asks an HTTP/1 client to close its connection, the response being sent during the drain.
+#[cold]
+fn close<B>(response: &mut Response<B>) {
+    // A `101 Switching Protocols` hands the connection to the new protocol (a WebSocket, say):
+    // `Connection: close` would undo the upgrade.
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
 }

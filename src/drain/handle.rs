@@ -139,6 +139,7 @@ impl DrainHandle {
 
     /// Whether the drain has started.
     #[must_use]
+    #[inline]
     pub fn is_draining(&self) -> bool {
         self.state.draining.load(Ordering::Acquire)
     }
@@ -170,6 +171,7 @@ impl DrainHandle {
     }
 
     /// The settings this handle was made with.
+    #[inline]
     pub fn config(&self) -> &DrainConfig {
         &self.state.config
     }
@@ -275,6 +277,7 @@ impl DrainHandle {
     }
 
     /// Counts a request in flight until the returned guard is dropped.
+    #[inline]
     pub(crate) fn enter(&self) -> InFlightGuard {
         self.state.in_flight.enter()
     }

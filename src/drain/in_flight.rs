@@ -55,6 +55,7 @@ impl InFlight {
     }
 
     /// Counts a request in flight, in this thread's shard, until the guard drops.
+    #[inline]
     pub(super) fn enter(&self) -> InFlightGuard {
         let shard = &self.shards[thread_index() & (self.shards.len() - 1)];
         InFlightGuard {
@@ -97,6 +98,7 @@ pub(crate) struct InFlightGuard {
 impl InFlightGuard {
     /// Whether the drain has started (read from this request's shard, a line no other core
     /// writes but at the start of the drain).
+    #[inline]
     pub(crate) fn is_draining(&self) -> bool {
         self.shard
             .as_ref()
@@ -105,6 +107,7 @@ impl InFlightGuard {
 }
 
 impl Drop for InFlightGuard {
+    #[inline]
     fn drop(&mut self) {
         let Some(shard) = self.shard.take() else {
             return;
@@ -124,6 +127,7 @@ impl fmt::Debug for InFlightGuard {
 }
 
 /// This thread's index, handed out in order of first use.
+#[inline]
 fn thread_index() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {

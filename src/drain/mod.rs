@@ -79,7 +79,8 @@ mod layer;
 mod service;
 mod shutdown;
 
-pub(crate) use self::admission::{Admission, Admitted};
+pub(crate) use self::admission::Admitted;
+pub(crate) use self::body::Counted;
 pub use self::body::DrainBody;
 pub use self::config::{DrainConfig, DrainPolicy};
 pub use self::future::ResponseFuture;

@@ -4,7 +4,6 @@ use bytes::Bytes;
 use http::{Request, Response};
 use tower_service::Service;
 
-use super::admission::Admission;
 use super::{DrainBody, DrainHandle, DrainLayer, ResponseFuture};
 
 /// Middleware that counts requests in flight and applies the drain policy once the drain has
@@ -47,10 +46,8 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         match self.handle.admit(&request) {
-            Admission::Rejected(response) => ResponseFuture::rejected(response),
-            Admission::Admitted(admitted) => {
-                ResponseFuture::inner(self.inner.call(request), admitted)
-            }
+            Some(admitted) => ResponseFuture::inner(self.inner.call(request), admitted),
+            None => ResponseFuture::rejected(self.handle.rejection()),
         }
     }
 }

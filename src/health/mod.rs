@@ -56,6 +56,8 @@ mod reader;
 mod service;
 
 pub use self::layer::HealthLayer;
+#[cfg(feature = "axum")]
+pub(crate) use self::reader::Reader;
 pub use self::service::Health;
-pub(crate) use self::service::{ShedWhenBusy, WhenBusy, call_inner};
+pub(crate) use self::service::{ShedWhenBusy, WhenBusy, call_busy, call_inner, poll_inner};
 pub use crate::future::ResponseFuture;

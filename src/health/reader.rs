@@ -2,13 +2,32 @@
 //! layer's own settings (paths, `?nocache` policy, who sees details), which default to the
 //! monitor's configuration and can differ between two layers of one monitor.
 
-use http::HeaderMap;
+use http::{HeaderMap, Request};
 
 use crate::access::{AccessKeys, KeyDigests};
 use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
-use crate::probe::ProbePaths;
+use crate::probe::{self, BodyMode, Freshness, Probe, ProbePaths};
+use crate::probe_response::ProbeResponse;
+use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 use crate::verdict::Audience;
+
+/// What a request asks a reader: see [`Reader::ask`].
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Asked {
+    /// One of the probes.
+    Probe {
+        probe: Probe,
+        mode: BodyMode,
+        freshness: Freshness,
+        audience: Audience,
+    },
+    /// A probe path (or the metrics path) with a method other than GET and HEAD.
+    MethodNotAllowed,
+    /// The opt-in metrics path; `allowed` is whether the caller may read it.
+    #[cfg(feature = "metrics")]
+    Metrics { mode: BodyMode, allowed: bool },
+}
 
 /// Shared by the layer and every service it makes, behind one `Arc`: one reference count per
 /// request, as the handle alone cost.
@@ -55,8 +74,103 @@ impl Reader {
         self.keys = keys.digests();
     }
 
+    /// What `request` asks this reader, if it asks one of its probes (or its metrics path);
+    /// `None` for every other request, which goes to the application. Small and returned in
+    /// registers: the response itself is built by [`answer`](Self::answer) straight into the
+    /// layer's future (the response is large, and each move of it costs a `memcpy`).
+    #[inline]
+    pub(crate) fn ask<B>(&self, request: &Request<B>) -> Option<Asked> {
+        let path = request.uri().path();
+        let under = self.paths.strip(path);
+        // What nearly every application request takes: a path outside the prefix, and no
+        // other path to look at.
+        if under.is_none() && !self.paths.has_aliases() && !self.has_metrics() {
+            return None;
+        }
+        self.ask_path(request, path, under)
+    }
+
+    /// [`ask`](Self::ask) for a path that may be this reader's; `under` is what follows the
+    /// prefix, if the path is under it.
+    fn ask_path<B>(&self, request: &Request<B>, path: &str, under: Option<&str>) -> Option<Asked> {
+        #[cfg(feature = "metrics")]
+        if self.metrics_at(path).is_some() {
+            return Some(match BodyMode::of(request.method()) {
+                None => Asked::MethodNotAllowed,
+                Some(mode) => Asked::Metrics {
+                    mode,
+                    allowed: match self.details {
+                        Details::Always | Details::Never => true,
+                        Details::Authorized => self.keys.grants_viewer(request.headers()),
+                    },
+                },
+            });
+        }
+        let probe = self.paths.classify_split(path, under)?;
+        let Some(mode) = BodyMode::of(request.method()) else {
+            return Some(Asked::MethodNotAllowed);
+        };
+        let headers = request.headers();
+        let freshness = if probe.takes_nocache()
+            && probe::wants_nocache(request.uri().query())
+            && self.bypasses(headers)
+        {
+            Freshness::Bypass
+        } else {
+            Freshness::Published
+        };
+        let audience = if probe.has_details() {
+            self.audience(headers)
+        } else {
+            Audience::Minimal
+        };
+        Some(Asked::Probe {
+            probe,
+            mode,
+            freshness,
+            audience,
+        })
+    }
+
+    /// The answer to what a request [asked](Self::ask).
+    pub(crate) fn answer(&self, asked: Asked) -> ProbeResponse {
+        match asked {
+            Asked::Probe {
+                probe,
+                mode,
+                freshness,
+                audience,
+            } => self.handle.probe_response(probe, mode, freshness, audience),
+            Asked::MethodNotAllowed => ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full),
+            #[cfg(feature = "metrics")]
+            Asked::Metrics { mode, allowed } => self.metrics_response(mode, allowed),
+        }
+    }
+
+    /// The opt-in metrics path's answer: the exposition for GET and HEAD; under
+    /// `Details::Authorized`, for key holders only (`allowed`).
+    #[cfg(feature = "metrics")]
+    fn metrics_response(&self, mode: BodyMode, allowed: bool) -> ProbeResponse {
+        use crate::rendered::fixed::METRICS_UNAUTHORIZED;
+
+        match &self.metrics {
+            Some((_, metrics)) if allowed => ProbeResponse::ready(metrics.response(mode)),
+            _ => ProbeResponse::fixed(&METRICS_UNAUTHORIZED, BodyMode::Full),
+        }
+    }
+
+    /// Whether this reader answers a metrics path.
+    #[inline]
+    fn has_metrics(&self) -> bool {
+        #[cfg(feature = "metrics")]
+        return self.metrics.is_some();
+        #[cfg(not(feature = "metrics"))]
+        false
+    }
+
     /// Whether `path` is the opt-in metrics path.
     #[cfg(feature = "metrics")]
+    #[inline]
     pub(crate) fn metrics_at(&self, path: &str) -> Option<&crate::metrics::HealthMetrics> {
         self.metrics
             .as_ref()

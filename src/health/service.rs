@@ -10,10 +10,9 @@ use super::{HealthLayer, ResponseFuture};
 use crate::body::ResponseBody;
 use crate::drain::DrainHandle;
 use crate::monitor::{HealthHandle, MonitorSource};
-use crate::probe::{self, BodyMode, Freshness};
+use crate::probe::BodyMode;
 use crate::probe_response::ProbeResponse;
-use crate::rendered::fixed::{METHOD_NOT_ALLOWED, OVERLOADED};
-use crate::verdict::Audience;
+use crate::rendered::fixed::OVERLOADED;
 
 /// Middleware that answers the probe paths from published verdicts and passes every other
 /// request to the inner service untouched.
@@ -66,70 +65,17 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let reader = &*self.reader;
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = reader.metrics_at(request.uri().path()) {
-            return ResponseFuture::probe(metrics_response(reader, metrics, &request));
-        }
-        let Some(probe) = reader.paths.classify(request.uri().path()) else {
+        match reader.ask(&request) {
+            Some(asked) => ResponseFuture::probe(reader.answer(asked)),
             // Queued work counts in the drain it will reach: `drained()` must not report a
             // clean drain while a request waits here to run.
-            return call_inner(
+            None => call_inner(
                 &mut self.inner,
                 request,
                 WhenBusy::Wait,
                 reader.handle.drain(),
-            );
-        };
-        let Some(mode) = BodyMode::of(request.method()) else {
-            return ResponseFuture::probe(ProbeResponse::fixed(
-                &METHOD_NOT_ALLOWED,
-                BodyMode::Full,
-            ));
-        };
-        let headers = request.headers();
-        let freshness = if probe.takes_nocache()
-            && probe::wants_nocache(request.uri().query())
-            && reader.bypasses(headers)
-        {
-            Freshness::Bypass
-        } else {
-            Freshness::Published
-        };
-        let audience = if probe.has_details() {
-            reader.audience(headers)
-        } else {
-            Audience::Minimal
-        };
-        ResponseFuture::probe(
-            reader
-                .handle
-                .probe_response(probe, mode, freshness, audience),
-        )
-    }
-}
-
-/// The opt-in metrics path's answer: the exposition for GET and HEAD; under
-/// `Details::Authorized`, for key holders only.
-#[cfg(feature = "metrics")]
-fn metrics_response<B>(
-    reader: &Reader,
-    metrics: &crate::metrics::HealthMetrics,
-    request: &Request<B>,
-) -> ProbeResponse {
-    use crate::config::Details;
-    use crate::rendered::fixed::METRICS_UNAUTHORIZED;
-
-    let Some(mode) = BodyMode::of(request.method()) else {
-        return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
-    };
-    let allowed = match reader.details {
-        Details::Always | Details::Never => true,
-        Details::Authorized => reader.keys.grants_viewer(request.headers()),
-    };
-    if allowed {
-        ProbeResponse::ready(metrics.response(mode))
-    } else {
-        ProbeResponse::fixed(&METRICS_UNAUTHORIZED, BodyMode::Full)
+            ),
+        }
     }
 }
 
@@ -169,24 +115,45 @@ pub(crate) fn call_inner<S, ReqBody>(
 where
     S: Service<Request<ReqBody>> + Clone,
 {
-    match inner.poll_ready(&mut Context::from_waker(Waker::noop())) {
+    match poll_inner(inner) {
         Poll::Ready(Ok(())) => ResponseFuture::inner(inner.call(request)),
         Poll::Ready(Err(error)) => ResponseFuture::error(error),
-        Poll::Pending => {
-            // Only a saturated application gets here: the extension lookup costs nothing on
-            // the path every request takes.
-            let shed = match when_busy {
-                WhenBusy::Shed => true,
-                WhenBusy::Wait => request.extensions().get::<ShedWhenBusy>().is_some(),
-            };
-            if shed {
-                return ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full));
-            }
-            let clone = inner.clone();
-            let polled = std::mem::replace(inner, clone);
-            ResponseFuture::waiting(polled, request, drain.map(DrainHandle::enter))
-        }
+        Poll::Pending => call_busy(inner, request, when_busy, drain),
     }
+}
+
+/// Asks `inner` whether it is ready, with a no-op waker (see [`call_inner`]).
+#[inline]
+pub(crate) fn poll_inner<S, Request>(inner: &mut S) -> Poll<Result<(), S::Error>>
+where
+    S: Service<Request>,
+{
+    inner.poll_ready(&mut Context::from_waker(Waker::noop()))
+}
+
+/// [`call_inner`] for an inner service that was not ready: shed the request, or let it wait
+/// in its response future on the instance that was polled, a fresh clone staying behind.
+pub(crate) fn call_busy<S, ReqBody>(
+    inner: &mut S,
+    request: Request<ReqBody>,
+    when_busy: WhenBusy,
+    drain: Option<&DrainHandle>,
+) -> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>> + Clone,
+{
+    // Only a saturated application gets here: the extension lookup costs nothing on the path
+    // every request takes.
+    let shed = match when_busy {
+        WhenBusy::Shed => true,
+        WhenBusy::Wait => request.extensions().get::<ShedWhenBusy>().is_some(),
+    };
+    if shed {
+        return ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full));
+    }
+    let clone = inner.clone();
+    let polled = std::mem::replace(inner, clone);
+    ResponseFuture::waiting(polled, request, drain.map(DrainHandle::enter))
 }
 
 #[cfg(test)]

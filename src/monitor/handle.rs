@@ -14,7 +14,7 @@ use crate::probe::{BodyMode, Freshness, Probe};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{LIVE, PING};
 use crate::verdict::{Audience, HealthVerdict, PoolVerdict, ReadinessVerdict};
-use crate::view::{Judged, View, ViewWatch, decide};
+use crate::view::{Judged, View, ViewWatch, judge};
 
 /// A handle on the verdicts a [`HealthMonitor`](super::HealthMonitor) publishes.
 ///
@@ -186,6 +186,7 @@ impl HealthHandle {
 
     /// The drain this monitor follows, if one was attached.
     #[must_use]
+    #[inline]
     pub fn drain(&self) -> Option<&DrainHandle> {
         self.state.drain.get()
     }
@@ -292,7 +293,8 @@ impl HealthHandle {
     }
 }
 
-/// The response to `probe` from `published`, as [`decide`] answers it now.
+/// The response to `probe` from `published`, as [`decide`](crate::view::decide) answers it
+/// now.
 fn respond<V: Judged>(
     probe: Probe,
     published: &Published<V>,
@@ -303,12 +305,8 @@ fn respond<V: Judged>(
 ) -> Response<ProbeBody> {
     let now = Instant::now();
     let draining = drain.is_some_and(DrainHandle::is_draining);
-    let answer = decide(probe, published, draining, now);
-    let variant = Variant::of(
-        answer.condition,
-        freshness,
-        drain.map(DrainHandle::retry_after),
-    );
+    let (condition, ..) = judge(probe, published, draining, now);
+    let variant = Variant::of(condition, freshness, drain.map(DrainHandle::retry_after));
     published.response(variant, audience, mode, now)
 }
 

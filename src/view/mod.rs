@@ -42,7 +42,7 @@ mod snapshot;
 mod watch;
 
 pub use self::answer::{Answer, Condition};
-pub(crate) use self::decide::{Judged, alive, decide, startup};
+pub(crate) use self::decide::{Judged, alive, decide, judge, startup};
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;
 pub use self::watch::{ViewClosed, ViewWatch};

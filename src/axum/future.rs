@@ -1,0 +1,165 @@
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use axum::body::Body;
+use axum::response::Response;
+use http::Request;
+use http_body_util::combinators::UnsyncBoxBody;
+use pin_project_lite::pin_project;
+use tower_service::Service;
+
+use super::Stack;
+use std::sync::Arc;
+
+use super::service::Shared;
+use crate::drain::{Admitted, Counted};
+use crate::probe_response::ProbeResponse;
+
+pin_project! {
+    /// Response future of [`Stack`].
+    pub struct ResponseFuture<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        #[pin]
+        kind: Kind<S, ReqBody>,
+        // Counts an application request in the drain until its response body ends.
+        admitted: Option<Admitted>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        // The app was ready and has the request: what nearly every application request
+        // does, polled here directly.
+        App { #[pin] future: S::Future },
+        // A probe's answer, or an application request that waits for the app, was shed, or
+        // made the app fail: the probe layers' future.
+        Layers { #[pin] future: crate::future::ResponseFuture<S, ReqBody> },
+    }
+}
+
+impl<S, ReqBody> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    pub(super) fn probe(response: ProbeResponse) -> Self {
+        Self::layers(crate::future::ResponseFuture::probe(response), None)
+    }
+
+    #[inline]
+    pub(super) fn app(future: S::Future, admitted: Option<Admitted>) -> Self {
+        Self {
+            kind: Kind::App { future },
+            admitted,
+        }
+    }
+
+    pub(super) fn layers(
+        future: crate::future::ResponseFuture<S, ReqBody>,
+        admitted: Option<Admitted>,
+    ) -> Self {
+        Self {
+            kind: Kind::Layers { future },
+            admitted,
+        }
+    }
+}
+
+impl<S, ReqBody> Future for ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>, Response = Response>,
+{
+    type Output = Result<Response, S::Error>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut polled = match this.kind.project() {
+            KindProj::App { future } => future.poll(cx),
+            KindProj::Layers { future } => {
+                future.poll_with(cx, |response| response, |response| response.map(Body::new))
+            }
+        };
+        // The app's response is changed where it lies, not moved out and back (it is large).
+        if let Poll::Ready(Ok(response)) = &mut polled {
+            if let Some(admitted) = this.admitted.take() {
+                count(response, admitted);
+            }
+        }
+        polled
+    }
+}
+
+/// Passes the app's body on as it is but for the drain's count, which it holds until its end:
+/// that costs one allocation, the only one the stack adds to an application request.
+#[inline(always)]
+fn count(response: &mut Response, admitted: Admitted) {
+    let guard = admitted.respond(response);
+    let body = std::mem::take(response.body_mut());
+    // Boxed as axum boxes, so that `Body::new` takes it as it is (no second wrapper to map
+    // its errors, which are already axum's).
+    *response.body_mut() = Body::new(UnsyncBoxBody::new(Counted::new(body, guard)));
+}
+
+impl<S, ReqBody> std::fmt::Debug for ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { kind, admitted } = self;
+        let kind = match kind {
+            Kind::App { .. } => "App",
+            Kind::Layers { .. } => "Layers",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("kind", &kind)
+            .field("counted", &admitted.is_some())
+            .finish()
+    }
+}
+
+pin_project! {
+    /// What [`Stack`] answers [`axum::serve`] with for each connection: the app's own
+    /// answer (for a `Router`, the router with its routes prepared), wrapped in the stack.
+    pub struct MakeFuture<F> {
+        #[pin]
+        inner: F,
+        shared: Option<Arc<Shared>>,
+    }
+}
+
+impl<F> MakeFuture<F> {
+    pub(super) fn new(inner: F, shared: Arc<Shared>) -> Self {
+        Self {
+            inner,
+            shared: Some(shared),
+        }
+    }
+}
+
+impl<F, M> Future for MakeFuture<F>
+where
+    F: Future<Output = Result<M, Infallible>>,
+{
+    type Output = Result<Stack<M>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(inner) = ready!(this.inner.poll(cx));
+        let shared = this.shared.take().expect("future polled after completion");
+        Poll::Ready(Ok(Stack::made(inner, shared)))
+    }
+}
+
+impl<F> std::fmt::Debug for MakeFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MakeFuture").finish_non_exhaustive()
+    }
+}
