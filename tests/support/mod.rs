@@ -27,12 +27,12 @@ use tower_health::check::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
 pub mod child;
+pub mod fault_proxy;
 #[cfg(feature = "grpc")]
 pub mod grpc;
-pub mod fault_proxy;
 pub mod raw;
-pub mod schema;
 pub mod redis_server;
+pub mod schema;
 pub mod slow_reader;
 pub mod tcp_proxy;
 
