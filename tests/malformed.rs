@@ -834,6 +834,23 @@ async fn corpus_against_the_admin_server() {
     };
     let problems = run_corpus(&target).await;
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // Which of two credentials counts is ambiguous: neither does (the first used to).
+    let mut connection = RawConnection::open(admin.local_addr()).await;
+    let viewer = format!("Authorization: Bearer {VIEWER_KEY}");
+    let response = connection
+        .get(
+            "/health",
+            &[
+                viewer.as_bytes(),
+                b"Authorization: Bearer wrong-key-0123456789",
+            ],
+        )
+        .await;
+    assert_eq!(response.status, 401, "{}", response.body);
+    assert_eq!(
+        connection.get("/health", &[viewer.as_bytes()]).await.status,
+        200
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
