@@ -88,10 +88,10 @@ where
             }
         };
         // The app's response is changed where it lies, not moved out and back (it is large).
-        if let Poll::Ready(Ok(response)) = &mut polled {
-            if let Some(admitted) = this.admitted.take() {
-                count(response, admitted);
-            }
+        if let Poll::Ready(Ok(response)) = &mut polled
+            && let Some(admitted) = this.admitted.take()
+        {
+            count(response, admitted);
         }
         polled
     }
@@ -126,7 +126,7 @@ where
 }
 
 pin_project! {
-    /// What [`Stack`] answers [`axum::serve`] with for each connection: the app's own
+    /// What [`Stack`] answers [`axum::serve()`] with for each connection: the app's own
     /// answer (for a `Router`, the router with its routes prepared), wrapped in the stack.
     pub struct MakeFuture<F> {
         #[pin]

@@ -2,7 +2,7 @@
 //!
 //! [`HealthLayer::around`](crate::HealthLayer::around) puts the probes, the ping and the drain's
 //! count in front of an axum `Router` (or any service of axum requests), and the result is
-//! what [`axum::serve`] takes:
+//! what [`axum::serve()`] takes:
 //!
 //! ```no_run
 //! use axum::{Router, routing::get};

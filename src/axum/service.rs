@@ -13,9 +13,9 @@ use crate::health::{Reader, WhenBusy, call_busy, poll_inner};
 use crate::probe_response::ProbeResponse;
 
 /// An axum app with the probes, the ping and the drain around it, in one service that
-/// [`axum::serve`] takes as it takes a `Router`.
+/// [`axum::serve()`] takes as it takes a `Router`.
 ///
-/// Made by [`HealthLayer::around`]. Always ready: probes never wait on the app (see the
+/// Made by [`HealthLayer::around`](crate::HealthLayer::around). Always ready: probes never wait on the app (see the
 /// [module docs](super#backpressure)).
 ///
 /// See the [module docs](super) for an example.
@@ -90,7 +90,7 @@ where
         match poll_inner(&mut self.inner) {
             // What nearly every application request does: the app's own future, polled by
             // ours directly. Inlined, so that the request and the app's future are moved as
-            // few times as without the stack.
+            // few times as the compiler manages without the stack.
             Poll::Ready(Ok(())) => ResponseFuture::app(self.inner.call(request), admitted),
             polled => self.not_ready(polled, request, admitted),
         }
@@ -126,7 +126,7 @@ impl<S> Stack<S> {
     }
 }
 
-/// What [`axum::serve`] asks for each connection: this stack around what the app makes for
+/// What [`axum::serve()`] asks for each connection: this stack around what the app makes for
 /// it (for a `Router`, the router with its routes prepared once, as `axum::serve` does).
 impl<'a, L, S, M> Service<IncomingStream<'a, L>> for Stack<S>
 where

@@ -34,16 +34,13 @@ pin_project! {
     pub(crate) struct Counted<B> {
         #[pin]
         body: B,
-        guard: Option<InFlightGuard>,
+        guard: InFlightGuard,
     }
 }
 
 impl<B> Counted<B> {
     pub(crate) fn new(body: B, guard: InFlightGuard) -> Self {
-        Self {
-            body,
-            guard: Some(guard),
-        }
+        Self { body, guard }
     }
 }
 
@@ -65,7 +62,7 @@ impl<B: Body> Body for Counted<B> {
             // the body (hyper does in the same poll, once `is_end_stream` says so), which drops
             // the count with it; asking `is_end_stream` here again would cost every response
             // another call through the inner body.
-            this.guard.take();
+            this.guard.release();
         }
         polled
     }
@@ -136,7 +133,7 @@ impl<B> fmt::Debug for DrainBody<B> {
         match &self.kind {
             Kind::Inner { body } => f
                 .debug_struct("DrainBody::Inner")
-                .field("in_flight", &body.guard.is_some())
+                .field("in_flight", &body.guard.is_counting())
                 .finish_non_exhaustive(),
             Kind::Rejected { body } => f.debug_tuple("DrainBody::Rejected").field(body).finish(),
         }

@@ -90,12 +90,34 @@ impl InFlight {
 /// One request in flight; dropping it (when the response body finishes or is dropped) ends
 /// the request's count.
 pub(crate) struct InFlightGuard {
-    /// Always `Some` until dropped: taken in `drop`, so that the count falls before the waiter
-    /// is woken.
+    /// `Some` until the count ends (released or dropped): taken then, so that the count
+    /// falls before the waiter is woken.
     shard: Option<Arc<Shard>>,
 }
 
 impl InFlightGuard {
+    /// Ends the request's count now, rather than when the guard is dropped.
+    #[inline]
+    pub(crate) fn release(&mut self) {
+        self.end();
+    }
+
+    /// Whether the request still counts (it has not been [released](Self::release)).
+    pub(crate) fn is_counting(&self) -> bool {
+        self.shard.is_some()
+    }
+
+    fn end(&mut self) {
+        let Some(shard) = self.shard.take() else {
+            return;
+        };
+        if shard.draining.load(Ordering::Acquire) {
+            let idle = Arc::clone(&shard.idle);
+            drop(shard);
+            idle.notify_waiters();
+        }
+    }
+
     /// Whether the drain has started (read from this request's shard, a line no other core
     /// writes but at the start of the drain).
     #[inline]
@@ -109,14 +131,7 @@ impl InFlightGuard {
 impl Drop for InFlightGuard {
     #[inline]
     fn drop(&mut self) {
-        let Some(shard) = self.shard.take() else {
-            return;
-        };
-        if shard.draining.load(Ordering::Acquire) {
-            let idle = Arc::clone(&shard.idle);
-            drop(shard);
-            idle.notify_waiters();
-        }
+        self.end();
     }
 }
 

@@ -79,7 +79,9 @@ mod layer;
 mod service;
 mod shutdown;
 
+#[cfg(feature = "axum")]
 pub(crate) use self::admission::Admitted;
+#[cfg(feature = "axum")]
 pub(crate) use self::body::Counted;
 pub use self::body::DrainBody;
 pub use self::config::{DrainConfig, DrainPolicy};

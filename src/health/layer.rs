@@ -170,7 +170,7 @@ impl HealthLayer {
     /// `app` (an axum `Router`, say) with this layer's probes and ping answered in front of
     /// it, outside routing, and its requests counted in the drain this monitor follows (from
     /// [`drain_pair`](Self::drain_pair) or [`drain`](Self::drain)): the whole stack in one
-    /// service, which [`axum::serve`] takes as it takes the router.
+    /// service, which [`axum::serve()`] takes as it takes the router.
     ///
     /// An application request then costs what it costs without the stack, within a few per
     /// cent, where three `Router::layer` calls cost 10% more (BENCHMARKS.md); see the

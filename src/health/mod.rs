@@ -59,5 +59,7 @@ pub use self::layer::HealthLayer;
 #[cfg(feature = "axum")]
 pub(crate) use self::reader::Reader;
 pub use self::service::Health;
-pub(crate) use self::service::{ShedWhenBusy, WhenBusy, call_busy, call_inner, poll_inner};
+pub(crate) use self::service::{ShedWhenBusy, WhenBusy, call_inner};
+#[cfg(feature = "axum")]
+pub(crate) use self::service::{call_busy, poll_inner};
 pub use crate::future::ResponseFuture;

@@ -78,7 +78,7 @@ impl Reader {
     /// `None` for every other request, which goes to the application. Small and returned in
     /// registers: the response itself is built by [`answer`](Self::answer) straight into the
     /// layer's future (the response is large, and each move of it costs a `memcpy`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn ask<B>(&self, request: &Request<B>) -> Option<Asked> {
         let path = request.uri().path();
         let under = self.paths.strip(path);
@@ -92,6 +92,7 @@ impl Reader {
 
     /// [`ask`](Self::ask) for a path that may be this reader's; `under` is what follows the
     /// prefix, if the path is under it.
+    #[inline(never)]
     fn ask_path<B>(&self, request: &Request<B>, path: &str, under: Option<&str>) -> Option<Asked> {
         #[cfg(feature = "metrics")]
         if self.metrics_at(path).is_some() {
