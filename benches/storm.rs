@@ -37,10 +37,13 @@
 //! Settings: `STORM_SECONDS` (measured seconds per run, default 2), `STORM_ROUNDS` (default 3),
 //! `STORM_DATABASE_URL` (a server to create the `tower_health_bench` database on, default the
 //! local PostgreSQL), `STORM_ONLY` (`main`, `scale` or `instructions`: the callgrind rows
-//! alone, about a minute; default all), `STORM_FILTER` (only the servers whose name contains
-//! it, or one of a comma-separated list), `STORM_CLIENT_THREADS` (load generator threads, default 1; the server always runs on
-//! one), `STORM_KEEP_CALLGRIND` (a folder to keep the callgrind files in, named
-//! `<server><path>-<requests>.callgrind`, for `callgrind_annotate`).
+//! alone; default all), `STORM_FILTER` (only the servers whose name contains it, or one of a
+//! comma-separated list: `plain-axum,around-axum`), `STORM_CLIENT_THREADS` (load generator
+//! threads, default 1; the server always runs on one), `STORM_KEEP_CALLGRIND` (a folder to
+//! keep the callgrind files in, named `<server><path>-<requests>.callgrind`, for
+//! `callgrind_annotate`). The callgrind runs raise glibc's per-thread cache
+//! (`GLIBC_TUNABLES`), so that which chunks it happens to hold does not move a row between
+//! builds.
 
 use std::convert::Infallible;
 use std::error::Error;

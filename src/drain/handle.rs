@@ -144,8 +144,9 @@ impl DrainHandle {
         self.state.draining.load(Ordering::Acquire)
     }
 
-    /// Requests in flight through [`Drain`](super::Drain) services, counted until their
-    /// response bodies finish or are dropped.
+    /// Requests in flight through [`Drain`](super::Drain) services (and the axum stack),
+    /// counted until their response bodies end or are dropped: the sum of the per-thread
+    /// counts, exact for every request in flight while they are read.
     #[must_use]
     pub fn in_flight(&self) -> usize {
         self.state.in_flight.count()

@@ -15,8 +15,9 @@
 //! 4. [`DrainHandle::drained`] resolves when nothing is in flight, or at the
 //!    [drain timeout](DrainConfig::timeout) with the number of abandoned requests.
 //!
-//! [`Drain`] counts a request as in flight until its response body has been sent in full or
-//! dropped, streaming bodies included.
+//! [`Drain`] (and the axum stack, `HealthLayer::around`) counts a request as in flight until
+//! its response body has ended or is dropped, streaming bodies included. The count is kept per
+//! thread, on cache lines no other core writes, and summed when it is read.
 //!
 //! # Upgraded connections (WebSocket)
 //!

@@ -172,8 +172,8 @@ impl HealthLayer {
     /// [`drain_pair`](Self::drain_pair) or [`drain`](Self::drain)): the whole stack in one
     /// service, which [`axum::serve()`] takes as it takes the router.
     ///
-    /// An application request then costs what it costs without the stack, within a few per
-    /// cent, where three `Router::layer` calls cost 10% more (BENCHMARKS.md); see the
+    /// An application request then costs 1.05x the bare router's instructions, where three
+    /// `Router::layer` calls cost 1.49x (BENCHMARKS.md); see the
     /// [`axum` module docs](crate::axum).
     #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
     pub fn around<S>(&self, app: S) -> crate::axum::Stack<S> {
