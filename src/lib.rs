@@ -22,6 +22,8 @@
 //! - [`HealthLayer`] answers the probe paths in front of your service, [`DrainLayer`] turns
 //!   SIGTERM into a drain that depools the instance before it stops, and [`PingLayer`] answers
 //!   the cheapest probe of all.
+//! - With the `grpc` feature, `grpc::HealthService` answers `grpc.health.v1` (`Check`, `Watch`,
+//!   `List`) on a tonic server from the same view, so HTTP and gRPC probes never disagree.
 //!
 //! # Example
 //!
@@ -87,8 +89,10 @@
 //! | `disk` | [`component::DiskSpace`]: free space where the application writes (fs4) | No |
 //! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
-//! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`); `https://` for `component::Http` | No |
+//! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`); `https://` for `component::Http`; `rediss://` for Redis | No |
+//! | `redis` | [`component::Redis`] (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, [`shared::SharedCache`] (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
+//! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
 //! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |
 //! | `full` | every feature | No |
 
@@ -99,6 +103,8 @@
 #[macro_use]
 mod macros;
 
+#[doc(hidden)]
+pub mod __fuzz;
 pub mod access;
 #[cfg(feature = "admin")]
 #[cfg_attr(docsrs, doc(cfg(feature = "admin")))]
@@ -112,6 +118,9 @@ pub mod component;
 pub mod config;
 pub mod drain;
 mod future;
+#[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
+pub mod grpc;
 pub mod health;
 pub mod healthcheck;
 pub mod io;
@@ -123,7 +132,12 @@ pub mod ping;
 mod probe;
 mod probe_response;
 mod redact;
+#[cfg(feature = "redis")]
+mod redis_client;
 mod rendered;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod shared;
 mod status;
 #[cfg(test)]
 mod test_helpers;

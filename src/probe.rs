@@ -178,8 +178,8 @@ impl ProbePaths {
         }
     }
 
-    /// The probe `path` asks for, if any.
-    #[cfg(test)]
+    /// The probe `path` asks for, if any (the layer splits this in two: see
+    /// [`strip`](Self::strip) and [`classify_split`](Self::classify_split)).
     pub(crate) fn classify(&self, path: &str) -> Option<Probe> {
         self.classify_split(path, self.strip(path))
     }
@@ -200,7 +200,13 @@ impl ProbePaths {
     /// The probe `path` asks for, given [`strip`](Self::strip)'s answer for it.
     pub(crate) fn classify_split(&self, path: &str, under: Option<&str>) -> Option<Probe> {
         match under {
-            Some(rest) => Self::under_prefix(rest),
+            // A path may start with the prefix and be an alias all the same (`/livez` under
+            // the prefix `/live`).
+            Some(rest) => Self::under_prefix(rest).or_else(|| {
+                self.kubernetes_aliases
+                    .then(|| self.classify_alias(path))
+                    .flatten()
+            }),
             None if self.kubernetes_aliases => self.classify_alias(path),
             None => None,
         }
@@ -272,6 +278,9 @@ pub(crate) fn wants_nocache(query: Option<&str>) -> bool {
         })
     })
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {

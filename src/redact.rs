@@ -1,9 +1,16 @@
 /// Masks the secrets in a message about a database: the password of every URL
-/// (`postgres://user:secret@host` becomes `postgres://user:***@host`) and every `password=`
-/// setting of a key-value connection string.
+/// (`postgres://user:secret@host` becomes `postgres://user:***@host`), every `password=`
+/// setting of a key-value connection string, and what sits between a `:` and an `@` in a
+/// word that is no well-formed URL (`http:/user:secret@host`, a mistyped one, becomes
+/// `http:***@host`).
 ///
 /// [`CheckError`](crate::check::CheckError) applies it to every message; use it on anything else that
 /// may carry a connection string, such as your own log lines.
+///
+/// It reads text, not a parsed URL, so it masks generously (a later `user@host` in the same
+/// message may be masked with a password); the one password it may mask only in part is a
+/// URL password that itself holds `://` after a delimiter, which reads as a second URL.
+/// Passwords with reserved characters belong percent-encoded in a URL anyway.
 ///
 /// ```
 /// use tower_health::redact;
@@ -16,10 +23,54 @@
 /// ```
 #[must_use]
 pub fn redact(message: &str) -> String {
-    mask_key_value_passwords(&mask_url_passwords(message))
+    mask_userinfo(&mask_key_value_passwords(&mask_url_passwords(message)))
 }
 
 const MASK: &str = "***";
+
+/// Masks, in each whitespace-separated word, what sits between the first `:` and the last
+/// `@` of the part before any `scheme://` (a URL, masked already): a mistyped URL
+/// (`http:/user:secret@host`, `ftp:x//user:secret@host/`) or a bare `user:secret@host`
+/// still carries a password.
+fn mask_userinfo(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while !rest.is_empty() {
+        let word_start = rest
+            .find(|c: char| !c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..word_start]);
+        rest = &rest[word_start..];
+        let word_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = &rest[..word_len];
+        let before_url = word
+            .find("://")
+            .map_or(word.len(), |colon| scheme_start(word, colon));
+        let head = &word[..before_url];
+        let masked = head.rfind('@').and_then(|at| {
+            let colon = head[..at].find(':')?;
+            (head[colon + 1..at] != *MASK).then_some((colon, at))
+        });
+        match masked {
+            Some((colon, at)) => {
+                out.push_str(&word[..=colon]);
+                out.push_str(MASK);
+                out.push_str(&word[at..]);
+            }
+            None => out.push_str(word),
+        }
+        rest = &rest[word_len..];
+    }
+    out
+}
+
+/// Where the scheme ending at the `://` at `colon` starts in `text`.
+fn scheme_start(text: &str, colon: usize) -> usize {
+    text[..colon]
+        .char_indices()
+        .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
+        .map_or(0, |(before, c)| before + c.len_utf8())
+}
 
 fn mask_url_passwords(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
@@ -35,9 +86,12 @@ fn mask_url_passwords(message: &str) -> String {
                 rest = &rest[at..];
             }
             None => {
+                // No password: on to the next word, or to a URL glued to this one after a
+                // delimiter (`a=ftp://h,b=postgres://u:pw@db`).
                 let token_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
-                out.push_str(&rest[..token_len]);
-                rest = &rest[token_len..];
+                let skip = token_len.min(next_url(rest));
+                out.push_str(&rest[..skip]);
+                rest = &rest[skip..];
             }
         }
     }
@@ -48,29 +102,69 @@ fn mask_url_passwords(message: &str) -> String {
 /// Where the password of the URL whose authority starts `rest` lies: the byte offsets of the
 /// `:` before it and of the `@` after it.
 ///
-/// A password may hold `/`, `?`, `#`, `@` and quotes (drivers read up to an `@`, and a quote
-/// is no delimiter inside a URL), so the whole token up to whitespace is searched for its last
-/// `@`. A token with no `@` whose user part is followed by a `:` may be a password with a
-/// space in it (`app:it s@db`): then the next `@` before the next URL ends it. Masking too
-/// much is harmless; too little leaks the password.
+/// A password may hold `/`, `?`, `#`, `@`, quotes and, in a URL written by hand, spaces
+/// (drivers read up to an `@`, and a quote is no delimiter inside a URL), so the password
+/// ends at the last `@` of the URL's first token, or later, at the last `@` before the next
+/// URL that a host follows (a name, an address or `[..]`, then the end, a space, a port, a
+/// path or a closing quote): `@A! /@db` ends at the second `@`, since `A!` is no host.
+/// The `:` before the password must sit in the URL's first token (a user name holds no
+/// space). Masking too much is harmless (a later `user@host` in the same message is masked
+/// with it); too little leaks the password.
 fn password_span(rest: &str) -> Option<(usize, usize)> {
     let token_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let token = &rest[..token_len];
-    if let Some(at) = token.rfind('@') {
-        let colon = token[..at].find(':')?;
-        return Some((colon, at));
+    let url_end = next_url(rest);
+    let hosted = rest[..url_end]
+        .match_indices('@')
+        .map(|(at, _)| at)
+        .rfind(|&at| host_follows(&rest[at + 1..url_end]));
+    // Whichever is later: a URL's userinfo ends at the last `@` of its authority.
+    let at = hosted.max(rest[..url_end.min(token_len)].rfind('@'))?;
+    let colon = rest[..at].find(':').filter(|&colon| colon < token_len)?;
+    // A password that runs past the first token, with no `@` in that token, must follow a
+    // user part (not a `host:port/path`).
+    if at >= token_len && !token.contains('@') && token[..colon].contains('/') {
+        return None;
     }
-    let colon = token
-        .find(':')
-        .filter(|&colon| !token[..colon].contains('/'))?;
-    let url_end = rest.find("://").unwrap_or(rest.len());
-    let first_at = rest[..url_end].find('@')?;
-    // The last `@` of the token holding the first one.
-    let end = rest[first_at..url_end]
-        .find(char::is_whitespace)
-        .map_or(url_end, |len| first_at + len);
-    let at = rest[..end].rfind('@')?;
     Some((colon, at))
+}
+
+/// Where the next URL of a message starts in `rest` (the rest of a URL's authority): at a
+/// `scheme://` that follows whitespace or a delimiter. One glued to the authority (`a://` in
+/// `postgres://a://pw@db`, a password starting with `//`) is part of it.
+fn next_url(rest: &str) -> usize {
+    for (colon, _) in rest.match_indices("://") {
+        let scheme_start = scheme_start(rest, colon);
+        let starts_a_url = scheme_start > 0
+            && scheme_start < colon
+            && rest[..scheme_start]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_whitespace() || "'\"(<,;=[`".contains(c));
+        if starts_a_url {
+            return scheme_start;
+        }
+    }
+    rest.len()
+}
+
+/// Whether `rest` starts with a host: a name or address (`[..]` for IPv6), followed by the
+/// end, whitespace, a port, a path, a query, a fragment or a closing delimiter.
+fn host_follows(rest: &str) -> bool {
+    let host_len = if rest.starts_with('[') {
+        match rest.find(']') {
+            Some(end) => end + 1,
+            None => return false,
+        }
+    } else {
+        rest.find(|c: char| !(c.is_ascii_alphanumeric() || "._~%-".contains(c)))
+            .unwrap_or(rest.len())
+    };
+    host_len > 0
+        && rest[host_len..]
+            .chars()
+            .next()
+            .is_none_or(|c| c.is_whitespace() || ":/?#'\"),;>`".contains(c))
 }
 
 fn mask_key_value_passwords(message: &str) -> String {
@@ -124,6 +218,9 @@ fn quoted_len(quoted: &str) -> usize {
     }
     quoted.len()
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {
@@ -186,6 +283,85 @@ mod tests {
             redact("connecting to postgres://db:5432/app failed"),
             "connecting to postgres://db:5432/app failed"
         );
+    }
+
+    #[test]
+    fn masks_redis_passwords_with_or_without_a_user() {
+        for (message, masked) in [
+            (
+                "redis://app:hunter2@cache:6379/0",
+                "redis://app:***@cache:6379/0",
+            ),
+            ("rediss://:hunter2@cache:6380", "rediss://:***@cache:6380"),
+            (
+                "valkeys://default:p@ss@cache/1 refused",
+                "valkeys://default:***@cache/1 refused",
+            ),
+            ("redis://cache:6379/0", "redis://cache:6379/0"),
+        ] {
+            assert_eq!(redact(message), masked, "{message}");
+        }
+    }
+
+    #[test]
+    fn masks_url_passwords_with_an_at_and_a_space() {
+        // Found by the property `url_passwords_never_survive`: the first token's last `@`
+        // (followed by `A!`, no host) ended the password, and `A! /` showed.
+        assert_eq!(redact("postgres://_:@A! /@a"), "postgres://_:***@a");
+        assert_eq!(
+            redact("postgres://u:x@y z@w@db:5432/app failed"),
+            "postgres://u:***@db:5432/app failed"
+        );
+        assert_eq!(
+            redact("postgres://u:pw@db/app failed"),
+            "postgres://u:***@db/app failed"
+        );
+        // A password starting with `//` is no URL of its own.
+        assert_eq!(redact("postgres://a://~ A@a"), "postgres://a:***@a");
+    }
+
+    #[test]
+    fn text_around_a_url_may_be_any_unicode() {
+        // Found by the `redact` fuzz target: a scheme after a two-byte character sliced that
+        // character in two (a panic).
+        assert_eq!(
+            redact("edi\u{7}уs://:***@cache:6379\0"),
+            "edi\u{7}уs://:***@cache:6379\0"
+        );
+        assert_eq!(redact("€postgres://u:pw@h é"), "€postgres://u:***@h é");
+    }
+
+    #[test]
+    fn masks_mistyped_urls() {
+        // Found by the `env_config` fuzz target: a refused value that is no `scheme://` URL
+        // was echoed with its password.
+        assert_eq!(redact("ftp:EA//u:Fuzz-S3cret@x/"), "ftp:***@x/");
+        assert_eq!(
+            redact("bad http:/user:secret@host/ here"),
+            "bad http:***@host/ here"
+        );
+        assert_eq!(redact("app:secret@db:5432"), "app:***@db:5432");
+        assert_eq!(
+            redact("ftp:/u:Fuzz-S3cret@x/http://h/"),
+            "ftp:***@x/http://h/"
+        );
+        // Found by fuzzing too: a URL without a password hid the next one, glued after `=`.
+        assert_eq!(
+            redact("ftp://@x/a=ftp://u:Fuzz-S3cret@y"),
+            "ftp://@x/a=ftp://u:***@y"
+        );
+        assert_eq!(
+            redact("url=postgres://db/app,backup=postgres://u:pw@db2/app"),
+            "url=postgres://db/app,backup=postgres://u:***@db2/app"
+        );
+        // The userinfo ends at the authority's last `@`, a host after it or not.
+        assert_eq!(
+            redact("postgres://app:x@pp:Fuzz-S3cret@"),
+            "postgres://app:***@"
+        );
+        // Nothing to mask: no `:` before the `@`, or a URL already masked.
+        assert_eq!(redact("mail alice@example.com"), "mail alice@example.com");
+        assert_eq!(redact("redis://:***@cache:6379"), "redis://:***@cache:6379");
     }
 
     #[test]

@@ -2,102 +2,16 @@
 
 mod support;
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
+use support::child::{Example, example};
 use support::slow_reader::SlowReader;
 use support::{Client, eventually, refused_addr};
 use tokio::sync::Mutex;
-
-/// The example binaries `cargo test` builds beside the test binaries.
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with `cargo test --all-features`",
-        path.display()
-    );
-    path
-}
-
-/// A running example. Its stderr is read from the start (a full pipe would block it), and it
-/// is killed if the test ends, or fails, before it exits.
-struct Example {
-    child: Child,
-    stderr: Option<JoinHandle<String>>,
-}
-
-impl Example {
-    fn spawn(name: &str, env: &[(&str, String)]) -> Self {
-        let mut command = Command::new(example(name));
-        command
-            .env_remove("DATABASE_URL")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = command.spawn().expect("start the example");
-        let mut pipe = child.stderr.take().expect("stderr is piped");
-        let stderr = std::thread::spawn(move || {
-            let mut stderr = String::new();
-            let _ = pipe.read_to_string(&mut stderr);
-            stderr
-        });
-        Self {
-            child,
-            stderr: Some(stderr),
-        }
-    }
-
-    fn sigterm(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// Waits at most `limit` for the process to exit, and returns its status and all it wrote
-    /// to stderr. Past `limit`, the process is killed and the test fails.
-    async fn exit_within(mut self, limit: Duration) -> (ExitStatus, String) {
-        let exited = eventually(limit, || {
-            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
-            async move { exited }
-        })
-        .await;
-        if !exited {
-            let _ = self.child.kill();
-        }
-        // At once: the process has exited or been killed, which closes its stderr.
-        let status = self.child.wait().unwrap();
-        let stderr = self.stderr.take().unwrap().join().unwrap();
-        assert!(exited, "still running after {limit:?}; stderr:\n{stderr}");
-        (status, stderr)
-    }
-}
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 #[derive(Debug, Default)]
 struct Log {

@@ -92,7 +92,15 @@ fn matches(configured: Option<&[u8; 32]>, presented: &[u8; 32]) -> bool {
 
 /// The key a request presents: `Authorization: Bearer <key>`, else `X-Baldur-Admin-Key`
 /// (also when `Authorization` carries another scheme, say a proxy's Basic credentials).
+///
+/// Either header twice is malformed (RFC 9110 allows one `Authorization`): which of two
+/// credentials counts would otherwise be up to whoever reads them, as with two `Host`s.
 fn presented_key(headers: &HeaderMap) -> Result<&[u8], Denied> {
+    for name in [AUTHORIZATION.as_str(), LEGACY_KEY_HEADER] {
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return Err(Denied::Malformed);
+        }
+    }
     let bearer = headers.get(AUTHORIZATION).map(|value| {
         let value = value.to_str().map_err(|_| Denied::Malformed)?.trim();
         match value.split_once(' ') {
@@ -122,6 +130,9 @@ fn presented_key(headers: &HeaderMap) -> Result<&[u8], Denied> {
         (None, None) => Err(Denied::Missing),
     }
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {
@@ -187,6 +198,29 @@ mod tests {
             );
         }
         assert_eq!(role("x-baldur-admin-key", b"  "), Err(Denied::Malformed));
+    }
+
+    #[test]
+    fn two_of_either_header_are_malformed() {
+        // Found by the malformed-input corpus: the admin server granted the first of two
+        // `Authorization` headers.
+        let mut headers = HeaderMap::new();
+        headers.append(
+            AUTHORIZATION,
+            HeaderValue::from_static("Bearer viewer-key-0123456789"),
+        );
+        headers.append(AUTHORIZATION, HeaderValue::from_static("Bearer wrong"));
+        assert_eq!(keys().role(&headers), Err(Denied::Malformed));
+        let mut headers = HeaderMap::new();
+        headers.append(
+            LEGACY_KEY_HEADER,
+            HeaderValue::from_static("viewer-key-0123456789"),
+        );
+        headers.append(
+            LEGACY_KEY_HEADER,
+            HeaderValue::from_static("viewer-key-0123456789"),
+        );
+        assert_eq!(keys().role(&headers), Err(Denied::Malformed));
     }
 
     #[test]

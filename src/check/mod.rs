@@ -8,6 +8,17 @@
 //! next round starts a new one; a check should therefore release what it holds when dropped
 //! ([`PostgresCheck`] discards the connection it was using).
 //!
+//! # A database or a component?
+//!
+//! A database is a store the application's requests cannot do without, checked through a
+//! pool whose figures matter: every database gates readiness (unless declared
+//! [optional](crate::HealthConfig::optional_database)), and the default one decides
+//! `/health`'s `unhealthy` and `/health/pool`. A dependency the application can degrade
+//! around (a cache, a queue, a search service, Redis) is a [component](crate::component):
+//! non-critical unless said otherwise, gating readiness only when declared to. From the
+//! environment, each URL scheme goes to its check in one table (`config/databases.rs`); a
+//! `redis://` URL given as a database is refused with the component's variable to use.
+//!
 //! With the `postgres` feature, [`PostgresCheck`] checks a PostgreSQL database through a `bb8`
 //! pool. Other databases or pools implement [`DatabaseCheck`] themselves:
 //!

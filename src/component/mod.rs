@@ -13,6 +13,12 @@
 //! - Readiness ignores components unless one is declared to
 //!   [gate readiness](ComponentSpec::gates_readiness).
 //!
+//! A component is a dependency the application can degrade around; a store its requests
+//! cannot do without is a [database](crate::check#a-database-or-a-component) (it gates
+//! readiness, and the default one decides `unhealthy` and `/health/pool`). Redis, usually a
+//! cache or a session store, is a component ([`Redis`], feature `redis`): make it critical,
+//! or let it gate readiness, when the application cannot serve without it.
+//!
 //! A component that panics is reported `error` and one that has not answered by its timeout
 //! `timed_out`, for that component alone: the monitor and the other checks go on. A check
 //! still running from an earlier round is joined, never started a second time.
@@ -45,6 +51,9 @@
 //!   `TOWER_HEALTH_TCP_<NAME>=host:port`.
 //! - [`Http`] (feature `http-check`): does an HTTP dependency answer `GET <url>` with a 2xx?
 //!   Also from the environment: `TOWER_HEALTH_HTTP_<NAME>=url`.
+//! - [`Redis`] (feature `redis`): does Redis answer `PING`? Through the application's own
+//!   connection or one of its own. Also from the environment:
+//!   `TOWER_HEALTH_REDIS_<NAME>=redis://...`.
 //! - [`DiskSpace`] (feature `disk`): is there enough free space where the application
 //!   writes?
 //! - [`RuntimeWatcher`]: is the Tokio runtime starved (a timer firing late because a task
@@ -66,6 +75,8 @@ mod disk;
 mod from_fn;
 #[cfg(feature = "http-check")]
 mod http;
+#[cfg(feature = "redis")]
+mod redis;
 mod runtime;
 mod spec;
 mod status;
@@ -80,6 +91,9 @@ pub use self::from_fn::{FromFn, from_fn};
 #[cfg(feature = "http-check")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http-check")))]
 pub use self::http::{Http, InvalidUrl};
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use self::redis::{InvalidRedisUrl, Redis};
 pub use self::runtime::RuntimeWatcher;
 pub use self::spec::ComponentSpec;
 pub use self::status::{ComponentStatus, UnknownComponents};

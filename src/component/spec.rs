@@ -20,6 +20,7 @@ pub struct ComponentSpec {
     pub(crate) cadence: Option<Duration>,
     pub(crate) failures_before_trouble: u32,
     pub(crate) successes_before_recovery: u32,
+    pub(crate) shared: bool,
 }
 
 impl ComponentSpec {
@@ -43,6 +44,7 @@ impl ComponentSpec {
             cadence: None,
             failures_before_trouble: 1,
             successes_before_recovery: 1,
+            shared: false,
         }
     }
 
@@ -126,6 +128,19 @@ impl ComponentSpec {
         self
     }
 
+    /// Whether the component's result is the same for every process, so that with a
+    /// [shared cache](crate::shared) one process checks it per window and the others serve
+    /// its result: for an expensive check of a dependency the whole fleet uses. Leave it off
+    /// for anything about this process (its disk, its runtime, its own connections). Its
+    /// hysteresis counts across the fleet's checks; a shared component that gates readiness
+    /// gates it with the shared result. Without a shared cache it changes nothing.
+    ///
+    /// Defaults to `false`.
+    pub fn shared(mut self, shared: bool) -> Self {
+        self.shared = shared;
+        self
+    }
+
     /// The component's name.
     #[must_use]
     pub fn name(&self) -> &str {
@@ -144,6 +159,7 @@ impl fmt::Debug for ComponentSpec {
             .field("cadence", &self.cadence)
             .field("failures_before_trouble", &self.failures_before_trouble)
             .field("successes_before_recovery", &self.successes_before_recovery)
+            .field("shared", &self.shared)
             .finish()
     }
 }

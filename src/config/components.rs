@@ -1,5 +1,5 @@
 //! Components declared in the environment: `TOWER_HEALTH_TCP_<NAME>=host:port`,
-//! `TOWER_HEALTH_HTTP_<NAME>=url`, and `TOWER_HEALTH_CRITICAL=<name>,...` to make components
+//! `TOWER_HEALTH_HTTP_<NAME>=url`, `TOWER_HEALTH_REDIS_<NAME>=redis://...`, and `TOWER_HEALTH_CRITICAL=<name>,...` to make components
 //! critical.
 
 use std::sync::Arc;
@@ -11,6 +11,10 @@ const TCP_PREFIX: &str = "TOWER_HEALTH_TCP_";
 
 /// The prefix of the variables declaring an HTTP component (`<prefix><NAME>=url`).
 const HTTP_PREFIX: &str = "TOWER_HEALTH_HTTP_";
+
+/// The prefix of the variables declaring a Redis component (`<prefix><NAME>=redis://...`);
+/// `TOWER_HEALTH_REDIS_URL` is the shared cache's, not a component named `url`.
+const REDIS_PREFIX: &str = "TOWER_HEALTH_REDIS_";
 
 /// The variable listing the components that are critical.
 const CRITICAL: &str = "TOWER_HEALTH_CRITICAL";
@@ -39,6 +43,20 @@ impl HealthConfig {
                 ));
             }
             self = http(self, variable, &name, url)?;
+        }
+        for (variable, suffix, url) in env.with_prefix(REDIS_PREFIX) {
+            if suffix == "URL" {
+                continue;
+            }
+            let name = suffix.to_ascii_lowercase();
+            if !is_valid_check_name(&name) {
+                return Err(ConfigError::new(
+                    variable,
+                    url,
+                    "the name after TOWER_HEALTH_REDIS_ must be 1 to 63 ASCII letters, digits, '_' or '-'",
+                ));
+            }
+            self = redis(self, variable, &name, url)?;
         }
         if let Some((variable, names)) = env.first(&[CRITICAL]) {
             for name in names
@@ -98,6 +116,33 @@ fn http(
     let component = crate::component::Http::new(url)
         .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
     Ok(config.component(crate::component::ComponentSpec::new(name, component)))
+}
+
+#[cfg(feature = "redis")]
+fn redis(
+    config: HealthConfig,
+    variable: &str,
+    name: &str,
+    url: &str,
+) -> Result<HealthConfig, ConfigError> {
+    let component = crate::component::Redis::connect(url)
+        .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
+    Ok(config.component(crate::component::ComponentSpec::new(name, component)))
+}
+
+/// Refuses rather than silently checking nothing.
+#[cfg(not(feature = "redis"))]
+fn redis(
+    _config: HealthConfig,
+    variable: &str,
+    _name: &str,
+    url: &str,
+) -> Result<HealthConfig, ConfigError> {
+    Err(ConfigError::new(
+        variable,
+        url,
+        "a Redis component is declared but tower-health was built without the `redis` feature",
+    ))
 }
 
 /// Refuses rather than silently checking nothing.
@@ -164,6 +209,39 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_HTTP_SEARCH");
         assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn redis_components_from_the_environment() {
+        let config = HealthConfig::from_vars([
+            (
+                "TOWER_HEALTH_REDIS_SESSIONS",
+                "redis://:hunter2@sessions.internal:6379/1",
+            ),
+            ("TOWER_HEALTH_REDIS_URL", "redis://shared.internal"),
+            ("TOWER_HEALTH_CRITICAL", "sessions"),
+        ])
+        .unwrap();
+        // TOWER_HEALTH_REDIS_URL is the shared cache, not a component named `url`.
+        assert_eq!(config.component_names().collect::<Vec<_>>(), ["sessions"]);
+        assert!(config.is_listed_critical("sessions"));
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        let error =
+            HealthConfig::from_vars([("TOWER_HEALTH_REDIS_CACHE", "mysql://app:hunter2@x/")])
+                .unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_REDIS_CACHE");
+        assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+
+    #[cfg(not(feature = "redis"))]
+    #[test]
+    fn a_redis_component_without_the_feature_is_refused() {
+        let error =
+            HealthConfig::from_vars([("TOWER_HEALTH_REDIS_CACHE", "redis://cache")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_REDIS_CACHE");
+        assert!(error.to_string().contains("`redis` feature"), "{error}");
     }
 
     #[test]

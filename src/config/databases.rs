@@ -1,4 +1,5 @@
-//! The databases to check: their names, and finding them in the environment.
+//! The databases to check: their names, and finding them in the environment, each URL
+//! scheme going to its check (see [`SCHEMES`]).
 
 use std::sync::Arc;
 
@@ -76,8 +77,50 @@ impl HealthConfig {
     }
 }
 
-#[cfg(feature = "postgres")]
+/// How a database's connection string becomes its check.
+type Connect = fn(&DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, ConfigError>;
+
+/// Which check each URL scheme gets: the one place a database backend from the environment
+/// is added. A key-value string (`host=db user=app`, no scheme) is PostgreSQL's (libpq's).
+///
+/// What is a database here and what a [component](crate::component): a database is a store
+/// the application's requests cannot do without, checked through a pool whose figures
+/// matter: it gates readiness, and the default one decides `unhealthy` and `/health/pool`.
+/// A dependency the application can degrade around (a cache, a queue, a search service) is
+/// a component: non-critical unless listed in `TOWER_HEALTH_CRITICAL`, gating readiness only
+/// when declared to. Redis is a component (`TOWER_HEALTH_REDIS_<NAME>`), and a Redis URL
+/// given as a database is refused with that advice.
+const SCHEMES: [(&[&str], Connect); 2] = [
+    (&["postgres", "postgresql"], postgres),
+    (
+        &["redis", "rediss", "valkey", "valkeys"],
+        redis_is_a_component,
+    ),
+];
+
+/// The check for `database`, by the scheme of its URL.
 fn connect(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, ConfigError> {
+    let Some((scheme, _)) = database.url.split_once("://") else {
+        return postgres(database);
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    match SCHEMES
+        .iter()
+        .find(|(schemes, _)| schemes.contains(&scheme.as_str()))
+    {
+        Some((_, connect)) => connect(database),
+        None => Err(ConfigError::new(
+            database.variable,
+            database.url,
+            format!(
+                "no database check for {scheme}:// URLs (expected postgres:// or postgresql://)"
+            ),
+        )),
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn postgres(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, ConfigError> {
     let check = crate::check::PostgresCheck::connect(database.url)
         .map_err(|error| ConfigError::new(database.variable, database.url, error.to_string()))?;
     Ok(Arc::new(check))
@@ -86,10 +129,67 @@ fn connect(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, Co
 /// Refuses rather than silently running with no database: Baldur's worst failure
 /// was a missing driver turning "database configured" into "ready forever".
 #[cfg(not(feature = "postgres"))]
-fn connect(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, ConfigError> {
+fn postgres(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, ConfigError> {
     Err(ConfigError::new(
         database.variable,
         database.url,
         "a database is configured but tower-health was built without the `postgres` feature",
     ))
+}
+
+fn redis_is_a_component(
+    database: &DatabaseVariable<'_>,
+) -> Result<Arc<dyn DatabaseCheck>, ConfigError> {
+    Err(ConfigError::new(
+        database.variable,
+        database.url,
+        format!(
+            "Redis is checked as a component, not a database: declare it as TOWER_HEALTH_REDIS_{} (feature `redis`), or share the health verdict through it with TOWER_HEALTH_REDIS_URL",
+            database.name.to_ascii_uppercase()
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scheme_picks_the_check() {
+        let error = HealthConfig::from_vars([(
+            "TOWER_HEALTH_DATABASE_URL_CACHE",
+            "redis://:hunter2@cache:6379",
+        )])
+        .unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_DATABASE_URL_CACHE");
+        assert!(
+            error.reason().contains("TOWER_HEALTH_REDIS_CACHE"),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("hunter2"), "{error}");
+        let error =
+            HealthConfig::from_vars([("BALDUR_SQL_DSN", "mysql://app@db/app")]).unwrap_err();
+        assert_eq!(error.variable(), "BALDUR_SQL_DSN");
+        assert_eq!(
+            error.reason(),
+            "no database check for mysql:// URLs (expected postgres:// or postgresql://)"
+        );
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres_urls_and_key_value_strings_are_postgresql() {
+        let config = HealthConfig::from_vars([
+            ("TOWER_HEALTH_DATABASE_URL", "host=127.0.0.1 user=postgres"),
+            (
+                "TOWER_HEALTH_DATABASE_URL_A",
+                "postgresql://postgres@127.0.0.1/a",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            config.database_names().collect::<Vec<_>>(),
+            ["default", "a"]
+        );
+    }
 }

@@ -46,6 +46,9 @@ pub struct HealthConfig {
     pub(crate) critical_components: Vec<Arc<str>>,
     pub(crate) unknown_components: UnknownComponents,
     pub(crate) self_monitoring: bool,
+    /// The health verdict shared across processes through Redis, if configured.
+    #[cfg(feature = "redis")]
+    pub(crate) shared_cache: Option<crate::shared::SharedCache>,
 }
 
 impl Default for HealthConfig {
@@ -76,6 +79,8 @@ impl HealthConfig {
             critical_components: Vec::new(),
             unknown_components: UnknownComponents::Ignored,
             self_monitoring: false,
+            #[cfg(feature = "redis")]
+            shared_cache: None,
         }
     }
 
@@ -115,8 +120,11 @@ impl fmt::Debug for HealthConfig {
             critical_components,
             unknown_components,
             self_monitoring,
+            #[cfg(feature = "redis")]
+            shared_cache,
         } = self;
-        f.debug_struct("HealthConfig")
+        let mut f = f.debug_struct("HealthConfig");
+        f
             // Names only: a check's `Debug` is its own business.
             .field("databases", &self.database_names().collect::<Vec<_>>())
             .field("readiness_timeout", readiness_timeout)
@@ -135,8 +143,10 @@ impl fmt::Debug for HealthConfig {
             .field("optional_databases", optional_databases)
             .field("critical_components", critical_components)
             .field("unknown_components", unknown_components)
-            .field("self_monitoring", self_monitoring)
-            .finish()
+            .field("self_monitoring", self_monitoring);
+        #[cfg(feature = "redis")]
+        f.field("shared_cache", shared_cache);
+        f.finish()
     }
 }
 

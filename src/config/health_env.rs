@@ -86,13 +86,9 @@ impl HealthConfig {
                 })?;
             }
         }
-        if env.first(&["BALDUR_REDIS_URL"]).is_some() {
-            // Said out loud rather than ignored: an operator coming from Baldur
-            // expects verdicts shared through Redis.
-            tracing::warn!(
-                "BALDUR_REDIS_URL is set, but tower-health has no shared verdict cache: each process answers with its own verdicts"
-            );
-        }
-        config.databases_from_env(env)?.components_from_env(env)
+        config
+            .databases_from_env(env)?
+            .components_from_env(env)?
+            .shared_from_env(env)
     }
 }

@@ -27,10 +27,17 @@
 //! | `TOWER_HEALTH_DETAILS` | | who sees error text, targets, pool figures and timings: `always`, `authorized` (admin key holders) or `never` | `always` |
 //! | `TOWER_HEALTH_TCP_<NAME>` | | `host:port` of a non-critical TCP component `<name>` (lower-cased; feature `tcp`) | none |
 //! | `TOWER_HEALTH_HTTP_<NAME>` | | `http://` URL of a non-critical HTTP component `<name>` (lower-cased; feature `http-check`): `GET`, 2xx expected, redirects not followed | none |
+//! | `TOWER_HEALTH_REDIS_<NAME>` | | `redis://` URL of a non-critical Redis component `<name>` (lower-cased; feature `redis`; `rediss://` with `rustls`); `TOWER_HEALTH_REDIS_URL` is not a component | none |
 //! | `TOWER_HEALTH_CRITICAL` | | components that are critical (comma-separated names) | none |
 //! | `TOWER_HEALTH_SELF_MONITORING` | | the monitor watches its own round lag (component `monitor`) | `false` |
 //! | `TOWER_HEALTH_UNKNOWN_COMPONENTS` | | how a component without a result yet counts: `ignored` or `in_trouble` | `ignored` |
 //! | `TOWER_HEALTH_OPTIONAL` | | databases that are optional (comma-separated names): down, they make health `degraded` and leave readiness alone | none |
+//! | `TOWER_HEALTH_REDIS_URL` | `BALDUR_REDIS_URL` | Redis to share the health verdict through ([`crate::shared`]; feature `redis`, `rediss://` with `rustls`) | none |
+//! | `TOWER_HEALTH_SHARED_KEY_PREFIX` | | prefix of the shared entry's keys (`<prefix>health`, `<prefix>health:lock`) | `tower-health:` |
+//! | `TOWER_HEALTH_SHARED_TTL` | | how long a shared verdict is served before one process computes the next | the health interval |
+//! | `TOWER_HEALTH_SHARED_LOCK_EXPIRY` | | longest hold of the computing process's lock; at most half the TTL | twice the readiness timeout |
+//! | `TOWER_HEALTH_SHARED_PROCESS_ID` | | how this process signs the verdicts it computes (`computed_by`) | `<hostname>/<pid>` |
+//! | `TOWER_HEALTH_SHARED_NOCACHE_WRITES` | | `?nocache=true` also overwrites the shared entry | `false` |
 //!
 //! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`). Every duration,
 //! from a variable or a builder setter, lies between [`MIN_DURATION`] (1 ms) and
@@ -41,8 +48,8 @@
 //! feature this build leaves out) is logged as a warning, with the closest known name, by the
 //! first `from_env` of the process.
 //!
-//! `BALDUR_REDIS_URL` is read only to log a warning: there is no verdict cache shared across
-//! processes yet, so each process answers with its own verdicts.
+//! A Redis URL in a build without the `redis` feature (or a `rediss://` one without `rustls`)
+//! is an error at start naming the variable, like a database without `postgres`.
 
 mod components;
 mod databases;
@@ -51,8 +58,11 @@ mod health;
 mod health_env;
 mod known;
 mod limits;
+#[cfg(test)]
+mod proptests;
 mod reader_defaults;
 mod registry;
+mod shared;
 mod timing;
 mod unknown;
 mod values;
@@ -65,5 +75,7 @@ pub use self::health::HealthConfig;
 pub use self::limits::{MAX_DURATION, MIN_DURATION};
 pub(crate) use self::limits::{Zero, assert_in_range};
 pub(crate) use self::reader_defaults::validate_prefix;
+#[cfg(feature = "redis")]
+pub(crate) use self::shared::validate_key_prefix;
 pub(crate) use self::unknown::warn_unread_variables_once;
 pub use self::values::{Details, FailDirection, NoCache, UnknownValue};

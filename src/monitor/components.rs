@@ -75,6 +75,46 @@ impl TrackedComponent {
         self.spec.gates_readiness
     }
 
+    /// Whether its result is shared across processes ([`ComponentSpec::shared`]).
+    #[cfg(feature = "redis")]
+    pub(crate) fn is_shared(&self) -> bool {
+        self.spec.shared
+    }
+
+    #[cfg(feature = "redis")]
+    pub(crate) fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Takes the state another process's checks left it in (from the shared cache), and
+    /// logs the transition this makes, if any: its hysteresis then counts across the fleet.
+    #[cfg(feature = "redis")]
+    pub(crate) fn adopt(&self, shared: &ComponentReport) {
+        let mut state = self.lock();
+        let previous = state.status;
+        let trouble = if self.spec.critical {
+            ComponentStatus::Unhealthy
+        } else {
+            ComponentStatus::Degraded
+        };
+        // The criticality is this process's to decide.
+        state.status = if shared.status.is_in_trouble() {
+            trouble
+        } else {
+            shared.status
+        };
+        state.since = shared.since;
+        state.failures = shared.consecutive_failures;
+        state.successes = shared.consecutive_successes;
+        state.last.clone_from(&shared.outcome);
+        let next = state.status;
+        let report = self.report_of(&state);
+        drop(state);
+        if next != previous {
+            log_transition(previous, &report);
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Tracked> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use super::components::Forced;
 use super::published::Published;
-use super::state::MonitorState;
+use super::state::{HealthRound, MonitorState};
 use crate::verdict::{HealthVerdict, PoolVerdict};
 
 /// A fresh computation's result: both verdicts it published.
@@ -105,9 +105,24 @@ impl MonitorState {
                 .fresh_rounds
                 .fetch_add(1, Ordering::Relaxed);
             let (default, others) = monitor.split_default(round.outcomes);
-            let pool = monitor.publish_pool(default.clone(), round.finished_at);
-            let health =
-                monitor.publish_health(default, others, round.components, round.finished_at);
+            let round = HealthRound {
+                default,
+                others,
+                components: round.components,
+                finished_at: round.finished_at,
+            };
+            #[cfg(feature = "redis")]
+            if let Some(shared) = monitor.shared.as_ref().filter(|s| s.nocache_writes()) {
+                // Configured to: the bypass's verdict becomes the fleet's.
+                shared.write_fresh(&monitor, &round).await;
+            }
+            let pool = monitor.publish_pool(round.default.clone(), round.finished_at);
+            let health = monitor.publish_health(
+                round.default,
+                round.others,
+                round.components,
+                round.finished_at,
+            );
             let fresh = Fresh { health, pool };
             done.finish(fresh.clone());
             let _ = sender.send(Some(fresh));

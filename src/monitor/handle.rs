@@ -34,8 +34,12 @@ pub struct HealthHandle {
 pub struct MonitorStats {
     /// Readiness rounds completed.
     pub readiness_rounds: u64,
-    /// Health rounds completed.
+    /// Health rounds that ran the checks (with a [shared cache](crate::shared), the rounds
+    /// that computed the verdict rather than serving another process's).
     pub health_rounds: u64,
+    /// Health rounds that served the [shared cache](crate::shared)'s entry, computed by
+    /// another process (or an earlier round of this one), instead of running the checks.
+    pub shared_rounds: u64,
     /// Fresh computations run for `?nocache=true` (concurrent bypasses share one).
     pub fresh_rounds: u64,
     /// Database checks started, over every database. Each is one checkout and one

@@ -71,6 +71,8 @@ mod rounds;
 mod runner;
 #[cfg(test)]
 mod schema_tests;
+#[cfg(feature = "redis")]
+mod shared_round;
 mod slot;
 mod source;
 mod spawner;
@@ -78,6 +80,9 @@ mod startup;
 mod state;
 #[cfg(test)]
 mod tests;
+/// A monitor whose rounds a unit test runs itself, for the other readers' tests.
+#[cfg(test)]
+pub(crate) use self::tests::{monitor as test_monitor, rounds as test_rounds};
 mod transitions;
 #[cfg(test)]
 mod view_tests;

@@ -150,8 +150,10 @@ pub(crate) fn publish_newer<V>(
     let previous = slot.rcu(|current| {
         // Read inside the closure: `rcu` retries if the monitor stopped (and stored its
         // placeholder) in between, and the last try is the one that counts.
-        published =
-            monitor_running.load(Ordering::Acquire) && current.computed_at <= new.computed_at;
+        // A placeholder ("no round yet") gives way to any round's verdict, even one computed
+        // before it by another process (the shared cache).
+        published = monitor_running.load(Ordering::Acquire)
+            && (current.placeholder || current.computed_at <= new.computed_at);
         if published {
             Arc::clone(new)
         } else {

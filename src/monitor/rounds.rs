@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::components::{Forced, TrackedComponent};
 use super::published::{Published, publish_newer};
 use super::slot::CheckSlot;
-use super::state::{FullRound, MonitorState, Round};
+use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{
@@ -107,8 +107,26 @@ impl MonitorState {
         }
     }
 
-    /// The default database and every component due, in parallel under the one deadline.
+    /// The health round: from the shared cache when there is one (which computes, through
+    /// [`computed_health`](Self::computed_health), when its entry is not fresh), else
+    /// computed here.
     pub(crate) async fn health_round(&self) -> Arc<Published<HealthVerdict>> {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            return self.shared_health_round(shared).await;
+        }
+        let round = self.computed_health().await;
+        self.publish_health(
+            round.default,
+            round.others,
+            round.components,
+            round.finished_at,
+        )
+    }
+
+    /// The default database, the others and every component due, checked by this process in
+    /// parallel under the one deadline.
+    pub(crate) async fn computed_health(&self) -> HealthRound {
         let started = Instant::now();
         let round = self.full_round(Forced::No).await;
         self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
@@ -117,7 +135,12 @@ impl MonitorState {
             .health_round_nanos
             .store(took, Ordering::Relaxed);
         let (default, others) = self.split_default(round.outcomes);
-        self.publish_health(default, others, round.components, round.finished_at)
+        HealthRound {
+            default,
+            others,
+            components: round.components,
+            finished_at: round.finished_at,
+        }
     }
 
     /// The pools that are saturated now (read right after a round's checks), by database.
@@ -178,7 +201,26 @@ impl MonitorState {
         components: Vec<ComponentReport>,
         finished_at: SystemTime,
     ) -> Arc<Published<HealthVerdict>> {
-        let verdict = HealthVerdict::from_outcome(
+        self.publish_health_from(default, others, components, finished_at, None)
+    }
+
+    /// Builds and publishes a health verdict: computed here (`shared` is `None`), or the
+    /// shared part another process computed (`shared` names it and says how old its round
+    /// is) with this process's own components merged in. This process's watchers (pool
+    /// saturation, the shared cache's state) are added either way.
+    pub(crate) fn publish_health_from(
+        &self,
+        default: Option<DatabaseOutcome>,
+        others: Vec<DatabaseOutcome>,
+        #[cfg_attr(not(feature = "redis"), allow(unused_mut))] mut components: Vec<ComponentReport>,
+        finished_at: SystemTime,
+        shared: Option<(Arc<str>, Duration)>,
+    ) -> Arc<Published<HealthVerdict>> {
+        #[cfg(feature = "redis")]
+        if let Some(cache) = &self.shared {
+            components.push(cache.report());
+        }
+        let mut verdict = HealthVerdict::from_outcome(
             default,
             others,
             self.saturated_pools(),
@@ -186,25 +228,36 @@ impl MonitorState {
             self.config.unknown_components,
             self.is_monitor_running(),
             finished_at,
-        )
-        .with_lifecycle(self.held(), self.startup.is_started());
-        self.publish_health_verdict(verdict, None)
+        );
+        let stale_after = self.stale_after(self.config.health_interval);
+        let timing = match shared {
+            Some((computed_by, age)) => {
+                verdict.computed_by = Some(computed_by);
+                // `age_ms` counts from the computing round; staleness from now, as it is
+                // about this process's monitor.
+                let now = Instant::now();
+                let computed_at = now.checked_sub(age).unwrap_or(now);
+                (computed_at, stale_after.saturating_add(now - computed_at))
+            }
+            None => (Instant::now(), stale_after),
+        };
+        let verdict = verdict.with_lifecycle(self.held(), self.startup.is_started());
+        self.publish_health_verdict(verdict, timing)
     }
 
-    /// Renders and publishes a health verdict (computed at `computed_at`, or now), tells
-    /// subscribers, and logs a transition.
+    /// Renders and publishes a health verdict computed at `computed_at` and stale
+    /// `stale_after` later, tells subscribers, and logs a transition.
     fn publish_health_verdict(
         &self,
         verdict: HealthVerdict,
-        computed_at: Option<Instant>,
+        (computed_at, stale_after): (Instant, Duration),
     ) -> Arc<Published<HealthVerdict>> {
-        let stale_after = self.stale_after(self.config.health_interval);
         let rendered = render_health(&verdict, stale_after);
         let published = Arc::new(Published::computed_at(
             verdict,
             rendered,
             Some(stale_after),
-            computed_at.unwrap_or_else(Instant::now),
+            computed_at,
         ));
         if let Some(previous) = publish_newer(&self.health, &published, &self.monitor_running) {
             log_health_transition(&self.counters, &previous.verdict, &published.verdict);
@@ -222,7 +275,11 @@ impl MonitorState {
             let verdict = current
                 .verdict
                 .with_lifecycle(held, self.startup.is_started());
-            self.publish_health_verdict(verdict, Some(current.computed_at));
+            let stale_after = current.stale_at().map_or_else(
+                || self.stale_after(self.config.health_interval),
+                |stale_at| stale_at.saturating_duration_since(current.computed_at),
+            );
+            self.publish_health_verdict(verdict, (current.computed_at, stale_after));
         }
         self.notify_view();
     }

@@ -57,6 +57,8 @@ impl HealthMonitor {
         };
         let readiness_interval = shared.config.readiness_interval;
         let health_interval = shared.config.health_interval;
+        #[cfg(feature = "redis")]
+        let jitter = shared.shared.is_some();
         shared.spawner.attach_to_current_runtime();
         shared.set_monitor_running(true);
         drop(shared);
@@ -65,9 +67,16 @@ impl HealthMonitor {
             every(readiness_interval, &self.shared, |shared| async move {
                 shared.readiness_round().await;
             }),
-            every(health_interval, &self.shared, |shared| async move {
-                shared.health_round().await;
-            }),
+            async {
+                let health = |shared: Arc<MonitorState>| async move {
+                    shared.health_round().await;
+                };
+                #[cfg(feature = "redis")]
+                if jitter {
+                    return every_jittered(health_interval, &self.shared, health).await;
+                }
+                every(health_interval, &self.shared, health).await;
+            },
         )
         .await;
     }
@@ -94,6 +103,27 @@ where
             return;
         };
         round(shared).await;
+    }
+}
+
+/// Runs `round` at once, then after a random part of `period` (processes started together
+/// spread over the period), then every `period` give or take 10 %, until the shared state is
+/// gone: the health rounds of a fleet that shares one verdict (see [`crate::shared`]).
+#[cfg(feature = "redis")]
+async fn every_jittered<F, Fut>(period: Duration, shared: &Weak<MonitorState>, mut round: F)
+where
+    F: FnMut(Arc<MonitorState>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let mut wait = crate::shared::first_round_phase(period);
+    loop {
+        let started = tokio::time::Instant::now();
+        let Some(state) = shared.upgrade() else {
+            return;
+        };
+        round(state).await;
+        tokio::time::sleep_until(started + wait).await;
+        wait = crate::shared::next_round_wait(period);
     }
 }
 

@@ -54,6 +54,9 @@ pub(crate) struct MonitorState {
     /// after the change.
     pub(super) hold: Mutex<Option<Arc<str>>>,
     pub(crate) counters: Counters,
+    /// The health verdict shared through Redis, if configured.
+    #[cfg(feature = "redis")]
+    pub(super) shared: Option<super::shared_round::SharedRounds>,
 }
 
 /// The monitor's work so far (the checks started are counted by each slot).
@@ -61,6 +64,8 @@ pub(crate) struct MonitorState {
 pub(crate) struct Counters {
     pub(crate) readiness_rounds: AtomicU64,
     pub(crate) health_rounds: AtomicU64,
+    /// Health rounds that served the shared cache's entry instead of computing.
+    pub(crate) shared_rounds: AtomicU64,
     pub(crate) fresh_rounds: AtomicU64,
     /// How long the last readiness round's checks took, in nanoseconds.
     pub(crate) readiness_round_nanos: AtomicU64,
@@ -75,6 +80,14 @@ pub(crate) struct Counters {
 /// What one round concluded about every database.
 pub(crate) struct Round {
     pub(crate) outcomes: Vec<DatabaseOutcome>,
+    pub(crate) finished_at: SystemTime,
+}
+
+/// What a health round computed by this process concluded.
+pub(crate) struct HealthRound {
+    pub(crate) default: Option<DatabaseOutcome>,
+    pub(crate) others: Vec<DatabaseOutcome>,
+    pub(crate) components: Vec<crate::verdict::ComponentReport>,
     pub(crate) finished_at: SystemTime,
 }
 
@@ -133,6 +146,8 @@ impl MonitorState {
             }
         }
         let default_index = config.default_database_index();
+        #[cfg(feature = "redis")]
+        let shared = super::shared_round::SharedRounds::new(&config, limit);
         let startup = Startup::new(config.startup_waits_for_mark);
         let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
         let (updates, _) = watch::channel(health.verdict.clone());
@@ -157,6 +172,8 @@ impl MonitorState {
             view_generation: AtomicU64::new(0),
             hold: Mutex::new(None),
             counters: Counters::default(),
+            #[cfg(feature = "redis")]
+            shared,
         }
     }
 
@@ -228,6 +245,7 @@ impl MonitorState {
         MonitorStats {
             readiness_rounds: self.counters.readiness_rounds.load(Ordering::Relaxed),
             health_rounds: self.counters.health_rounds.load(Ordering::Relaxed),
+            shared_rounds: self.counters.shared_rounds.load(Ordering::Relaxed),
             fresh_rounds: self.counters.fresh_rounds.load(Ordering::Relaxed),
             checks_started: self.slots.iter().map(CheckSlot::checks_started).sum(),
             component_checks_started: self

@@ -12,16 +12,34 @@ use serde_json::Value;
 use super::Rendered;
 use super::verdicts::{Variants, to_vec};
 
+/// Where a published verdict comes from, as `_cache` says it.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Hit<'a> {
+    /// Computed by this process: `"hit": true`.
+    Own,
+    /// Computed by the process named (shown to the audience that sees details, `null` for
+    /// the others) and served from the shared cache: `"hit": "shared", "computed_by": ...`.
+    Shared(Option<&'a str>),
+}
+
 /// Every variant of a body that ends with `_cache`.
 pub(super) fn with_cache(
     code: StatusCode,
+    hit: Hit<'_>,
     published: &Value,
     draining: &Value,
     stale: &Value,
 ) -> Variants {
     let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+    let hit = match hit {
+        Hit::Own => "true".to_owned(),
+        Hit::Shared(by) => format!(
+            r#""shared","computed_by":{}"#,
+            serde_json::to_string(&by).expect("a string always serializes")
+        ),
+    };
     Variants {
-        published: cached(code, published, "true"),
+        published: cached(code, published, &hit),
         bypassed: cached(code, published, "\"bypassed\""),
         draining: cached(unavailable, draining, "true"),
         stale: cached(unavailable, stale, "true"),
@@ -42,4 +60,37 @@ fn cached(code: StatusCode, body: &Value, hit: &str) -> Rendered {
     head.extend_from_slice(hit.as_bytes());
     head.extend_from_slice(br#","age_ms":"#);
     Rendered::json_with_age(code, head, b"}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+    use serde_json::json;
+
+    use super::*;
+    use crate::probe::BodyMode;
+
+    async fn published(hit: Hit<'_>) -> String {
+        let body = json!({ "status": "healthy" });
+        let variants = with_cache(StatusCode::OK, hit, &body, &body, &body);
+        let response = variants.published.response_aged(BodyMode::Full, 2140, None);
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_cache_says_where_the_verdict_comes_from() {
+        assert_eq!(
+            published(Hit::Own).await,
+            r#"{"status":"healthy","_cache":{"hit":true,"age_ms":2140}}"#
+        );
+        assert_eq!(
+            published(Hit::Shared(Some("web-7d9f/12"))).await,
+            r#"{"status":"healthy","_cache":{"hit":"shared","computed_by":"web-7d9f/12","age_ms":2140}}"#
+        );
+        assert_eq!(
+            published(Hit::Shared(None)).await,
+            r#"{"status":"healthy","_cache":{"hit":"shared","computed_by":null,"age_ms":2140}}"#
+        );
+    }
 }

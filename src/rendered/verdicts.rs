@@ -14,7 +14,7 @@ use http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use super::Rendered;
-use super::age::with_cache;
+use super::age::{Hit, with_cache};
 use crate::Status;
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
@@ -25,7 +25,8 @@ use crate::verdict::{
 /// Every variant of one verdict's response, for one audience.
 #[derive(Clone, Debug)]
 pub(crate) struct Variants {
-    /// Served from the published verdict (`"_cache": {"hit": true}`).
+    /// Served from the published verdict (`"_cache": {"hit": true}`, or `"shared"` for a
+    /// verdict another process computed).
     pub(crate) published: Rendered,
     /// Served to `?nocache=true` (`"_cache": {"hit": "bypassed"}`).
     pub(crate) bypassed: Rendered,
@@ -217,8 +218,14 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
                 "causes": causes,
             })
         };
+        let hit = match (&verdict.computed_by, audience) {
+            (None, _) => Hit::Own,
+            (Some(by), Audience::Full) => Hit::Shared(Some(by)),
+            (Some(_), Audience::Minimal) => Hit::Shared(None),
+        };
         with_cache(
             verdict.status.http_status(),
+            hit,
             &body(verdict.status.as_str(), None),
             &body("draining", Some(&Circumstance::draining())),
             &body(Status::Unavailable.as_str(), Some(&stale)),
@@ -280,6 +287,7 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
         };
         with_cache(
             verdict.http_status(),
+            Hit::Own,
             &body(verdict.status.as_str(), error.as_deref()),
             &body("draining", Some(DRAINING_REASON)),
             &body(Status::Unavailable.as_str(), Some(&stale.text)),

@@ -3,6 +3,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::check::{CheckError, CheckErrorKind};
+use crate::config::FailDirection;
 
 /// The readiness of one database in one round.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -24,6 +25,20 @@ impl DatabaseStatus {
             Self::Ready => "ready",
             Self::NotReady => "not_ready",
             Self::TimedOut => "timed_out",
+        }
+    }
+
+    /// Whether a critical database in this state lets readiness pass: ready, or timed out
+    /// under [`FailDirection::Ready`]. The rule of [`ReadinessVerdict::ready`], for readers
+    /// that answer per database (gRPC's `database/<name>` services).
+    ///
+    /// [`ReadinessVerdict::ready`]: super::ReadinessVerdict::ready
+    #[must_use]
+    pub fn passes(self, fail_direction: FailDirection) -> bool {
+        match self {
+            Self::Ready => true,
+            Self::TimedOut => fail_direction == FailDirection::Ready,
+            Self::NotReady => false,
         }
     }
 }

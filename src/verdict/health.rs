@@ -50,6 +50,10 @@ pub struct HealthVerdict {
     pub components: Vec<ComponentReport>,
     /// Whether the process had finished starting when the verdict was published.
     pub started: bool,
+    /// The process that computed the databases' outcomes and the shared components, when
+    /// this process serves a verdict from the [shared cache](crate::shared) (`"_cache":
+    /// {"hit": "shared", "computed_by": ...}`); `None` for a verdict of its own.
+    pub computed_by: Option<Arc<str>>,
 }
 
 impl HealthVerdict {
@@ -123,6 +127,7 @@ impl HealthVerdict {
             causes,
             components,
             started: false,
+            computed_by: None,
         }
     }
 
@@ -137,6 +142,7 @@ impl HealthVerdict {
             causes: vec![Cause::NoVerdict { why }],
             components: Vec::new(),
             started: false,
+            computed_by: None,
         }
     }
 

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{ComponentReport, DatabaseOutcome, DatabaseStatus};
+use super::{ComponentReport, DatabaseOutcome};
 use crate::component::UnknownComponents;
 use crate::config::FailDirection;
 
@@ -39,11 +39,7 @@ impl ReadinessVerdict {
         let databases_ready = databases
             .iter()
             .filter(|outcome| outcome.critical)
-            .all(|outcome| match outcome.status {
-                DatabaseStatus::Ready => true,
-                DatabaseStatus::TimedOut => fail_direction == FailDirection::Ready,
-                DatabaseStatus::NotReady => false,
-            });
+            .all(|outcome| outcome.status.passes(fail_direction));
         let components_ready = !components
             .iter()
             .any(|report| report.counts_as_trouble(unknown));

@@ -26,9 +26,15 @@ use tower::BoxError;
 use tower_health::check::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
+pub mod child;
+pub mod fault_proxy;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod raw;
+pub mod redis_server;
 pub mod schema;
 pub mod slow_reader;
+pub mod tcp_proxy;
 
 /// The bound on any single wait of a test (a request, a connection, a task): generous, a guard
 /// against hanging rather than a measurement.
@@ -314,12 +320,35 @@ impl Client {
         addr: SocketAddr,
         path: &str,
     ) -> Result<Reply, String> {
+        self.try_request_with(method, addr, path, &[]).await
+    }
+
+    /// A GET with extra headers, its failure reported as [`Client::try_get`] does.
+    pub async fn try_get_with(
+        &self,
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, String> {
+        self.try_request_with(Method::GET, addr, path, headers)
+            .await
+    }
+
+    pub async fn try_request_with(
+        &self,
+        method: Method,
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, String> {
         let what = format!("{method} {path}");
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(method)
-            .uri(format!("http://{addr}{path}"))
-            .body(Empty::new())
-            .unwrap();
+            .uri(format!("http://{addr}{path}"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Empty::new()).unwrap();
         let exchange = async {
             let response = self
                 .inner

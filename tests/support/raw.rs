@@ -53,6 +53,11 @@ impl RawConnection {
             .expect("write");
     }
 
+    /// Sends raw bytes as they are; `false` if the server closed the connection first.
+    pub async fn try_send_raw(&mut self, bytes: &[u8]) -> bool {
+        self.stream.write_all(bytes).await.is_ok()
+    }
+
     /// `GET path` with the given extra header lines (each without CRLF), then the response.
     pub async fn get(&mut self, path: &str, headers: &[&[u8]]) -> RawResponse {
         self.request("GET", path, headers).await

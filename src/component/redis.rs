@@ -1,0 +1,156 @@
+//! Redis through the `redis` crate: a `PING` per check. The pieces it shares with the
+//! [shared cache](crate::shared) (the URL, the target, the connection, what an error means)
+//! are in `redis_client.rs`.
+//!
+//! The `redis` crate (redis-rs) over `fred`: it is the client most Rust services already
+//! hold (so [`Redis::new`] takes the application's own connection), it is maintained by an
+//! organisation with regular releases, its `ConnectionManager` is one multiplexed connection
+//! that reconnects by itself, TLS goes through rustls (the crate's `rustls` feature, as for
+//! PostgreSQL), and Redis Cluster and Sentinel connections implement the same
+//! `ConnectionLike` trait (through the application's own `redis` features).
+
+use std::fmt;
+use std::sync::Arc;
+
+use redis::Client;
+use redis::aio::ConnectionLike;
+
+use super::Component;
+use crate::check::{CheckError, CheckErrorKind, CheckFuture};
+pub use crate::redis_client::InvalidRedisUrl;
+use crate::redis_client::{LazyManager, client, error_kind, target};
+
+/// A [`Component`] that sends `PING` to Redis: is the server there and answering?
+///
+/// Through the application's own connection ([`Redis::new`] with a `ConnectionManager`, a
+/// `MultiplexedConnection` or a cluster connection: no second connection, the check rides
+/// the multiplexed one) or one of its own ([`Redis::connect`], [`Redis::from_client`]: one
+/// `ConnectionManager`, opened on the first check and reconnecting by itself). A failure is
+/// of kind `refused`, `dns`, `auth` (`NOAUTH`, `WRONGPASS`), `tls`, `timeout`, `closed` (the
+/// connection dropped under the command) or `other`. A multiplexed connection has no pool,
+/// so there are no pool figures: the round's `elapsed_ms` is the `PING`'s round trip.
+///
+/// ```
+/// use tower_health::HealthConfig;
+/// use tower_health::component::{ComponentSpec, Redis};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let cache = Redis::connect("redis://:secret@127.0.0.1:6379/0")?;
+/// assert_eq!(cache.to_string(), "127.0.0.1:6379/0"); // what `target` shows: no password
+/// let config = HealthConfig::new().component(ComponentSpec::new("cache", cache));
+/// # let _ = config;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Operators can declare one without code: `TOWER_HEALTH_REDIS_<NAME>=redis://...` adds a
+/// non-critical component `<name>` (lower-cased); see [`crate::config`].
+#[derive(Clone)]
+pub struct Redis {
+    ping: Arc<dyn Fn() -> CheckFuture + Send + Sync>,
+    target: Option<Arc<str>>,
+}
+
+impl Redis {
+    /// Checks through `connection`, the application's own (a `ConnectionManager`, a
+    /// `MultiplexedConnection`, a cluster connection): each check clones it and sends one
+    /// `PING` on it. No target is shown: the connection does not say where it goes.
+    #[must_use]
+    pub fn new<C>(connection: C) -> Self
+    where
+        C: ConnectionLike + Clone + Send + Sync + 'static,
+    {
+        let ping = move || -> CheckFuture {
+            let mut connection = connection.clone();
+            Box::pin(async move { ping(&mut connection).await })
+        };
+        Self {
+            ping: Arc::new(ping),
+            target: None,
+        }
+    }
+
+    /// Checks through a connection of its own to `url` (`redis://[user:password@]host[:port][/db]`;
+    /// `rediss://` with the `rustls` feature), opened on the first check.
+    ///
+    /// # Errors
+    ///
+    /// When the URL does not parse, or asks for TLS in a build without the `rustls` feature.
+    pub fn connect(url: &str) -> Result<Self, InvalidRedisUrl> {
+        Ok(Self::from_client(client(url)?))
+    }
+
+    /// Checks through a connection of its own, opened from `client` on the first check.
+    #[must_use]
+    pub fn from_client(client: Client) -> Self {
+        let target = Some(Arc::from(target(&client)));
+        let manager = LazyManager::new(client);
+        let ping = move || -> CheckFuture {
+            let manager = manager.clone();
+            Box::pin(async move { ping(&mut manager.get()?).await })
+        };
+        Self {
+            ping: Arc::new(ping),
+            target,
+        }
+    }
+}
+
+impl Component for Redis {
+    fn check(&self) -> CheckFuture {
+        (self.ping)()
+    }
+
+    fn target(&self) -> Option<String> {
+        self.target.as_deref().map(str::to_owned)
+    }
+}
+
+impl fmt::Display for Redis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            self.target
+                .as_deref()
+                .unwrap_or("the application's connection"),
+        )
+    }
+}
+
+impl fmt::Debug for Redis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The client's own Debug shows its connection info, password included.
+        let Self { ping: _, target } = self;
+        f.debug_struct("Redis")
+            .field("target", target)
+            .finish_non_exhaustive()
+    }
+}
+
+async fn ping<C: ConnectionLike>(connection: &mut C) -> Result<(), CheckError> {
+    let pong: String = redis::cmd("PING")
+        .query_async(connection)
+        .await
+        .map_err(|error| CheckError::from_error(error_kind(&error), &error))?;
+    match pong.as_str() {
+        "PONG" => Ok(()),
+        other => Err(CheckError::new(
+            CheckErrorKind::Other,
+            format!("PING answered {other:?}, not PONG"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_and_debug_show_no_password() {
+        let redis = Redis::connect("redis://app:hunter2@cache.internal:6380/3").unwrap();
+        assert_eq!(redis.target().as_deref(), Some("cache.internal:6380/3"));
+        let debug = format!("{redis:?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        let error = Redis::connect("redis://app:hunter2@cache.internal:port").unwrap_err();
+        assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+}

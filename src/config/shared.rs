@@ -1,0 +1,182 @@
+//! The shared verdict cache: [`HealthConfig::shared_cache`] and its variables
+//! (`TOWER_HEALTH_REDIS_URL`, `TOWER_HEALTH_SHARED_*`).
+
+use std::time::Duration;
+
+use super::{ConfigError, Env, HealthConfig};
+
+/// The variables naming the shared cache's Redis: ours, then Baldur's.
+const URL_VARIABLES: [&str; 2] = ["TOWER_HEALTH_REDIS_URL", "BALDUR_REDIS_URL"];
+const KEY_PREFIX: &str = "TOWER_HEALTH_SHARED_KEY_PREFIX";
+const TTL: &str = "TOWER_HEALTH_SHARED_TTL";
+const LOCK_EXPIRY: &str = "TOWER_HEALTH_SHARED_LOCK_EXPIRY";
+const PROCESS_ID: &str = "TOWER_HEALTH_SHARED_PROCESS_ID";
+const NOCACHE_WRITES: &str = "TOWER_HEALTH_SHARED_NOCACHE_WRITES";
+
+/// The shared cache's settings as the environment gives them.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+struct SharedVariables<'e> {
+    prefix: Option<&'e str>,
+    ttl: Option<Duration>,
+    lock_expiry: Option<Duration>,
+    process_id: Option<&'e str>,
+    nocache_writes: Option<bool>,
+}
+
+impl HealthConfig {
+    /// Shares the health verdict across the processes on one Redis: see
+    /// [`shared`](crate::shared). Environment: `TOWER_HEALTH_REDIS_URL` (or Baldur's
+    /// `BALDUR_REDIS_URL`) and the `TOWER_HEALTH_SHARED_*` variables.
+    ///
+    /// Defaults to none: each process computes its own verdict.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    pub fn shared_cache(mut self, cache: crate::shared::SharedCache) -> Self {
+        self.shared_cache = Some(cache);
+        self
+    }
+
+    /// Reads the shared cache's variables. Every one is read and checked whether a URL is
+    /// set or not; without one, the others are unused.
+    pub(super) fn shared_from_env(self, env: &Env) -> Result<Self, ConfigError> {
+        let url = env.first(&URL_VARIABLES);
+        let prefix = env.first(&[KEY_PREFIX]);
+        if let Some((variable, prefix)) = prefix {
+            validate_key_prefix(prefix)
+                .map_err(|reason| ConfigError::new(variable, prefix, reason))?;
+        }
+        let variables = SharedVariables {
+            prefix: prefix.map(|(_, prefix)| prefix),
+            ttl: env.duration(TTL, None)?,
+            lock_expiry: env.duration(LOCK_EXPIRY, None)?,
+            process_id: env.first(&[PROCESS_ID]).map(|(_, id)| id),
+            nocache_writes: env.flag(NOCACHE_WRITES)?,
+        };
+        if let Some(expiry) = variables.lock_expiry {
+            let ttl = variables.ttl.unwrap_or(self.health_interval);
+            if expiry > ttl / 2 {
+                return Err(ConfigError::new(
+                    LOCK_EXPIRY,
+                    &humantime::format_duration(expiry).to_string(),
+                    format!(
+                        "expected at most half the TTL ({})",
+                        humantime::format_duration(ttl)
+                    ),
+                ));
+            }
+        }
+        match url {
+            Some((variable, url)) => with_url(self, variable, url, &variables),
+            None => Ok(self),
+        }
+    }
+}
+
+/// Why `prefix` cannot be a key prefix, if it cannot.
+pub(crate) fn validate_key_prefix(prefix: &str) -> Result<(), &'static str> {
+    if prefix.is_empty() || prefix.len() > 200 {
+        return Err("expected 1 to 200 bytes");
+    }
+    if prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("expected no whitespace or control characters");
+    }
+    Ok(())
+}
+
+#[cfg(feature = "redis")]
+fn with_url(
+    config: HealthConfig,
+    variable: &str,
+    url: &str,
+    variables: &SharedVariables<'_>,
+) -> Result<HealthConfig, ConfigError> {
+    let mut cache = crate::shared::SharedCache::connect(url)
+        .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
+    if let Some(prefix) = variables.prefix {
+        cache = cache.key_prefix(prefix);
+    }
+    if let Some(ttl) = variables.ttl {
+        cache = cache.ttl(ttl);
+    }
+    if let Some(expiry) = variables.lock_expiry {
+        cache = cache.lock_expiry(expiry);
+    }
+    if let Some(id) = variables.process_id {
+        cache = cache.process_id(id);
+    }
+    if let Some(writes) = variables.nocache_writes {
+        cache = cache.nocache_writes(writes);
+    }
+    Ok(config.shared_cache(cache))
+}
+
+/// Refuses rather than silently computing alone: an operator who set a Redis URL expects
+/// the fleet to share one verdict.
+#[cfg(not(feature = "redis"))]
+fn with_url(
+    _config: HealthConfig,
+    variable: &str,
+    url: &str,
+    _variables: &SharedVariables<'_>,
+) -> Result<HealthConfig, ConfigError> {
+    Err(ConfigError::new(
+        variable,
+        url,
+        "a Redis URL is set to share the health verdict, but tower-health was built without the `redis` feature",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        for (variable, value) in [
+            (KEY_PREFIX, "has space"),
+            (TTL, "10"),
+            (LOCK_EXPIRY, "-1s"),
+            (NOCACHE_WRITES, "maybe"),
+        ] {
+            let error = HealthConfig::from_vars([(variable, value)]).unwrap_err();
+            assert_eq!(error.variable(), variable, "{error}");
+        }
+        let error = HealthConfig::from_vars([(TTL, "10s"), (LOCK_EXPIRY, "6s")]).unwrap_err();
+        assert_eq!(error.variable(), LOCK_EXPIRY);
+        assert_eq!(error.reason(), "expected at most half the TTL (10s)");
+    }
+
+    #[cfg(not(feature = "redis"))]
+    #[test]
+    fn a_redis_url_without_the_feature_is_refused() {
+        let error = HealthConfig::from_vars([("BALDUR_REDIS_URL", "redis://:hunter2@cache/0")])
+            .unwrap_err();
+        assert_eq!(error.variable(), "BALDUR_REDIS_URL");
+        assert!(error.to_string().contains("`redis` feature"), "{error}");
+        assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn the_shared_cache_from_the_environment() {
+        let config = HealthConfig::from_vars([
+            ("BALDUR_REDIS_URL", "redis://:hunter2@cache.internal:6380/2"),
+            (KEY_PREFIX, "checkout:"),
+            (TTL, "20s"),
+            (LOCK_EXPIRY, "2s"),
+            (PROCESS_ID, "web-1"),
+            (NOCACHE_WRITES, "true"),
+        ])
+        .unwrap();
+        let cache = config.shared_cache.as_ref().expect("a shared cache");
+        assert_eq!(cache.entry_key(), "checkout:health");
+        assert_eq!(cache.lock_key(), "checkout:health:lock");
+        let debug = format!("{config:?}");
+        assert!(debug.contains("cache.internal:6380/2"), "{debug}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(debug.contains("ttl: Some(20s)"), "{debug}");
+        let error =
+            HealthConfig::from_vars([("TOWER_HEALTH_REDIS_URL", "http://cache")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_REDIS_URL");
+    }
+}

@@ -1,0 +1,90 @@
+//! The application's own services: names it sets, served beside the crate's.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tonic::server::NamedService;
+
+use super::ServingStatus;
+use super::services::{AppStatuses, is_reserved};
+
+/// Sets the status of the application's own services in a
+/// [`HealthService`](super::HealthService), as tonic-health's `HealthReporter` does.
+///
+/// The names `""`, `database/<name>` and `component/<name>` are the crate's (readiness, the
+/// databases, the components) and cannot be set. Like every other service, the application's
+/// answer `NOT_SERVING` once the drain has started, whatever was set.
+///
+/// Get one with [`HealthService::reporter`](super::HealthService::reporter). Cheap to clone.
+///
+/// See the [module docs](super) for an example.
+#[derive(Clone)]
+pub struct HealthReporter {
+    statuses: Arc<watch::Sender<AppStatuses>>,
+}
+
+impl HealthReporter {
+    pub(crate) fn new(statuses: Arc<watch::Sender<AppStatuses>>) -> Self {
+        Self { statuses }
+    }
+
+    /// Sets the status of the service `name`, adding it if it is new. This notifies every
+    /// watcher of that name if its status changed.
+    ///
+    /// # Panics
+    ///
+    /// When `name` is one of the crate's: `""`, or starting with `database/` or
+    /// `component/`. To take the whole process out of rotation, use
+    /// [`HealthHandle::hold`](crate::HealthHandle::hold).
+    #[track_caller]
+    pub fn set_service_status(&self, name: impl AsRef<str>, status: ServingStatus) {
+        let name = name.as_ref();
+        assert!(
+            !is_reserved(name),
+            "the gRPC health service {name:?} is tower-health's own; pick another name"
+        );
+        self.statuses.send_if_modified(|statuses| {
+            if statuses.get(name) == Some(&status) {
+                return false;
+            }
+            Arc::make_mut(statuses).insert(name.into(), status);
+            true
+        });
+    }
+
+    /// Sets the status of the service `S` (its [`NamedService::NAME`]) to `Serving`.
+    pub fn set_serving<S: NamedService>(&self) {
+        self.set_service_status(S::NAME, ServingStatus::Serving);
+    }
+
+    /// Sets the status of the service `S` (its [`NamedService::NAME`]) to `NotServing`.
+    pub fn set_not_serving<S: NamedService>(&self) {
+        self.set_service_status(S::NAME, ServingStatus::NotServing);
+    }
+
+    /// Removes the service `name`: `Check` answers `NOT_FOUND` for it again, and its watchers
+    /// get `SERVICE_UNKNOWN`. Returns whether it was there.
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "called for its effect; the result is informational"
+    )]
+    pub fn clear_service_status(&self, name: &str) -> bool {
+        self.statuses.send_if_modified(|statuses| {
+            if !statuses.contains_key(name) {
+                return false;
+            }
+            Arc::make_mut(statuses).remove(name);
+            true
+        })
+    }
+}
+
+impl fmt::Debug for HealthReporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { statuses } = self;
+        f.debug_struct("HealthReporter")
+            .field("statuses", &**statuses.borrow())
+            .finish()
+    }
+}

@@ -1,0 +1,133 @@
+//! Which services there are, and what each answers: the one place that maps the view (and
+//! the application's own statuses) to `grpc.health.v1`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::ServingStatus;
+use crate::config::HealthConfig;
+use crate::probe::Probe;
+use crate::view::{Condition, View};
+
+/// The prefix of the service of each configured database: `database/<name>`
+/// (`database/default` for the default one).
+pub const DATABASE_PREFIX: &str = "database/";
+
+/// The prefix of the service of each [component](crate::component): `component/<name>`.
+pub const COMPONENT_PREFIX: &str = "component/";
+
+/// The most services [`List`](super::pb::health_server::Health::list) returns; past it, it
+/// answers `RESOURCE_EXHAUSTED`, as the proto says.
+pub const MAX_LISTED: usize = 100;
+
+/// The statuses the application set, by name.
+pub(crate) type AppStatuses = Arc<BTreeMap<Arc<str>, ServingStatus>>;
+
+/// Whether `name` is one the crate answers for (`""`, `database/..`, `component/..`), which
+/// the application cannot set.
+pub(crate) fn is_reserved(name: &str) -> bool {
+    name.is_empty() || name.starts_with(DATABASE_PREFIX) || name.starts_with(COMPONENT_PREFIX)
+}
+
+/// The services at one instant: a view, the monitor's configuration (the names known before
+/// the first round), and the application's statuses.
+pub(crate) struct Services<'a> {
+    pub(crate) view: &'a View,
+    pub(crate) config: &'a HealthConfig,
+    pub(crate) app: &'a BTreeMap<Arc<str>, ServingStatus>,
+}
+
+impl Services<'_> {
+    /// What `name` answers, or `None` for a name no service has. Once the drain has started,
+    /// every service answers `NotServing`.
+    pub(crate) fn status(&self, name: &str) -> Option<ServingStatus> {
+        let status = self.undrained(name)?;
+        Some(if self.view.draining {
+            ServingStatus::NotServing
+        } else {
+            status
+        })
+    }
+
+    /// Every service and its status, sorted by name.
+    pub(crate) fn all(&self) -> BTreeMap<String, ServingStatus> {
+        let databases = self
+            .config
+            .database_names()
+            .chain(self.view.readiness.databases.iter().map(|db| &*db.name))
+            .map(|name| format!("{DATABASE_PREFIX}{name}"));
+        let components = self
+            .config
+            .component_names()
+            .chain(self.view.health.components.iter().map(|c| &*c.name))
+            .map(|name| format!("{COMPONENT_PREFIX}{name}"));
+        let apps = self.app.keys().map(|name| name.to_string());
+        std::iter::once(String::new())
+            .chain(databases)
+            .chain(components)
+            .chain(apps)
+            .filter_map(|name| Some((self.status(&name)?, name)))
+            .map(|(status, name)| (name, status))
+            .collect()
+    }
+
+    fn undrained(&self, name: &str) -> Option<ServingStatus> {
+        if name.is_empty() {
+            return Some(ServingStatus::of_answer(
+                self.view.answer(Probe::Ready),
+                self.view.monitor_running,
+            ));
+        }
+        if let Some(database) = name.strip_prefix(DATABASE_PREFIX) {
+            return self.database(database);
+        }
+        if let Some(component) = name.strip_prefix(COMPONENT_PREFIX) {
+            return self.component(component);
+        }
+        self.app.get(name).copied()
+    }
+
+    /// A database's readiness outcome under the fail direction (a stale verdict fails).
+    fn database(&self, name: &str) -> Option<ServingStatus> {
+        let readiness = &self.view.readiness;
+        let outcome = readiness.databases.iter().find(|db| &*db.name == name);
+        let configured = || self.config.database_names().any(|known| known == name);
+        let fail_direction = self.config.fail_direction;
+        match (outcome, self.view.answer(Probe::Ready).condition) {
+            (None, _) if !configured() => None,
+            (_, Condition::Stale) => Some(ServingStatus::NotServing),
+            (Some(outcome), _) => Some(ServingStatus::from_passing(
+                outcome.status.passes(fail_direction),
+            )),
+            (None, _) => Some(self.no_verdict()),
+        }
+    }
+
+    /// A component's status after hysteresis, from the last health round (a stale verdict
+    /// fails).
+    fn component(&self, name: &str) -> Option<ServingStatus> {
+        let report = self
+            .view
+            .health
+            .components
+            .iter()
+            .find(|c| &*c.name == name);
+        let registered = || self.config.component_names().any(|known| known == name);
+        match (report, self.view.answer(Probe::Health).condition) {
+            (None, _) if !registered() => None,
+            (_, Condition::Stale) => Some(ServingStatus::NotServing),
+            (Some(report), _) => Some(ServingStatus::of_component(report.status)),
+            (None, _) => Some(self.no_verdict()),
+        }
+    }
+
+    /// A known service without an outcome yet: unknown before the first round, failing when
+    /// no monitor runs.
+    fn no_verdict(&self) -> ServingStatus {
+        if self.view.monitor_running {
+            ServingStatus::Unknown
+        } else {
+            ServingStatus::NotServing
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! `Watch` over fake checks: pushed changes only, the latest status for a slow reader,
+//! `SERVICE_UNKNOWN` kept open, and the end of every stream at the shutdown.
+
+use std::pin::Pin;
+use std::task::{Context, Waker};
+use std::time::Duration;
+
+use futures_core::Stream;
+use tonic::Request;
+
+use super::pb::HealthCheckRequest;
+use super::pb::health_check_response::ServingStatus as Wire;
+use super::pb::health_server::Health;
+use super::{HealthService, ServingStatus, WatchStream};
+use crate::config::HealthConfig;
+use crate::drain::{DrainConfig, DrainHandle};
+use crate::monitor::{test_monitor, test_rounds};
+use crate::test_helpers::{FakeCheck, FakeComponent};
+
+/// A bound against hanging, not a measurement.
+const LIMIT: Duration = Duration::from_secs(10);
+
+fn service(database: &FakeComponent) -> HealthService {
+    let config = HealthConfig::new()
+        .readiness_timeout(Duration::from_secs(10))
+        .database("default", database.clone())
+        .unwrap();
+    HealthService::new(test_monitor(config))
+}
+
+async fn watch(service: &HealthService, name: &str) -> WatchStream {
+    let request = Request::new(HealthCheckRequest {
+        service: name.into(),
+    });
+    service.watch(request).await.unwrap().into_inner()
+}
+
+/// The next message; `None` when the stream ended.
+async fn next(stream: &mut WatchStream) -> Option<Wire> {
+    let item = std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx));
+    let item = tokio::time::timeout(LIMIT, item)
+        .await
+        .expect("a message or the end");
+    item.map(|message| message.unwrap().status())
+}
+
+/// Whether the stream has nothing to send now (polled once, without waiting).
+fn nothing_pending(stream: &mut WatchStream) -> bool {
+    let mut cx = Context::from_waker(Waker::noop());
+    Pin::new(stream).poll_next(&mut cx).is_pending()
+}
+
+#[tokio::test]
+async fn a_watch_sends_each_change_once() {
+    let database = FakeComponent::new(FakeCheck::Ready);
+    let service = service(&database);
+    let handle = service.handle().clone();
+    let mut ready = watch(&service, "").await;
+    let mut default = watch(&service, "database/default").await;
+    assert_eq!(next(&mut ready).await, Some(Wire::Unknown));
+    assert_eq!(next(&mut default).await, Some(Wire::Unknown));
+    test_rounds(&handle).await;
+    assert_eq!(next(&mut ready).await, Some(Wire::Serving));
+    assert_eq!(next(&mut default).await, Some(Wire::Serving));
+    // A round with the same outcome publishes a new verdict, and sends nothing.
+    test_rounds(&handle).await;
+    assert!(nothing_pending(&mut ready));
+    database.set(FakeCheck::Refused);
+    test_rounds(&handle).await;
+    assert_eq!(next(&mut ready).await, Some(Wire::NotServing));
+    assert_eq!(next(&mut default).await, Some(Wire::NotServing));
+    assert!(nothing_pending(&mut ready));
+}
+
+#[tokio::test]
+async fn a_slow_reader_gets_the_latest_status_not_a_queue() {
+    let database = FakeComponent::new(FakeCheck::Ready);
+    let service = service(&database);
+    let reporter = service.reporter();
+    reporter.set_service_status("greeter", ServingStatus::Serving);
+    let mut greeter = watch(&service, "greeter").await;
+    assert_eq!(next(&mut greeter).await, Some(Wire::Serving));
+    for status in [ServingStatus::NotServing, ServingStatus::Serving] {
+        reporter.set_service_status("greeter", status);
+    }
+    reporter.set_service_status("greeter", ServingStatus::NotServing);
+    assert_eq!(next(&mut greeter).await, Some(Wire::NotServing));
+    assert!(nothing_pending(&mut greeter));
+}
+
+#[tokio::test]
+async fn an_unknown_service_stays_open_until_it_appears() {
+    let service = service(&FakeComponent::new(FakeCheck::Ready));
+    let mut greeter = watch(&service, "greeter").await;
+    assert_eq!(next(&mut greeter).await, Some(Wire::ServiceUnknown));
+    assert!(nothing_pending(&mut greeter), "kept open");
+    service
+        .reporter()
+        .set_service_status("greeter", ServingStatus::Serving);
+    assert_eq!(next(&mut greeter).await, Some(Wire::Serving));
+    assert!(service.reporter().clear_service_status("greeter"));
+    assert_eq!(next(&mut greeter).await, Some(Wire::ServiceUnknown));
+}
+
+#[tokio::test]
+async fn streams_get_not_serving_at_the_drain_and_end_when_the_shutdown_begins() {
+    let service = service(&FakeComponent::new(FakeCheck::Ready));
+    let handle = service.handle().clone();
+    test_rounds(&handle).await;
+    let delay = Duration::from_millis(50);
+    let drain = DrainHandle::new(DrainConfig::new().delay(delay).timeout(LIMIT));
+    handle.follow_drain(&drain);
+    let mut streams = Vec::new();
+    for name in ["", "database/default", "nope"] {
+        let mut stream = watch(&service, name).await;
+        next(&mut stream).await;
+        streams.push(stream);
+    }
+    drain.start();
+    for stream in &mut streams[..2] {
+        assert_eq!(next(stream).await, Some(Wire::NotServing));
+    }
+    // Ended once the drain delay, at which `DrainHandle::serve` begins the shutdown, is over.
+    for stream in &mut streams {
+        assert_eq!(next(stream).await, None);
+    }
+    assert!(drain.is_draining());
+}
+
+#[tokio::test]
+async fn close_streams_ends_every_stream_now() {
+    let service = service(&FakeComponent::new(FakeCheck::Ready));
+    let mut ready = watch(&service, "").await;
+    assert_eq!(next(&mut ready).await, Some(Wire::Unknown));
+    service.clone().close_streams();
+    assert_eq!(next(&mut ready).await, None);
+    // A later watch sends the status, and ends.
+    let mut late = watch(&service, "").await;
+    assert_eq!(next(&mut late).await, Some(Wire::Unknown));
+    assert_eq!(next(&mut late).await, None);
+}

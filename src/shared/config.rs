@@ -1,0 +1,199 @@
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+
+use crate::component::InvalidRedisUrl;
+use crate::config::{Zero, assert_in_range, validate_key_prefix};
+use crate::redis_client::{LazyManager, client as redis_client, target as redis_target};
+
+/// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.
+pub const DEFAULT_KEY_PREFIX: &str = "tower-health:";
+
+/// Where and how the health verdict is shared across processes: the Redis connection, the
+/// keys, how long an entry is served, and who this process is. Register it with
+/// [`HealthConfig::shared_cache`](crate::HealthConfig::shared_cache), or set
+/// `TOWER_HEALTH_REDIS_URL`.
+///
+/// See the [module docs](super) for what is shared and an example.
+#[derive(Clone)]
+#[must_use]
+pub struct SharedCache {
+    pub(crate) connection: SharedConnection,
+    /// Where the connection goes (`host:port/db`), when this crate opens it.
+    pub(crate) target: Option<Arc<str>>,
+    pub(crate) key_prefix: String,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) lock_expiry: Option<Duration>,
+    pub(crate) process_id: Option<Arc<str>>,
+    pub(crate) nocache_writes: bool,
+}
+
+/// The one multiplexed connection the shared cache uses.
+#[derive(Clone)]
+pub(crate) enum SharedConnection {
+    /// One of its own, opened on the first round and reconnecting by itself.
+    Own(LazyManager),
+    /// The application's own.
+    Application(ConnectionManager),
+}
+
+impl SharedCache {
+    /// Shares through a connection of its own to `url` (`redis://[user:password@]host[:port][/db]`;
+    /// `rediss://` with the `rustls` feature), opened on the first health round.
+    ///
+    /// # Errors
+    ///
+    /// When the URL does not parse, or asks for TLS in a build without the `rustls` feature.
+    pub fn connect(url: &str) -> Result<Self, InvalidRedisUrl> {
+        Ok(Self::from_client(redis_client(url)?))
+    }
+
+    /// Shares through a connection of its own, opened from `client` on the first health
+    /// round.
+    pub fn from_client(client: redis::Client) -> Self {
+        let target = Some(Arc::from(redis_target(&client)));
+        Self::with(SharedConnection::Own(LazyManager::new(client)), target)
+    }
+
+    /// Shares through the application's own `ConnectionManager`: no second connection.
+    /// Its response timeout, if shorter than the round's deadline, applies.
+    pub fn with_connection(manager: ConnectionManager) -> Self {
+        Self::with(SharedConnection::Application(manager), None)
+    }
+
+    fn with(connection: SharedConnection, target: Option<Arc<str>>) -> Self {
+        Self {
+            connection,
+            target,
+            key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
+            ttl: None,
+            lock_expiry: None,
+            process_id: None,
+            nocache_writes: false,
+        }
+    }
+
+    /// The prefix of the two keys: the entry under `<prefix>health`, the lock under
+    /// `<prefix>health:lock`. Give each fleet (each application) sharing one Redis its own.
+    ///
+    /// Defaults to `tower-health:`.
+    ///
+    /// # Panics
+    ///
+    /// When `prefix` is empty, longer than 200 bytes, or holds whitespace or control
+    /// characters.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        let prefix = prefix.into();
+        if let Err(reason) = validate_key_prefix(&prefix) {
+            panic!("SharedCache::key_prefix: {reason}, got {prefix:?}");
+        }
+        self.key_prefix = prefix;
+        self
+    }
+
+    /// How long an entry is served by the other processes after the round that computed it:
+    /// past it, the next health round of any process computes a new one. Redis keeps the
+    /// entry for twice as long, so that the processes that lose the race for the lock keep
+    /// serving it while the winner computes.
+    ///
+    /// Defaults to the health round's interval
+    /// ([`HealthConfig::health_interval`](crate::HealthConfig::health_interval)).
+    ///
+    /// # Panics
+    ///
+    /// When `ttl` is shorter than 1 ms or longer than 1 year.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        assert_in_range("SharedCache::ttl", ttl, Zero::Refused);
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// How long the lock a computing process takes is held at most: a process that died
+    /// holding it blocks nobody past it. Kept below the TTL (capped at half of it).
+    ///
+    /// Defaults to twice the round's deadline
+    /// ([`HealthConfig::readiness_timeout`](crate::HealthConfig::readiness_timeout)): the
+    /// computation and the write each take one at most.
+    ///
+    /// # Panics
+    ///
+    /// When `expiry` is shorter than 1 ms or longer than 1 year.
+    pub fn lock_expiry(mut self, expiry: Duration) -> Self {
+        assert_in_range("SharedCache::lock_expiry", expiry, Zero::Refused);
+        self.lock_expiry = Some(expiry);
+        self
+    }
+
+    /// How this process signs the entries it computes (`"computed_by"` in the entry and in
+    /// the bodies that serve it).
+    ///
+    /// Defaults to `<hostname>/<pid>` (the hostname from `HOSTNAME`, else the kernel's: the
+    /// pod's name on Kubernetes).
+    pub fn process_id(mut self, id: impl Into<String>) -> Self {
+        self.process_id = Some(Arc::from(id.into()));
+        self
+    }
+
+    /// Whether a `?nocache=true` computation also overwrites the shared entry. Without it,
+    /// the bypass's verdict is this process's alone.
+    ///
+    /// Defaults to `false`.
+    pub fn nocache_writes(mut self, writes: bool) -> Self {
+        self.nocache_writes = writes;
+        self
+    }
+
+    /// The key the entry is stored under.
+    #[must_use]
+    pub fn entry_key(&self) -> String {
+        format!("{}health", self.key_prefix)
+    }
+
+    /// The key of the lock a computing process takes.
+    #[must_use]
+    pub fn lock_key(&self) -> String {
+        format!("{}health:lock", self.key_prefix)
+    }
+}
+
+/// `<hostname>/<pid>`.
+pub(crate) fn default_process_id() -> Arc<str> {
+    let hostname = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned());
+    Arc::from(format!("{hostname}/{}", std::process::id()))
+}
+
+impl fmt::Debug for SharedCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Destructured: a new field does not compile until it is shown or skipped on purpose.
+        // The connection is not shown: its Debug holds the password.
+        let Self {
+            connection,
+            target,
+            key_prefix,
+            ttl,
+            lock_expiry,
+            process_id,
+            nocache_writes,
+        } = self;
+        let connection = match connection {
+            SharedConnection::Own(_) => "own",
+            SharedConnection::Application(_) => "the application's",
+        };
+        f.debug_struct("SharedCache")
+            .field("connection", &connection)
+            .field("target", target)
+            .field("key_prefix", key_prefix)
+            .field("ttl", ttl)
+            .field("lock_expiry", lock_expiry)
+            .field("process_id", process_id)
+            .field("nocache_writes", nocache_writes)
+            .finish()
+    }
+}

@@ -1,0 +1,78 @@
+//! One health verdict for the whole fleet, shared through Redis.
+//!
+//! With a [`SharedCache`] configured (or `TOWER_HEALTH_REDIS_URL` set), the part of the
+//! health verdict that is the same for every process is one entry in Redis: the databases'
+//! outcomes and the [components marked shared](crate::component::ComponentSpec::shared)
+//! (an expensive dependency check, say). Each health round first reads the entry:
+//!
+//! - **fresh** (younger than the [TTL](SharedCache::ttl)): the round serves it as its own,
+//!   and `/health` says so: `"_cache": {"hit": "shared", "computed_by": "web-7d9f/12",
+//!   "age_ms": 2140}`, the age counted from the computing process's clock;
+//! - **stale, missing or unusable**: the processes race for a short lock
+//!   (`SET <prefix>health:lock <id> NX PX <lock expiry>`). The winner runs the checks,
+//!   publishes its verdict and writes the entry; the others keep serving the entry they
+//!   have (Redis keeps it twice the TTL) and read the new one next round. One process
+//!   computes per window, whatever the size of the fleet. A winner that dies blocks nobody
+//!   past the lock's expiry.
+//!
+//! The health rounds of a process with a shared cache are spread over the interval at
+//! random, then drift by up to 10 % each, so that a fleet started together does not read,
+//! race and compute in lockstep.
+//!
+//! # What stays this process's own
+//!
+//! - **Readiness**, always: each process's readiness follows its own connections, so a pod
+//!   whose own network path to the database broke leaves rotation alone.
+//! - The process-local watchers, merged on top of the shared part: round lag (`monitor`),
+//!   pool saturation, runtime starvation, the components not marked shared, and the cache
+//!   itself (`shared_cache`).
+//! - `?nocache=true`: this process's verdict, computed fresh; it does not overwrite the
+//!   entry unless [`SharedCache::nocache_writes`] says so.
+//!
+//! # When Redis is in trouble
+//!
+//! Redis never fails a probe. Every Redis command is bounded by the round's deadline;
+//! refused, slow, stalled or gone, the round falls back to computing its own verdict (a
+//! round then takes at most two deadlines), and the component `shared_cache` reads
+//! `degraded` with the reason until a round gets through again. An entry that is malformed,
+//! of another format, from more than a second in the future, or for other databases (another
+//! application under the same prefix) is not served: `shared_cache` says why, and the next
+//! computation overwrites it.
+//!
+//! # The entry
+//!
+//! Under `<prefix>health` (default prefix `tower-health:`), JSON, kept twice the TTL:
+//! `format` (1), `computed_at_ms` (the end of the computing round, milliseconds since the
+//! Unix epoch), `computed_by` (the [process id](SharedCache::process_id)), `database` (the
+//! default database's outcome), `databases` (the others'), `components` (the shared ones'
+//! reports). Error messages in it are redacted like every error of this crate.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use tower_health::HealthConfig;
+//! use tower_health::shared::SharedCache;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let cache = SharedCache::connect("redis://127.0.0.1:6379/0")?
+//!     .key_prefix("checkout:")
+//!     .ttl(Duration::from_secs(10));
+//! assert_eq!(cache.entry_key(), "checkout:health");
+//! let config = HealthConfig::new().shared_cache(cache);
+//! # let _ = config;
+//! # Ok(())
+//! # }
+//! ```
+
+mod config;
+mod entry;
+mod jitter;
+mod status;
+mod store;
+
+pub use self::config::{DEFAULT_KEY_PREFIX, SharedCache};
+pub(crate) use self::entry::Entry;
+pub(crate) use self::jitter::{next as next_round_wait, phase as first_round_phase};
+pub(crate) use self::status::{CacheStatus, SHARED_CACHE_COMPONENT};
+pub(crate) use self::store::{Read, SharedVerdicts, age};

@@ -1,0 +1,300 @@
+//! The health verdict shared through Redis, with several monitors in one process (each its
+//! own pool, its own PostgreSQL proxy counting its queries) on the real Redis, under a key
+//! prefix of each test's own.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use support::redis_server::{redis_url, unique_prefix};
+use support::{LIMIT, PgProxy, eventually, pg_addr};
+use tower_health::component::{self, ComponentSpec};
+use tower_health::monitor::MonitorStats;
+use tower_health::shared::SharedCache;
+use tower_health::{HealthConfig, HealthHandle, HealthMonitor};
+
+/// A process of the fleet: a monitor on a database proxy of its own.
+struct Process {
+    health: HealthHandle,
+    proxy: PgProxy,
+}
+
+/// Health rounds every 200 ms (the TTL too), readiness as given, a 500 ms deadline.
+fn config(proxy: &PgProxy, name: &str, readiness: Duration, cache: SharedCache) -> HealthConfig {
+    let url = format!("{}&application_name={name}", proxy.url());
+    HealthConfig::new()
+        .readiness_interval(readiness)
+        .health_interval(Duration::from_millis(200))
+        .readiness_timeout(Duration::from_millis(500))
+        .database("default", support::postgres(&url))
+        .unwrap()
+        .shared_cache(
+            cache
+                .process_id(name)
+                .lock_expiry(Duration::from_millis(100)),
+        )
+}
+
+async fn fleet(
+    size: usize,
+    prefix: &str,
+    readiness: Duration,
+    add: impl Fn(HealthConfig) -> HealthConfig,
+) -> Vec<Process> {
+    let mut fleet = Vec::new();
+    for index in 0..size {
+        let proxy = PgProxy::start(pg_addr()).await;
+        let cache = SharedCache::connect(&redis_url())
+            .unwrap()
+            .key_prefix(prefix);
+        let name = format!("process-{index}");
+        let health = HealthMonitor::spawn(add(config(&proxy, &name, readiness, cache)));
+        fleet.push(Process { health, proxy });
+    }
+    for process in &fleet {
+        support::first_rounds(&process.health).await;
+    }
+    fleet
+}
+
+fn total(fleet: &[Process], count: impl Fn(&MonitorStats) -> u64) -> u64 {
+    fleet
+        .iter()
+        .map(|process| count(&process.health.stats()))
+        .sum()
+}
+
+fn queries(fleet: &[Process]) -> u64 {
+    fleet.iter().map(|process| process.proxy.queries()).sum()
+}
+
+/// Waits until the fleet has run `rounds` more health rounds, computed or served.
+async fn run_rounds(fleet: &[Process], rounds: u64) {
+    let all = |stats: &MonitorStats| stats.health_rounds + stats.shared_rounds;
+    let target = total(fleet, all) + rounds;
+    let done = eventually(Duration::from_secs(60), || async {
+        total(fleet, all) >= target
+    })
+    .await;
+    assert!(done, "the fleet did not run {rounds} health rounds in time");
+}
+
+#[tokio::test]
+async fn four_monitors_compute_about_once_per_window_and_the_others_serve_it() {
+    require_postgres!();
+    require_redis!();
+    // Readiness once, at start: every query through the proxies after that is a health
+    // round's.
+    let fleet = fleet(
+        4,
+        &unique_prefix("window"),
+        Duration::from_secs(3600),
+        |c| c,
+    )
+    .await;
+    run_rounds(&fleet, 8).await;
+    let (computed, served, sent) = (
+        total(&fleet, |s| s.health_rounds),
+        total(&fleet, |s| s.shared_rounds),
+        queries(&fleet),
+    );
+    run_rounds(&fleet, 80).await;
+    let computed = total(&fleet, |s| s.health_rounds) - computed;
+    let served = total(&fleet, |s| s.shared_rounds) - served;
+    let sent = queries(&fleet) - sent;
+    eprintln!(
+        "4 monitors, 80+ health rounds: {computed} computed, {served} served shared, {sent} database queries"
+    );
+    // One computer per 200 ms window among four processes each reading every ~200 ms: about
+    // a quarter of the rounds compute. Without the cache, every round would.
+    assert!(
+        computed * 2 < computed + served,
+        "{computed} computed, {served} shared"
+    );
+    // The computing rounds are the only ones that query the database: one query each.
+    assert!(
+        sent <= computed + 4,
+        "{sent} queries for {computed} computations"
+    );
+    for process in &fleet {
+        assert!(
+            process.health.stats().shared_rounds > 0,
+            "every process serves the entry"
+        );
+    }
+}
+
+#[tokio::test]
+async fn stalling_one_process_database_fails_only_its_readiness() {
+    require_postgres!();
+    require_redis!();
+    let fleet = fleet(
+        2,
+        &unique_prefix("stall"),
+        Duration::from_millis(100),
+        |c| c,
+    )
+    .await;
+    let (stalled, fine) = (&fleet[0], &fleet[1]);
+    stalled.proxy.freeze();
+    let failed = eventually(LIMIT, || async { !stalled.health.readiness().ready }).await;
+    assert!(failed, "the stalled process's readiness never failed");
+    // Several more readiness rounds of the other process, all ready.
+    let rounds = fine.health.stats().readiness_rounds + 5;
+    let ready_throughout = eventually(LIMIT, || async {
+        assert!(
+            fine.health.readiness().ready,
+            "the other process's readiness failed"
+        );
+        fine.health.stats().readiness_rounds >= rounds
+    })
+    .await;
+    assert!(ready_throughout);
+    assert!(!stalled.health.readiness().ready);
+    stalled.proxy.thaw();
+}
+
+#[tokio::test]
+async fn a_shared_component_is_checked_once_per_window_a_local_one_by_every_process() {
+    require_postgres!();
+    require_redis!();
+    let expensive = Arc::new(AtomicU64::new(0));
+    let local = Arc::new(AtomicU64::new(0));
+    let counting = |counter: &Arc<AtomicU64>| {
+        let counter = counter.clone();
+        component::from_fn(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+            async { Ok(()) }
+        })
+    };
+    let fleet = fleet(
+        3,
+        &unique_prefix("components"),
+        Duration::from_secs(3600),
+        |config| {
+            config
+                .component(ComponentSpec::new("expensive", counting(&expensive)).shared(true))
+                .component(ComponentSpec::new("local", counting(&local)))
+        },
+    )
+    .await;
+    run_rounds(&fleet, 4).await;
+    let (expensive_before, local_before) = (
+        expensive.load(Ordering::Relaxed),
+        local.load(Ordering::Relaxed),
+    );
+    let computed = total(&fleet, |s| s.health_rounds);
+    run_rounds(&fleet, 60).await;
+    let expensive_calls = expensive.load(Ordering::Relaxed) - expensive_before;
+    let local_calls = local.load(Ordering::Relaxed) - local_before;
+    let computed = total(&fleet, |s| s.health_rounds) - computed;
+    eprintln!(
+        "3 monitors: expensive (shared) checked {expensive_calls} times, local {local_calls} times, {computed} computations"
+    );
+    assert!(
+        expensive_calls * 2 < local_calls,
+        "{expensive_calls} vs {local_calls}"
+    );
+    assert!(
+        expensive_calls <= computed + 3,
+        "{expensive_calls} for {computed} computations"
+    );
+    // Served or computed, every process shows both, healthy.
+    for process in &fleet {
+        let verdict = process.health.health();
+        let names: Vec<_> = verdict.components.iter().map(|r| &*r.name).collect();
+        assert_eq!(names, ["expensive", "local", "shared_cache"]);
+        assert!(
+            verdict
+                .components
+                .iter()
+                .all(|r| r.status.as_str() == "healthy")
+        );
+    }
+}
+
+/// A process whose rounds come an hour apart (its first at once), sharing under `prefix`
+/// with a TTL of an hour, served over HTTP.
+async fn slow_process(
+    prefix: &str,
+    name: &str,
+    nocache_writes: bool,
+) -> (HealthHandle, support::TestServer) {
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(prefix)
+        .ttl(Duration::from_secs(3600))
+        .process_id(name)
+        .nocache_writes(nocache_writes);
+    let config = HealthConfig::new()
+        .health_interval(Duration::from_secs(3600))
+        .database("default", support::postgres(&support::pg_url()))
+        .unwrap()
+        .shared_cache(cache);
+    let (health, server) = support::health_server(config).await;
+    support::first_rounds(&health).await;
+    (health, server)
+}
+
+async fn stored_computed_by(key: &str) -> String {
+    use redis::AsyncCommands;
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut redis = support::bounded("connecting", client.get_multiplexed_async_connection())
+        .await
+        .unwrap();
+    let stored: String = redis.get(key).await.unwrap();
+    let entry: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    entry["computed_by"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_shared_verdict_says_so_and_nocache_gives_this_process_own() {
+    require_postgres!();
+    require_redis!();
+    let prefix = unique_prefix("nocache");
+    let key = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(&prefix)
+        .entry_key();
+    let (first, _first_server) = slow_process(&prefix, "first", false).await;
+    assert_eq!(first.health().computed_by, None, "the first computes");
+    assert_eq!(stored_computed_by(&key).await, "first");
+
+    let (second, server) = slow_process(&prefix, "second", false).await;
+    assert_eq!(second.health().computed_by.as_deref(), Some("first"));
+    let client = support::Client::new();
+    let body = client.get(server.addr, "/health").await.json();
+    assert_eq!(body["_cache"]["hit"], "shared", "{body:#}");
+    assert_eq!(body["_cache"]["computed_by"], "first", "{body:#}");
+    assert!(body["_cache"]["age_ms"].is_u64(), "{body:#}");
+    assert_eq!(
+        body["components"]["shared_cache"]["status"], "healthy",
+        "{body:#}"
+    );
+
+    let fresh = client.get(server.addr, "/health?nocache=true").await.json();
+    assert_eq!(fresh["_cache"]["hit"], "bypassed", "{fresh:#}");
+    assert_eq!(second.health().computed_by, None, "its own, now published");
+    assert_eq!(
+        stored_computed_by(&key).await,
+        "first",
+        "the entry is left alone"
+    );
+
+    let (_third, server) = slow_process(&prefix, "third", true).await;
+    let fresh = client.get(server.addr, "/health?nocache=true").await.json();
+    assert_eq!(fresh["_cache"]["hit"], "bypassed", "{fresh:#}");
+    assert_eq!(
+        stored_computed_by(&key).await,
+        "third",
+        "configured to overwrite it"
+    );
+    // The monitors' next rounds are an hour away: the entry can go now.
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut redis = support::bounded("connecting", client.get_multiplexed_async_connection())
+        .await
+        .unwrap();
+    let _: () = redis::AsyncCommands::del(&mut redis, &key).await.unwrap();
+}
