@@ -80,8 +80,8 @@ mod startup;
 mod state;
 #[cfg(test)]
 mod tests;
-/// A monitor whose rounds a unit test runs itself, for the other readers' tests.
-#[cfg(test)]
+/// A monitor whose rounds a unit test runs itself, for the other readers' tests (gRPC).
+#[cfg(all(test, feature = "grpc"))]
 pub(crate) use self::tests::{monitor as test_monitor, rounds as test_rounds};
 mod transitions;
 #[cfg(test)]
