@@ -76,7 +76,7 @@
 //! #     type Error = std::convert::Infallible;
 //! #     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
 //! #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> { std::task::Poll::Ready(Ok(())) }
-//! #     fn call(&mut self, _: http::Request<tonic::body::Body>) -> Self::Future { unimplemented!() }
+//! #     fn call(&mut self, _: http::Request<tonic::body::Body>) -> Self::Future { std::future::ready(Ok(tonic::Status::unimplemented("a stand-in").into_http())) }
 //! # }
 //! use tonic::transport::Server;
 //! use tower_health::grpc::HealthService;
