@@ -89,7 +89,7 @@
 //! | `disk` | [`component::DiskSpace`]: free space where the application writes (fs4) | No |
 //! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
-//! | `rustls` | TLS to PostgreSQL from connection strings (`sslmode=require`, `verify-ca`, `verify-full`); `https://` for `component::Http`; `rediss://` for Redis | No |
+//! | `rustls` | TLS for the backends that are on, without turning any on: PostgreSQL's `sslmode=require`, `verify-ca`, `verify-full` (with `postgres`); `https://` for `component::Http` (with `http-check`); `rediss://` (with `redis`) | No |
 //! | `redis` | [`component::Redis`] (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, [`shared::SharedCache`] (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
@@ -141,6 +141,11 @@ pub mod shared;
 mod status;
 #[cfg(test)]
 mod test_helpers;
+#[cfg(all(
+    feature = "rustls",
+    any(feature = "postgres", feature = "http-check", feature = "redis")
+))]
+mod tls;
 mod util;
 pub mod verdict;
 pub mod view;

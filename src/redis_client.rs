@@ -124,16 +124,7 @@ fn io_error(error: &RedisError) -> Option<&io::Error> {
 /// Whether a rustls error is behind `error` (tokio-rustls wraps it in the I/O error).
 #[cfg(feature = "rustls")]
 fn is_tls(error: &io::Error) -> bool {
-    let mut next = error
-        .get_ref()
-        .map(|inner| inner as &(dyn std::error::Error + 'static));
-    while let Some(error) = next {
-        if error.is::<rustls::Error>() {
-            return true;
-        }
-        next = error.source();
-    }
-    false
+    crate::tls::is_handshake_failure(error)
 }
 
 #[cfg(not(feature = "rustls"))]

@@ -122,19 +122,26 @@ async fn a_panicking_and_a_hanging_component_do_not_hold_up_the_rest() {
     let (health, server) = health_server(settings).await;
     first_rounds(&health).await;
     let client = Client::new();
-    let reported = eventually(LIMIT, || async {
-        let body = client.get(server.addr, "/health").await.json();
-        body["components"]["panics"]["check"] == "error"
+    // On a loaded machine a round can also see the real database slow: wait for one where
+    // it is not, then judge that round's body.
+    let reported = Arc::new(std::sync::Mutex::new(None));
+    let found = eventually(LIMIT, || async {
+        let reply = client.get(server.addr, "/health").await;
+        let body = reply.json();
+        let all_in = body["components"]["panics"]["check"] == "error"
             && body["components"]["hangs"]["check"] == "timed_out"
             && body["components"]["fine"]["check"] == "ok"
+            && body["checks"]["database"] == "healthy";
+        if all_in {
+            *reported.lock().unwrap() = Some((reply.status, body));
+        }
+        all_in
     })
     .await;
-    assert!(reported, "{:?}", health.health());
-    let reply = client.get(server.addr, "/health").await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
-    let body = reply.json();
+    assert!(found, "{:?}", health.health());
+    let (status, body) = reported.lock().unwrap().take().unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["status"], "degraded");
-    assert_eq!(body["checks"]["database"], "healthy");
     assert_eq!(body["components"]["panics"]["error_kind"], "panicked");
     assert_eq!(body["components"]["fine"]["status"], "healthy");
     // The monitor keeps going: more rounds complete, the hanging check is joined rather than

@@ -139,9 +139,8 @@ impl Http {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let server_name = rustls::pki_types::ServerName::try_from(host.to_owned())
             .map_err(|error| invalid(format!("the host {host:?} cannot be verified: {error}")))?;
-        let roots = crate::check::postgres::roots(pem_file).map_err(invalid)?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
+        let roots = crate::tls::roots(pem_file).map_err(invalid)?;
+        let config = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
             .with_safe_default_protocol_versions()
             .map_err(|error| invalid(format!("cannot set up TLS: {error}")))?
             .with_root_certificates(roots)

@@ -4,17 +4,35 @@
 
 use std::sync::Arc;
 
+use super::databases::name_after;
 use super::{ConfigError, Env, HealthConfig, is_valid_check_name};
+use crate::component::ComponentSpec;
 
-/// The prefix of the variables declaring a TCP component (`<prefix><NAME>=host:port`).
-const TCP_PREFIX: &str = "TOWER_HEALTH_TCP_";
+/// A kind of component the environment can declare: the prefix of its variables
+/// (`<prefix><NAME>=value`), and how a value becomes one named `name`.
+struct Kind {
+    prefix: &'static str,
+    declare: fn(variable: &str, name: &str, value: &str) -> Result<ComponentSpec, ConfigError>,
+}
 
-/// The prefix of the variables declaring an HTTP component (`<prefix><NAME>=url`).
-const HTTP_PREFIX: &str = "TOWER_HEALTH_HTTP_";
+/// Every kind, in the order the components are added.
+const KINDS: [Kind; 3] = [
+    Kind {
+        prefix: "TOWER_HEALTH_TCP_",
+        declare: tcp,
+    },
+    Kind {
+        prefix: "TOWER_HEALTH_HTTP_",
+        declare: http,
+    },
+    Kind {
+        prefix: "TOWER_HEALTH_REDIS_",
+        declare: redis,
+    },
+];
 
-/// The prefix of the variables declaring a Redis component (`<prefix><NAME>=redis://...`);
 /// `TOWER_HEALTH_REDIS_URL` is the shared cache's, not a component named `url`.
-const REDIS_PREFIX: &str = "TOWER_HEALTH_REDIS_";
+const NOT_A_COMPONENT: [&str; 1] = ["TOWER_HEALTH_REDIS_URL"];
 
 /// The variable listing the components that are critical.
 const CRITICAL: &str = "TOWER_HEALTH_CRITICAL";
@@ -22,41 +40,14 @@ const CRITICAL: &str = "TOWER_HEALTH_CRITICAL";
 impl HealthConfig {
     /// Adds the components the environment declares, and reads which are critical.
     pub(super) fn components_from_env(mut self, env: &Env) -> Result<Self, ConfigError> {
-        for (variable, suffix, target) in env.with_prefix(TCP_PREFIX) {
-            let name = suffix.to_ascii_lowercase();
-            if !is_valid_check_name(&name) {
-                return Err(ConfigError::new(
-                    variable,
-                    target,
-                    "the name after TOWER_HEALTH_TCP_ must be 1 to 63 ASCII letters, digits, '_' or '-'",
-                ));
+        for kind in &KINDS {
+            for (variable, suffix, value) in env.with_prefix(kind.prefix) {
+                if NOT_A_COMPONENT.contains(&variable) {
+                    continue;
+                }
+                let name = name_after(kind.prefix, variable, suffix, value)?;
+                self = self.component((kind.declare)(variable, &name, value)?);
             }
-            self = tcp(self, variable, &name, target)?;
-        }
-        for (variable, suffix, url) in env.with_prefix(HTTP_PREFIX) {
-            let name = suffix.to_ascii_lowercase();
-            if !is_valid_check_name(&name) {
-                return Err(ConfigError::new(
-                    variable,
-                    url,
-                    "the name after TOWER_HEALTH_HTTP_ must be 1 to 63 ASCII letters, digits, '_' or '-'",
-                ));
-            }
-            self = http(self, variable, &name, url)?;
-        }
-        for (variable, suffix, url) in env.with_prefix(REDIS_PREFIX) {
-            if suffix == "URL" {
-                continue;
-            }
-            let name = suffix.to_ascii_lowercase();
-            if !is_valid_check_name(&name) {
-                return Err(ConfigError::new(
-                    variable,
-                    url,
-                    "the name after TOWER_HEALTH_REDIS_ must be 1 to 63 ASCII letters, digits, '_' or '-'",
-                ));
-            }
-            self = redis(self, variable, &name, url)?;
         }
         if let Some((variable, names)) = env.first(&[CRITICAL]) {
             for name in names
@@ -93,86 +84,54 @@ impl HealthConfig {
 }
 
 #[cfg(feature = "tcp")]
-fn tcp(
-    config: HealthConfig,
-    variable: &str,
-    name: &str,
-    target: &str,
-) -> Result<HealthConfig, ConfigError> {
+fn tcp(variable: &str, name: &str, target: &str) -> Result<ComponentSpec, ConfigError> {
     if !target.contains(':') {
         return Err(ConfigError::new(variable, target, "expected host:port"));
     }
-    let component = crate::component::Tcp::new(target);
-    Ok(config.component(crate::component::ComponentSpec::new(name, component)))
+    Ok(ComponentSpec::new(name, crate::component::Tcp::new(target)))
 }
 
 #[cfg(feature = "http-check")]
-fn http(
-    config: HealthConfig,
-    variable: &str,
-    name: &str,
-    url: &str,
-) -> Result<HealthConfig, ConfigError> {
+fn http(variable: &str, name: &str, url: &str) -> Result<ComponentSpec, ConfigError> {
     let component = crate::component::Http::new(url)
         .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
-    Ok(config.component(crate::component::ComponentSpec::new(name, component)))
+    Ok(ComponentSpec::new(name, component))
 }
 
 #[cfg(feature = "redis")]
-fn redis(
-    config: HealthConfig,
-    variable: &str,
-    name: &str,
-    url: &str,
-) -> Result<HealthConfig, ConfigError> {
+fn redis(variable: &str, name: &str, url: &str) -> Result<ComponentSpec, ConfigError> {
     let component = crate::component::Redis::connect(url)
         .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
-    Ok(config.component(crate::component::ComponentSpec::new(name, component)))
-}
-
-/// Refuses rather than silently checking nothing.
-#[cfg(not(feature = "redis"))]
-fn redis(
-    _config: HealthConfig,
-    variable: &str,
-    _name: &str,
-    url: &str,
-) -> Result<HealthConfig, ConfigError> {
-    Err(ConfigError::new(
-        variable,
-        url,
-        "a Redis component is declared but tower-health was built without the `redis` feature",
-    ))
-}
-
-/// Refuses rather than silently checking nothing.
-#[cfg(not(feature = "http-check"))]
-fn http(
-    _config: HealthConfig,
-    variable: &str,
-    _name: &str,
-    url: &str,
-) -> Result<HealthConfig, ConfigError> {
-    Err(ConfigError::new(
-        variable,
-        url,
-        "an HTTP component is declared but tower-health was built without the `http-check` feature",
-    ))
+    Ok(ComponentSpec::new(name, component))
 }
 
 /// Refuses rather than silently checking nothing.
 #[cfg(not(feature = "tcp"))]
-fn tcp(
-    _config: HealthConfig,
-    variable: &str,
-    _name: &str,
-    target: &str,
-) -> Result<HealthConfig, ConfigError> {
-    Err(ConfigError::new(
+fn tcp(variable: &str, _name: &str, target: &str) -> Result<ComponentSpec, ConfigError> {
+    Err(without_feature(variable, target, "a TCP", "tcp"))
+}
+
+/// Refuses rather than silently checking nothing.
+#[cfg(not(feature = "http-check"))]
+fn http(variable: &str, _name: &str, url: &str) -> Result<ComponentSpec, ConfigError> {
+    Err(without_feature(variable, url, "an HTTP", "http-check"))
+}
+
+/// Refuses rather than silently checking nothing.
+#[cfg(not(feature = "redis"))]
+fn redis(variable: &str, _name: &str, url: &str) -> Result<ComponentSpec, ConfigError> {
+    Err(without_feature(variable, url, "a Redis", "redis"))
+}
+
+#[cfg(not(all(feature = "tcp", feature = "http-check", feature = "redis")))]
+fn without_feature(variable: &str, value: &str, kind: &str, feature: &str) -> ConfigError {
+    ConfigError::new(
         variable,
-        target,
-        "a TCP component is declared but tower-health was built without the `tcp` feature",
-    ))
+        value,
+        format!(
+            "{kind} component is declared but tower-health was built without the `{feature}` feature"
+        ),
+    )
 }
 
 #[cfg(test)]

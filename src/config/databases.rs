@@ -37,6 +37,25 @@ pub(crate) fn is_valid_check_name(name: &str) -> bool {
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
 }
 
+/// The check name a variable declares after its prefix (`TOWER_HEALTH_TCP_CACHE`: `cache`),
+/// lower-cased; refused, naming the variable, when it is not a valid name.
+pub(crate) fn name_after(
+    prefix: &str,
+    variable: &str,
+    suffix: &str,
+    value: &str,
+) -> Result<String, ConfigError> {
+    let name = suffix.to_ascii_lowercase();
+    if !is_valid_check_name(&name) {
+        return Err(ConfigError::new(
+            variable,
+            value,
+            format!("the name after {prefix} must be 1 to 63 ASCII letters, digits, '_' or '-'"),
+        ));
+    }
+    Ok(name)
+}
+
 /// Every database the environment names, the default one first.
 fn database_variables(env: &Env) -> Result<Vec<DatabaseVariable<'_>>, ConfigError> {
     let mut found = Vec::new();
@@ -49,14 +68,7 @@ fn database_variables(env: &Env) -> Result<Vec<DatabaseVariable<'_>>, ConfigErro
         });
     }
     for (variable, suffix, url) in env.with_prefix(NAMED_DATABASE_PREFIX) {
-        let name = suffix.to_ascii_lowercase();
-        if !is_valid_check_name(&name) {
-            return Err(ConfigError::new(
-                variable,
-                url,
-                "the name after TOWER_HEALTH_DATABASE_URL_ must be 1 to 63 ASCII letters, digits, '_' or '-'",
-            ));
-        }
+        let name = name_after(NAMED_DATABASE_PREFIX, variable, suffix, url)?;
         found.push(DatabaseVariable {
             variable,
             name,

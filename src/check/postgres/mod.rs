@@ -25,9 +25,6 @@ mod recycle;
 mod reserved;
 #[cfg(feature = "rustls")]
 mod rustls;
-// `component::Http`'s https:// verifies against the same roots.
-#[cfg(all(feature = "rustls", feature = "http-check"))]
-pub(crate) use self::rustls::roots;
 mod tls;
 
 use std::time::Duration;

@@ -5,18 +5,15 @@ use std::sync::Arc;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
-};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::tls::{SslMode, TlsSettings};
 
 /// The connector `settings` ask for.
 pub(crate) fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = crate::tls::provider();
     // libpq: `require` with a root certificate verifies the chain, as `verify-ca`.
     let verification = match (settings.mode, &settings.root_cert) {
         (SslMode::VerifyFull, _) => Verification::Full,
@@ -30,7 +27,9 @@ pub(crate) fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, Str
             algorithms: provider.signature_verification_algorithms,
         }),
         Verification::Chain | Verification::Full => {
-            let roots = Arc::new(roots(settings.root_cert.as_deref())?);
+            let roots = crate::tls::roots(settings.root_cert.as_deref())
+                .map_err(|error| format!("sslrootcert: {error}"))?;
+            let roots = Arc::new(roots);
             let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
                 .build()
                 .map_err(|error| format!("cannot verify certificates: {error}"))?;
@@ -50,35 +49,11 @@ pub(crate) fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, Str
     Ok(MakeRustlsConnect::new(config))
 }
 
-/// Whether `error` is rustls's: a failed handshake (an untrusted certificate, a name it is
-/// not valid for, no protocol in common).
-pub(crate) fn is_rustls_error(error: &(dyn std::error::Error + 'static)) -> bool {
-    error.is::<rustls::Error>()
-}
-
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Verification {
     None,
     Chain,
     Full,
-}
-
-/// The certificates a PEM file holds (`sslrootcert`, say), or the Mozilla roots.
-pub(crate) fn roots(root_cert: Option<&str>) -> Result<RootCertStore, String> {
-    let Some(path) = root_cert else {
-        return Ok(RootCertStore::from_iter(
-            webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
-        ));
-    };
-    let certificates = CertificateDer::pem_file_iter(path)
-        .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
-        .map_err(|error| format!("cannot read sslrootcert={path:?}: {error}"))?;
-    let mut roots = RootCertStore::empty();
-    let (added, _ignored) = roots.add_parsable_certificates(certificates);
-    if added == 0 {
-        return Err(format!("sslrootcert={path:?} holds no usable certificate"));
-    }
-    Ok(roots)
 }
 
 /// libpq's `require` and `prefer`: encrypted, the certificate not checked. The handshake's

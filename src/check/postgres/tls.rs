@@ -102,11 +102,10 @@ pub(crate) fn connector(settings: &TlsSettings) -> Result<Connector, String> {
     Ok(tokio_postgres::NoTls)
 }
 
-/// Whether `error` (one error, not its chain) is a failed TLS handshake of the connector
-/// this crate builds: a rustls error.
+/// Whether `error` is a failed TLS handshake of the connector this crate builds.
 #[cfg(feature = "rustls")]
 pub(crate) fn is_tls_failure(error: &(dyn std::error::Error + 'static)) -> bool {
-    super::rustls::is_rustls_error(error)
+    crate::tls::is_handshake_failure(error)
 }
 
 /// Whether `error` is a failed TLS handshake: never, without a TLS connector.
