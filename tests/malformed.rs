@@ -11,10 +11,8 @@
 
 mod support;
 
-use std::io::{Read, Write as _};
+use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
@@ -24,6 +22,7 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
+use support::child::Example;
 use support::raw::RawConnection;
 use support::{Client, LIMIT, bounded, eventually};
 use tokio::io::AsyncWriteExt;
@@ -128,71 +127,6 @@ impl LayerServer {
 impl Drop for LayerServer {
     fn drop(&mut self) {
         self.accept.abort();
-    }
-}
-
-/// The example binaries `cargo test` builds beside the test binaries.
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with `cargo test --all-features`",
-        path.display()
-    );
-    path
-}
-
-/// The `server` example as a child process; killed when dropped.
-struct ExampleProcess {
-    child: Child,
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl ExampleProcess {
-    fn spawn(addr: SocketAddr) -> Self {
-        let mut child = Command::new(example("server"))
-            .env("LISTEN_ADDR", addr.to_string())
-            .env("DATABASE_URL", support::pg_url())
-            .env("TOWER_HEALTH_READINESS_INTERVAL", "100ms")
-            .env("TOWER_HEALTH_DETAILS", "authorized")
-            .env("TOWER_HEALTH_ADMIN_KEY", OPERATOR_KEY)
-            .env("TOWER_HEALTH_ADMIN_READONLY_KEY", VIEWER_KEY)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the server example");
-        let mut pipe = child.stderr.take().unwrap();
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        });
-        Self {
-            child,
-            stderr: Some(stderr),
-        }
-    }
-
-    /// Kills it and returns all it wrote to stderr.
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.stderr.take().unwrap().join().unwrap()
-    }
-}
-
-impl Drop for ExampleProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -858,7 +792,18 @@ async fn corpus_against_the_server_example() {
     require_postgres!();
     panics();
     let addr = support::refused_addr().await;
-    let process = ExampleProcess::spawn(addr);
+    let process = Example::spawn(
+        "server",
+        &[
+            ("LISTEN_ADDR", addr.to_string()),
+            ("DATABASE_URL", support::pg_url()),
+            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
+            ("TOWER_HEALTH_DETAILS", "authorized".into()),
+            ("TOWER_HEALTH_ADMIN_KEY", OPERATOR_KEY.into()),
+            ("TOWER_HEALTH_ADMIN_READONLY_KEY", VIEWER_KEY.into()),
+            ("RUST_LOG", "warn".into()),
+        ],
+    );
     let client = Client::new();
     let up = eventually(LIMIT, || async {
         client
@@ -875,10 +820,10 @@ async fn corpus_against_the_server_example() {
         ready: "/health/ready",
         health: "/health",
         h2: true,
-        pid: Some(process.child.id()),
+        pid: Some(process.id()),
     };
     let mut problems = run_corpus(&target).await;
-    let stderr = process.stop();
+    let stderr = process.kill();
     if stderr.contains("panicked") {
         problems.push(format!("the example panicked:\n{stderr}"));
     }

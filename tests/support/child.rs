@@ -84,6 +84,20 @@ impl Example {
     }
 }
 
+impl Example {
+    /// The process's id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills the process at once, and returns all it wrote to stderr.
+    pub fn kill(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.stderr.take().unwrap().join().unwrap()
+    }
+}
+
 impl Drop for Example {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
