@@ -9,7 +9,7 @@ use tokio_postgres::Config;
 
 use super::own_pool::OwnPool;
 use super::recycle;
-use super::reserved::{Reserved, ReservedSlot};
+use super::reserved::{AppPool, Reserved};
 use super::tls::{connector, split_tls_params};
 use super::{
     DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
@@ -74,7 +74,7 @@ enum Through<M: ManageConnection> {
         added: Arc<AtomicU64>,
     },
     /// On a connection reserved beside the application's pool.
-    Reserved(Arc<ReservedSlot<M::Connection>>),
+    Reserved(Reserved<M>),
 }
 
 impl<M> PostgresCheck<M>
@@ -89,8 +89,8 @@ where
     #[must_use]
     pub fn new(pool: Pool<M>) -> Self {
         Self {
+            through: Through::Reserved(Reserved::new(AppPool(pool.clone()))),
             pool,
-            through: Through::Reserved(Arc::new(ReservedSlot::new())),
             target: None,
         }
     }
@@ -211,22 +211,15 @@ where
     }
 
     fn check(&self) -> CheckFuture {
-        let pool = self.pool.clone();
         match &self.through {
             Through::OwnPool { added } => {
                 let source = OwnPool {
-                    pool,
+                    pool: self.pool.clone(),
                     added: Arc::clone(added),
                 };
                 Box::pin(async move { recycle::check(&source).await })
             }
-            Through::Reserved(slot) => {
-                let source = Reserved {
-                    pool,
-                    slot: Arc::clone(slot),
-                };
-                Box::pin(async move { recycle::check(&source).await })
-            }
+            Through::Reserved(reserved) => reserved.check(),
         }
     }
 
@@ -248,7 +241,7 @@ where
             Through::OwnPool { added } => {
                 stats.connections_created += added.load(Ordering::Relaxed);
             }
-            Through::Reserved(slot) => stats.reserved_connections_opened = slot.opened(),
+            Through::Reserved(reserved) => stats.reserved_connections_opened = reserved.opened(),
         }
         Some(stats)
     }
