@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use deadpool::managed::Manager as _;
 use deadpool_postgres::{ClientWrapper, Pool};
@@ -9,6 +10,7 @@ use deadpool_postgres::{ClientWrapper, Pool};
 use super::postgres_classify::{self, Phase};
 use super::reserved::{PingFailure, Reserved, ReservedBackend};
 use super::{CheckError, CheckFuture, DatabaseCheck, PoolStats};
+use crate::redact::redact;
 
 /// A [`DatabaseCheck`] of PostgreSQL beside a `deadpool-postgres` pool: one empty simple query
 /// (`""`, one round trip) per check, on a connection of the check's own; the pool's figures
@@ -44,6 +46,8 @@ use super::{CheckError, CheckFuture, DatabaseCheck, PoolStats};
 pub struct DeadpoolCheck {
     pool: Pool,
     reserved: Reserved<AppPool, ReservedClient>,
+    /// `host:port/dbname` or a redacted URL, when named.
+    target: Option<Arc<str>>,
 }
 
 impl DeadpoolCheck {
@@ -54,7 +58,20 @@ impl DeadpoolCheck {
         Self {
             reserved: Reserved::new(AppPool(pool.clone())),
             pool,
+            target: None,
         }
+    }
+
+    /// Names what the check connects to, shown as `target` in the health body: the pool
+    /// cannot tell (deadpool keeps its manager's configuration to itself), so name it here,
+    /// such as `db.internal:5432/app`. It is passed through [`redact`], so a connection
+    /// string's password never shows.
+    ///
+    /// Defaults to none.
+    #[must_use]
+    pub fn with_target(mut self, target: &str) -> Self {
+        self.target = Some(redact(target).into());
+        self
     }
 
     /// The pool the check reports on, beside which it keeps its connection.
@@ -71,6 +88,10 @@ impl DatabaseCheck for DeadpoolCheck {
 
     fn check(&self) -> CheckFuture {
         self.reserved.check()
+    }
+
+    fn target(&self) -> Option<String> {
+        self.target.as_deref().map(str::to_owned)
     }
 
     fn pool_stats(&self) -> Option<PoolStats> {
@@ -157,10 +178,15 @@ impl ReservedBackend for AppPool {
 impl fmt::Debug for DeadpoolCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The pool's manager holds the configuration, password included: only figures here.
-        let Self { pool, reserved } = self;
+        let Self {
+            pool,
+            reserved,
+            target,
+        } = self;
         f.debug_struct("DeadpoolCheck")
             .field("status", &pool.status())
             .field("reserved_connections_opened", &reserved.opened())
+            .field("target", target)
             .finish()
     }
 }
@@ -183,13 +209,17 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         drop(listener);
-        let check = DeadpoolCheck::new(pool(&format!(
-            "host=127.0.0.1 port={port} user=postgres password=hunter2"
-        )));
+        let dsn = format!("postgres://postgres:hunter2@127.0.0.1:{port}/postgres");
+        let check = DeadpoolCheck::new(pool(&dsn)).with_target(&dsn);
         let error = check.check().await.unwrap_err();
         assert_eq!(error.kind(), CheckErrorKind::Refused, "{error}");
         assert!(error.message().contains("refused"), "{error}");
         assert!(!format!("{check:?}").contains("hunter2"), "{check:?}");
+        let target = check.target().unwrap();
+        assert!(
+            target.contains("127.0.0.1") && !target.contains("hunter2"),
+            "{target}"
+        );
         assert_eq!(check.pool_stats().unwrap().reserved_connections_opened, 0);
     }
 }

@@ -87,7 +87,6 @@ impl<B: ReservedBackend<Connection = C>, C: Send + 'static> Reserved<B, C> {
         }
     }
 
-
     /// Whether a connection waits in the slot for the next check.
     #[cfg(test)]
     pub(crate) fn is_held(&self) -> bool {

@@ -188,7 +188,10 @@ mod tests {
     #[test]
     fn sqlx_errors_by_category() {
         use CheckErrorKind as Kind;
-        assert_eq!(kind(&sqlx::Error::PoolTimedOut, Phase::Connect), Kind::Timeout);
+        assert_eq!(
+            kind(&sqlx::Error::PoolTimedOut, Phase::Connect),
+            Kind::Timeout
+        );
         assert_eq!(kind(&sqlx::Error::PoolClosed, Phase::Connect), Kind::Other);
         let io = |kind| sqlx::Error::Io(io::Error::from(kind));
         assert_eq!(
@@ -203,7 +206,10 @@ mod tests {
             kind(&io(io::ErrorKind::ConnectionReset), Phase::Query),
             Kind::Closed
         );
-        assert_eq!(kind(&io(io::ErrorKind::TimedOut), Phase::Query), Kind::Timeout);
+        assert_eq!(
+            kind(&io(io::ErrorKind::TimedOut), Phase::Query),
+            Kind::Timeout
+        );
         assert_eq!(
             kind(&sqlx::Error::Tls("handshake".into()), Phase::Connect),
             Kind::Tls
