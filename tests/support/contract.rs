@@ -95,7 +95,12 @@ impl Seen {
 pub fn seen<B: Backend>(verdict: &HealthVerdict) -> Option<Seen> {
     let (outcome, target) = match B::KIND {
         Kind::Database => {
-            let outcome = verdict.databases.iter().find(|o| &*o.name == DATABASE)?;
+            // The default database has a field of its own; the others are listed.
+            let outcome = verdict
+                .database
+                .iter()
+                .chain(&verdict.databases)
+                .find(|o| &*o.name == DATABASE)?;
             (outcome, outcome.target.as_deref().map(str::to_owned))
         }
         Kind::Component => {
