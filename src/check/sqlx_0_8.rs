@@ -34,6 +34,8 @@
 /// it, or depend on the same line.
 pub use ::sqlx_0_8 as sqlx;
 
+// The same file for both lines, on purpose: each compiles it against its own `sqlx` above.
+#[allow(clippy::duplicate_mod)]
 #[path = "sqlx_check.rs"]
 mod check;
 
