@@ -243,6 +243,12 @@ macro_rules! contract {
     };
 }
 
+// `pool_exhausted` needs an application pool beside the check. `abandoned` is for the checks
+// that can close their connection: not Redis's, multiplexed and shared with whoever holds the
+// manager; not a bb8-postgres pool's plain `tokio_postgres::Client`, whose connection task
+// keeps the socket while a query is unanswered (dropped by the check, the connection never
+// serves again, but its socket stays until the network gives up: give such pools a
+// `tcp_user_timeout`). `pg_bb8_own_pool`'s `PostgresCheckManager` closes it.
 contract!(
     pg_bb8,
     Bb8,
@@ -250,6 +256,7 @@ contract!(
         refused,
         stalled,
         recovered,
+        closed_while_idle,
         secret_free,
         first_round_failure,
         pool_exhausted
@@ -262,6 +269,8 @@ contract!(
         refused,
         stalled,
         recovered,
+        closed_while_idle,
+        abandoned,
         secret_free,
         first_round_failure
     ]
@@ -273,6 +282,8 @@ contract!(
         refused,
         stalled,
         recovered,
+        closed_while_idle,
+        abandoned,
         secret_free,
         first_round_failure,
         pool_exhausted
@@ -285,6 +296,8 @@ contract!(
         refused,
         stalled,
         recovered,
+        closed_while_idle,
+        abandoned,
         secret_free,
         first_round_failure,
         pool_exhausted
@@ -297,6 +310,8 @@ contract!(
         refused,
         stalled,
         recovered,
+        closed_while_idle,
+        abandoned,
         secret_free,
         first_round_failure,
         pool_exhausted
@@ -309,6 +324,7 @@ contract!(
         refused,
         stalled,
         recovered,
+        closed_while_idle,
         secret_free,
         first_round_failure
     ]

@@ -6,7 +6,7 @@
 //! check on a database while the first is still running. A check that runs past the
 //! [check limit](crate::HealthConfig::check_limit) (10 s by default) is dropped, and the
 //! next round starts a new one; a check should therefore release what it holds when dropped
-//! ([`PostgresCheck`] discards the connection it was using).
+//! ([`PostgresCheck`], `DeadpoolCheck` and `SqlxCheck` close the connection they were using).
 //!
 //! # A database or a component?
 //!

@@ -239,6 +239,69 @@ pub async fn recovered<B: Backend>() {
     );
 }
 
+/// One connection, reused round after round; the server closes it while it waits between
+/// rounds (a restart, an idle timeout): the next check replaces it, and no round fails.
+pub async fn closed_while_idle<B: Backend>() {
+    if !B::available().await {
+        return;
+    }
+    let proxy = FaultProxy::tcp(B::upstream()).await;
+    let (config, _) = config_with::<B>(&B::url(proxy.addr, None));
+    let health = HealthMonitor::spawn(config);
+    round_where::<B>(&health, "healthy through the proxy", Seen::ok).await;
+    for _ in 0..5 {
+        let (seen, _) = round_where::<B>(&health, "a round", |_| true).await;
+        assert!(seen.ok(), "{seen:?}");
+    }
+    assert_eq!(proxy.accepted(), 1, "one connection for every round");
+    proxy.close();
+    for _ in 0..3 {
+        let (seen, _) = round_where::<B>(&health, "a round", |_| true).await;
+        assert!(
+            seen.ok(),
+            "a closed idle connection read as an outage: {seen:?}"
+        );
+    }
+    assert_eq!(proxy.accepted(), 2, "replaced once");
+    row::<B>(
+        "closed_while_idle",
+        "1 connection for 6 rounds; closed by the server: replaced, no round failed",
+    );
+}
+
+/// The connection goes dark mid-check (a network path gone for good): the round says
+/// `timed_out`; past the check limit the check is dropped and closes its connection, and a
+/// new one answers the next rounds.
+pub async fn abandoned<B: Backend>() {
+    if !B::available().await {
+        return;
+    }
+    let proxy = FaultProxy::tcp(B::upstream()).await;
+    let (config, _) = B::add(
+        fast().check_limit(Duration::from_secs(1)),
+        &B::url(proxy.addr, None),
+    );
+    let health = HealthMonitor::spawn(config);
+    round_where::<B>(&health, "healthy through the proxy", Seen::ok).await;
+    proxy.blackhole();
+    let (dark, _) = round_where::<B>(&health, "timed out", |s| s.last == "timed_out").await;
+    let (_, rounds) = round_where::<B>(&health, "healthy on a new connection", Seen::ok).await;
+    assert_eq!(proxy.accepted(), 2, "one new connection");
+    let closed = super::eventually(LIMIT, || async { proxy.open() == 1 }).await;
+    assert!(
+        closed,
+        "the abandoned connection is still open: {}",
+        proxy.open()
+    );
+    row::<B>(
+        "abandoned",
+        &format!(
+            "{} while dark, its connection closed, healthy {rounds} round(s) later on a new one",
+            dark.last
+        ),
+    );
+}
+
 /// A password in the URL never shows: not in the check's `Debug`, not in its `target`, not
 /// in any rendered body (where the failed round's error is shown too).
 pub async fn secret_free<B: Backend>() {

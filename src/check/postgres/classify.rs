@@ -3,8 +3,8 @@
 //!
 //! Shared by every PostgreSQL backend, each of which builds without the others' features:
 //! the bb8 `PostgresCheck` (feature `postgres`), `DeadpoolCheck` (`deadpool`: tokio-postgres
-//! without bb8) and `SqlxCheck` (`sqlx`: SQLSTATEs only). So `check/mod.rs` declares this
-//! file, not `check/postgres/mod.rs`.
+//! without bb8) and `SqlxCheck` (`sqlx-0-8`, `sqlx-0-9`: SQLSTATEs only). So `check/mod.rs`
+//! declares this file, not `check/postgres/mod.rs`.
 
 use crate::check::CheckErrorKind;
 
