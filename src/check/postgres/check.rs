@@ -41,9 +41,13 @@ use crate::redact::redact;
 /// connection, within the same deadline. A connection opened in the check itself is never
 /// retried: a refused, stalled or rejecting database is reported in the same round.
 ///
-/// A check abandoned mid-query (it ran past the monitor's check limit) closes the connection
-/// it was using (for a pool of your own given to `with_dedicated_pool`, when its connections
-/// can be marked broken, as [`PostgresCheckClient`](super::PostgresCheckClient)s can).
+/// A check abandoned mid-query (it ran past the monitor's check limit) discards the connection
+/// it was using, which never serves again (for a pool of your own given to
+/// `with_dedicated_pool`, when its connections can be marked broken, as
+/// [`PostgresCheckClient`](super::PostgresCheckClient)s can). A `PostgresCheckClient` also
+/// closes its socket then; a plain `tokio_postgres::Client` (a `bb8-postgres` pool's) leaves it
+/// to its connection task, which keeps it while the query is unanswered, until the network
+/// gives up: give such pools a `tcp_user_timeout`.
 ///
 /// When the connection has to be opened, the check opens it itself instead of waiting in
 /// `Pool::get`: bb8 would otherwise hide a refused connection behind its own 30 s
