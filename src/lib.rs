@@ -84,8 +84,9 @@
 //! |---|---|---|
 //! | `postgres` | [`check::PostgresCheck`], through `bb8` and `bb8-postgres` | Yes |
 //! | `admin` | `admin::AdminServer`: the probes on a loopback port, with keys (hyper) | No |
-//! | `deadpool` | [`check::DeadpoolCheck`]: PostgreSQL through a `deadpool-postgres` pool | No |
-//! | `sqlx` | [`check::SqlxCheck`]: PostgreSQL through an `sqlx` `PgPool` | No |
+//! | `deadpool` | [`check::DeadpoolCheck`]: PostgreSQL beside a `deadpool-postgres` pool | No |
+//! | `sqlx-0-8` | [`check::sqlx_0_8::SqlxCheck`]: PostgreSQL beside an sqlx 0.8 `PgPool` | No |
+//! | `sqlx-0-9` | [`check::sqlx_0_9::SqlxCheck`]: PostgreSQL beside an sqlx 0.9 `PgPool` (Rust 1.94) | No |
 //! | `disk` | [`component::DiskSpace`]: free space where the application writes (fs4) | No |
 //! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
@@ -94,7 +95,7 @@
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
 //! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |
-//! | `full` | every feature | No |
+//! | `full` | every feature (Rust 1.94, for `sqlx-0-9`) | No |
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -1,13 +1,14 @@
-//! `component::Redis` against real servers: the shared Redis on 127.0.0.1:6379, servers of
-//! the test's own (stopped, started again, with a password), a closed port and a listener
-//! that never answers.
+//! `component::Redis` against real servers, beyond the contract every backend keeps
+//! (`tests/backends.rs`: refused, stalled, recovered, secret-free, first-round failure): the
+//! application's own connection, a server of the test's own stopped and started again, with a
+//! password, with TLS, and a name that does not resolve.
 
 mod support;
 
 use std::time::Duration;
 
 use support::redis_server::{RedisServer, redis_url};
-use support::{LIMIT, StalledListener, eventually, refused_addr};
+use support::{LIMIT, eventually};
 use tower_health::check::CheckErrorKind;
 use tower_health::component::{Component, ComponentSpec, ComponentStatus, Redis};
 use tower_health::verdict::ComponentReport;
@@ -71,27 +72,10 @@ async fn healthy_against_the_real_redis_through_its_own_connection_or_the_applic
 }
 
 #[tokio::test]
-async fn a_closed_port_is_refused() {
-    let closed = refused_addr().await;
-    let health = monitor(Redis::connect(&format!("redis://{closed}")).unwrap());
-    let report = cache_becomes(&health, ComponentStatus::Degraded).await;
-    assert_eq!(kind(&report), Some(CheckErrorKind::Refused), "{report:#?}");
-}
-
-#[tokio::test]
 async fn a_name_that_does_not_resolve_is_dns() {
     let nowhere = Redis::connect("redis://no-such-host.invalid:6379").unwrap();
     let error = support::bounded("PING", nowhere.check()).await.unwrap_err();
     assert_eq!(error.kind(), CheckErrorKind::Dns, "{error}");
-}
-
-#[tokio::test]
-async fn a_listener_that_never_answers_is_timed_out_by_the_deadline() {
-    let stalled = StalledListener::start().await;
-    let health = monitor(Redis::connect(&format!("redis://{}", stalled.addr)).unwrap());
-    let report = cache_becomes(&health, ComponentStatus::Degraded).await;
-    assert_eq!(kind(&report), Some(CheckErrorKind::Timeout), "{report:#?}");
-    assert_eq!(report.last_check(), Some("timed_out"));
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 //! check on a database while the first is still running. A check that runs past the
 //! [check limit](crate::HealthConfig::check_limit) (10 s by default) is dropped, and the
 //! next round starts a new one; a check should therefore release what it holds when dropped
-//! ([`PostgresCheck`] discards the connection it was using).
+//! ([`PostgresCheck`], `DeadpoolCheck` and `SqlxCheck` close the connection they were using).
 //!
 //! # A database or a component?
 //!
@@ -48,11 +48,28 @@ mod pool_stats;
 pub mod postgres;
 // What PostgreSQL's errors mean, for each PostgreSQL backend: `deadpool` and `sqlx` build
 // without the `postgres` feature (bb8), so the file is declared here.
-#[cfg(any(feature = "postgres", feature = "deadpool", feature = "sqlx"))]
+#[cfg(any(
+    feature = "postgres",
+    feature = "deadpool",
+    feature = "sqlx-0-8",
+    feature = "sqlx-0-9"
+))]
 #[path = "postgres/classify.rs"]
 mod postgres_classify;
-#[cfg(feature = "sqlx")]
-mod sqlx;
+// The connection every pool backend reserves beside the application's pool.
+#[cfg(any(
+    feature = "postgres",
+    feature = "deadpool",
+    feature = "sqlx-0-8",
+    feature = "sqlx-0-9"
+))]
+mod reserved;
+#[cfg(feature = "sqlx-0-8")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlx-0-8")))]
+pub mod sqlx_0_8;
+#[cfg(feature = "sqlx-0-9")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlx-0-9")))]
+pub mod sqlx_0_9;
 
 use std::fmt;
 use std::future::Future;
@@ -68,9 +85,6 @@ pub use self::postgres::{
     InvalidPostgresDsn, PostgresCheck, PostgresCheckClient, PostgresCheckManager,
     PostgresConnectError, PostgresConnection,
 };
-#[cfg(feature = "sqlx")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sqlx")))]
-pub use self::sqlx::SqlxCheck;
 
 /// The future a [`DatabaseCheck`] returns: `'static` so that the monitor can run it in a task
 /// of its own and leave it running past a round's deadline.

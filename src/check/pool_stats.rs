@@ -10,8 +10,13 @@ pub struct PoolStats {
     pub connections: u32,
     /// Connections idle in the pool.
     pub idle_connections: u32,
-    /// Checkouts currently waiting for a connection.
+    /// Checkouts currently waiting for a connection (0 when
+    /// [`pending_gets_unknown`](Self::pending_gets_unknown)).
     pub pending_gets: u64,
+    /// The pool does not count the checkouts waiting for a connection (sqlx's do not):
+    /// [`is_saturated`](Self::is_saturated) then reads a full pool with every connection in
+    /// use as saturated, whether or not a checkout waits.
+    pub pending_gets_unknown: bool,
     /// Checkouts that gave up waiting, since the pool was built.
     pub gets_timed_out: u64,
     /// Connections opened, since the pool was built.
@@ -43,13 +48,15 @@ impl PoolStats {
         self.connections.saturating_sub(self.idle_connections)
     }
 
-    /// Every connection is busy, the pool cannot grow, and checkouts are waiting.
+    /// Every connection is busy, the pool cannot grow, and checkouts are waiting (or, where
+    /// the pool does not count them, [`pending_gets_unknown`](Self::pending_gets_unknown),
+    /// the next checkout would wait).
     #[must_use]
     pub fn is_saturated(&self) -> bool {
         self.max_size > 0
             && self.connections >= self.max_size
             && self.idle_connections == 0
-            && self.pending_gets > 0
+            && (self.pending_gets > 0 || self.pending_gets_unknown)
     }
 }
 
@@ -66,5 +73,17 @@ mod tests {
         stats.idle_connections = 1;
         assert!(!stats.is_saturated());
         assert_eq!(stats.in_use(), 1);
+    }
+
+    #[test]
+    fn without_a_count_of_waiters_a_full_busy_pool_is_saturated() {
+        let mut stats = PoolStats::new(2, 2, 0);
+        stats.pending_gets_unknown = true;
+        assert!(stats.is_saturated());
+        stats.idle_connections = 1;
+        assert!(!stats.is_saturated());
+        let mut growing = PoolStats::new(2, 1, 0);
+        growing.pending_gets_unknown = true;
+        assert!(!growing.is_saturated(), "the pool can still open one");
     }
 }

@@ -126,11 +126,15 @@ impl fmt::Debug for Redis {
     }
 }
 
+/// One `PING`, sent once more if the connection dropped under the first (the server closed it
+/// while it waited between checks, and a `ConnectionManager` reconnects for the next command):
+/// an idle connection the server closed is not an outage. A second failure is reported.
 async fn ping<C: ConnectionLike>(connection: &mut C) -> Result<(), CheckError> {
-    let pong: String = redis::cmd("PING")
-        .query_async(connection)
-        .await
-        .map_err(|error| CheckError::from_error(error_kind(&error), &error))?;
+    let answered = match ping_once(connection).await {
+        Err(error) if error.is_connection_dropped() => ping_once(connection).await,
+        answered => answered,
+    };
+    let pong = answered.map_err(|error| CheckError::from_error(error_kind(&error), &error))?;
     match pong.as_str() {
         "PONG" => Ok(()),
         other => Err(CheckError::new(
@@ -138,6 +142,10 @@ async fn ping<C: ConnectionLike>(connection: &mut C) -> Result<(), CheckError> {
             format!("PING answered {other:?}, not PONG"),
         )),
     }
+}
+
+async fn ping_once<C: ConnectionLike>(connection: &mut C) -> redis::RedisResult<String> {
+    redis::cmd("PING").query_async(connection).await
 }
 
 #[cfg(test)]

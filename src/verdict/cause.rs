@@ -160,6 +160,12 @@ impl Cause {
                 write!(text, "{which} component {name} is {status}")
             }
             Self::PoolSaturated { name, stats } => match audience {
+                Audience::Full if stats.pending_gets_unknown => write!(
+                    text,
+                    "database {name}'s pool is saturated: {} of {} connections in use",
+                    stats.in_use(),
+                    stats.max_size,
+                ),
                 Audience::Full => write!(
                     text,
                     "database {name}'s pool is saturated: {} of {} connections in use, {} checkouts waiting",

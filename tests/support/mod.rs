@@ -27,6 +27,7 @@ use tower_health::check::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
 pub mod child;
+pub mod contract;
 pub mod fault_proxy;
 #[cfg(feature = "grpc")]
 pub mod grpc;

@@ -9,7 +9,7 @@ use tokio_postgres::Config;
 
 use super::own_pool::OwnPool;
 use super::recycle;
-use super::reserved::{Reserved, ReservedSlot};
+use super::reserved::{AppPool, Reserved};
 use super::tls::{connector, split_tls_params};
 use super::{
     DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
@@ -41,9 +41,13 @@ use crate::redact::redact;
 /// connection, within the same deadline. A connection opened in the check itself is never
 /// retried: a refused, stalled or rejecting database is reported in the same round.
 ///
-/// A check abandoned mid-query (it ran past the monitor's check limit) closes the connection
-/// it was using (for a pool of your own given to `with_dedicated_pool`, when its connections
-/// can be marked broken, as [`PostgresCheckClient`](super::PostgresCheckClient)s can).
+/// A check abandoned mid-query (it ran past the monitor's check limit) discards the connection
+/// it was using, which never serves again (for a pool of your own given to
+/// `with_dedicated_pool`, when its connections can be marked broken, as
+/// [`PostgresCheckClient`](super::PostgresCheckClient)s can). A `PostgresCheckClient` also
+/// closes its socket then; a plain `tokio_postgres::Client` (a `bb8-postgres` pool's) leaves it
+/// to its connection task, which keeps it while the query is unanswered, until the network
+/// gives up: give such pools a `tcp_user_timeout`.
 ///
 /// When the connection has to be opened, the check opens it itself instead of waiting in
 /// `Pool::get`: bb8 would otherwise hide a refused connection behind its own 30 s
@@ -74,7 +78,7 @@ enum Through<M: ManageConnection> {
         added: Arc<AtomicU64>,
     },
     /// On a connection reserved beside the application's pool.
-    Reserved(Arc<ReservedSlot<M::Connection>>),
+    Reserved(Reserved<M>),
 }
 
 impl<M> PostgresCheck<M>
@@ -89,8 +93,8 @@ where
     #[must_use]
     pub fn new(pool: Pool<M>) -> Self {
         Self {
+            through: Through::Reserved(Reserved::new(AppPool(pool.clone()))),
             pool,
-            through: Through::Reserved(Arc::new(ReservedSlot::new())),
             target: None,
         }
     }
@@ -211,22 +215,15 @@ where
     }
 
     fn check(&self) -> CheckFuture {
-        let pool = self.pool.clone();
         match &self.through {
             Through::OwnPool { added } => {
                 let source = OwnPool {
-                    pool,
+                    pool: self.pool.clone(),
                     added: Arc::clone(added),
                 };
                 Box::pin(async move { recycle::check(&source).await })
             }
-            Through::Reserved(slot) => {
-                let source = Reserved {
-                    pool,
-                    slot: Arc::clone(slot),
-                };
-                Box::pin(async move { recycle::check(&source).await })
-            }
+            Through::Reserved(reserved) => reserved.check(),
         }
     }
 
@@ -248,7 +245,7 @@ where
             Through::OwnPool { added } => {
                 stats.connections_created += added.load(Ordering::Relaxed);
             }
-            Through::Reserved(slot) => stats.reserved_connections_opened = slot.opened(),
+            Through::Reserved(reserved) => stats.reserved_connections_opened = reserved.opened(),
         }
         Some(stats)
     }

@@ -3,8 +3,8 @@
 //!
 //! Shared by every PostgreSQL backend, each of which builds without the others' features:
 //! the bb8 `PostgresCheck` (feature `postgres`), `DeadpoolCheck` (`deadpool`: tokio-postgres
-//! without bb8) and `SqlxCheck` (`sqlx`: SQLSTATEs only). So `check/mod.rs` declares this
-//! file, not `check/postgres/mod.rs`.
+//! without bb8) and `SqlxCheck` (`sqlx-0-8`, `sqlx-0-9`: SQLSTATEs only). So `check/mod.rs`
+//! declares this file, not `check/postgres/mod.rs`.
 
 use crate::check::CheckErrorKind;
 
@@ -99,6 +99,36 @@ pub(crate) fn tokio_postgres(error: &tokio_postgres::Error, phase: Phase) -> Che
             None => CheckErrorKind::Other,
         },
     }
+}
+
+/// Whether a failed query means the connection is gone, so that a new connection could
+/// answer where this one failed.
+#[cfg(any(feature = "postgres", feature = "deadpool"))]
+pub(crate) fn is_connection_gone(error: &tokio_postgres::Error) -> bool {
+    if let Some(db) = error.as_db_error() {
+        // The server ends a session with a FATAL error (terminated, idle_session_timeout,
+        // shutting down); an ERROR answers a query on a connection that stays usable.
+        return match db.parsed_severity() {
+            Some(severity) => matches!(
+                severity,
+                tokio_postgres::error::Severity::Fatal | tokio_postgres::error::Severity::Panic
+            ),
+            None => matches!(db.severity(), "FATAL" | "PANIC"),
+        };
+    }
+    if error.is_closed() {
+        return true;
+    }
+    // A broken socket (reset, broken pipe) is gone; a timeout is a network gone dark, which a
+    // second connection would wait on just as long.
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return io.kind() != std::io::ErrorKind::TimedOut;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 #[cfg(test)]

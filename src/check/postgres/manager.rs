@@ -4,21 +4,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bb8::ManageConnection;
-use bb8_postgres::PostgresConnectionManager;
+use tokio::task::AbortHandle;
 use tokio_postgres::{Client, Config};
 
 use super::tls::{Connector, TlsSettings, connector};
 use super::{DEFAULT_CONNECT_TIMEOUT, PostgresConnectError};
 
 /// The connection manager of the pools [`PostgresCheck::connect`](super::PostgresCheck::connect)
-/// builds: `bb8-postgres`'s manager, with TLS as the connection string asks (feature `rustls`;
-/// see the [module docs](super#tls)), and every connection attempt bounded as a whole.
+/// builds: `bb8-postgres`'s manager's work, with TLS as the connection string asks (feature
+/// `rustls`; see the [module docs](super#tls)), every connection attempt bounded as a whole,
+/// and connections that close their socket when dropped.
 ///
 /// tokio-postgres's own `connect_timeout` covers only the TCP connect. Against a server that
 /// accepts and never answers, the startup handshake would otherwise wait forever, and bb8
-/// would keep that attempt (and the pool slot it holds) forever too.
+/// would keep that attempt (and the pool slot it holds) forever too. And a dropped
+/// `tokio_postgres::Client` leaves its connection task (and socket) running while a query is
+/// unanswered: a check abandoned on a connection gone dark would keep it open until the
+/// network gives up.
 pub struct PostgresCheckManager {
-    inner: PostgresConnectionManager<Connector>,
+    config: Config,
+    connector: Connector,
     connect_timeout: Duration,
 }
 
@@ -36,7 +41,8 @@ impl PostgresCheckManager {
 
     pub(crate) fn with_connector(config: Config, connector: Connector) -> Self {
         Self {
-            inner: PostgresConnectionManager::new(config, connector),
+            config,
+            connector,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
@@ -61,29 +67,35 @@ impl ManageConnection for PostgresCheckManager {
     type Error = PostgresConnectError;
 
     async fn connect(&self) -> Result<PostgresCheckClient, PostgresConnectError> {
-        match tokio::time::timeout(self.connect_timeout, self.inner.connect()).await {
-            Ok(result) => result
-                .map(PostgresCheckClient::new)
-                .map_err(PostgresConnectError::Postgres),
+        let connect = self.config.connect(self.connector.clone());
+        match tokio::time::timeout(self.connect_timeout, connect).await {
+            Ok(Ok((client, connection))) => {
+                let task = tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                Ok(PostgresCheckClient::new(client, task.abort_handle()))
+            }
+            Ok(Err(error)) => Err(PostgresConnectError::Postgres(error)),
             Err(_) => Err(PostgresConnectError::TimedOut(self.connect_timeout)),
         }
     }
 
     async fn is_valid(&self, conn: &mut PostgresCheckClient) -> Result<(), PostgresConnectError> {
-        self.inner
-            .is_valid(&mut conn.client)
+        conn.client
+            .simple_query("")
             .await
+            .map(drop)
             .map_err(PostgresConnectError::Postgres)
     }
 
     fn has_broken(&self, conn: &mut PostgresCheckClient) -> bool {
-        conn.broken.load(Ordering::Acquire) || self.inner.has_broken(&mut conn.client)
+        conn.broken.load(Ordering::Acquire) || conn.client.is_closed()
     }
 }
 
 impl fmt::Debug for PostgresCheckManager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The inner manager's Debug prints the configuration, password included.
+        // The configuration's Debug prints the password.
         f.debug_struct("PostgresCheckManager")
             .field("connect_timeout", &self.connect_timeout)
             .finish_non_exhaustive()
@@ -115,18 +127,27 @@ impl PostgresConnection for Client {
 
 /// The connections of [`PostgresCheckManager`] pools: a `tokio_postgres::Client` that can be
 /// marked broken, so that a connection whose check was abandoned is discarded instead of
-/// serving (and hanging) the next check.
+/// serving (and hanging) the next check, and whose socket is closed when it is dropped.
 pub struct PostgresCheckClient {
     client: Client,
     broken: AtomicBool,
+    /// The connection task, stopped (its socket closed) when the client is dropped.
+    task: AbortHandle,
 }
 
 impl PostgresCheckClient {
-    fn new(client: Client) -> Self {
+    fn new(client: Client, task: AbortHandle) -> Self {
         Self {
             client,
             broken: AtomicBool::new(false),
+            task,
         }
+    }
+}
+
+impl Drop for PostgresCheckClient {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 
@@ -153,6 +174,6 @@ impl fmt::Debug for PostgresCheckClient {
         f.debug_struct("PostgresCheckClient")
             .field("closed", &self.client.is_closed())
             .field("broken", &self.broken.load(Ordering::Relaxed))
-            .finish()
+            .finish_non_exhaustive()
     }
 }

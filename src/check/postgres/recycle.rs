@@ -1,6 +1,8 @@
-//! One check on a connection that may have been closed since the last one.
+//! One check through a pool of the check's own, on a connection that may have been closed
+//! since the last one (the reserved connection beside an application's pool has the same
+//! rules, in `check/reserved.rs`).
 //!
-//! A connection kept between checks (idle in a pool, or the reserved connection) can be closed
+//! A connection kept between checks (idle in the pool) can be closed
 //! by the server while it waits: a restart, `pg_terminate_backend`, `idle_session_timeout`, a
 //! pooler reload. That is not an outage, so it must not read as one: a connection found closed
 //! is replaced before the query, and a query that fails because a kept connection is gone is
@@ -9,8 +11,6 @@
 
 use std::future::Future;
 use std::ops::Deref;
-
-use tokio_postgres::error::Severity;
 
 use super::PostgresConnection;
 use crate::check::CheckError;
@@ -70,7 +70,7 @@ pub(super) async fn check<S: ConnectionSource>(source: &S) -> Result<(), CheckEr
             }
             Err(error) => error,
         };
-        if !is_connection_gone(&error) {
+        if !postgres_classify::is_connection_gone(&error) {
             // A SQL error on a healthy connection: the connection itself is still good.
             source.keep(leased);
             return Err(query_error(&error));
@@ -83,32 +83,6 @@ pub(super) async fn check<S: ConnectionSource>(source: &S) -> Result<(), CheckEr
         }
         retried = true;
     }
-}
-
-/// Whether a failed query means the connection is gone, so that a new connection could
-/// answer where this one failed.
-pub(super) fn is_connection_gone(error: &tokio_postgres::Error) -> bool {
-    if let Some(db) = error.as_db_error() {
-        // The server ends a session with a FATAL error (terminated, idle_session_timeout,
-        // shutting down); an ERROR answers a query on a connection that stays usable.
-        return match db.parsed_severity() {
-            Some(severity) => matches!(severity, Severity::Fatal | Severity::Panic),
-            None => matches!(db.severity(), "FATAL" | "PANIC"),
-        };
-    }
-    if error.is_closed() {
-        return true;
-    }
-    // A broken socket (reset, broken pipe) is gone; a timeout is a network gone dark, which a
-    // second connection would wait on just as long.
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            return io.kind() != std::io::ErrorKind::TimedOut;
-        }
-        source = cause.source();
-    }
-    false
 }
 
 fn query_error(error: &tokio_postgres::Error) -> CheckError {
