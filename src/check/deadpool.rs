@@ -72,7 +72,7 @@ impl DatabaseCheck for DeadpoolCheck {
                     &error,
                 )
             })?;
-            Ok(())
+            Ok(super::CheckReport::default())
         })
     }
 

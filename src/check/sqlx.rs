@@ -88,7 +88,7 @@ impl DatabaseCheck for SqlxCheck {
                 .ping()
                 .await
                 .map_err(|error| sqlx_error(&error, Phase::Query, full))?;
-            Ok(())
+            Ok(super::CheckReport::default())
         })
     }
 

@@ -30,9 +30,11 @@ fn with(check: FakeCheck) -> HealthHandle {
 fn config_with(check: FakeCheck) -> HealthConfig {
     let deadline = match check {
         FakeCheck::Hangs => Duration::from_millis(50),
-        FakeCheck::Ready | FakeCheck::Refused | FakeCheck::Panics | FakeCheck::Saturated => {
-            Duration::from_secs(10)
-        }
+        FakeCheck::Ready
+        | FakeCheck::Refused
+        | FakeCheck::Panics
+        | FakeCheck::Saturated
+        | FakeCheck::Reports => Duration::from_secs(10),
     };
     HealthConfig::new()
         .readiness_timeout(deadline)

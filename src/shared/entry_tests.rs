@@ -1,12 +1,12 @@
 use super::*;
 
-fn outcome(name: &str, error: Option<CheckError>) -> DatabaseOutcome {
-    DatabaseOutcome {
+fn outcome(name: &str, error: Option<CheckError>) -> CheckOutcome {
+    CheckOutcome {
         name: name.into(),
         status: if error.is_some() {
-            DatabaseStatus::NotReady
+            CheckStatus::Failed
         } else {
-            DatabaseStatus::Ready
+            CheckStatus::Passed
         },
         elapsed: Duration::from_micros(1234),
         running_for: None,
@@ -14,6 +14,7 @@ fn outcome(name: &str, error: Option<CheckError>) -> DatabaseOutcome {
         detail: None,
         critical: true,
         target: Some("db:5432/app".into()),
+        details: None,
     }
 }
 
@@ -50,7 +51,7 @@ fn an_entry_reads_back_as_it_was_written() {
     assert_eq!(read.computed_at, entry().computed_at);
     assert_eq!(&*read.computed_by, "web-1/42");
     let replica = &read.databases[0];
-    assert_eq!(replica.status, DatabaseStatus::NotReady);
+    assert_eq!(replica.status, CheckStatus::Failed);
     assert_eq!(replica.error_kind(), Some(CheckErrorKind::Refused));
     assert_eq!(replica.elapsed, Duration::from_micros(1234));
     assert_eq!(replica.target.as_deref(), Some("db:5432/app"));
