@@ -809,7 +809,7 @@ impl Rig {
                         reply.status == StatusCode::SERVICE_UNAVAILABLE
                             && self.names.iter().take(self.faulted).all(|name| {
                                 let key = format!("database_{name}");
-                                body["checks"][&key] == status.as_str()
+                                body["checks"][&key] == status.database_word()
                                     && body["details"][&key]["error_kind"] == kind.as_str()
                             })
                     }
@@ -843,7 +843,11 @@ impl Rig {
         for (index, outcome) in readiness.databases.iter().enumerate() {
             if index < self.faulted || !outcome.passed() {
                 let kind = outcome.error_kind().map_or("-", |kind| kind.as_str());
-                words.push(format!("{} {} {kind}", outcome.name, outcome.status));
+                words.push(format!(
+                    "{} {} {kind}",
+                    outcome.name,
+                    outcome.status.database_word()
+                ));
             }
         }
         if readiness.databases.len() > self.faulted

@@ -20,7 +20,7 @@ pub(super) fn log_readiness_transition(
     let databases = current
         .databases
         .iter()
-        .map(|outcome| format!("{}={}", outcome.name, outcome.status))
+        .map(|outcome| format!("{}={}", outcome.name, outcome.status.database_word()))
         .collect::<Vec<_>>()
         .join(", ");
     let components = current

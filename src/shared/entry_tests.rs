@@ -119,3 +119,23 @@ fn every_error_kind_reads_back() {
         assert_eq!(kind_named(listed(kind).as_str()), Ok(kind));
     }
 }
+
+#[test]
+fn what_a_passing_check_reported_is_shared_with_it() {
+    let mut entry = entry();
+    let mut details = serde_json::Map::new();
+    details.insert("version".into(), "7.2.4".into());
+    details.insert("latency_ms".into(), 0.25.into());
+    let default = entry.database.as_mut().unwrap();
+    default.details = Some(Arc::new(details.clone()));
+    default.target = Some("reached:5432".into());
+    let json = entry.encode();
+    let read = Entry::decode(json.as_bytes()).unwrap();
+    let default = read.database.unwrap();
+    assert_eq!(default.details.as_deref(), Some(&details));
+    assert_eq!(default.target.as_deref(), Some("reached:5432"));
+    // None reported: the key is left out, and reads back as none.
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(value["databases"][0].get("details").is_none(), "{value}");
+    assert_eq!(read.databases[0].details, None);
+}

@@ -31,8 +31,8 @@ pub enum CheckStatus {
 impl CheckStatus {
     /// The name of the status: `"passed"`, `"failed"` or `"timed_out"`.
     ///
-    /// Bodies and metrics say it as their readers expect: readiness names a database
-    /// `"ready"`, `"not_ready"` or `"timed_out"` (the keys Baldur's health check used), and a
+    /// Bodies and metrics say it as their readers expect: a database is
+    /// [`database_word`](Self::database_word) (`"ready"`, `"not_ready"`, `"timed_out"`), and a
     /// component's last check reads as [`ComponentReport::last_check`] says.
     ///
     /// [`ComponentReport::last_check`]: super::ComponentReport::last_check
@@ -45,9 +45,11 @@ impl CheckStatus {
         }
     }
 
-    /// The word a database in this state goes by in bodies, causes and metrics: `"ready"`,
-    /// `"not_ready"` or `"timed_out"`.
-    pub(crate) const fn database_word(self) -> &'static str {
+    /// The word a database whose check ended so goes by in bodies (readiness's `checks`,
+    /// each database's `status`, `pool_info.check`), causes and metrics: `"ready"`,
+    /// `"not_ready"` or `"timed_out"`, the words Baldur's health check used.
+    #[must_use]
+    pub const fn database_word(self) -> &'static str {
         match self {
             Self::Passed => "ready",
             Self::Failed => "not_ready",
