@@ -43,7 +43,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::Full;
 use tower::{Layer, Service};
-use tower_health::check::{CheckFuture, DatabaseCheck};
+use tower_health::check::{CheckFuture, CheckReport, DatabaseCheck};
 use tower_health::component::{self, ComponentSpec};
 use tower_health::{
     DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
@@ -94,7 +94,7 @@ impl DatabaseCheck for Instant {
     }
 
     fn check(&self) -> CheckFuture {
-        Box::pin(async { Ok(()) })
+        Box::pin(async { Ok(CheckReport::default()) })
     }
 }
 

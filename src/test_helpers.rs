@@ -5,7 +5,9 @@ use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 
 use crate::body::ProbeBody;
-use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::check::{
+    CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
+};
 
 /// A database check with a fixed outcome, and no database behind it.
 #[derive(Copy, Clone, Debug)]
@@ -21,6 +23,9 @@ pub(crate) enum FakeCheck {
     /// Answers at once, its pool saturated: every connection busy and checkouts waiting (the
     /// check went through a connection of its own).
     Saturated,
+    /// Answers at once, reporting a target of its own and details (one of them a connection
+    /// string with a password, which the report redacts).
+    Reports,
 }
 
 impl DatabaseCheck for FakeCheck {
@@ -32,7 +37,12 @@ impl DatabaseCheck for FakeCheck {
         let fake = *self;
         Box::pin(async move {
             match fake {
-                Self::Ready | Self::Saturated => Ok(()),
+                Self::Ready | Self::Saturated => Ok(CheckReport::default()),
+                Self::Reports => Ok(CheckReport::new()
+                    .target("reached.internal:5432")
+                    .detail("server_version", "16.4")
+                    .detail("latency_ms", 1.5)
+                    .detail("via", "postgres://app:hunter2@pooler/app")),
                 Self::Refused => Err(CheckError::new(
                     CheckErrorKind::Refused,
                     "error connecting to server: Connection refused (os error 111)",

@@ -9,11 +9,15 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use http::StatusCode;
-use support::{Client, LIMIT, eventually, fast, first_rounds, health_server, pg_url, postgres};
+use support::{
+    Client, LIMIT, app, eventually, fast, first_rounds, health_server, pg_url, postgres, serve,
+};
 use tokio::sync::watch;
-use tower_health::check::{CheckError, CheckErrorKind};
+use tower::ServiceBuilder;
+use tower_health::access::AccessKeys;
+use tower_health::check::{CheckError, CheckErrorKind, CheckReport};
 use tower_health::component::{self, Component, ComponentSpec, ComponentStatus};
-use tower_health::{HealthConfig, Status};
+use tower_health::{Details, HealthConfig, HealthLayer, HealthMonitor, Status};
 
 const OK: u8 = 0;
 const REFUSED: u8 = 1;
@@ -355,4 +359,146 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
     assert!(status_is("degraded").await, "{:?}", health.health());
     cache.store(OK, Ordering::SeqCst);
     assert!(status_is("healthy").await, "{:?}", health.health());
+}
+
+/// A hand-written component that reports what it reached and saw, as an application writes
+/// one: its latency, the server's version, and a connection string (redacted in the body).
+fn reporting() -> impl Component {
+    component::from_fn(|| async {
+        let started = std::time::Instant::now();
+        tokio::task::yield_now().await;
+        Ok::<_, CheckError>(
+            CheckReport::new()
+                .target("search.internal:9200")
+                .detail("version", "8.15.0")
+                .detail("latency_ms", started.elapsed().as_secs_f64() * 1000.0)
+                .detail("via", "http://app:s3cret@proxy.internal:3128"),
+        )
+    })
+}
+
+#[tokio::test]
+async fn a_hand_written_component_reports_its_target_and_details_where_details_are_shown() {
+    require_postgres!();
+    const VIEWER: &str = "viewer-key-0123456789abcdef";
+    let health = HealthMonitor::spawn(
+        config().component(ComponentSpec::new("search", reporting()).critical(true)),
+    );
+    let healthy = eventually(LIMIT, || async {
+        health
+            .health()
+            .components
+            .iter()
+            .any(|report| report.status == ComponentStatus::Healthy)
+    })
+    .await;
+    assert!(healthy, "{:?}", health.health());
+    let keys = AccessKeys::new()
+        .operator("operator-key-0123456789abcdef")
+        .readonly(VIEWER);
+    let layer = |details| {
+        HealthLayer::new(health.clone())
+            .details(details)
+            .access_keys(&keys)
+    };
+    let always = serve(
+        ServiceBuilder::new()
+            .layer(layer(Details::Always))
+            .service(app()),
+    )
+    .await;
+    let never = serve(
+        ServiceBuilder::new()
+            .layer(layer(Details::Never))
+            .service(app()),
+    )
+    .await;
+    let authorized = serve(
+        ServiceBuilder::new()
+            .layer(layer(Details::Authorized))
+            .service(app()),
+    )
+    .await;
+    let client = Client::new();
+
+    let shown = |what: &str, body: &serde_json::Value| {
+        let search = &body["components"]["search"];
+        assert_eq!(search["status"], "healthy", "{what}: {body}");
+        assert_eq!(search["check"], "ok", "{what}: {body}");
+        assert_eq!(search["target"], "search.internal:9200", "{what}: {body}");
+        assert_eq!(search["details"]["version"], "8.15.0", "{what}: {body}");
+        assert!(
+            search["details"]["latency_ms"].is_number(),
+            "{what}: {body}"
+        );
+        assert_eq!(
+            search["details"]["via"], "http://app:***@proxy.internal:3128",
+            "{what}: {body}"
+        );
+        // The database passes too: its own target, no details (the check reports none).
+        assert!(
+            body["details"]["database"]["target"].is_string(),
+            "{what}: {body}"
+        );
+        assert_eq!(
+            body["details"]["database"].get("details"),
+            None,
+            "{what}: {body}"
+        );
+    };
+    let hidden = |what: &str, body: &serde_json::Value| {
+        let text = body.to_string();
+        for secret in [
+            "search.internal",
+            "8.15.0",
+            "latency_ms",
+            "proxy.internal",
+            "target",
+        ] {
+            assert!(!text.contains(secret), "{what} shows {secret:?}: {text}");
+        }
+        // The configured name and status stay.
+        assert_eq!(
+            body["components"]["search"]["status"], "healthy",
+            "{what}: {text}"
+        );
+    };
+
+    let reply = client.get(always.addr, "/health").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert!(!reply.text().contains("s3cret"), "{}", reply.text());
+    shown("always", &reply.json());
+    hidden("never", &client.get(never.addr, "/health").await.json());
+    hidden(
+        "authorized, no key",
+        &client.get(authorized.addr, "/health").await.json(),
+    );
+    let viewer = format!("Bearer {VIEWER}");
+    let reply = client
+        .try_get_with(authorized.addr, "/health", &[("authorization", &viewer)])
+        .await
+        .unwrap();
+    shown("authorized, a viewer key", &reply.json());
+    // A bypass renders the fresh result the same way.
+    shown(
+        "a bypass",
+        &client.get(always.addr, "/health?nocache=true").await.json(),
+    );
+
+    #[cfg(feature = "admin")]
+    {
+        use tower_health::admin::{AdminConfig, AdminServer};
+        for (details, show) in [(Details::Always, true), (Details::Never, false)] {
+            let admin = AdminServer::new(AdminConfig::new().port(0).details(details), &health)
+                .start()
+                .await
+                .unwrap();
+            let body = client.get(admin.local_addr(), "/health").await.json();
+            if show {
+                shown("admin, always", &body);
+            } else {
+                hidden("admin, never", &body);
+            }
+        }
+    }
 }

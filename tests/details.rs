@@ -75,10 +75,7 @@ async fn settled(health: &HealthHandle) {
     let settled = eventually(LIMIT, || async {
         let readiness = health.readiness();
         readiness.databases.len() == 3
-            && readiness
-                .databases
-                .iter()
-                .all(|outcome| !outcome.is_ready())
+            && readiness.databases.iter().all(|outcome| !outcome.passed())
             && readiness
                 .databases
                 .iter()

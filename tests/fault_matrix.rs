@@ -35,9 +35,11 @@ use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminHandle, AdminServer};
 use tower_health::check::PostgresCheck;
 use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
-use tower_health::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use tower_health::check::{
+    CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
+};
 use tower_health::component::{self, ComponentSpec};
-use tower_health::verdict::{Cause, DatabaseStatus};
+use tower_health::verdict::{Cause, CheckStatus};
 use tower_health::{Details, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, Status};
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -106,7 +108,7 @@ enum Checks {
 #[derive(Copy, Clone, Debug)]
 enum Expect {
     /// The faulted databases read `status` with `kind`; the others stay ready.
-    Databases(DatabaseStatus, CheckErrorKind),
+    Databases(CheckStatus, CheckErrorKind),
     /// Readiness stays ready; health is degraded by the saturated pool.
     Saturated,
     /// The component's last check reads `check` with `kind`; health is degraded.
@@ -129,7 +131,7 @@ fn matrix() -> Vec<Entry> {
         Run(Cell {
             name: "refused (server shut down)",
             checks: Checks::Connect,
-            expect: Expect::Databases(DatabaseStatus::NotReady, CheckErrorKind::Refused),
+            expect: Expect::Databases(CheckStatus::Failed, CheckErrorKind::Refused),
             start: |rig| {
                 Box::pin(async move {
                     for proxy in rig.faulted() {
@@ -143,7 +145,7 @@ fn matrix() -> Vec<Entry> {
         Run(Cell {
             name: "stalled at connect",
             checks: Checks::Connect,
-            expect: Expect::Databases(DatabaseStatus::TimedOut, CheckErrorKind::Timeout),
+            expect: Expect::Databases(CheckStatus::TimedOut, CheckErrorKind::Timeout),
             start: |rig| {
                 Box::pin(async move {
                     for proxy in rig.faulted() {
@@ -157,7 +159,7 @@ fn matrix() -> Vec<Entry> {
         Run(Cell {
             name: "pooled connection dark mid-query",
             checks: Checks::Connect,
-            expect: Expect::Databases(DatabaseStatus::TimedOut, CheckErrorKind::Timeout),
+            expect: Expect::Databases(CheckStatus::TimedOut, CheckErrorKind::Timeout),
             start: |rig| {
                 Box::pin(async move {
                     rig.mark_accepted();
@@ -187,7 +189,7 @@ fn matrix() -> Vec<Entry> {
         Run(Cell {
             name: "slow query (pg_sleep past the budget)",
             checks: Checks::SlowQuery,
-            expect: Expect::Databases(DatabaseStatus::TimedOut, CheckErrorKind::Timeout),
+            expect: Expect::Databases(CheckStatus::TimedOut, CheckErrorKind::Timeout),
             start: |rig| {
                 Box::pin(async move {
                     for knobs in rig.faulted_knobs() {
@@ -213,21 +215,21 @@ fn matrix() -> Vec<Entry> {
         Run(Cell {
             name: "authentication failure (unknown role)",
             checks: Checks::SwitchToUnknownRole,
-            expect: Expect::Databases(DatabaseStatus::NotReady, CheckErrorKind::Auth),
+            expect: Expect::Databases(CheckStatus::Failed, CheckErrorKind::Auth),
             start: |rig| Box::pin(async move { rig.switch_faulted(true) }),
             end: |rig| Box::pin(async move { rig.switch_faulted(false) }),
         }),
         Run(Cell {
             name: "TLS failure (verify-full, wrong name)",
             checks: Checks::SwitchToWrongTlsName,
-            expect: Expect::Databases(DatabaseStatus::NotReady, CheckErrorKind::Tls),
+            expect: Expect::Databases(CheckStatus::Failed, CheckErrorKind::Tls),
             start: |rig| Box::pin(async move { rig.switch_faulted(true) }),
             end: |rig| Box::pin(async move { rig.switch_faulted(false) }),
         }),
         Run(Cell {
             name: "database restart (RST all, refuse, accept)",
             checks: Checks::Connect,
-            expect: Expect::Databases(DatabaseStatus::NotReady, CheckErrorKind::Refused),
+            expect: Expect::Databases(CheckStatus::Failed, CheckErrorKind::Refused),
             start: |rig| {
                 Box::pin(async move {
                     for proxy in rig.faulted() {
@@ -739,7 +741,7 @@ impl Rig {
                 let readiness = health.readiness();
                 readiness.ready
                     && readiness.databases.len() == self.names.len()
-                    && readiness.databases.iter().all(|outcome| outcome.is_ready())
+                    && readiness.databases.iter().all(|outcome| outcome.passed())
             }
             Cadence::Health => health.health().status == Status::Healthy,
         }
@@ -759,7 +761,7 @@ impl Rig {
                             if index < self.faulted {
                                 outcome.status == status && outcome.error_kind() == Some(kind)
                             } else {
-                                outcome.is_ready()
+                                outcome.passed()
                             }
                         })
             }
@@ -807,7 +809,7 @@ impl Rig {
                         reply.status == StatusCode::SERVICE_UNAVAILABLE
                             && self.names.iter().take(self.faulted).all(|name| {
                                 let key = format!("database_{name}");
-                                body["checks"][&key] == status.as_str()
+                                body["checks"][&key] == status.database_word()
                                     && body["details"][&key]["error_kind"] == kind.as_str()
                             })
                     }
@@ -839,15 +841,19 @@ impl Rig {
         let health = self.health.health();
         let mut words = Vec::new();
         for (index, outcome) in readiness.databases.iter().enumerate() {
-            if index < self.faulted || !outcome.is_ready() {
+            if index < self.faulted || !outcome.passed() {
                 let kind = outcome.error_kind().map_or("-", |kind| kind.as_str());
-                words.push(format!("{} {} {kind}", outcome.name, outcome.status));
+                words.push(format!(
+                    "{} {} {kind}",
+                    outcome.name,
+                    outcome.status.database_word()
+                ));
             }
         }
         if readiness.databases.len() > self.faulted
             && readiness.databases[self.faulted..]
                 .iter()
-                .all(|outcome| outcome.is_ready())
+                .all(|outcome| outcome.passed())
         {
             words.push("others ready".to_owned());
         }
@@ -1005,7 +1011,7 @@ impl DatabaseCheck for SlowQuery {
             conn.simple_query(&query)
                 .await
                 .map_err(|error| CheckError::new(CheckErrorKind::Query, error.to_string()))?;
-            Ok(())
+            Ok(CheckReport::default())
         })
     }
 }

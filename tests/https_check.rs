@@ -70,7 +70,9 @@ fn skip(why: &str) -> Option<u16> {
     None
 }
 
-async fn check(http: &Http) -> Result<(), tower_health::check::CheckError> {
+async fn check(
+    http: &Http,
+) -> Result<tower_health::check::CheckReport, tower_health::check::CheckError> {
     support::bounded("the https check", http.check()).await
 }
 
@@ -83,9 +85,10 @@ async fn a_trusted_certificate_for_the_host_name_is_healthy() {
         .unwrap()
         .root_certificates(CERTIFICATE)
         .unwrap();
-    check(&http)
+    let passed = check(&http)
         .await
         .expect("the server is trusted for localhost");
+    assert_eq!(passed.details()["status_code"], 200, "{passed:?}");
 }
 
 #[tokio::test]

@@ -165,7 +165,7 @@ async fn scrape(admin: SocketAddr, health: &HealthHandle) -> (BTreeMap<String, S
                 "tower_health_database_up{{database=\"{}\",critical=\"{}\"}}",
                 outcome.name, outcome.critical
             );
-            assert_eq!(samples[&up], bit(outcome.is_ready()), "{text}");
+            assert_eq!(samples[&up], bit(outcome.passed()), "{text}");
         }
         let status = format!("tower_health_status{{status=\"{}\"}}", after.health.status);
         assert_eq!(samples[&status], "1", "{text}");
@@ -185,7 +185,7 @@ async fn until_database(health: &HealthHandle, database: &str, ready: bool) {
             .readiness
             .databases
             .iter()
-            .any(|outcome| &*outcome.name == database && outcome.is_ready() == ready)
+            .any(|outcome| &*outcome.name == database && outcome.passed() == ready)
     })
     .await;
     assert!(reached, "{database} ready={ready} within {LIMIT:?}");

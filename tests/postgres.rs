@@ -14,8 +14,10 @@ use support::{
     Client, PgProxy, StalledListener, eventually, first_rounds, health_server, pg_addr, pg_url,
     postgres, refused_addr,
 };
-use tower_health::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PostgresCheck};
-use tower_health::verdict::DatabaseStatus;
+use tower_health::check::{
+    CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PostgresCheck,
+};
+use tower_health::verdict::CheckStatus;
 use tower_health::{FailDirection, HealthMonitor, Status};
 
 /// A monitor whose default database is the test database behind a fresh [`PgProxy`], served
@@ -34,7 +36,7 @@ async fn through_proxy(
 /// Waits until the default database's check is reported `timed_out`.
 async fn until_timed_out(health: &tower_health::HealthHandle) {
     let timed_out = eventually(support::LIMIT, || async {
-        health.readiness().databases[0].status == DatabaseStatus::TimedOut
+        health.readiness().databases[0].status == CheckStatus::TimedOut
     })
     .await;
     assert!(timed_out, "{:?}", health.readiness());
@@ -166,7 +168,7 @@ async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(ready.json()["checks"]["database_default"], "timed_out");
     let outcome = &health.readiness().databases[0];
-    assert_eq!(outcome.status, DatabaseStatus::TimedOut);
+    assert_eq!(outcome.status, CheckStatus::TimedOut);
     assert!(outcome.elapsed >= budget, "{:?}", outcome.elapsed);
 
     let full = client.get(server.addr, "/health").await;
@@ -235,7 +237,7 @@ async fn a_stall_stays_timed_out_when_connection_attempts_give_up() {
         let verdict = health.readiness();
         assert!(verdict.ready, "{verdict:?}");
         let outcome = &verdict.databases[0];
-        assert_eq!(outcome.status, DatabaseStatus::TimedOut, "{outcome:?}");
+        assert_eq!(outcome.status, CheckStatus::TimedOut, "{outcome:?}");
         if let Some(error) = &outcome.error {
             seen.insert(error.kind());
         }
@@ -317,9 +319,9 @@ async fn every_database_is_checked_in_parallel_under_one_deadline() {
     assert_eq!(
         statuses,
         [
-            DatabaseStatus::Ready,
-            DatabaseStatus::TimedOut,
-            DatabaseStatus::TimedOut
+            CheckStatus::Passed,
+            CheckStatus::TimedOut,
+            CheckStatus::TimedOut
         ]
     );
     // Both are measured from the round's start. Waited on in sequence, each under a deadline
@@ -439,7 +441,7 @@ impl DatabaseCheck for SlowQuery {
             conn.simple_query(&query)
                 .await
                 .map_err(|error| CheckError::new(CheckErrorKind::Query, error.to_string()))?;
-            Ok(())
+            Ok(CheckReport::default())
         })
     }
 }
@@ -468,7 +470,7 @@ async fn a_slow_query_times_out_and_is_not_run_twice_at_once() {
     first_rounds(&health).await;
     assert_eq!(
         health.readiness().databases[0].status,
-        DatabaseStatus::TimedOut
+        CheckStatus::TimedOut
     );
 
     // Many rounds later the first pg_sleep is still the only one running.

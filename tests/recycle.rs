@@ -17,7 +17,7 @@ use tower_health::check::{
     CheckErrorKind, DatabaseCheck, PostgresCheck, PostgresCheckClient, PostgresCheckManager,
     PostgresConnectError, PostgresConnection,
 };
-use tower_health::verdict::DatabaseStatus;
+use tower_health::verdict::CheckStatus;
 use tower_health::{HealthConfig, HealthHandle};
 
 /// An `application_name` of this test's own, so that parallel tests never terminate each
@@ -358,6 +358,6 @@ async fn a_refused_database_fails_in_the_first_round_through_a_reserved_connecti
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
     let outcome = health.readiness().databases[0].clone();
-    assert_eq!(outcome.status, DatabaseStatus::NotReady, "{outcome:?}");
+    assert_eq!(outcome.status, CheckStatus::Failed, "{outcome:?}");
     assert_eq!(outcome.error.unwrap().kind(), CheckErrorKind::Refused);
 }

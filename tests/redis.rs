@@ -56,18 +56,34 @@ fn kind(report: &ComponentReport) -> Option<CheckErrorKind> {
 async fn healthy_against_the_real_redis_through_its_own_connection_or_the_applications() {
     require_redis!();
     let own = Redis::connect(&redis_url()).unwrap();
-    support::bounded("PING", own.check()).await.unwrap();
+    let passed = support::bounded("PING", own.check()).await.unwrap();
+    // The server says its version once (`INFO server`), and the report carries it.
+    let version = passed.details()["version"].as_str().unwrap_or_default();
+    assert!(version.contains('.'), "{passed:?}");
+    assert_eq!(passed.details()["mode"], "standalone", "{passed:?}");
+    let again = support::bounded("PING", own.check()).await.unwrap();
+    assert_eq!(again, passed);
     let report = cache_becomes(&monitor(own), ComponentStatus::Healthy).await;
     assert_eq!(report.target.as_deref(), Some("127.0.0.1:6379/0"));
+    let details = report
+        .outcome
+        .as_ref()
+        .and_then(|outcome| outcome.details.clone());
+    assert_eq!(
+        details.as_ref().map(|details| &details["version"]),
+        Some(&passed.details()["version"]),
+        "{report:#?}"
+    );
 
     let client = redis::Client::open(redis_url()).unwrap();
     let manager = support::bounded("connecting", redis::aio::ConnectionManager::new(client))
         .await
         .unwrap();
     let through_the_app = Redis::new(manager);
-    support::bounded("PING", through_the_app.check())
+    let passed = support::bounded("PING", through_the_app.check())
         .await
         .unwrap();
+    assert_eq!(passed.details()["version"], version, "{passed:?}");
     assert_eq!(through_the_app.target(), None);
 }
 

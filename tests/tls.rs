@@ -9,7 +9,7 @@ use std::time::Duration;
 use support::{eventually, fast, pg_client};
 use tower_health::HealthMonitor;
 use tower_health::check::{CheckErrorKind, PostgresCheck};
-use tower_health::verdict::DatabaseStatus;
+use tower_health::verdict::CheckStatus;
 
 const LIMIT: Duration = Duration::from_secs(10);
 
@@ -28,7 +28,7 @@ fn url(host: Option<&str>, query: &str) -> String {
 
 /// The first verdict of a monitor checking `dsn`: whether the default database is ready and,
 /// if not, the error kind.
-async fn first_outcome(dsn: &str) -> (DatabaseStatus, Option<CheckErrorKind>) {
+async fn first_outcome(dsn: &str) -> (CheckStatus, Option<CheckErrorKind>) {
     let (status, error, _monitor) = first_outcome_kept(dsn).await;
     (status, error)
 }
@@ -37,7 +37,7 @@ async fn first_outcome(dsn: &str) -> (DatabaseStatus, Option<CheckErrorKind>) {
 async fn first_outcome_kept(
     dsn: &str,
 ) -> (
-    DatabaseStatus,
+    CheckStatus,
     Option<CheckErrorKind>,
     tower_health::HealthHandle,
 ) {
@@ -81,7 +81,7 @@ async fn require_encrypts_without_verifying() {
         &format!("sslmode=require&application_name={name}"),
     ))
     .await;
-    assert_eq!((status, error), (DatabaseStatus::Ready, None));
+    assert_eq!((status, error), (CheckStatus::Passed, None));
     // The check's own connection is encrypted.
     let client = pg_client().await;
     let rows = client
@@ -110,18 +110,18 @@ async fn verify_full_trusts_the_given_certificate_for_its_host_name() {
     let query = format!("sslmode=verify-full&sslrootcert={certificate}");
     assert_eq!(
         first_outcome(&url(Some("localhost"), &query)).await,
-        (DatabaseStatus::Ready, None)
+        (CheckStatus::Passed, None)
     );
     // The certificate is for `localhost`, not for `127.0.0.1`: verify-full refuses that name,
     // verify-ca does not check it.
     assert_eq!(
         first_outcome(&url(Some("127.0.0.1"), &query)).await,
-        (DatabaseStatus::NotReady, Some(CheckErrorKind::Tls))
+        (CheckStatus::Failed, Some(CheckErrorKind::Tls))
     );
     let query = format!("sslmode=verify-ca&sslrootcert={certificate}");
     assert_eq!(
         first_outcome(&url(Some("127.0.0.1"), &query)).await,
-        (DatabaseStatus::Ready, None)
+        (CheckStatus::Passed, None)
     );
 }
 
@@ -133,7 +133,7 @@ async fn an_untrusted_certificate_fails_as_tls_without_the_chain() {
         &format!("sslmode=verify-full&sslrootcert={UNRELATED_CA}"),
     );
     let (status, _, health) = first_outcome_kept(&dsn).await;
-    assert_eq!(status, DatabaseStatus::NotReady);
+    assert_eq!(status, CheckStatus::Failed);
     let readiness = health.readiness();
     let error = readiness.databases[0]
         .error

@@ -116,8 +116,9 @@ impl AdminConfig {
         self
     }
 
-    /// Who sees details (error text, targets, pool figures, timings) in this server's
-    /// readiness and pool bodies; `/health` already needs the viewer role once keys are set.
+    /// Who sees details (error text, targets, check details, pool figures, timings) in this
+    /// server's readiness and pool bodies; `/health` already needs the viewer role once keys
+    /// are set.
     /// [`Details::Authorized`] means holders of this server's keys.
     ///
     /// Defaults to the monitor's [`HealthConfig::details`](crate::HealthConfig::details).

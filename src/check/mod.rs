@@ -8,16 +8,7 @@
 //! next round starts a new one; a check should therefore release what it holds when dropped
 //! ([`PostgresCheck`], `DeadpoolCheck` and `SqlxCheck` close the connection they were using).
 //!
-//! # A database or a component?
-//!
-//! A database is a store the application's requests cannot do without, checked through a
-//! pool whose figures matter: every database gates readiness (unless declared
-//! [optional](crate::HealthConfig::optional_database)), and the default one decides
-//! `/health`'s `unhealthy` and `/health/pool`. A dependency the application can degrade
-//! around (a cache, a queue, a search service, Redis) is a [component](crate::component):
-//! non-critical unless said otherwise, gating readiness only when declared to. From the
-//! environment, each URL scheme goes to its check in one table (`config/databases.rs`); a
-//! `redis://` URL given as a database is refused with the component's variable to use.
+#![doc = include_str!("../docs/database_or_component.md")]
 //!
 //! With the `postgres` feature, [`PostgresCheck`] checks a PostgreSQL database through a `bb8`
 //! pool. Other databases or pools implement [`DatabaseCheck`] themselves:
@@ -70,6 +61,7 @@ pub mod sqlx_0_8;
 #[cfg(feature = "sqlx-0-9")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlx-0-9")))]
 pub mod sqlx_0_9;
+mod report;
 
 use std::fmt;
 use std::future::Future;
@@ -85,10 +77,14 @@ pub use self::postgres::{
     InvalidPostgresDsn, PostgresCheck, PostgresCheckClient, PostgresCheckManager,
     PostgresConnectError, PostgresConnection,
 };
+pub use self::report::CheckReport;
 
-/// The future a [`DatabaseCheck`] returns: `'static` so that the monitor can run it in a task
-/// of its own and leave it running past a round's deadline.
-pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), CheckError>> + Send + 'static>>;
+/// The future a [`DatabaseCheck`] or a [`Component`](crate::component::Component) returns:
+/// `'static` so that the monitor can run it in a task of its own and leave it running past a
+/// round's deadline. It passes with a [`CheckReport`] (`CheckReport::default()` reports
+/// nothing) or fails with a [`CheckError`].
+pub type CheckFuture =
+    Pin<Box<dyn Future<Output = Result<CheckReport, CheckError>> + Send + 'static>>;
 
 /// One database the monitor checks.
 ///
@@ -97,7 +93,8 @@ pub trait DatabaseCheck: fmt::Debug + Send + Sync + 'static {
     /// The database vendor, reported as `pool_info.vendor` (for example `"postgresql"`).
     fn vendor(&self) -> &'static str;
 
-    /// Checks the database once.
+    /// Checks the database once: a [`CheckReport`] when it is usable (with what the check
+    /// saw, if it says), the reason otherwise.
     ///
     /// The monitor bounds the wait and drops the future past the check limit; it is never
     /// started again while a previous one is still running.
@@ -111,7 +108,10 @@ pub trait DatabaseCheck: fmt::Debug + Send + Sync + 'static {
     }
 
     /// What the check connects to, for the health body's `target` (host, port, database
-    /// name); it must never carry a password. `None` leaves the key out.
+    /// name); it must never carry a password (the monitor passes it through
+    /// [`redact`](crate::redact) anyway). Asked once, when the monitor starts; shown for every
+    /// result, unless a passing check's [`CheckReport::target`] names another for its own.
+    /// `None` leaves the key out.
     ///
     /// Defaults to `None`.
     fn target(&self) -> Option<String> {

@@ -30,7 +30,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{CheckError, CheckFuture};
+use super::{CheckError, CheckFuture, CheckReport};
 
 /// How one backend opens, inspects and pings its reserved connection.
 pub(crate) trait ReservedBackend: Clone + Send + Sync + 'static {
@@ -100,7 +100,7 @@ impl<B: ReservedBackend<Connection = C>, C: Send + 'static> Reserved<B, C> {
     /// One check: a ping on the reserved connection, opened (or replaced) as needed.
     pub(crate) fn check(&self) -> CheckFuture {
         let reserved = self.clone();
-        Box::pin(async move { reserved.ping_once().await })
+        Box::pin(async move { reserved.ping_once().await.map(CheckReport::from) })
     }
 
     async fn ping_once(&self) -> Result<(), CheckError> {

@@ -13,12 +13,18 @@ use crate::check::CheckFuture;
 ///
 /// See the [module docs](super) for an example.
 pub trait Component: fmt::Debug + Send + Sync + 'static {
-    /// Checks the subsystem once: `Ok(())` when it is fine, the reason otherwise (redacted
-    /// when the [`CheckError`](crate::check::CheckError) is built).
+    /// Checks the subsystem once: a [`CheckReport`](crate::check::CheckReport) when it is
+    /// fine (`CheckReport::default()` to say nothing more; a target and details, such as a
+    /// latency or a server version, to say what it saw), the reason otherwise (redacted when
+    /// the [`CheckError`](crate::check::CheckError) is built).
     fn check(&self) -> CheckFuture;
 
     /// What the component checks, for the health body's `target` (a `host:port`, a URL);
-    /// it must never carry a password. `None` leaves the key out.
+    /// it must never carry a password (the monitor passes it through
+    /// [`redact`](crate::redact) anyway). Asked once, when the monitor starts; shown for every
+    /// result, unless a passing check's
+    /// [`CheckReport::target`](crate::check::CheckReport::target) names another for its own.
+    /// `None` leaves the key out.
     ///
     /// Defaults to `None`.
     fn target(&self) -> Option<String> {

@@ -2,14 +2,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::Component;
-use crate::check::{CheckError, CheckErrorKind, CheckFuture};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 
 /// A [`Component`] that checks the free space of the file system holding a path: in
 /// trouble below a minimum, by default 10% of the file system's size.
 ///
 /// The figures come from the operating system (`statvfs` through the `fs4` crate), read on a
 /// blocking thread so that a slow file system (NFS) cannot stall the runtime. Trouble is of
-/// kind `other`, with the figures or the reason they could not be read.
+/// kind `other`, with the figures or the reason they could not be read; a check that passes
+/// reports them (`details.available_bytes`, `details.total_bytes`).
 ///
 /// ```
 /// use tower_health::HealthConfig;
@@ -114,7 +115,9 @@ impl Component for DiskSpace {
                     ),
                 ));
             }
-            Ok(())
+            Ok(CheckReport::new()
+                .detail("available_bytes", available)
+                .detail("total_bytes", total))
         })
     }
 

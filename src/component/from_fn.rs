@@ -2,7 +2,7 @@ use std::fmt;
 use std::future::Future;
 
 use super::Component;
-use crate::check::{CheckError, CheckFuture};
+use crate::check::{CheckError, CheckFuture, CheckReport};
 
 /// A [`Component`] from a closure returning a future; built by [`from_fn`].
 #[derive(Clone)]
@@ -12,22 +12,29 @@ pub struct FromFn<F> {
 
 /// A [`Component`] that calls `f` for each check.
 ///
-/// See the [module docs](super) for an example.
-pub fn from_fn<F, Fut>(f: F) -> FromFn<F>
+/// The future passes with `()` (fine, nothing to add) or a [`CheckReport`] (fine, with a
+/// target and details), or fails with a [`CheckError`].
+///
+/// See the [module docs](super) for an example, and [`CheckReport`]'s for one that reports
+/// details.
+pub fn from_fn<F, Fut, R>(f: F) -> FromFn<F>
 where
     F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), CheckError>> + Send + 'static,
+    Fut: Future<Output = Result<R, CheckError>> + Send + 'static,
+    R: Into<CheckReport>,
 {
     FromFn { f }
 }
 
-impl<F, Fut> Component for FromFn<F>
+impl<F, Fut, R> Component for FromFn<F>
 where
     F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), CheckError>> + Send + 'static,
+    Fut: Future<Output = Result<R, CheckError>> + Send + 'static,
+    R: Into<CheckReport>,
 {
     fn check(&self) -> CheckFuture {
-        Box::pin((self.f)())
+        let check = (self.f)();
+        Box::pin(async move { check.await.map(Into::into) })
     }
 }
 

@@ -7,7 +7,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::Component;
-use crate::check::{CheckError, CheckErrorKind, CheckFuture};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 
 /// A [`Component`] that sends `GET <url>` to an HTTP dependency and expects a 2xx answer.
 ///
@@ -189,8 +189,9 @@ impl Component for Http {
 }
 
 impl Http {
-    /// `GET` over an open connection, and what the answer says.
-    async fn get<S>(&self, stream: S) -> Result<(), CheckError>
+    /// `GET` over an open connection, and what the answer says: a 2xx passes, reporting its
+    /// status code (`details.status_code`).
+    async fn get<S>(&self, stream: S) -> Result<CheckReport, CheckError>
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
@@ -221,7 +222,7 @@ impl Http {
         // A status other than 2xx is the dependency's own answer, not a failure to reach it:
         // `other`, with the status in the message.
         if status.is_success() {
-            Ok(())
+            Ok(CheckReport::new().detail("status_code", status.as_u16()))
         } else if status.is_redirection() {
             failed(
                 CheckErrorKind::Other,

@@ -14,14 +14,16 @@
 //!   [gate readiness](ComponentSpec::gates_readiness).
 //!
 //! A component is a dependency the application can degrade around; a store its requests
-//! cannot do without is a [database](crate::check#a-database-or-a-component) (it gates
-//! readiness, and the default one decides `unhealthy` and `/health/pool`). Redis, usually a
-//! cache or a session store, is a component ([`Redis`], feature `redis`): make it critical,
-//! or let it gate readiness, when the application cannot serve without it.
+//! cannot do without is a database: see [below](#a-database-or-a-component), the same words
+//! as in [`check`](crate::check#a-database-or-a-component).
 //!
 //! A component that panics is reported `error` and one that has not answered by its timeout
 //! `timed_out`, for that component alone: the monitor and the other checks go on. A check
 //! still running from an earlier round is joined, never started a second time.
+//!
+//! A component that passes may say what it checked and what it saw: a
+//! [`CheckReport`](crate::check::CheckReport) with a `target` and `details` (a latency, a
+//! server version), shown under the component in `/health` where targets are shown.
 //!
 //! # Example
 //!
@@ -34,7 +36,8 @@
 //!     ComponentSpec::new(
 //!         "cache",
 //!         component::from_fn(|| async {
-//!             // Ask the cache whether it answers; an `Err(CheckError)` reports trouble.
+//!             // Ask the cache whether it answers; an `Err(CheckError)` reports trouble, and
+//!             // `Ok(())` that it is fine, with nothing more to say.
 //!             Ok(())
 //!         }),
 //!     )
@@ -44,6 +47,8 @@
 //! );
 //! # let _ = config;
 //! ```
+//!
+#![doc = include_str!("../docs/database_or_component.md")]
 //!
 //! # Ready-made components
 //!

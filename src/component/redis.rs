@@ -10,13 +10,13 @@
 //! `ConnectionLike` trait (through the application's own `redis` features).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use redis::Client;
 use redis::aio::ConnectionLike;
+use redis::{Client, InfoDict};
 
 use super::Component;
-use crate::check::{CheckError, CheckErrorKind, CheckFuture};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 pub use crate::redis_client::InvalidRedisUrl;
 use crate::redis_client::{LazyManager, client, error_kind, target};
 
@@ -29,6 +29,11 @@ use crate::redis_client::{LazyManager, client, error_kind, target};
 /// of kind `refused`, `dns`, `auth` (`NOAUTH`, `WRONGPASS`), `tls`, `timeout`, `closed` (the
 /// connection dropped under the command) or `other`. A multiplexed connection has no pool,
 /// so there are no pool figures: the round's `elapsed_ms` is the `PING`'s round trip.
+///
+/// A check that passes reports the server's version and mode (`details.version`, such as
+/// `"7.2.4"`, and `details.mode`: `standalone`, `cluster` or `sentinel`), read with one
+/// `INFO server` after the first `PONG` and kept: later checks send `PING` alone. A server
+/// that refuses `INFO` (an ACL) is asked once and reports no version.
 ///
 /// ```
 /// use tower_health::HealthConfig;
@@ -60,9 +65,11 @@ impl Redis {
     where
         C: ConnectionLike + Clone + Send + Sync + 'static,
     {
+        let server = Arc::new(ServerInfo::default());
         let ping = move || -> CheckFuture {
             let mut connection = connection.clone();
-            Box::pin(async move { ping(&mut connection).await })
+            let server = Arc::clone(&server);
+            Box::pin(async move { ping(&mut connection, &server).await })
         };
         Self {
             ping: Arc::new(ping),
@@ -85,9 +92,11 @@ impl Redis {
     pub fn from_client(client: Client) -> Self {
         let target = Some(Arc::from(target(&client)));
         let manager = LazyManager::new(client);
+        let server = Arc::new(ServerInfo::default());
         let ping = move || -> CheckFuture {
             let manager = manager.clone();
-            Box::pin(async move { ping(&mut manager.get()?).await })
+            let server = Arc::clone(&server);
+            Box::pin(async move { ping(&mut manager.get()?, &server).await })
         };
         Self {
             ping: Arc::new(ping),
@@ -126,22 +135,54 @@ impl fmt::Debug for Redis {
     }
 }
 
+/// What the server said about itself: asked once, after the first `PONG`.
+#[derive(Debug, Default)]
+struct ServerInfo(OnceLock<Option<(String, String)>>);
+
 /// One `PING`, sent once more if the connection dropped under the first (the server closed it
 /// while it waited between checks, and a `ConnectionManager` reconnects for the next command):
 /// an idle connection the server closed is not an outage. A second failure is reported.
-async fn ping<C: ConnectionLike>(connection: &mut C) -> Result<(), CheckError> {
+async fn ping<C: ConnectionLike>(
+    connection: &mut C,
+    server: &ServerInfo,
+) -> Result<CheckReport, CheckError> {
     let answered = match ping_once(connection).await {
         Err(error) if error.is_connection_dropped() => ping_once(connection).await,
         answered => answered,
     };
     let pong = answered.map_err(|error| CheckError::from_error(error_kind(&error), &error))?;
-    match pong.as_str() {
-        "PONG" => Ok(()),
-        other => Err(CheckError::new(
+    if pong != "PONG" {
+        return Err(CheckError::new(
             CheckErrorKind::Other,
-            format!("PING answered {other:?}, not PONG"),
-        )),
+            format!("PING answered {pong:?}, not PONG"),
+        ));
     }
+    let info = match server.0.get() {
+        Some(info) => info,
+        None => {
+            // One query in the life of the component; a refusal (an ACL without `INFO`) or
+            // an answer without the fields is kept too, so it is not asked again.
+            let info: Option<InfoDict> = redis::cmd("INFO")
+                .arg("server")
+                .query_async(connection)
+                .await
+                .ok();
+            let fields = info.and_then(|info| {
+                let version = info.get::<String>("redis_version")?;
+                let mode = info.get::<String>("redis_mode").unwrap_or_default();
+                Some((version, mode))
+            });
+            server.0.get_or_init(|| fields)
+        }
+    };
+    let report = CheckReport::new();
+    Ok(match info {
+        Some((version, mode)) if mode.is_empty() => report.detail("version", version.as_str()),
+        Some((version, mode)) => report
+            .detail("version", version.as_str())
+            .detail("mode", mode.as_str()),
+        None => report,
+    })
 }
 
 async fn ping_once<C: ConnectionLike>(connection: &mut C) -> redis::RedisResult<String> {

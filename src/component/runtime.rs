@@ -3,7 +3,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::Component;
-use crate::check::{CheckError, CheckErrorKind, CheckFuture};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 use crate::config::{Zero, assert_in_range};
 
 /// A [`Component`] that watches the Tokio runtime itself: a timer that fires late means a
@@ -12,7 +12,8 @@ use crate::config::{Zero, assert_in_range};
 ///
 /// A small task ticks every [`period`](Self::period) and records how late each tick fires;
 /// each check reports trouble when the worst lateness since the previous check exceeds the
-/// [`threshold`](Self::threshold), with the figures (kind `other`). Register it
+/// [`threshold`](Self::threshold), with the figures (kind `other`); a check that passes
+/// reports the worst lateness it saw (`details.worst_lateness_ms`). Register it
 /// non-critical: `/health` then reads `degraded` (200) while the runtime is starved, and
 /// liveness, which must not restart a pod for being slow, stays 200 as always.
 ///
@@ -138,7 +139,7 @@ impl Component for RuntimeWatcher {
                     ),
                 ));
             }
-            Ok(())
+            Ok(CheckReport::new().detail("worst_lateness_ms", worst.as_secs_f64() * 1000.0))
         })
     }
 }

@@ -3,12 +3,14 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 
 use super::Component;
-use crate::check::{CheckError, CheckErrorKind, CheckFuture};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 
 /// A [`Component`] that opens a TCP connection to `host:port` and closes it: is the
 /// dependency reachable?
 ///
-/// The host is resolved on each check (a moved DNS name is followed). The connection is
+/// The host is resolved on each check (a moved DNS name is followed), and a check that
+/// passes reports the address it reached (`details.address`, such as `10.0.3.7:6379`). The
+/// connection is
 /// bounded by the component's timeout and the round's deadline, like every check. A failure
 /// is of kind `refused` (refused, reset, unreachable), `dns` (the name did not resolve),
 /// `timeout` (the operating system gave up connecting) or `other` (a target that is not a
@@ -46,8 +48,13 @@ impl Component for Tcp {
         Box::pin(async move {
             match TcpStream::connect(&*target).await {
                 Ok(stream) => {
+                    let reached = stream.peer_addr();
                     drop(stream);
-                    Ok(())
+                    Ok(match reached {
+                        Ok(address) => CheckReport::new().detail("address", address.to_string()),
+                        // Connected, then reset before the question: it was reachable.
+                        Err(_) => CheckReport::new(),
+                    })
                 }
                 Err(error) => Err(CheckError::new(
                     connect_error_kind(&error),
@@ -73,6 +80,20 @@ mod tests {
 
     async fn kind_of(target: &str) -> CheckErrorKind {
         Tcp::new(target).check().await.expect_err(target).kind()
+    }
+
+    #[tokio::test]
+    async fn a_reachable_port_reports_the_address_it_reached() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let report = Tcp::new(format!("localhost:{}", address.port()))
+            .check()
+            .await
+            .unwrap();
+        let reached = report.details()["address"].as_str().unwrap().to_owned();
+        let reached: std::net::SocketAddr = reached.parse().unwrap();
+        assert_eq!(reached.port(), address.port());
+        assert!(reached.ip().is_loopback(), "{reached}");
     }
 
     #[tokio::test]

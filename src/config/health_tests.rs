@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::super::{FailDirection, HealthConfig, NoCache, validate_prefix};
-use crate::check::{CheckFuture, DatabaseCheck};
+use crate::check::{CheckFuture, CheckReport, DatabaseCheck};
 
 #[derive(Debug)]
 struct Nothing;
@@ -14,7 +14,7 @@ impl DatabaseCheck for Nothing {
     }
 
     fn check(&self) -> CheckFuture {
-        Box::pin(async { Ok(()) })
+        Box::pin(async { Ok(CheckReport::default()) })
     }
 }
 

@@ -33,8 +33,8 @@ impl HealthConfig {
         self.kubernetes_aliases = aliases;
         self
     }
-    /// Who sees details (error text, targets, pool figures, timings) in probe bodies: the
-    /// default of every reader of this monitor, which each can override
+    /// Who sees details (error text, targets, check details, pool figures, timings) in probe
+    /// bodies: the default of every reader of this monitor, which each can override
     /// ([`HealthLayer::details`](crate::HealthLayer::details)). Statuses, error categories
     /// and configured names are shown at every level.
     ///

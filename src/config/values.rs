@@ -66,7 +66,8 @@ impl FromStr for NoCache {
 }
 
 /// Who sees more than statuses, error categories and configured names in probe bodies: the
-/// redacted error text (drivers name hosts, users and databases), targets, pool figures and
+/// redacted error text (drivers name hosts, users and databases), targets, what passing
+/// checks report ([`CheckReport`](crate::check::CheckReport)'s `details`), pool figures and
 /// timings. Set per reader ([`HealthLayer::details`](crate::HealthLayer::details),
 /// `AdminConfig::details`); the monitor's [`HealthConfig::details`](crate::HealthConfig::details)
 /// is their default.

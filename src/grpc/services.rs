@@ -97,7 +97,7 @@ impl Services<'_> {
             (None, _) if !configured() => None,
             (_, Condition::Stale) => Some(ServingStatus::NotServing),
             (Some(outcome), _) => Some(ServingStatus::from_passing(
-                outcome.status.passes(fail_direction),
+                outcome.status.passes_readiness(fail_direction),
             )),
             (None, _) => Some(self.no_verdict()),
         }

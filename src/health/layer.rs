@@ -91,9 +91,9 @@ impl HealthLayer {
         self
     }
 
-    /// Who sees details (the redacted error text, targets, pool figures, timings) in this
-    /// layer's bodies. Statuses, error categories and configured names are shown at every
-    /// level. [`Details::Never`] is for a port reachable from the internet.
+    /// Who sees details (the redacted error text, targets, check details, pool figures,
+    /// timings) in this layer's bodies. Statuses, error categories and configured names are
+    /// shown at every level. [`Details::Never`] is for a port reachable from the internet.
     ///
     /// Defaults to the monitor's [`HealthConfig::details`](crate::HealthConfig::details)
     /// ([`Details::Always`]).

@@ -69,7 +69,7 @@ pub(super) fn encode(snapshot: &Snapshot, mut encoder: DescriptorEncoder<'_>) ->
             let critical = if outcome.critical { "true" } else { "false" };
             (
                 [("database", &*outcome.name), ("critical", critical)],
-                outcome.is_ready(),
+                outcome.passed(),
             )
         }),
     )?;
@@ -80,7 +80,10 @@ pub(super) fn encode(snapshot: &Snapshot, mut encoder: DescriptorEncoder<'_>) ->
         databases.iter().flat_map(|outcome| {
             DATABASE_STATUSES.map(|each| {
                 (
-                    [("database", &*outcome.name), ("status", each.as_str())],
+                    [
+                        ("database", &*outcome.name),
+                        ("status", each.database_word()),
+                    ],
                     outcome.status == each,
                 )
             })

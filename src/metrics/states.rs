@@ -6,7 +6,7 @@
 
 use crate::component::ComponentStatus;
 use crate::status::Status;
-use crate::verdict::DatabaseStatus;
+use crate::verdict::CheckStatus;
 use crate::view::Condition;
 
 /// Every [`Condition`], in the order of its declaration.
@@ -50,18 +50,19 @@ const fn status_index(status: Status) -> usize {
     }
 }
 
-/// Every [`DatabaseStatus`].
-pub(super) const DATABASE_STATUSES: [DatabaseStatus; 3] = [
-    DatabaseStatus::Ready,
-    DatabaseStatus::NotReady,
-    DatabaseStatus::TimedOut,
+/// Every [`CheckStatus`], each a `status` label of a database (`ready`, `not_ready`,
+/// `timed_out`).
+pub(super) const DATABASE_STATUSES: [CheckStatus; 3] = [
+    CheckStatus::Passed,
+    CheckStatus::Failed,
+    CheckStatus::TimedOut,
 ];
 
-const fn database_status_index(status: DatabaseStatus) -> usize {
+const fn database_status_index(status: CheckStatus) -> usize {
     match status {
-        DatabaseStatus::Ready => 0,
-        DatabaseStatus::NotReady => 1,
-        DatabaseStatus::TimedOut => 2,
+        CheckStatus::Passed => 0,
+        CheckStatus::Failed => 1,
+        CheckStatus::TimedOut => 2,
     }
 }
 

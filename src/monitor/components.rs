@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::slot::{CheckSlot, Claim};
 use super::spawner::Spawner;
 use crate::component::{ComponentSpec, ComponentStatus};
-use crate::verdict::{ComponentReport, DatabaseOutcome, DatabaseStatus};
+use crate::verdict::{CheckOutcome, CheckStatus, ComponentReport};
 
 /// Whether a round checks every component now, cadence or not (`?nocache=true`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub(crate) enum Forced {
 #[derive(Debug)]
 pub(crate) struct TrackedComponent {
     spec: ComponentSpec,
-    /// The component's target, asked once.
+    /// The component's own target, asked once (redacted): shown before its first check.
     target: Option<String>,
     pub(crate) slot: CheckSlot,
     state: Mutex<Tracked>,
@@ -38,7 +38,7 @@ struct Tracked {
     since: SystemTime,
     failures: u32,
     successes: u32,
-    last: Option<DatabaseOutcome>,
+    last: Option<CheckOutcome>,
     /// When the last check this component was asked for was claimed, for its cadence.
     last_claimed: Option<Instant>,
     /// When the last finished check that was recorded started: a round that joined the same
@@ -57,7 +57,7 @@ impl TrackedComponent {
     pub(crate) fn new(spec: &ComponentSpec, limit: Duration) -> Self {
         Self {
             slot: CheckSlot::component(spec, limit),
-            target: spec.component.target(),
+            target: spec.component.target().map(|target| crate::redact(&target)),
             spec: spec.clone(),
             state: Mutex::new(Tracked {
                 status: ComponentStatus::Unknown,
@@ -200,7 +200,7 @@ impl TrackedComponent {
     /// Records one round's result and logs the transition it makes, if any. A finished
     /// check (started at `finished_check`) already recorded by another round is not counted
     /// again.
-    fn record(&self, outcome: DatabaseOutcome, finished_check: Option<Instant>) -> ComponentReport {
+    fn record(&self, outcome: CheckOutcome, finished_check: Option<Instant>) -> ComponentReport {
         let mut state = self.lock();
         if finished_check.is_some() && finished_check == state.last_recorded {
             return self.report_of(&state);
@@ -208,7 +208,7 @@ impl TrackedComponent {
         if finished_check.is_some() {
             state.last_recorded = finished_check;
         }
-        let ok = outcome.is_ready();
+        let ok = outcome.passed();
         if ok {
             state.successes = state.successes.saturating_add(1);
             state.failures = 0;
@@ -265,7 +265,7 @@ impl ComponentClaim<'_> {
         let outcome = claim.outcome(deadline).await;
         // Cut short by this round's deadline, the check is still running: each round that
         // waits for it in vain counts, as before. A result counts once.
-        let cut_short = outcome.status == DatabaseStatus::TimedOut && outcome.error.is_none();
+        let cut_short = outcome.status == CheckStatus::TimedOut && outcome.error.is_none();
         let finished_check = (!cut_short).then_some(check_started);
         self.component.record(outcome, finished_check)
     }
@@ -278,7 +278,7 @@ fn log_transition(previous: ComponentStatus, report: &ComponentReport) {
     let error = report
         .outcome
         .as_ref()
-        .and_then(DatabaseOutcome::error_or_detail)
+        .and_then(CheckOutcome::error_or_detail)
         .unwrap_or_default();
     if to.is_in_trouble() {
         tracing::warn!(%component, %from, %to, %reason, %error, "component status changed");

@@ -122,3 +122,108 @@ async fn a_hold_names_its_reason_only_where_details_are_shown() {
         assert!(!short.contains("alice"), "{probe}: {short}");
     }
 }
+
+/// A database and a component whose checks pass with a target of their own and details.
+fn reporting() -> HealthConfig {
+    HealthConfig::new()
+        .database("default", FakeCheck::Reports)
+        .unwrap()
+        .component(ComponentSpec::new(
+            "cache",
+            FakeComponent::new(FakeCheck::Reports),
+        ))
+}
+
+/// What [`FakeCheck::Reports`] reports, as bodies show it: its connection string redacted.
+fn reported() -> serde_json::Value {
+    serde_json::json!({
+        "latency_ms": 1.5,
+        "server_version": "16.4",
+        "via": "postgres://app:***@pooler/app",
+    })
+}
+
+#[tokio::test]
+async fn what_a_passing_check_reports_shows_where_targets_do_and_nowhere_else() {
+    let handle = monitor(reporting());
+    rounds(&handle).await;
+    let (_, full) = body(&handle, Probe::Health, Audience::Full).await;
+    assert!(!full.contains("hunter2"), "{full}");
+    let full: serde_json::Value = serde_json::from_str(&full).unwrap();
+    for entry in [&full["details"]["database"], &full["components"]["cache"]] {
+        assert_eq!(entry["target"], "reached.internal:5432", "{full}");
+        assert_eq!(entry["details"], reported(), "{full}");
+    }
+
+    let (_, short) = body(&handle, Probe::Health, Audience::Minimal).await;
+    for secret in [
+        "reached.internal",
+        "16.4",
+        "server_version",
+        "pooler",
+        "target",
+    ] {
+        assert!(!short.contains(secret), "shows {secret:?}: {short}");
+    }
+    let short: serde_json::Value = serde_json::from_str(&short).unwrap();
+    for entry in [&short["details"]["database"], &short["components"]["cache"]] {
+        assert_eq!(entry.get("details"), None, "{short}");
+        assert!(entry["status"].is_string(), "{short}");
+    }
+
+    // Readiness lists each database when it fails (a hold, here): the reports with them.
+    handle.hold("maintenance");
+    let (_, full) = body(&handle, Probe::Ready, Audience::Full).await;
+    let full: serde_json::Value = serde_json::from_str(&full).unwrap();
+    let default = &full["details"]["database_default"];
+    assert_eq!(default["details"], reported(), "{full}");
+    assert_eq!(default["target"], "reached.internal:5432", "{full}");
+    let (_, short) = body(&handle, Probe::Ready, Audience::Minimal).await;
+    assert!(!short.contains("server_version"), "{short}");
+    assert!(!short.contains("reached.internal"), "{short}");
+}
+
+#[tokio::test]
+async fn a_failed_check_shows_its_own_target_and_no_details() {
+    let cache = FakeComponent::new(FakeCheck::Reports);
+    let handle = monitor(
+        HealthConfig::new()
+            .database("default", FakeCheck::Ready)
+            .unwrap()
+            .component(ComponentSpec::new("cache", Targeted(cache.clone()))),
+    );
+    rounds(&handle).await;
+    let (_, passed) = body(&handle, Probe::Health, Audience::Full).await;
+    let passed: serde_json::Value = serde_json::from_str(&passed).unwrap();
+    assert_eq!(
+        passed["components"]["cache"]["target"],
+        "reached.internal:5432"
+    );
+    assert_eq!(passed["components"]["cache"]["details"], reported());
+    cache.set(FakeCheck::Refused);
+    rounds(&handle).await;
+    let (_, failed) = body(&handle, Probe::Health, Audience::Full).await;
+    let failed: serde_json::Value = serde_json::from_str(&failed).unwrap();
+    let entry = &failed["components"]["cache"];
+    assert_eq!(entry["check"], "failed", "{failed}");
+    assert_eq!(
+        entry["target"], "redis://:***@cache.internal.example:6379",
+        "{failed}"
+    );
+    assert_eq!(entry.get("details"), None, "{failed}");
+}
+
+/// A component that names its target (with a password, which the monitor redacts), and
+/// answers as its [`FakeComponent`] does.
+#[derive(Clone, Debug)]
+struct Targeted(FakeComponent);
+
+impl crate::component::Component for Targeted {
+    fn check(&self) -> CheckFuture {
+        crate::component::Component::check(&self.0)
+    }
+
+    fn target(&self) -> Option<String> {
+        Some("redis://:hunter2@cache.internal.example:6379".to_owned())
+    }
+}

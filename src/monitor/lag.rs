@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::check::{CheckError, CheckErrorKind, CheckFuture};
+use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 use crate::component::Component;
 
 /// The name of the self-monitoring component.
@@ -78,7 +78,7 @@ impl Component for RoundLag {
                     ),
                 )),
                 // Before the first round there is nothing to say yet: not a failure.
-                _ => Ok(()),
+                _ => Ok(CheckReport::default()),
             }
         })
     }

@@ -108,10 +108,11 @@ fn agrees_with_the_view(text: &str, view: &View) {
             "tower_health_database_up{{database=\"{}\",critical=\"{}\"}}",
             outcome.name, outcome.critical
         );
-        assert_eq!(value(text, &up), bit(outcome.is_ready()));
+        assert_eq!(value(text, &up), bit(outcome.passed()));
         let status = format!(
             "tower_health_database_check_status{{database=\"{}\",status=\"{}\"}}",
-            outcome.name, outcome.status
+            outcome.name,
+            outcome.status.database_word()
         );
         assert_eq!(value(text, &status), "1");
     }

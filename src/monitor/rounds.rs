@@ -10,9 +10,7 @@ use super::slot::CheckSlot;
 use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::rendered::{render_health, render_pool, render_readiness};
-use crate::verdict::{
-    ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
-};
+use crate::verdict::{CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict};
 
 impl MonitorState {
     /// Checks `slots` in parallel under the one deadline.
@@ -160,8 +158,8 @@ impl MonitorState {
     /// The default database's outcome, and the others', from a round over every database.
     pub(crate) fn split_default(
         &self,
-        mut outcomes: Vec<DatabaseOutcome>,
-    ) -> (Option<DatabaseOutcome>, Vec<DatabaseOutcome>) {
+        mut outcomes: Vec<CheckOutcome>,
+    ) -> (Option<CheckOutcome>, Vec<CheckOutcome>) {
         let default = self.default_index.map(|index| outcomes.remove(index));
         (default, outcomes)
     }
@@ -178,7 +176,7 @@ impl MonitorState {
     /// Publishes the pool verdict from the default database's outcome.
     pub(crate) fn publish_pool(
         &self,
-        default: Option<DatabaseOutcome>,
+        default: Option<CheckOutcome>,
         finished_at: SystemTime,
     ) -> Arc<Published<PoolVerdict>> {
         let default = default
@@ -196,8 +194,8 @@ impl MonitorState {
 
     pub(crate) fn publish_health(
         &self,
-        default: Option<DatabaseOutcome>,
-        others: Vec<DatabaseOutcome>,
+        default: Option<CheckOutcome>,
+        others: Vec<CheckOutcome>,
         components: Vec<ComponentReport>,
         finished_at: SystemTime,
     ) -> Arc<Published<HealthVerdict>> {
@@ -210,8 +208,8 @@ impl MonitorState {
     /// saturation, the shared cache's state) are added either way.
     pub(crate) fn publish_health_from(
         &self,
-        default: Option<DatabaseOutcome>,
-        others: Vec<DatabaseOutcome>,
+        default: Option<CheckOutcome>,
+        others: Vec<CheckOutcome>,
         #[cfg_attr(not(feature = "redis"), allow(unused_mut))] mut components: Vec<ComponentReport>,
         finished_at: SystemTime,
         shared: Option<(Arc<str>, Duration)>,

@@ -405,6 +405,16 @@ async fn every_probe_in_every_state_matches_its_schema() {
     rounds(&handle).await;
     every_body_and_a_bypass(&handle, "no database", &mut seen).await;
 
+    // Checks that pass with a target and details of their own: in /health, and in
+    // readiness's `details` once a hold makes it list each check.
+    let handle = monitor(config_with(FakeCheck::Reports).component(
+        ComponentSpec::new("cache", FakeComponent::new(FakeCheck::Reports)).gates_readiness(true),
+    ));
+    rounds(&handle).await;
+    every_body_and_a_bypass(&handle, "passing with details", &mut seen).await;
+    handle.hold("maintenance");
+    every_body(&handle, "passing with details, held", &mut seen).await;
+
     // Every error category, in a database and in a component.
     for kind in KINDS {
         let component = FakeComponent::new(FakeCheck::Ready);
@@ -937,6 +947,24 @@ async fn the_schemas_refuse_a_body_that_breaks_a_dashboard() {
             body["details"]["database"]["target"] = json!("db:5432")
         }),
         "a target in the minimal form",
+    );
+    HEALTH.refuses(
+        &with(&short, |body| {
+            body["components"]["cache"]["details"] = json!({"version": "7.2.4"})
+        }),
+        "a check's details in the minimal form",
+    );
+    HEALTH.refuses(
+        &with(&health, |body| {
+            body["details"]["database"]["details"] = json!({"version": "16.4"})
+        }),
+        "details of a check that failed",
+    );
+    HEALTH.refuses(
+        &with(&health, |body| {
+            body["components"]["cache"]["details"] = json!("16.4")
+        }),
+        "details that are not an object",
     );
 
     for key in ["/status", "/checks", "/details", "/timestamp"] {

@@ -12,13 +12,15 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::spawner::Spawner;
-use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::check::{
+    CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
+};
 use crate::component::{Component, ComponentSpec};
 use crate::config::DatabaseEntry;
-use crate::verdict::{DatabaseOutcome, DatabaseStatus};
+use crate::verdict::{CheckOutcome, CheckStatus};
 
 /// What a finished check reports: its result and how long it ran.
-type Finished = Option<(Result<(), CheckError>, Duration)>;
+type Finished = Option<(Result<CheckReport, CheckError>, Duration)>;
 
 #[derive(Debug)]
 pub(crate) struct CheckSlot {
@@ -47,7 +49,8 @@ struct SlotInner {
     check: Checked,
     /// Reported on every outcome.
     critical: bool,
-    /// What the check connects to, asked once.
+    /// What the check connects to, asked once (redacted): shown unless a passing check's
+    /// report names another.
     target: Option<Arc<str>>,
     /// How long a check may run before it is dropped.
     limit: Duration,
@@ -86,7 +89,7 @@ impl CheckSlot {
                 name,
                 check,
                 critical,
-                target: target.map(Arc::from),
+                target: target.map(|target| Arc::from(crate::redact(&target))),
                 limit,
                 in_flight: Mutex::new(None),
                 checks_started: AtomicU64::new(0),
@@ -259,18 +262,22 @@ impl Claim {
     }
 
     /// Waits for the check until `deadline`, and reports what it concluded.
-    pub(crate) async fn outcome(mut self, deadline: Instant) -> DatabaseOutcome {
+    pub(crate) async fn outcome(mut self, deadline: Instant) -> CheckOutcome {
         let waited = tokio::time::timeout_at(
             deadline.into(),
             self.in_flight.finished.wait_for(Option::is_some),
         )
         .await;
         let mut running_for = None;
+        let mut report = None;
         let (status, elapsed, error, detail) = match waited {
             Ok(Ok(finished)) => {
                 let (result, elapsed) = finished.clone().expect("waited for Some");
                 match result {
-                    Ok(()) => (DatabaseStatus::Ready, elapsed, None, None),
+                    Ok(passed) => {
+                        report = Some(passed);
+                        (CheckStatus::Passed, elapsed, None, None)
+                    }
                     // A check that gave up waiting (a connect timeout, the pool's own timeout,
                     // the check limit) says the same as our deadline: the database did not
                     // answer in time. Reporting it `not_ready` would flip a stalled database
@@ -281,13 +288,13 @@ impl Claim {
                         if error.kind().is_timeout()
                             || error.kind() == CheckErrorKind::PoolSaturated =>
                     {
-                        (DatabaseStatus::TimedOut, elapsed, Some(error), None)
+                        (CheckStatus::TimedOut, elapsed, Some(error), None)
                     }
-                    Err(error) => (DatabaseStatus::NotReady, elapsed, Some(error), None),
+                    Err(error) => (CheckStatus::Failed, elapsed, Some(error), None),
                 }
             }
             Ok(Err(_)) => (
-                DatabaseStatus::NotReady,
+                CheckStatus::Failed,
                 self.in_flight.started_at.elapsed(),
                 Some(CheckError::new(
                     CheckErrorKind::Other,
@@ -305,15 +312,19 @@ impl Claim {
                     "the check did not finish before the deadline"
                 };
                 let waited = self.round_started.elapsed();
-                (
-                    DatabaseStatus::TimedOut,
-                    waited,
-                    None,
-                    Some(detail.to_owned()),
-                )
+                (CheckStatus::TimedOut, waited, None, Some(detail.to_owned()))
             }
         };
-        DatabaseOutcome {
+        // What a passing check reported: its own target for this result, and its details,
+        // shared by every round that reads this outcome.
+        let (target, details) = match report {
+            Some(CheckReport { target, details }) => (
+                target.or(self.target),
+                (!details.is_empty()).then(|| Arc::new(details)),
+            ),
+            None => (self.target, None),
+        };
+        CheckOutcome {
             name: self.name,
             status,
             elapsed,
@@ -321,7 +332,8 @@ impl Claim {
             error,
             detail,
             critical: self.critical,
-            target: self.target,
+            target,
+            details,
         }
     }
 }

@@ -19,7 +19,7 @@ use super::startup::Startup;
 use crate::config::HealthConfig;
 use crate::drain::DrainHandle;
 use crate::rendered::{render_health, render_pool, render_readiness};
-use crate::verdict::{DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{CheckOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
 use crate::view::{View, ViewInputs};
 
 #[derive(Debug)]
@@ -79,21 +79,21 @@ pub(crate) struct Counters {
 
 /// What one round concluded about every database.
 pub(crate) struct Round {
-    pub(crate) outcomes: Vec<DatabaseOutcome>,
+    pub(crate) outcomes: Vec<CheckOutcome>,
     pub(crate) finished_at: SystemTime,
 }
 
 /// What a health round computed by this process concluded.
 pub(crate) struct HealthRound {
-    pub(crate) default: Option<DatabaseOutcome>,
-    pub(crate) others: Vec<DatabaseOutcome>,
+    pub(crate) default: Option<CheckOutcome>,
+    pub(crate) others: Vec<CheckOutcome>,
     pub(crate) components: Vec<crate::verdict::ComponentReport>,
     pub(crate) finished_at: SystemTime,
 }
 
 /// What a round over the databases and the components concluded.
 pub(crate) struct FullRound {
-    pub(crate) outcomes: Vec<DatabaseOutcome>,
+    pub(crate) outcomes: Vec<CheckOutcome>,
     pub(crate) components: Vec<crate::verdict::ComponentReport>,
     pub(crate) finished_at: SystemTime,
 }

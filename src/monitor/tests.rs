@@ -30,9 +30,11 @@ fn with(check: FakeCheck) -> HealthHandle {
 fn config_with(check: FakeCheck) -> HealthConfig {
     let deadline = match check {
         FakeCheck::Hangs => Duration::from_millis(50),
-        FakeCheck::Ready | FakeCheck::Refused | FakeCheck::Panics | FakeCheck::Saturated => {
-            Duration::from_secs(10)
-        }
+        FakeCheck::Ready
+        | FakeCheck::Refused
+        | FakeCheck::Panics
+        | FakeCheck::Saturated
+        | FakeCheck::Reports => Duration::from_secs(10),
     };
     HealthConfig::new()
         .readiness_timeout(deadline)
@@ -145,6 +147,27 @@ async fn healthy() {
     assert_eq!(
         get(&handle, Probe::Ping).await,
         (StatusCode::OK, PING.to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_passing_check_reports_its_target_and_details_in_health() {
+    let handle = with(FakeCheck::Reports);
+    rounds(&handle).await;
+    // All clear: readiness keeps its short answer.
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (
+            StatusCode::OK,
+            r#"{"checks":{"database_default":"ready"},"status":"ready"}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        get(&handle, Probe::Health).await,
+        (
+            StatusCode::OK,
+            r#"{"causes":[],"checks":{"database":"healthy"},"components":null,"details":{"database":{"detail":null,"details":{"latency_ms":1.5,"server_version":"16.4","via":"postgres://app:***@pooler/app"},"elapsed_ms":0,"error":null,"error_kind":null,"name":"default","status":"ready","target":"reached.internal:5432"}},"reason":null,"self_healing":true,"started":true,"status":"healthy","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
+        )
     );
 }
 

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::state::Counters;
-use crate::verdict::{Cause, DatabaseOutcome, HealthVerdict, ReadinessVerdict};
+use crate::verdict::{Cause, CheckOutcome, HealthVerdict, ReadinessVerdict};
 
 pub(super) fn log_readiness_transition(
     counters: &Counters,
@@ -20,7 +20,7 @@ pub(super) fn log_readiness_transition(
     let databases = current
         .databases
         .iter()
-        .map(|outcome| format!("{}={}", outcome.name, outcome.status))
+        .map(|outcome| format!("{}={}", outcome.name, outcome.status.database_word()))
         .collect::<Vec<_>>()
         .join(", ");
     let components = current
@@ -60,13 +60,13 @@ pub(super) fn log_health_transition(
             .flatten()
             .chain(&current.databases)
             .find(|outcome| outcome.name == *name)
-            .and_then(DatabaseOutcome::error_or_detail),
+            .and_then(CheckOutcome::error_or_detail),
         Some(Cause::Component { name, .. }) => current
             .components
             .iter()
             .find(|report| report.name == *name)
             .and_then(|report| report.outcome.as_ref())
-            .and_then(DatabaseOutcome::error_or_detail),
+            .and_then(CheckOutcome::error_or_detail),
         _ => None,
     }
     .unwrap_or_default();

@@ -4,9 +4,9 @@
 //! stale) and for each [`Audience`], so that answering never encodes JSON. What an audience
 //! may see is decided here, field by field, and nowhere else: [`Audience::Minimal`] gets
 //! statuses, error categories and the names the operator configured; [`Audience::Full`] also
-//! gets the redacted error text, targets, pool figures and timings. Key names follow Baldur's
-//! health check, which this crate implements, so existing dashboards keep working; keys are
-//! only ever added.
+//! gets the redacted error text, targets, what passing checks reported (`details`), pool
+//! figures and timings. Key names follow Baldur's health check, which this crate implements,
+//! so existing dashboards keep working; keys are only ever added.
 
 use std::time::{Duration, SystemTime};
 
@@ -19,7 +19,7 @@ use crate::Status;
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
 use crate::verdict::{
-    Audience, Cause, ComponentReport, DatabaseOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict,
+    Audience, Cause, CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
 };
 
 /// Every variant of one verdict's response, for one audience.
@@ -92,7 +92,7 @@ pub(crate) fn render_readiness(
     // Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
     let all_clear = verdict.reason.is_none()
         && verdict.held.is_none()
-        && verdict.databases.iter().all(DatabaseOutcome::is_ready)
+        && verdict.databases.iter().all(CheckOutcome::passed)
         && verdict
             .components
             .iter()
@@ -109,7 +109,7 @@ pub(crate) fn render_readiness(
         let mut details = Map::new();
         for outcome in &verdict.databases {
             let key = format!("database_{}", outcome.name);
-            checks.insert(key.clone(), outcome.status.as_str().into());
+            checks.insert(key.clone(), outcome.status.database_word().into());
             details.insert(key, database_detail(outcome, audience));
         }
         for report in &verdict.components {
@@ -158,7 +158,7 @@ pub(crate) fn render_readiness(
 
 pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> RenderedVerdict {
     let database = match &verdict.database {
-        Some(outcome) if outcome.is_ready() => Status::Healthy,
+        Some(outcome) if outcome.passed() => Status::Healthy,
         _ => Status::Unhealthy,
     };
     let stale = Circumstance::stale("health", stale_after);
@@ -236,18 +236,15 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
 pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> RenderedVerdict {
     let stale = Circumstance::stale("pool", stale_after);
     RenderedVerdict::new(|audience| {
-        let failed = verdict
-            .outcome
-            .as_ref()
-            .filter(|outcome| !outcome.is_ready());
+        let failed = verdict.outcome.as_ref().filter(|outcome| !outcome.passed());
         // The error text names hosts, users and databases: its category stands in for it
         // where details are not shown.
         let error = failed.map(|outcome| match (&outcome.error, audience) {
             (Some(error), Audience::Full) => error.to_string(),
             (Some(error), Audience::Minimal) => error.kind().as_str().to_owned(),
-            (None, Audience::Full) => format!("the check {}", outcome.status),
+            (None, Audience::Full) => format!("the check {}", outcome.status.database_word()),
             (None, Audience::Minimal) => outcome.error_kind().map_or_else(
-                || outcome.status.as_str().to_owned(),
+                || outcome.status.database_word().to_owned(),
                 |kind| kind.as_str().to_owned(),
             ),
         });
@@ -258,7 +255,7 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
         info.insert("status".into(), verdict.status.as_str().into());
         info.insert("error".into(), error.as_deref().or(verdict.reason).into());
         if let Some(outcome) = &verdict.outcome {
-            info.insert("check".into(), outcome.status.as_str().into());
+            info.insert("check".into(), outcome.status.database_word().into());
             info.insert(
                 "error_kind".into(),
                 outcome.error_kind().map(CheckErrorKind::as_str).into(),
@@ -310,9 +307,9 @@ fn causes(circumstance: Option<&Circumstance>, causes: &[Cause], audience: Audie
         .collect()
 }
 
-fn database_detail(outcome: &DatabaseOutcome, audience: Audience) -> Value {
+fn database_detail(outcome: &CheckOutcome, audience: Audience) -> Value {
     let mut detail = json!({
-        "status": outcome.status.as_str(),
+        "status": outcome.status.database_word(),
         "error": shown(audience, || outcome.error.as_ref().map(|error| error.message())),
         "error_kind": outcome.error_kind().map(CheckErrorKind::as_str),
         "detail": outcome.detail,
@@ -324,6 +321,9 @@ fn database_detail(outcome: &DatabaseOutcome, audience: Audience) -> Value {
         }
         if let Some(target) = &outcome.target {
             detail["target"] = (**target).into();
+        }
+        if let Some(details) = &outcome.details {
+            detail["details"] = Value::Object((**details).clone());
         }
     }
     detail
@@ -340,7 +340,7 @@ fn component_detail(report: &ComponentReport, audience: Audience) -> Value {
         "check": report.last_check(),
         "reason": report.reason,
         "error": shown(audience, || error.map(|error| error.message())),
-        "error_kind": outcome.and_then(DatabaseOutcome::error_kind).map(CheckErrorKind::as_str),
+        "error_kind": outcome.and_then(CheckOutcome::error_kind).map(CheckErrorKind::as_str),
         "detail": outcome.and_then(|outcome| outcome.detail.as_deref()),
         "since": timestamp(Some(report.since)),
         "consecutive_failures": report.consecutive_failures,
@@ -351,8 +351,11 @@ fn component_detail(report: &ComponentReport, audience: Audience) -> Value {
         if let Some(running_for) = outcome.and_then(|outcome| outcome.running_for) {
             detail["running_for_ms"] = millis(running_for);
         }
-        if let Some(target) = &report.target {
-            detail["target"] = target.as_str().into();
+        if let Some(target) = report.shown_target() {
+            detail["target"] = target.into();
+        }
+        if let Some(details) = outcome.and_then(|outcome| outcome.details.as_deref()) {
+            detail["details"] = Value::Object(details.clone());
         }
     }
     detail

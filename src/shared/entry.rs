@@ -13,8 +13,11 @@
 //! ```
 //!
 //! `computed_at_ms` is when the computing process's round finished (milliseconds since the
-//! Unix epoch, by its clock); `computed_by` names that process. Error messages are stored
-//! redacted, as every [`CheckError`] is.
+//! Unix epoch, by its clock); `computed_by` names that process. A check's `status` is stored
+//! as readiness says it (`ready`, `not_ready`, `timed_out`), for databases and components
+//! alike; a passing check's `target` and `details` are stored as it reported them. Error
+//! messages, targets and details are stored redacted, as every [`CheckError`] and
+//! [`CheckReport`](crate::check::CheckReport) is.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -24,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::{CheckError, CheckErrorKind};
 use crate::component::ComponentStatus;
-use crate::verdict::{ComponentReport, DatabaseOutcome, DatabaseStatus};
+use crate::verdict::{CheckOutcome, CheckStatus, ComponentReport};
 
 /// The format this build writes and reads; an entry of another is ignored and overwritten.
 pub(crate) const FORMAT: u32 = 1;
@@ -34,8 +37,8 @@ pub(crate) const FORMAT: u32 = 1;
 pub(crate) struct Entry {
     pub(crate) computed_at: SystemTime,
     pub(crate) computed_by: Arc<str>,
-    pub(crate) database: Option<DatabaseOutcome>,
-    pub(crate) databases: Vec<DatabaseOutcome>,
+    pub(crate) database: Option<CheckOutcome>,
+    pub(crate) databases: Vec<CheckOutcome>,
     /// The shareable components only.
     pub(crate) components: Vec<ComponentReport>,
 }
@@ -61,6 +64,9 @@ struct Outcome {
     detail: Option<String>,
     critical: bool,
     target: Option<String>,
+    /// What a passing check reported ([`CheckOutcome::details`]); left out when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    details: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -119,11 +125,11 @@ impl Entry {
     }
 }
 
-impl From<&DatabaseOutcome> for Outcome {
-    fn from(outcome: &DatabaseOutcome) -> Self {
+impl From<&CheckOutcome> for Outcome {
+    fn from(outcome: &CheckOutcome) -> Self {
         Self {
             name: outcome.name.to_string(),
-            status: outcome.status.as_str().to_owned(),
+            status: outcome.status.database_word().to_owned(),
             elapsed_us: micros(outcome.elapsed),
             running_for_us: outcome.running_for.map(micros),
             error_kind: outcome
@@ -137,16 +143,17 @@ impl From<&DatabaseOutcome> for Outcome {
             detail: outcome.detail.clone(),
             critical: outcome.critical,
             target: outcome.target.as_deref().map(str::to_owned),
+            details: outcome.details.as_deref().cloned(),
         }
     }
 }
 
 impl Outcome {
-    fn into_outcome(self) -> Result<DatabaseOutcome, String> {
+    fn into_outcome(self) -> Result<CheckOutcome, String> {
         let status = match self.status.as_str() {
-            "ready" => DatabaseStatus::Ready,
-            "not_ready" => DatabaseStatus::NotReady,
-            "timed_out" => DatabaseStatus::TimedOut,
+            "ready" => CheckStatus::Passed,
+            "not_ready" => CheckStatus::Failed,
+            "timed_out" => CheckStatus::TimedOut,
             other => return Err(format!("unknown check status {other:?}")),
         };
         let error = match (self.error_kind, self.error) {
@@ -156,7 +163,7 @@ impl Outcome {
             )),
             (None, _) => None,
         };
-        Ok(DatabaseOutcome {
+        Ok(CheckOutcome {
             name: self.name.into(),
             status,
             elapsed: Duration::from_micros(self.elapsed_us),
@@ -165,6 +172,7 @@ impl Outcome {
             detail: self.detail,
             critical: self.critical,
             target: self.target.map(Arc::from),
+            details: self.details.map(Arc::new),
         })
     }
 }

@@ -1,12 +1,12 @@
 use super::*;
 
-fn outcome(name: &str, error: Option<CheckError>) -> DatabaseOutcome {
-    DatabaseOutcome {
+fn outcome(name: &str, error: Option<CheckError>) -> CheckOutcome {
+    CheckOutcome {
         name: name.into(),
         status: if error.is_some() {
-            DatabaseStatus::NotReady
+            CheckStatus::Failed
         } else {
-            DatabaseStatus::Ready
+            CheckStatus::Passed
         },
         elapsed: Duration::from_micros(1234),
         running_for: None,
@@ -14,6 +14,7 @@ fn outcome(name: &str, error: Option<CheckError>) -> DatabaseOutcome {
         detail: None,
         critical: true,
         target: Some("db:5432/app".into()),
+        details: None,
     }
 }
 
@@ -50,7 +51,7 @@ fn an_entry_reads_back_as_it_was_written() {
     assert_eq!(read.computed_at, entry().computed_at);
     assert_eq!(&*read.computed_by, "web-1/42");
     let replica = &read.databases[0];
-    assert_eq!(replica.status, DatabaseStatus::NotReady);
+    assert_eq!(replica.status, CheckStatus::Failed);
     assert_eq!(replica.error_kind(), Some(CheckErrorKind::Refused));
     assert_eq!(replica.elapsed, Duration::from_micros(1234));
     assert_eq!(replica.target.as_deref(), Some("db:5432/app"));
@@ -117,4 +118,24 @@ fn every_error_kind_reads_back() {
     ] {
         assert_eq!(kind_named(listed(kind).as_str()), Ok(kind));
     }
+}
+
+#[test]
+fn what_a_passing_check_reported_is_shared_with_it() {
+    let mut entry = entry();
+    let mut details = serde_json::Map::new();
+    details.insert("version".into(), "7.2.4".into());
+    details.insert("latency_ms".into(), 0.25.into());
+    let default = entry.database.as_mut().unwrap();
+    default.details = Some(Arc::new(details.clone()));
+    default.target = Some("reached:5432".into());
+    let json = entry.encode();
+    let read = Entry::decode(json.as_bytes()).unwrap();
+    let default = read.database.unwrap();
+    assert_eq!(default.details.as_deref(), Some(&details));
+    assert_eq!(default.target.as_deref(), Some("reached:5432"));
+    // None reported: the key is left out, and reads back as none.
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(value["databases"][0].get("details").is_none(), "{value}");
+    assert_eq!(read.databases[0].details, None);
 }

@@ -22,7 +22,7 @@ impl Component for CacheStatus {
         Box::pin(async move {
             match problem {
                 Some(error) => Err(error),
-                None => Ok(()),
+                None => Ok(crate::check::CheckReport::default()),
             }
         })
     }

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::DatabaseStatus;
+use super::CheckStatus;
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::ComponentStatus;
 
@@ -34,7 +34,7 @@ pub enum Cause {
         /// The configured name.
         name: Arc<str>,
         /// What its check concluded.
-        status: DatabaseStatus,
+        status: CheckStatus,
         /// The category of its error, when it failed with one.
         kind: Option<CheckErrorKind>,
         /// Whether it is [optional](crate::HealthConfig::optional_database).
@@ -135,16 +135,17 @@ impl Cause {
                 } else {
                     "database"
                 };
+                let word = status.database_word();
                 match kind {
                     Some(CheckErrorKind::Panicked) => {
                         write!(text, "{which} {name}'s check panicked")
                     }
                     // `timed_out (timeout)` would say it twice.
-                    Some(CheckErrorKind::Timeout) if *status == DatabaseStatus::TimedOut => {
-                        write!(text, "{which} {name} is {status}")
+                    Some(CheckErrorKind::Timeout) if *status == CheckStatus::TimedOut => {
+                        write!(text, "{which} {name} is {word}")
                     }
-                    Some(kind) => write!(text, "{which} {name} is {status} ({kind})"),
-                    None => write!(text, "{which} {name} is {status}"),
+                    Some(kind) => write!(text, "{which} {name} is {word} ({kind})"),
+                    None => write!(text, "{which} {name} is {word}"),
                 }
             }
             Self::Component {

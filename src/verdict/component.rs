@@ -2,7 +2,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{DatabaseOutcome, DatabaseStatus};
+use super::{CheckOutcome, CheckStatus};
 use crate::check::CheckErrorKind;
 use crate::component::ComponentStatus;
 
@@ -19,10 +19,13 @@ pub struct ComponentReport {
     /// Whether it also gates readiness.
     pub gates_readiness: bool,
     /// What it checks (redacted), when the component says: see
-    /// [`Component::target`](crate::component::Component::target).
+    /// [`Component::target`](crate::component::Component::target). The last outcome's
+    /// [`target`](CheckOutcome::target) is what its last check reached (the one a passing
+    /// check's report named, else this one): [`shown_target`](Self::shown_target) picks.
     pub target: Option<String>,
-    /// Its last check's outcome (`Ready` means it succeeded); `None` before the first.
-    pub outcome: Option<DatabaseOutcome>,
+    /// Its last check's outcome (with what it reported, when it passed); `None` before the
+    /// first.
+    pub outcome: Option<CheckOutcome>,
     /// Which rule put it where it is, for humans.
     pub reason: Cow<'static, str>,
     /// Since when it has been in its current state.
@@ -39,9 +42,9 @@ impl ComponentReport {
     #[must_use]
     pub fn last_check(&self) -> Option<&'static str> {
         self.outcome.as_ref().map(|outcome| match outcome.status {
-            DatabaseStatus::Ready => "ok",
-            DatabaseStatus::TimedOut => "timed_out",
-            DatabaseStatus::NotReady
+            CheckStatus::Passed => "ok",
+            CheckStatus::TimedOut => "timed_out",
+            CheckStatus::Failed
                 if outcome
                     .error
                     .as_ref()
@@ -49,8 +52,18 @@ impl ComponentReport {
             {
                 "error"
             }
-            DatabaseStatus::NotReady => "failed",
+            CheckStatus::Failed => "failed",
         })
+    }
+
+    /// The target bodies show: the last check's (what a passing check reported, else the
+    /// component's own), or the component's own before the first check.
+    #[must_use]
+    pub fn shown_target(&self) -> Option<&str> {
+        self.outcome
+            .as_ref()
+            .and_then(|outcome| outcome.target.as_deref())
+            .or(self.target.as_deref())
     }
 
     /// Whether it counts as in trouble for the overall status, `unknown` counting as

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{Cause, ComponentReport, DatabaseOutcome};
+use super::{Cause, CheckOutcome, ComponentReport};
 use crate::Status;
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::UnknownComponents;
@@ -34,9 +34,9 @@ pub struct HealthVerdict {
     /// The overall status.
     pub status: Status,
     /// The default database's outcome; `None` when no database is configured.
-    pub database: Option<DatabaseOutcome>,
+    pub database: Option<CheckOutcome>,
     /// Every other database's outcome, in configuration order.
-    pub databases: Vec<DatabaseOutcome>,
+    pub databases: Vec<CheckOutcome>,
     /// The saturated pools the round saw (every connection busy, checkouts waiting), by
     /// database name, with their figures; empty when none is.
     pub saturated_pools: Vec<(Arc<str>, PoolStats)>,
@@ -58,8 +58,8 @@ pub struct HealthVerdict {
 
 impl HealthVerdict {
     pub(crate) fn from_outcome(
-        database: Option<DatabaseOutcome>,
-        databases: Vec<DatabaseOutcome>,
+        database: Option<CheckOutcome>,
+        databases: Vec<CheckOutcome>,
         saturated_pools: Vec<(Arc<str>, PoolStats)>,
         components: Vec<ComponentReport>,
         unknown: UnknownComponents,
@@ -71,7 +71,7 @@ impl HealthVerdict {
                 None => (Status::Unhealthy, vec![Cause::NoDatabase]),
                 Some(default) => {
                     let mut causes = Vec::new();
-                    let default_down = default.critical && !default.is_ready();
+                    let default_down = default.critical && !default.passed();
                     if default_down {
                         causes.push(database_cause(default));
                     }
@@ -98,7 +98,7 @@ impl HealthVerdict {
                     causes.extend(
                         std::iter::once(default)
                             .chain(&databases)
-                            .filter(|outcome| !outcome.critical && !outcome.is_ready())
+                            .filter(|outcome| !outcome.critical && !outcome.passed())
                             .map(database_cause),
                     );
                     let status = if default_down && panicked(default) {
@@ -167,14 +167,14 @@ impl HealthVerdict {
     }
 }
 
-fn panicked(outcome: &DatabaseOutcome) -> bool {
+fn panicked(outcome: &CheckOutcome) -> bool {
     outcome
         .error
         .as_ref()
         .is_some_and(|error| error.kind() == CheckErrorKind::Panicked)
 }
 
-fn database_cause(outcome: &DatabaseOutcome) -> Cause {
+fn database_cause(outcome: &CheckOutcome) -> Cause {
     Cause::Database {
         name: outcome.name.clone(),
         status: outcome.status,

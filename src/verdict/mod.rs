@@ -6,15 +6,15 @@
 
 mod cause;
 mod component;
-mod database;
 mod health;
+mod outcome;
 mod pool;
 mod readiness;
 
 pub(crate) use self::cause::Audience;
 pub use self::cause::Cause;
 pub use self::component::ComponentReport;
-pub use self::database::{DatabaseOutcome, DatabaseStatus};
 pub use self::health::HealthVerdict;
+pub use self::outcome::{CheckOutcome, CheckStatus};
 pub use self::pool::PoolVerdict;
 pub use self::readiness::ReadinessVerdict;

@@ -3,7 +3,7 @@ use std::time::SystemTime;
 
 use http::StatusCode;
 
-use super::DatabaseOutcome;
+use super::CheckOutcome;
 use crate::Status;
 use crate::check::PoolStats;
 
@@ -28,7 +28,7 @@ pub struct PoolVerdict {
     /// The default database's vendor, such as `"postgresql"`.
     pub vendor: Option<&'static str>,
     /// The default database's outcome in the round.
-    pub outcome: Option<DatabaseOutcome>,
+    pub outcome: Option<CheckOutcome>,
     /// The pool's statistics right after the check.
     pub stats: Option<PoolStats>,
     /// When the round finished; `None` when no round has.
@@ -42,7 +42,7 @@ impl PoolVerdict {
     /// not.
     #[must_use]
     pub fn is_usable(&self) -> bool {
-        self.outcome.as_ref().is_some_and(DatabaseOutcome::is_ready)
+        self.outcome.as_ref().is_some_and(CheckOutcome::passed)
     }
 
     /// Whether the default database's pool was saturated after the check.
@@ -63,7 +63,7 @@ impl PoolVerdict {
     }
 
     pub(crate) fn from_outcome(
-        outcome: Option<(DatabaseOutcome, &'static str, Option<PoolStats>)>,
+        outcome: Option<(CheckOutcome, &'static str, Option<PoolStats>)>,
         checked_at: SystemTime,
     ) -> Self {
         match outcome {
@@ -79,7 +79,7 @@ impl PoolVerdict {
             Some((outcome, vendor, stats)) => Self {
                 // A saturated pool is not an outage: the check answered (through its reserved
                 // connection), so the database is usable, and the figures say why degraded.
-                status: match (outcome.is_ready(), stats.is_some_and(|s| s.is_saturated())) {
+                status: match (outcome.passed(), stats.is_some_and(|s| s.is_saturated())) {
                     (false, _) => Status::Error,
                     (true, true) => Status::Degraded,
                     (true, false) => Status::Healthy,

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{ComponentReport, DatabaseOutcome};
+use super::{CheckOutcome, ComponentReport};
 use crate::component::UnknownComponents;
 use crate::config::FailDirection;
 
@@ -15,7 +15,7 @@ pub struct ReadinessVerdict {
     /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble.
     pub ready: bool,
     /// One outcome per configured database, in configuration order.
-    pub databases: Vec<DatabaseOutcome>,
+    pub databases: Vec<CheckOutcome>,
     /// The components that gate readiness, as the last health round left them.
     pub components: Vec<ComponentReport>,
     /// When the round finished; `None` when no round has.
@@ -29,7 +29,7 @@ pub struct ReadinessVerdict {
 
 impl ReadinessVerdict {
     pub(crate) fn from_outcomes(
-        databases: Vec<DatabaseOutcome>,
+        databases: Vec<CheckOutcome>,
         components: Vec<ComponentReport>,
         fail_direction: FailDirection,
         unknown: UnknownComponents,
@@ -39,7 +39,7 @@ impl ReadinessVerdict {
         let databases_ready = databases
             .iter()
             .filter(|outcome| outcome.critical)
-            .all(|outcome| outcome.status.passes(fail_direction));
+            .all(|outcome| outcome.status.passes_readiness(fail_direction));
         let components_ready = !components
             .iter()
             .any(|report| report.counts_as_trouble(unknown));

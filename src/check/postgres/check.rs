@@ -14,7 +14,7 @@ use super::tls::{connector, split_tls_params};
 use super::{
     DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
 };
-use crate::check::{CheckFuture, DatabaseCheck, PoolStats};
+use crate::check::{CheckFuture, CheckReport, DatabaseCheck, PoolStats};
 use crate::redact::redact;
 
 /// Checks a PostgreSQL database through a `bb8` pool with one `SELECT 1` (simple query
@@ -221,7 +221,7 @@ where
                     pool: self.pool.clone(),
                     added: Arc::clone(added),
                 };
-                Box::pin(async move { recycle::check(&source).await })
+                Box::pin(async move { recycle::check(&source).await.map(CheckReport::from) })
             }
             Through::Reserved(reserved) => reserved.check(),
         }

@@ -1,0 +1,143 @@
+//! What one check (a database's or a component's) concluded in one round.
+//!
+//! Databases and components are checked by the same mechanism and report the same
+//! [`CheckOutcome`]: the check passed, failed or timed out. What that means is each reader's
+//! to say: readiness shows a database as `"ready"`, `"not_ready"` or `"timed_out"`, and a
+//! component's `check` as `"ok"`, `"failed"`, `"timed_out"` or `"error"`
+//! ([`ComponentReport::last_check`](super::ComponentReport::last_check)).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::check::{CheckError, CheckErrorKind};
+use crate::config::FailDirection;
+
+/// How one check ended in one round.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CheckStatus {
+    /// The check succeeded within the deadline.
+    Passed,
+    /// The check failed within the deadline.
+    Failed,
+    /// The check had not finished when the deadline passed, or gave up waiting itself (a
+    /// connect timeout, a saturated pool).
+    TimedOut,
+}
+
+impl CheckStatus {
+    /// The name of the status: `"passed"`, `"failed"` or `"timed_out"`.
+    ///
+    /// Bodies and metrics say it as their readers expect: a database is
+    /// [`database_word`](Self::database_word) (`"ready"`, `"not_ready"`, `"timed_out"`), and a
+    /// component's last check reads as [`ComponentReport::last_check`] says.
+    ///
+    /// [`ComponentReport::last_check`]: super::ComponentReport::last_check
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::TimedOut => "timed_out",
+        }
+    }
+
+    /// The word a database whose check ended so goes by in bodies (readiness's `checks`,
+    /// each database's `status`, `pool_info.check`), causes and metrics: `"ready"`,
+    /// `"not_ready"` or `"timed_out"`, the words Baldur's health check used.
+    #[must_use]
+    pub const fn database_word(self) -> &'static str {
+        match self {
+            Self::Passed => "ready",
+            Self::Failed => "not_ready",
+            Self::TimedOut => "timed_out",
+        }
+    }
+
+    /// Whether a critical database whose check ended so lets readiness pass: passed, or timed
+    /// out under [`FailDirection::Ready`]. The rule of [`ReadinessVerdict::ready`], for
+    /// readers that answer per database (gRPC's `database/<name>` services).
+    ///
+    /// [`ReadinessVerdict::ready`]: super::ReadinessVerdict::ready
+    #[must_use]
+    pub fn passes_readiness(self, fail_direction: FailDirection) -> bool {
+        match self {
+            Self::Passed => true,
+            Self::TimedOut => fail_direction == FailDirection::Ready,
+            Self::Failed => false,
+        }
+    }
+}
+
+impl fmt::Display for CheckStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one check, of a [database](crate::check) or of a [component](crate::component),
+/// concluded in one round.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CheckOutcome {
+    /// The configured name of the database (`"default"` for the default one) or component.
+    pub name: Arc<str>,
+    /// Passed, failed or timed out.
+    pub status: CheckStatus,
+    /// How long this round waited: until the check finished, or until the deadline.
+    pub elapsed: Duration,
+    /// For a check still running from an earlier round, how long it has been running.
+    pub running_for: Option<Duration>,
+    /// Why the check failed (redacted), when it did.
+    pub error: Option<CheckError>,
+    /// A note for humans, such as why a timed-out check was not started again.
+    pub detail: Option<String>,
+    /// Whether the database or component is critical. A critical database gates readiness
+    /// (the default one also decides `unhealthy`); an optional one, down, makes health
+    /// `degraded` and leaves readiness alone: see
+    /// [`HealthConfig::optional_database`](crate::HealthConfig::optional_database). A
+    /// critical component in trouble makes health `unhealthy`, another `degraded`.
+    pub critical: bool,
+    /// What the check connects to (host, port, database name, URL; redacted, never a
+    /// password): the target its [`CheckReport`](crate::check::CheckReport) named when it
+    /// passed with one, else the check's own
+    /// ([`DatabaseCheck::target`](crate::check::DatabaseCheck::target),
+    /// [`Component::target`](crate::component::Component::target)).
+    pub target: Option<Arc<str>>,
+    /// What a passing check reported beside its result (a latency, a server version):
+    /// [`CheckReport::detail`](crate::check::CheckReport::detail). `None` when the check did
+    /// not pass or reported nothing. Rendered where targets are (at the full detail level),
+    /// as `details`.
+    pub details: Option<Arc<Map<String, Value>>>,
+}
+
+impl CheckOutcome {
+    /// What went wrong, for a log line: the (redacted) error, or else the detail.
+    pub(crate) fn error_or_detail(&self) -> Option<String> {
+        self.error
+            .as_ref()
+            .map(ToString::to_string)
+            .or_else(|| self.detail.clone())
+    }
+
+    /// The category of what went wrong: the error's, or [`CheckErrorKind::Timeout`] for a
+    /// check the deadline cut short (it has no error of its own: it has not ended); `None`
+    /// when the check passed.
+    #[must_use]
+    pub fn error_kind(&self) -> Option<CheckErrorKind> {
+        match (&self.error, self.status) {
+            (Some(error), _) => Some(error.kind()),
+            (None, CheckStatus::TimedOut) => Some(CheckErrorKind::Timeout),
+            (None, CheckStatus::Passed | CheckStatus::Failed) => None,
+        }
+    }
+
+    /// Whether the check passed.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.status == CheckStatus::Passed
+    }
+}
