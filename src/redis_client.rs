@@ -7,8 +7,8 @@ use std::io;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, ErrorKind, RedisError};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, Cmd, ErrorKind, FromRedisValue, RedisError, RedisResult};
 
 use crate::check::{CheckError, CheckErrorKind};
 
@@ -79,6 +79,26 @@ pub(crate) fn target(client: &Client) -> String {
     let info = client.get_connection_info();
     // The address's Display is `host:port` or a socket's path: no credentials.
     format!("{}/{}", info.addr(), info.redis_settings().db())
+}
+
+/// Sends `command`, and once more if the connection was refused.
+///
+/// A `ConnectionManager` whose reconnection failed hands that failure to the next command,
+/// and only then starts a new attempt: without the second send, the first check after Redis
+/// came back would report the refusal of the check before, and recovery would show a round
+/// late. A refused connection never carried the command, so sending it again is safe; if
+/// Redis is still down, the second is refused as fast as the first.
+pub(crate) async fn query<C, T>(connection: &mut C, command: &Cmd) -> RedisResult<T>
+where
+    C: ConnectionLike,
+    T: FromRedisValue,
+{
+    match command.query_async(connection).await {
+        Err(error) if error.code().is_none() && error_kind(&error) == CheckErrorKind::Refused => {
+            command.query_async(connection).await
+        }
+        result => result,
+    }
 }
 
 /// What a Redis error says about the check.

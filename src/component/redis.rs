@@ -18,7 +18,7 @@ use redis::aio::ConnectionLike;
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture};
 pub use crate::redis_client::InvalidRedisUrl;
-use crate::redis_client::{LazyManager, client, error_kind, target};
+use crate::redis_client::{LazyManager, client, error_kind, query, target};
 
 /// A [`Component`] that sends `PING` to Redis: is the server there and answering?
 ///
@@ -127,8 +127,7 @@ impl fmt::Debug for Redis {
 }
 
 async fn ping<C: ConnectionLike>(connection: &mut C) -> Result<(), CheckError> {
-    let pong: String = redis::cmd("PING")
-        .query_async(connection)
+    let pong: String = query(connection, &redis::cmd("PING"))
         .await
         .map_err(|error| CheckError::from_error(error_kind(&error), &error))?;
     match pong.as_str() {
