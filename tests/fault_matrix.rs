@@ -19,8 +19,8 @@
 //! for; the shared Redis has none, and is not reconfigured), used both by a check
 //! (`component::Redis`, component `sessions`) and as the shared cache (declared as operators
 //! do, with `TOWER_HEALTH_REDIS_URL`): both must read `degraded` with the reason while the
-//! local verdict is served and readiness stays ready, and Redis must be left with no more
-//! connections of theirs than before. The gRPC cell storms one `Watch` service with status
+//! local verdict is served and readiness stays ready, and after recovery Redis holds one
+//! connection of each, none left behind by the fault. The gRPC cell storms one `Watch` service with status
 //! changes while two watchers never read their streams: the reading watcher gets every change,
 //! `Check` and the probes answer, what a never-reading stream holds is bounded by its HTTP/2
 //! window (not a queue of every change), and the server's tasks go back to what they were
