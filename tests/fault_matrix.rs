@@ -82,12 +82,13 @@ const CHECK_LIMIT: Duration = Duration::from_secs(1);
 /// The slow query's sleep: past the budget, within the check limit (so it ends by itself).
 const SLOW_QUERY: Duration = Duration::from_millis(700);
 
-/// Flapping Redis: down (every connection reset, the port refused) for two health rounds,
-/// then up for as long, again and again.
-const FLAP_DOWN: Duration = Duration::from_millis(400);
-const FLAP_UP: Duration = Duration::from_millis(400);
-/// The flaps the fault lasts at least (it shows by the first), and at most.
-const MIN_FLAPS: usize = 4;
+/// Flapping Redis: down (every connection reset, the port refused) until the verdict and the
+/// body have named it, then up and down again faster than the health rounds (every 200 ms,
+/// plus the round), so that checks land in either phase.
+const FLAP_DOWN: Duration = Duration::from_millis(150);
+const FLAP_UP: Duration = Duration::from_millis(150);
+/// The fast flaps the fault lasts at least, and at most.
+const MIN_FLAPS: usize = 8;
 const MAX_FLAPS: usize = 1_000;
 
 /// The gRPC cell: the changes of the stormed service's status, each awaited by the reading
@@ -370,7 +371,7 @@ fn matrix() -> Vec<Cell> {
             with: With::Redis,
             // A flap resets the connections (closed under a command) and refuses new ones.
             expect: Expect::Redis(&[CheckErrorKind::Refused, CheckErrorKind::Closed]),
-            start: |rig| Box::pin(async move { rig.start_flapping() }),
+            start: |rig| Box::pin(async move { rig.start_flapping().await }),
             end: |rig| Box::pin(async move { rig.stop_flapping().await }),
         },
         Cell {
@@ -515,6 +516,7 @@ async fn run_cell(cell: &Cell, databases: usize, certificate: Option<&str>) -> (
     {
         problems.push(problem);
     }
+    rig.named.send_replace(true);
     (cell.end)(rig.clone()).await;
     let ended = rounds(&rig.health, cadence);
     let recovered = rounds_when(&rig.health, cadence, |health| {
@@ -592,6 +594,8 @@ struct Rig {
     grpc: Option<GrpcRig>,
     /// Set once the fault of an [`Expect::Unaffected`] cell has run its course.
     fault_done: AtomicBool,
+    /// Set once the verdict and the body have named the fault (or failed to in time).
+    named: watch::Sender<bool>,
     /// What the cell's own actions saw, for the table.
     notes: Mutex<Vec<String>>,
     /// What the cell's own actions found wrong.
@@ -899,6 +903,7 @@ impl Rig {
             redis,
             grpc,
             fault_done: AtomicBool::new(false),
+            named: watch::Sender::new(false),
             notes: Mutex::default(),
             problems: Mutex::default(),
         }
@@ -920,23 +925,29 @@ impl Rig {
         self.problems.lock().unwrap().push(problem);
     }
 
-    /// Redis goes down (every connection reset, the port refused) and comes back, again and
-    /// again, until [`Rig::stop_flapping`].
-    fn start_flapping(self: &Arc<Self>) {
+    /// Redis goes down (every connection reset, the port refused) and stays down until the
+    /// fault is named; then it comes back and goes again, every [`FLAP_DOWN`] and
+    /// [`FLAP_UP`], until [`Rig::stop_flapping`].
+    async fn start_flapping(self: &Arc<Self>) {
+        let proxy = &self.redis().proxy;
+        proxy.refuse().await;
+        proxy.cut();
         let (stop, mut stopped) = watch::channel(false);
         let rig = Arc::clone(self);
         let flapper = tokio::spawn(async move {
             let redis = rig.redis();
+            let mut named = rig.named.subscribe();
+            let _ = tokio::time::timeout(LIMIT, named.wait_for(|named| *named)).await;
             for _ in 0..MAX_FLAPS {
+                redis.proxy.pass().await;
+                let _ = tokio::time::timeout(FLAP_UP, stopped.changed()).await;
                 if *stopped.borrow() {
                     break;
                 }
                 redis.proxy.refuse().await;
                 redis.proxy.cut();
-                let _ = tokio::time::timeout(FLAP_DOWN, stopped.changed()).await;
-                redis.proxy.pass().await;
                 redis.flaps.fetch_add(1, Ordering::SeqCst);
-                let _ = tokio::time::timeout(FLAP_UP, stopped.changed()).await;
+                let _ = tokio::time::timeout(FLAP_DOWN, stopped.changed()).await;
             }
         });
         *self.redis().flapper.lock().unwrap() = Some((stop, flapper));
@@ -961,7 +972,7 @@ impl Rig {
         }
         redis.proxy.pass().await;
         self.note(format!(
-            "{} flaps of {FLAP_DOWN:?} down, {FLAP_UP:?} up",
+            "then {} flaps of {FLAP_DOWN:?} down, {FLAP_UP:?} up",
             redis.flaps.load(Ordering::SeqCst)
         ));
     }

@@ -135,6 +135,23 @@ async fn the_first_check_after_redis_comes_back_passes() {
     );
 }
 
+/// Regression (found by the fault matrix): a connection kept between checks and closed
+/// meanwhile (Redis restarted) failed the next check as `closed`, though Redis was there.
+#[tokio::test]
+async fn a_restart_between_two_checks_is_no_outage() {
+    let mut server = RedisServer::started(&[]).await;
+    let redis = Redis::connect(&server.url()).unwrap();
+    support::bounded("PING", redis.check()).await.unwrap();
+    server.stop();
+    server.start().await;
+    let after = support::bounded("PING", redis.check()).await;
+    assert!(
+        after.is_ok(),
+        "the first check after the restart: {:?}",
+        after.err()
+    );
+}
+
 #[tokio::test]
 async fn a_wrong_or_missing_password_is_auth_and_never_shown() {
     let server = RedisServer::started(&["--requirepass", "right-one"]).await;
