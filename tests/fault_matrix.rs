@@ -20,11 +20,12 @@
 //! (`component::Redis`, component `sessions`) and as the shared cache (declared as operators
 //! do, with `TOWER_HEALTH_REDIS_URL`): both must read `degraded` with the reason while the
 //! local verdict is served and readiness stays ready, and after recovery Redis holds one
-//! connection of each, none left behind by the fault. The gRPC cell storms one `Watch` service with status
-//! changes while two watchers never read their streams: the reading watcher gets every change,
-//! `Check` and the probes answer, what a never-reading stream holds is bounded by its HTTP/2
-//! window (not a queue of every change), and the server's tasks go back to what they were
-//! once the clients go.
+//! connection of each, none left behind by the fault.
+//!
+//! The gRPC cell storms one `Watch` service with status changes while two watchers never read
+//! their streams: the reading watcher gets every change, `Check` and the probes answer, what a
+//! never-reading stream holds is bounded by its HTTP/2 window (not a queue of every change),
+//! and the server's tasks go back to what they were once the clients go.
 //!
 //! `cargo test --all-features --test fault_matrix -- --nocapture` prints the table.
 
@@ -609,7 +610,7 @@ struct RedisRig {
     /// Through the proxy, with the password: what the check and the shared cache use.
     url: String,
     flapper: Mutex<Option<(watch::Sender<bool>, JoinHandle<()>)>>,
-    flaps: Arc<AtomicUsize>,
+    flaps: AtomicUsize,
 }
 
 /// The gRPC cell's server, on a runtime (and thread) of its own: that runtime's live tasks
@@ -746,7 +747,7 @@ impl Rig {
                     proxy,
                     url,
                     flapper: Mutex::default(),
-                    flaps: Arc::default(),
+                    flaps: AtomicUsize::new(0),
                 })
             }
             With::Nothing | With::Grpc => None,
