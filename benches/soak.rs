@@ -7,18 +7,21 @@
 //! SOAK_SECONDS=600 cargo bench --all-features --bench soak
 //! ```
 //!
-//! (`SOAK_SECONDS` defaults to 600; `SOAK_SECONDS=120` is the two-minute form.) Every 30 s
-//! the database goes away for 10 s through the proxy, in turn: a restart (every connection
-//! reset, the port refused), a stall (connections held, established ones reset), a network
-//! path gone dark (established connections blackholed). Meanwhile four clients storm the
-//! probes on the application's port and the admin server, and two send application requests
-//! that query the database through the application's own pool.
+//! (`SOAK_SECONDS` defaults to 600; `SOAK_SECONDS=120` is the two-minute form.) It needs
+//! the local PostgreSQL (`TEST_DATABASE_URL`) and `redis-server` installed: it starts a Redis
+//! of its own on a free port (so that the client count is its own), which both a Redis
+//! component (`cache`) and the shared cache use. Every 30 s the database and Redis go away
+//! together for 10 s through their proxies, in turn: a restart (every connection reset, the
+//! port refused), a stall (connections held, established ones reset), a network path gone
+//! dark (established connections blackholed). Meanwhile four clients storm the probes on the
+//! application's port and the admin server, and two send application requests that query the
+//! database through the application's own pool.
 //!
-//! At intervals it prints RSS, live tokio tasks, open file descriptors and PostgreSQL
-//! backends of this process (`pg_stat_activity`, by `application_name`), and at the end
-//! compares the last quarter of the run with the second: each must stay flat (the largest
-//! sample of the last quarter within a margin of the largest of the second). The Redis
-//! client count is not watched: this crate has no Redis connection yet.
+//! At intervals it prints RSS, live tokio tasks, open file descriptors, PostgreSQL backends
+//! of this process (`pg_stat_activity`, by `application_name`) and Redis clients (`INFO
+//! clients` of its Redis, its own inspecting connection not counted), and at the end compares
+//! the last quarter of the run with the second: each must stay flat (the largest sample of
+//! the last quarter within a margin of the largest of the second).
 //!
 //! Traffic goes to 127.0.0.1 only; every loop ends with the run, and is bounded in count.
 
@@ -46,6 +49,8 @@ use tower::ServiceBuilder;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::check::PostgresCheck;
 use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
+use tower_health::component::{ComponentSpec, Redis};
+use tower_health::shared::SharedCache;
 use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
 
 /// The longest run accepted: a day.
@@ -80,6 +85,7 @@ struct Sample {
     tasks: usize,
     fds: usize,
     backends: i64,
+    redis_clients: i64,
 }
 
 #[derive(Default)]
@@ -117,6 +123,14 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
 
     let application = format!("th_soak_{}", std::process::id());
     let proxy = Arc::new(FaultProxy::postgres(upstream).await);
+    let redis = OwnRedis::start().await;
+    let redis_proxy = Arc::new(FaultProxy::tcp(redis.addr).await);
+    let redis_url = format!("redis://{}/0", redis_proxy.addr);
+    let mut redis_inspector = redis::Client::open(format!("redis://{}/0", redis.addr))
+        .expect("a Redis URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("the soak's Redis answers");
     let via_proxy = |role: &str| {
         format!(
             "postgres://postgres@{}/postgres?sslmode=disable&application_name={application}_{role}",
@@ -142,7 +156,16 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
         )
         .unwrap()
         .database("app", PostgresCheck::new(pool.clone()))
-        .unwrap();
+        .unwrap()
+        .component(ComponentSpec::new(
+            "cache",
+            Redis::connect(&redis_url).expect("a Redis URL"),
+        ))
+        .shared_cache(
+            SharedCache::connect(&redis_url)
+                .expect("a Redis URL")
+                .process_id("soak"),
+        );
     let health = HealthLayer::new(config);
     let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
     let admin = AdminServer::new(AdminConfig::new().port(0), health.handle())
@@ -223,20 +246,24 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
             counters.clone(),
         )));
     }
-    let flapper = tokio::spawn(flap(proxy.clone(), stop.clone(), started));
+    let flapper = tokio::spawn(flap(
+        [proxy.clone(), redis_proxy.clone()],
+        stop.clone(),
+        started,
+    ));
 
     let interval = (length / 40).clamp(Duration::from_secs(2), Duration::from_secs(15));
     println!(
-        "soak: {}s, sampling every {}s; the database flaps every {}s for {}s through the proxy",
+        "soak: {}s, sampling every {}s; the database and Redis flap every {}s for {}s through their proxies",
         length.as_secs(),
         interval.as_secs(),
         FLAP_EVERY.as_secs(),
         FAULT_LASTS.as_secs()
     );
     println!(
-        "| t (s) | RSS (KiB) | tokio tasks | open fds | PG backends | probes | app ok / 503 | proxy mode |"
+        "| t (s) | RSS (KiB) | tokio tasks | open fds | PG backends | Redis clients | probes | app ok / 503 | proxy mode |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut samples = Vec::new();
     while started.elapsed() < length {
         tokio::time::sleep(interval.min(length.saturating_sub(started.elapsed()))).await;
@@ -247,20 +274,23 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
             )
             .await
             .map_or(-1, |row| row.get(0));
+        let redis_clients = redis_clients(&mut redis_inspector).await;
         let sample = Sample {
             at: started.elapsed(),
             rss_kib: rss_kib(),
             tasks: metrics.num_alive_tasks(),
             fds: open_fds(),
             backends,
+            redis_clients,
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} / {} | {:?} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {:?} |",
             sample.at.as_secs(),
             sample.rss_kib,
             sample.tasks,
             sample.fds,
             sample.backends,
+            sample.redis_clients,
             counters.probes.load(Ordering::Relaxed),
             counters.app_ok.load(Ordering::Relaxed),
             counters.app_unavailable.load(Ordering::Relaxed),
@@ -317,11 +347,12 @@ fn report_flatness(samples: &[Sample], length: Duration) -> bool {
     }
     // (name, figure, allowed growth: a share and an absolute margin)
     type Figure = fn(&Sample) -> f64;
-    let figures: [(&str, Figure, f64, f64); 4] = [
+    let figures: [(&str, Figure, f64, f64); 5] = [
         ("RSS (KiB)", |s| s.rss_kib as f64, 0.10, 2048.0),
         ("tokio tasks", |s| s.tasks as f64, 0.10, 8.0),
         ("open fds", |s| s.fds as f64, 0.10, 8.0),
         ("PG backends", |s| s.backends as f64, 0.0, 2.0),
+        ("Redis clients", |s| s.redis_clients as f64, 0.0, 1.0),
     ];
     let mut flat = true;
     println!("| figure | largest, 2nd quarter | largest, last quarter | flat |");
@@ -392,8 +423,9 @@ async fn application_traffic(addr: SocketAddr, stop: Arc<AtomicBool>, counters: 
     }
 }
 
-/// Every `FLAP_EVERY`, the database goes away for `FAULT_LASTS`, each time in another way.
-async fn flap(proxy: Arc<FaultProxy>, stop: Arc<AtomicBool>, started: Instant) {
+/// Every `FLAP_EVERY`, the database and Redis go away for `FAULT_LASTS`, each time in
+/// another way.
+async fn flap(proxies: [Arc<FaultProxy>; 2], stop: Arc<AtomicBool>, started: Instant) {
     let mut cycle = 0u64;
     loop {
         let next = FLAP_EVERY * u32::try_from(cycle + 1).unwrap_or(u32::MAX);
@@ -401,29 +433,92 @@ async fn flap(proxy: Arc<FaultProxy>, stop: Arc<AtomicBool>, started: Instant) {
         if !sleep_until(started + fault_at, &stop).await {
             break;
         }
-        match cycle % 3 {
-            0 => {
-                proxy.refuse().await;
-                proxy.cut();
+        for proxy in &proxies {
+            match cycle % 3 {
+                0 => {
+                    proxy.refuse().await;
+                    proxy.cut();
+                }
+                1 => {
+                    proxy.freeze().await;
+                    proxy.cut();
+                }
+                _ => proxy.blackhole(),
             }
-            1 => {
-                proxy.freeze().await;
-                proxy.cut();
-            }
-            _ => proxy.blackhole(),
         }
         let stopped = !sleep_until(started + next, &stop).await;
-        proxy.pass().await;
-        if cycle % 3 == 2 {
-            // The dark connections stay dark: reset them, as the kernel eventually would.
-            proxy.cut();
+        for proxy in &proxies {
+            proxy.pass().await;
+            if cycle % 3 == 2 {
+                // The dark connections stay dark: reset them, as the kernel eventually would.
+                proxy.cut();
+            }
         }
         if stopped {
             break;
         }
         cycle += 1;
     }
-    proxy.pass().await;
+    for proxy in &proxies {
+        proxy.pass().await;
+    }
+}
+
+/// A `redis-server` of the soak's own on a free port, killed when dropped: its client count
+/// is the soak's alone.
+struct OwnRedis {
+    addr: SocketAddr,
+    child: std::process::Child,
+}
+
+impl OwnRedis {
+    async fn start() -> Self {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port");
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &addr.port().to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--daemonize", "no", "--loglevel", "warning"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (the soak starts a Redis of its own)");
+        let redis = Self { addr, child };
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                return redis;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("redis-server on {addr} did not start within 10 s");
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The clients connected to the soak's Redis, its inspecting connection not counted; -1
+/// when it does not answer within 5 s.
+async fn redis_clients(inspector: &mut redis::aio::MultiplexedConnection) -> i64 {
+    let info = tokio::time::timeout(
+        Duration::from_secs(5),
+        redis::cmd("INFO")
+            .arg("clients")
+            .query_async::<String>(inspector),
+    )
+    .await;
+    let Ok(Ok(info)) = info else {
+        return -1;
+    };
+    info.lines()
+        .find_map(|line| line.strip_prefix("connected_clients:"))
+        .and_then(|count| count.trim().parse::<i64>().ok())
+        .map_or(-1, |count| count - 1)
 }
 
 /// Sleeps until `at`, waking every 100 ms to look at `stop`; `false` when stopped first.

@@ -10,9 +10,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::{
-    Client, LIMIT, PgProxy, eventually, fast, first_rounds, pg_addr, pg_client, postgres, serve,
-};
+use support::{Client, LIMIT, PgProxy, eventually, fast, first_rounds, pg_addr, postgres, serve};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, JoinHandle};
 use tower_health::access::AccessKeys;
@@ -282,32 +280,19 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
     assert_eq!(draining["tower_health_probe_passing{probe=\"live\"}"], "1");
 }
 
-/// What PostgreSQL itself says of the check's connections: how many, and when the last
-/// query on them started.
-async fn activity(client: &tokio_postgres::Client, application: &str) -> (i64, Option<String>) {
-    let row = client
-        .query_one(
-            "SELECT count(*), max(query_start)::text FROM pg_stat_activity \
-             WHERE application_name = $1",
-            &[&application],
-        )
-        .await
-        .unwrap();
-    (row.get(0), row.get(1))
-}
-
 #[tokio::test]
 async fn a_thousand_scrapes_send_no_query() {
     require_postgres!();
+    // Every byte of the check goes through this proxy, which counts the queries it forwards:
+    // the one witness. (PostgreSQL's own `pg_stat_activity` also sees connections opening
+    // and closing for reasons of their own under load, which scrapes have no part in.)
     let proxy = PgProxy::start(pg_addr()).await;
-    let application = "tower_health_metrics_scrapes";
-    let url = format!("{}&application_name={application}", proxy.url());
     // Rounds an hour apart: after the first ones, only scrapes happen.
     let hour = Duration::from_secs(3600);
     let config = HealthConfig::new()
         .readiness_interval(hour)
         .health_interval(hour)
-        .database("default", postgres(&url))
+        .database("default", postgres(&proxy.url()))
         .unwrap();
     let health = HealthMonitor::spawn(config);
     first_rounds(&health).await;
@@ -316,14 +301,12 @@ async fn a_thousand_scrapes_send_no_query() {
         .await
         .unwrap();
     let metrics = HealthMetrics::new(&health);
-    let observer = pg_client().await;
     let client = Client::new();
 
     let (stats, queries) = (health.stats(), proxy.queries());
-    let server_side = activity(&observer, application).await;
     assert!(
-        server_side.0 >= 1,
-        "the check's connection is open: {server_side:?}"
+        queries >= 1,
+        "the proxy counts the check's queries: it saw the first rounds' ({queries})"
     );
     let first = metrics.exposition();
     for _ in 0..1_000 {
@@ -337,11 +320,6 @@ async fn a_thousand_scrapes_send_no_query() {
     }
     assert_eq!(proxy.queries(), queries, "scrapes sent queries");
     assert_eq!(health.stats(), stats, "scrapes ran checks");
-    assert_eq!(
-        activity(&observer, application).await,
-        server_side,
-        "PostgreSQL saw a query or a connection from the check"
-    );
     let samples = samples(std::str::from_utf8(&first).unwrap());
     assert_eq!(
         samples["tower_health_database_up{database=\"default\",critical=\"true\"}"],

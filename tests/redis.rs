@@ -114,6 +114,44 @@ async fn stopped_then_started_again_it_recovers_on_its_own() {
     cache_becomes(&health, ComponentStatus::Healthy).await;
 }
 
+/// Regression (found by the fault matrix): the check after a refused one reported that
+/// refusal again, though Redis was back. The `ConnectionManager` hands a failed reconnection
+/// to the next command and only then tries again, so each check reported the state of the
+/// check before, and recovery took a round more than it should.
+#[tokio::test]
+async fn the_first_check_after_redis_comes_back_passes() {
+    let mut server = RedisServer::reserve().await;
+    let redis = Redis::connect(&server.url()).unwrap();
+    for _ in 0..2 {
+        let error = support::bounded("PING", redis.check()).await.unwrap_err();
+        assert_eq!(error.kind(), CheckErrorKind::Refused, "{error}");
+    }
+    server.start().await;
+    let first = support::bounded("PING", redis.check()).await;
+    assert!(
+        first.is_ok(),
+        "the first check after Redis came back: {:?}",
+        first.err()
+    );
+}
+
+/// Regression (found by the fault matrix): a connection kept between checks and closed
+/// meanwhile (Redis restarted) failed the next check as `closed`, though Redis was there.
+#[tokio::test]
+async fn a_restart_between_two_checks_is_no_outage() {
+    let mut server = RedisServer::started(&[]).await;
+    let redis = Redis::connect(&server.url()).unwrap();
+    support::bounded("PING", redis.check()).await.unwrap();
+    server.stop();
+    server.start().await;
+    let after = support::bounded("PING", redis.check()).await;
+    assert!(
+        after.is_ok(),
+        "the first check after the restart: {:?}",
+        after.err()
+    );
+}
+
 #[tokio::test]
 async fn a_wrong_or_missing_password_is_auth_and_never_shown() {
     let server = RedisServer::started(&["--requirepass", "right-one"]).await;

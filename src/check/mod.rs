@@ -48,6 +48,7 @@ pub mod postgres;
 #[path = "postgres/classify.rs"]
 mod postgres_classify;
 // The connection every pool backend reserves beside the application's pool.
+mod report;
 #[cfg(any(
     feature = "postgres",
     feature = "deadpool",
@@ -61,7 +62,6 @@ pub mod sqlx_0_8;
 #[cfg(feature = "sqlx-0-9")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlx-0-9")))]
 pub mod sqlx_0_9;
-mod report;
 
 use std::fmt;
 use std::future::Future;

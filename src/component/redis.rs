@@ -18,7 +18,7 @@ use redis::{Client, InfoDict};
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 pub use crate::redis_client::InvalidRedisUrl;
-use crate::redis_client::{LazyManager, client, error_kind, target};
+use crate::redis_client::{LazyManager, client, error_kind, query, target};
 
 /// A [`Component`] that sends `PING` to Redis: is the server there and answering?
 ///
@@ -139,18 +139,15 @@ impl fmt::Debug for Redis {
 #[derive(Debug, Default)]
 struct ServerInfo(OnceLock<Option<(String, String)>>);
 
-/// One `PING`, sent once more if the connection dropped under the first (the server closed it
-/// while it waited between checks, and a `ConnectionManager` reconnects for the next command):
-/// an idle connection the server closed is not an outage. A second failure is reported.
+/// One `PING` (sent once more on a new connection when the kept one was refused or dropped:
+/// see `redis_client::query`), then, once in the component's life, the server's version.
 async fn ping<C: ConnectionLike>(
     connection: &mut C,
     server: &ServerInfo,
 ) -> Result<CheckReport, CheckError> {
-    let answered = match ping_once(connection).await {
-        Err(error) if error.is_connection_dropped() => ping_once(connection).await,
-        answered => answered,
-    };
-    let pong = answered.map_err(|error| CheckError::from_error(error_kind(&error), &error))?;
+    let pong: String = query(connection, &redis::cmd("PING"))
+        .await
+        .map_err(|error| CheckError::from_error(error_kind(&error), &error))?;
     if pong != "PONG" {
         return Err(CheckError::new(
             CheckErrorKind::Other,
@@ -183,10 +180,6 @@ async fn ping<C: ConnectionLike>(
             .detail("mode", mode.as_str()),
         None => report,
     })
-}
-
-async fn ping_once<C: ConnectionLike>(connection: &mut C) -> redis::RedisResult<String> {
-    redis::cmd("PING").query_async(connection).await
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use redis::aio::ConnectionManager;
 use super::config::{SharedCache, SharedConnection, default_process_id};
 use super::entry::Entry;
 use crate::check::{CheckError, CheckErrorKind};
-use crate::redis_client::error_kind as redis_error_kind;
+use crate::redis_client::{error_kind as redis_error_kind, query};
 
 /// How far in the future an entry's timestamp may lie (clocks of two hosts disagree a
 /// little): past it, the entry is implausible and is not served.
@@ -159,7 +159,8 @@ impl SharedVerdicts {
         let mut connection = self
             .connection()
             .map_err(|error| fail(error.kind(), error.message()))?;
-        match tokio::time::timeout_at(deadline.into(), command.query_async(&mut connection)).await {
+        let sent = query(&mut connection, command);
+        match tokio::time::timeout_at(deadline.into(), sent).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => {
                 let text = CheckError::from_error(redis_error_kind(&error), &error);

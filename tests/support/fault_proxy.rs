@@ -5,6 +5,9 @@
 //! - [`FaultProxy::delay`]: as `pass`, with every chunk held back for a while, both ways.
 //! - [`FaultProxy::freeze`]: new connections are accepted and held: no upstream, no byte
 //!   (a server stalled at connect). They flow once the proxy passes again.
+//! - [`FaultProxy::stall`]: the server stops answering: established connections forward
+//!   nothing (what either side sends waits in the sockets) and new ones are held as by
+//!   `freeze`; `pass` lets it all through, late, in order (a server busy or paused, not gone).
 //! - [`FaultProxy::refuse`]: the port is closed: connections are refused (a server that is
 //!   down). `pass` opens it again on the same port.
 //! - [`FaultProxy::cut`]: every established connection is reset (RST to both sides).
@@ -33,6 +36,7 @@ pub enum Mode {
     Pass,
     Delay(Duration),
     Freeze,
+    Stall,
     Refuse,
 }
 
@@ -130,6 +134,13 @@ impl FaultProxy {
     /// New connections are accepted and held without a byte.
     pub async fn freeze(&self) {
         self.set_mode(Mode::Freeze).await;
+    }
+
+    /// The server stops answering: established connections forward nothing, either way, and
+    /// new ones are held; `pass` (or `delay`) releases both, with what waited delivered in
+    /// order.
+    pub async fn stall(&self) {
+        self.set_mode(Mode::Stall).await;
     }
 
     /// Closes the port: connections are refused until `pass`, `delay` or `freeze`. Held
@@ -300,10 +311,27 @@ async fn forward(
     let mut parser = FrontendParser::default();
     let mut from_client = vec![0; 16 * 1024];
     let mut from_server = vec![0; 16 * 1024];
+    let mut mode = shared.mode.subscribe();
     let ended = loop {
+        if *mode.borrow_and_update() == Mode::Stall {
+            // Read nothing until the stall ends, unless the link is reset or closed meanwhile.
+            tokio::select! {
+                _ = mode.wait_for(|mode| *mode != Mode::Stall) => continue,
+                changed = link.changed() => {
+                    let now = *link.borrow_and_update();
+                    match (changed, now) {
+                        (Err(_), _) | (_, Link::Reset) => break Link::Reset,
+                        (_, Link::Close) => break Link::Close,
+                        (Ok(()), Link::Flow | Link::Dark) => continue,
+                    }
+                }
+            }
+        }
         let (read, to_server) = tokio::select! {
             read = client.read(&mut from_client) => (read, true),
             read = server.read(&mut from_server) => (read, false),
+            // A stall takes hold at once, not after the next chunk.
+            _ = mode.changed() => continue,
             changed = link.changed() => {
                 let now = *link.borrow_and_update();
                 match (changed, now) {
@@ -332,7 +360,7 @@ async fn forward(
         };
         let delay = match *shared.mode.borrow() {
             Mode::Delay(by) => Some(by),
-            Mode::Pass | Mode::Freeze | Mode::Refuse => None,
+            Mode::Pass | Mode::Freeze | Mode::Stall | Mode::Refuse => None,
         };
         let send = async {
             if let Some(by) = delay {
