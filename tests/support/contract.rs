@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tower_health::check::{CheckErrorKind, DatabaseCheck};
-use tower_health::verdict::HealthVerdict;
+use tower_health::verdict::{CheckStatus, HealthVerdict};
 use tower_health::{HealthConfig, HealthHandle, HealthMonitor};
 
 use super::fault_proxy::FaultProxy;
@@ -108,9 +108,9 @@ pub fn seen<B: Backend>(verdict: &HealthVerdict) -> Option<Seen> {
             (report.outcome.as_ref()?, report.target.clone())
         }
     };
-    let last = match outcome.status.as_str() {
-        "ready" => "ok",
-        "timed_out" => "timed_out",
+    let last = match outcome.status {
+        CheckStatus::Passed => "ok",
+        CheckStatus::TimedOut => "timed_out",
         _ => "failed",
     };
     Some(Seen {
