@@ -92,6 +92,8 @@
 //! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
 //! | `rustls` | TLS for the backends that are on, without turning any on: PostgreSQL's `sslmode=require`, `verify-ca`, `verify-full` (with `postgres`); `https://` for `component::Http` (with `http-check`); `rediss://` (with `redis`) | No |
 //! | `redis` | [`component::Redis`] (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, [`shared::SharedCache`] (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
+//! | `redis-cluster` | Redis Cluster for both: `redis-cluster://` URLs (implies `redis`) | No |
+//! | `redis-sentinel` | Redis Sentinel for both: `redis-sentinel://` URLs, following failovers (implies `redis`) | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
 //! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |

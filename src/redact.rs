@@ -1,8 +1,9 @@
 /// Masks the secrets in a message about a database: the password of every URL
 /// (`postgres://user:secret@host` becomes `postgres://user:***@host`), every `password=`
-/// setting of a key-value connection string, and what sits between a `:` and an `@` in a
-/// word that is no well-formed URL (`http:/user:secret@host`, a mistyped one, becomes
-/// `http:***@host`).
+/// setting of a key-value connection string (`sentinelPassword=` in a Redis Sentinel URL
+/// too), a URL's `pass=` parameter (`redis+unix:///redis.sock?pass=secret`), and what sits
+/// between a `:` and an `@` in a word that is no well-formed URL (`http:/user:secret@host`,
+/// a mistyped one, becomes `http:***@host`).
 ///
 /// [`CheckError`](crate::check::CheckError) applies it to every message; use it on anything else that
 /// may carry a connection string, such as your own log lines.
@@ -23,7 +24,36 @@
 /// ```
 #[must_use]
 pub fn redact(message: &str) -> String {
-    mask_userinfo(&mask_key_value_passwords(&mask_url_passwords(message)))
+    mask_userinfo(&mask_key_value_passwords(&mask_query_passwords(
+        &mask_url_passwords(message),
+    )))
+}
+
+/// Masks the value of a URL's `pass` parameter (`?pass=` or `&pass=`), up to the next
+/// parameter, fragment or whitespace: the `redis` crate reads a password there.
+fn mask_query_passwords(message: &str) -> String {
+    const KEY: &str = "pass=";
+    let lower = message.to_ascii_lowercase();
+    let mut out = String::with_capacity(message.len());
+    let mut copied = 0;
+    let mut search_from = 0;
+    while let Some(found) = lower[search_from..].find(KEY) {
+        let key_start = search_from + found;
+        let value_start = key_start + KEY.len();
+        search_from = value_start;
+        if !matches!(message[..key_start].chars().next_back(), Some('?' | '&')) {
+            continue;
+        }
+        let value_len = message[value_start..]
+            .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
+            .unwrap_or(message.len() - value_start);
+        out.push_str(&message[copied..value_start]);
+        out.push_str(MASK);
+        copied = value_start + value_len;
+        search_from = copied;
+    }
+    out.push_str(&message[copied..]);
+    out
 }
 
 const MASK: &str = "***";
@@ -298,6 +328,22 @@ mod tests {
                 "valkeys://default:***@cache/1 refused",
             ),
             ("redis://cache:6379/0", "redis://cache:6379/0"),
+            (
+                "redis+unix:///run/redis.sock?db=2&PASS=hunter2&user=app",
+                "redis+unix:///run/redis.sock?db=2&PASS=***&user=app",
+            ),
+            (
+                "unix:///run/redis.sock?pass=hunter2 refused",
+                "unix:///run/redis.sock?pass=*** refused",
+            ),
+            (
+                "https://h/?bypass=1&compass=n",
+                "https://h/?bypass=1&compass=n",
+            ),
+            (
+                "redis-sentinel://app:hunter2@s1?sentinelServiceName=m&sentinelPassword=sesame",
+                "redis-sentinel://app:***@s1?sentinelServiceName=m&sentinelPassword=***",
+            ),
         ] {
             assert_eq!(redact(message), masked, "{message}");
         }

@@ -1,13 +1,13 @@
 //! Redis through the `redis` crate: a `PING` per check. The pieces it shares with the
 //! [shared cache](crate::shared) (the URL, the target, the connection, what an error means)
-//! are in `redis_client.rs`.
+//! are in `redis_client/`.
 //!
 //! The `redis` crate (redis-rs) over `fred`: it is the client most Rust services already
 //! hold (so [`Redis::new`] takes the application's own connection), it is maintained by an
 //! organisation with regular releases, its `ConnectionManager` is one multiplexed connection
 //! that reconnects by itself, TLS goes through rustls (the crate's `rustls` feature, as for
-//! PostgreSQL), and Redis Cluster and Sentinel connections implement the same
-//! `ConnectionLike` trait (through the application's own `redis` features).
+//! PostgreSQL), and it speaks Redis Cluster and Sentinel (this crate's `redis-cluster` and
+//! `redis-sentinel` features).
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -18,14 +18,20 @@ use redis::{Client, InfoDict};
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 pub use crate::redis_client::InvalidRedisUrl;
-use crate::redis_client::{LazyManager, client, error_kind, query, target};
+use crate::redis_client::{
+    LazyConnection, Topology, cluster_state, error_kind, parse, query, single_target,
+};
 
 /// A [`Component`] that sends `PING` to Redis: is the server there and answering?
 ///
 /// Through the application's own connection ([`Redis::new`] with a `ConnectionManager`, a
 /// `MultiplexedConnection` or a cluster connection: no second connection, the check rides
 /// the multiplexed one) or one of its own ([`Redis::connect`], [`Redis::from_client`]: one
-/// `ConnectionManager`, opened on the first check and reconnecting by itself). A failure is
+/// multiplexed connection, opened on the first check and reconnecting by itself: a
+/// `ConnectionManager` to one server, a cluster connection, or a connection to the primary
+/// the Sentinels name). On a Redis Cluster of its own, `CLUSTER INFO` to one node must say
+/// `cluster_state:ok` (every slot served; a primary gone with no replica to take over is
+/// `refused`), and the `PING` goes to every primary the client knows. A failure is
 /// of kind `refused`, `dns`, `auth` (`NOAUTH`, `WRONGPASS`), `tls`, `timeout`, `closed` (the
 /// connection dropped under the command) or `other`. A multiplexed connection has no pool,
 /// so there are no pool figures: the round's `elapsed_ms` is the `PING`'s round trip.
@@ -77,30 +83,48 @@ impl Redis {
         }
     }
 
-    /// Checks through a connection of its own to `url` (`redis://[user:password@]host[:port][/db]`;
-    /// `rediss://` with the `rustls` feature), opened on the first check.
+    /// Checks through a connection of its own to `url`, opened on the first check:
+    /// `redis://[user:password@]host[:port][/db]` (`rediss://` with the `rustls` feature), a
+    /// Redis Cluster's `redis-cluster://host[:port]?node=host[:port]&...` (feature
+    /// `redis-cluster`), or the primary behind Sentinel,
+    /// `redis-sentinel://host[:port][/db]?sentinelServiceName=<name>&node=host[:port]&...`
+    /// (feature `redis-sentinel`). See [`shared`](crate::shared#beyond-one-redis) for the
+    /// forms in full.
     ///
     /// # Errors
     ///
-    /// When the URL does not parse, or asks for TLS in a build without the `rustls` feature.
+    /// When the URL does not parse, asks for TLS in a build without the `rustls` feature, or
+    /// names a cluster or Sentinel in a build without its feature.
     pub fn connect(url: &str) -> Result<Self, InvalidRedisUrl> {
-        Ok(Self::from_client(client(url)?))
+        let (topology, target) = parse(url)?;
+        Ok(Self::own(topology, target))
     }
 
     /// Checks through a connection of its own, opened from `client` on the first check.
     #[must_use]
     pub fn from_client(client: Client) -> Self {
-        let target = Some(Arc::from(target(&client)));
-        let manager = LazyManager::new(client);
+        let target = single_target(&client);
+        Self::own(Topology::Single(client), target)
+    }
+
+    fn own(topology: Topology, target: String) -> Self {
+        let connection = LazyConnection::new(topology);
         let server = Arc::new(ServerInfo::default());
         let ping = move || -> CheckFuture {
-            let manager = manager.clone();
+            let connection = connection.clone();
             let server = Arc::clone(&server);
-            Box::pin(async move { ping(&mut manager.get()?, &server).await })
+            Box::pin(async move {
+                let cluster = connection.is_cluster();
+                let mut connection = connection.get().await?;
+                if cluster {
+                    cluster_state(&mut connection).await?;
+                }
+                ping(&mut connection, &server).await
+            })
         };
         Self {
             ping: Arc::new(ping),
-            target,
+            target: Some(Arc::from(target)),
         }
     }
 }

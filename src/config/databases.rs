@@ -105,7 +105,16 @@ type Connect = fn(&DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, Confi
 const SCHEMES: [(&[&str], Connect); 2] = [
     (&["postgres", "postgresql"], postgres),
     (
-        &["redis", "rediss", "valkey", "valkeys"],
+        &[
+            "redis",
+            "rediss",
+            "valkey",
+            "valkeys",
+            "redis-cluster",
+            "rediss-cluster",
+            "redis-sentinel",
+            "rediss-sentinel",
+        ],
         redis_is_a_component,
     ),
 ];

@@ -130,6 +130,35 @@ fn with_url(
 mod tests {
     use super::*;
 
+    #[cfg(feature = "redis")]
+    #[test]
+    fn a_cluster_or_sentinel_url_is_read_with_its_feature_and_refused_without() {
+        for (url, feature, built) in [
+            (
+                "redis-cluster://:hunter2@a:7000?node=b:7001",
+                "`redis-cluster`",
+                cfg!(feature = "redis-cluster"),
+            ),
+            (
+                "redis-sentinel://:hunter2@s:26379?sentinelServiceName=m",
+                "`redis-sentinel`",
+                cfg!(feature = "redis-sentinel"),
+            ),
+        ] {
+            for variable in ["TOWER_HEALTH_REDIS_URL", "TOWER_HEALTH_REDIS_CACHE"] {
+                match HealthConfig::from_vars([(variable, url)]) {
+                    Ok(_) => assert!(built, "{url} accepted without the {feature} feature"),
+                    Err(error) => {
+                        assert!(!built, "{url}: {error}");
+                        assert_eq!(error.variable(), variable);
+                        assert!(error.reason().contains(feature), "{error}");
+                        assert!(!error.to_string().contains("hunter2"), "{error}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn bad_values_name_their_variable() {
         for (variable, value) in [

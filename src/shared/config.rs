@@ -2,11 +2,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use redis::aio::ConnectionLike;
 
 use crate::component::InvalidRedisUrl;
 use crate::config::{Zero, assert_in_range, validate_key_prefix};
-use crate::redis_client::{LazyManager, client as redis_client, target as redis_target};
+use crate::redis_client::{AnyConnection, LazyConnection, Topology, parse, single_target};
 
 /// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.
 pub const DEFAULT_KEY_PREFIX: &str = "tower-health:";
@@ -21,7 +21,8 @@ pub const DEFAULT_KEY_PREFIX: &str = "tower-health:";
 #[must_use]
 pub struct SharedCache {
     pub(crate) connection: SharedConnection,
-    /// Where the connection goes (`host:port/db`), when this crate opens it.
+    /// Where the connection goes (`host:port/db`, `cluster host:port,...`,
+    /// `sentinel <name>/<db> at host:port,...`), when this crate opens it.
     pub(crate) target: Option<Arc<str>>,
     pub(crate) key_prefix: String,
     pub(crate) ttl: Option<Duration>,
@@ -34,33 +35,61 @@ pub struct SharedCache {
 #[derive(Clone)]
 pub(crate) enum SharedConnection {
     /// One of its own, opened on the first round and reconnecting by itself.
-    Own(LazyManager),
-    /// The application's own.
-    Application(ConnectionManager),
+    Own(LazyConnection),
+    /// The application's own, cloned for each command.
+    Application(Arc<dyn Fn() -> AnyConnection + Send + Sync>),
+}
+
+impl SharedConnection {
+    /// The connection, to send one command on.
+    pub(crate) async fn get(&self) -> Result<AnyConnection, crate::check::CheckError> {
+        match self {
+            Self::Own(connection) => connection.get().await,
+            Self::Application(connection) => Ok(connection()),
+        }
+    }
 }
 
 impl SharedCache {
-    /// Shares through a connection of its own to `url` (`redis://[user:password@]host[:port][/db]`;
-    /// `rediss://` with the `rustls` feature), opened on the first health round.
+    /// Shares through a connection of its own to `url`, opened on the first health round:
+    /// `redis://[user:password@]host[:port][/db]` (`rediss://` with the `rustls` feature), a
+    /// Redis Cluster's `redis-cluster://host[:port]?node=host[:port]&...` (feature
+    /// `redis-cluster`), or the primary behind Sentinel,
+    /// `redis-sentinel://host[:port][/db]?sentinelServiceName=<name>&node=host[:port]&...`
+    /// (feature `redis-sentinel`). See [Beyond one Redis](super#beyond-one-redis).
     ///
     /// # Errors
     ///
-    /// When the URL does not parse, or asks for TLS in a build without the `rustls` feature.
+    /// When the URL does not parse, asks for TLS in a build without the `rustls` feature, or
+    /// names a cluster or Sentinel in a build without its feature.
     pub fn connect(url: &str) -> Result<Self, InvalidRedisUrl> {
-        Ok(Self::from_client(redis_client(url)?))
+        let (topology, target) = parse(url)?;
+        Ok(Self::own(topology, target))
     }
 
-    /// Shares through a connection of its own, opened from `client` on the first health
-    /// round.
+    /// Shares through a connection of its own to one server, opened from `client` on the
+    /// first health round.
     pub fn from_client(client: redis::Client) -> Self {
-        let target = Some(Arc::from(redis_target(&client)));
-        Self::with(SharedConnection::Own(LazyManager::new(client)), target)
+        let target = single_target(&client);
+        Self::own(Topology::Single(client), target)
     }
 
-    /// Shares through the application's own `ConnectionManager`: no second connection.
-    /// Its response timeout, if shorter than the round's deadline, applies.
-    pub fn with_connection(manager: ConnectionManager) -> Self {
-        Self::with(SharedConnection::Application(manager), None)
+    fn own(topology: Topology, target: String) -> Self {
+        let connection = SharedConnection::Own(LazyConnection::new(topology));
+        Self::with(connection, Some(Arc::from(target)))
+    }
+
+    /// Shares through the application's own connection (a `ConnectionManager`, a cluster
+    /// connection, any multiplexed connection of the `redis` crate): no second connection.
+    /// Each command is sent on a clone of it. Its response timeout, if shorter than the
+    /// round's deadline, applies; whether it reconnects is its own affair (a
+    /// `MultiplexedConnection` does not, a `ConnectionManager` and a cluster connection do).
+    pub fn with_connection<C>(connection: C) -> Self
+    where
+        C: ConnectionLike + Clone + Send + Sync + 'static,
+    {
+        let connection = move || AnyConnection::new(connection.clone());
+        Self::with(SharedConnection::Application(Arc::new(connection)), None)
     }
 
     fn with(connection: SharedConnection, target: Option<Arc<str>>) -> Self {

@@ -47,6 +47,35 @@
 //! default database's outcome), `databases` (the others'), `components` (the shared ones'
 //! reports). Error messages in it are redacted like every error of this crate.
 //!
+//! # Beyond one Redis
+//!
+//! [`SharedCache::connect`] and [`Redis::connect`](crate::component::Redis::connect) take
+//! any of these URLs (`TOWER_HEALTH_REDIS_URL` and `TOWER_HEALTH_REDIS_<NAME>` too):
+//!
+//! | topology | URL | feature |
+//! |---|---|---|
+//! | one server | `redis://[user:password@]host[:port][/db]`; `rediss://` for TLS | `redis`; TLS: `rustls` |
+//! | Redis Cluster | `redis-cluster://[user:password@]host[:port][?node=host[:port]&...]`; `rediss-cluster://` for TLS | `redis-cluster` |
+//! | Sentinel | `redis-sentinel://[user:password@]host[:port][/db]?sentinelServiceName=<name>[&node=host[:port]...][&sentinelUsername=...&sentinelPassword=...]`; `rediss-sentinel://` for TLS | `redis-sentinel` |
+//!
+//! The cluster and Sentinel forms are those of `fred` (another Rust client) and Apollo
+//! Router, so one URL reads alike in both. In a cluster URL every host is a seed node (port
+//! 6379 unless given); the client learns the others and routes each command by its key's
+//! slot. In a Sentinel URL the hosts are Sentinels (port 26379 unless given), asked in turn
+//! for the primary named `sentinelServiceName`; the user, password and database are the
+//! primary's, `sentinelUsername` and `sentinelPassword` the Sentinels' own. Passwords are
+//! masked wherever a URL or an error is shown, and the target shows no credentials
+//! (`cluster host:port,...`, `sentinel <name>/<db> at host:port,...`).
+//!
+//! Every command of the shared cache touches one key (`GET` and `SET ... PX` of the entry,
+//! `SET ... NX PX` of the lock), so the two keys may live in different slots of a cluster.
+//! A connection of this crate's own is one multiplexed connection per process on every
+//! topology: on a cluster, one per node; behind Sentinel, one to the primary, dropped and
+//! found again through the Sentinels when the primary is in doubt (the connection failed,
+//! `READONLY` from a demoted primary, or a command abandoned at the round's deadline), so
+//! that the cache works again after a failover. A URL of a topology whose feature the build
+//! lacks is refused at start with an error naming the feature, never read as one server.
+//!
 //! # Example
 //!
 //! ```

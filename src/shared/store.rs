@@ -5,12 +5,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use redis::aio::ConnectionManager;
-
 use super::config::{SharedCache, SharedConnection, default_process_id};
 use super::entry::Entry;
 use crate::check::{CheckError, CheckErrorKind};
-use crate::redis_client::{error_kind as redis_error_kind, query};
+use crate::redis_client::{check_error, query};
 
 /// How far in the future an entry's timestamp may lie (clocks of two hosts disagree a
 /// little): past it, the entry is implausible and is not served.
@@ -156,27 +154,21 @@ impl SharedVerdicts {
         let fail = |kind, text: &str| {
             CheckError::new(kind, format!("Redis {what} {}: {text}", self.entry_key))
         };
-        let mut connection = self
-            .connection()
-            .map_err(|error| fail(error.kind(), error.message()))?;
-        let sent = query(&mut connection, command);
-        match tokio::time::timeout_at(deadline.into(), sent).await {
+        // Connecting to a cluster (its seed node, then the slots) counts against the
+        // deadline too.
+        let command = async {
+            let mut connection = self.connection.get().await?;
+            query(&mut connection, command)
+                .await
+                .map_err(|error| check_error(&error))
+        };
+        match tokio::time::timeout_at(deadline.into(), command).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => {
-                let text = CheckError::from_error(redis_error_kind(&error), &error);
-                Err(fail(text.kind(), text.message()))
-            }
+            Ok(Err(error)) => Err(fail(error.kind(), error.message())),
             Err(_) => Err(fail(
                 CheckErrorKind::Timeout,
                 "no answer within the round's deadline",
             )),
-        }
-    }
-
-    fn connection(&self) -> Result<ConnectionManager, CheckError> {
-        match &self.connection {
-            SharedConnection::Own(lazy) => lazy.get(),
-            SharedConnection::Application(manager) => Ok(manager.clone()),
         }
     }
 

@@ -33,6 +33,8 @@ pub mod fault_proxy;
 pub mod grpc;
 pub mod raw;
 pub mod redis_server;
+#[cfg(feature = "redis")]
+pub mod redis_topologies;
 pub mod schema;
 pub mod slow_reader;
 pub mod tcp_proxy;
