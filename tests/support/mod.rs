@@ -28,6 +28,7 @@ use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
 pub mod child;
 pub mod fault_proxy;
+pub mod frames;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod raw;
