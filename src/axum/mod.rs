@@ -60,3 +60,6 @@ mod service;
 
 pub use self::future::{MakeFuture, ResponseFuture};
 pub use self::service::Stack;
+
+#[cfg(test)]
+mod tests;
