@@ -115,9 +115,8 @@ fn count(response: &mut Response, admitted: Admitted) {
     wrap(response, guard);
 }
 
-/// The counting body around `response`'s: out of line, so that a response without a body
-/// pays none of it.
-#[inline(never)]
+/// The counting body around `response`'s.
+#[inline(always)]
 fn wrap(response: &mut Response, guard: crate::drain::InFlightGuard) {
     let body = std::mem::take(response.body_mut());
     // Boxed as axum boxes, so that `Body::new` takes it as it is (no second wrapper to map
