@@ -12,7 +12,9 @@
 //!   `PingLayer` + `HealthLayer` + `DrainLayer`, beside the bare inner service; with
 //!   `--features axum`, `passthrough/router` (an axum `Router` with one route) beside
 //!   `passthrough/around`, the same router in the form the README recommends,
-//!   `health.around(router)` with a drain.
+//!   `health.around(router)` with a drain; `passthrough/router_empty` and
+//!   `passthrough/around_empty` the same for a response without a body (204).
+//!   `PROBE_LOOP` runs one of these cases alone, for callgrind (see `pass_through_loop`).
 //! - `components/*`: the health and readiness probes of a monitor with 20 components
 //!   registered, to compare with `probe/health` and `probe/ready`: the body is longer, the
 //!   work per probe is not (components change what a round renders, not what a probe does).
@@ -117,6 +119,12 @@ impl Service<Request<()>> for Inner {
 }
 
 /// Polls a future that must be ready at once.
+///
+/// Always inlined, so that every case polls its future where the call left it: left to
+/// itself, LLVM inlined this for the bare router's future and not for the stack's, whose
+/// pass-through then paid one more copy of the future (64 instructions) that only this
+/// helper made.
+#[inline(always)]
 fn now<F: Future>(future: F) -> F::Output {
     match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(output) => output,
@@ -447,42 +455,177 @@ fn metrics(c: &mut Criterion) {
 #[cfg(not(feature = "metrics"))]
 fn metrics(_: &mut Criterion) {}
 
-/// The recommended axum form against the bare router: the same request through both.
+/// An axum router with one route answering `ok` (`/`) and one answering 204 without a body
+/// (`/empty`), routes prepared as `axum::serve` prepares them for each connection; and the
+/// same router in the recommended form, `health.around(router)` with a drain.
 #[cfg(feature = "axum")]
-fn passthrough_axum(c: &mut Criterion) {
-    use axum::body::Body as AxumBody;
-
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let health = HealthLayer::new(monitor(&runtime, HealthConfig::new()));
-    let _drain = health.drain_pair(DrainConfig::new());
+fn axum_pair(
+    runtime: &tokio::runtime::Runtime,
+) -> (
+    axum::Router,
+    tower_health::axum::Stack<axum::Router>,
+    tower_health::DrainHandle,
+) {
+    // Long intervals: no round runs while requests are counted.
+    let hour = Duration::from_secs(3600);
+    let config = HealthConfig::new()
+        .readiness_interval(hour)
+        .health_interval(hour);
+    let health = HealthLayer::new(monitor(runtime, config));
+    let (_, drain) = health.drain_pair(DrainConfig::new());
     // `with_state` prepares the routes once, as `axum::serve` does for each connection.
     let router = axum::Router::new()
         .route("/", axum::routing::get(|| async { "ok" }))
+        .route(
+            "/empty",
+            axum::routing::get(|| async { StatusCode::NO_CONTENT }),
+        )
         .with_state(());
-    let mut around = health.around(router.clone());
-    let mut bare = router;
-    let request = || Request::get("/").body(AxumBody::empty()).unwrap();
+    let around = health.around(router.clone());
+    (router, around, drain)
+}
+
+#[cfg(feature = "axum")]
+fn axum_request(path: &'static str) -> Request<axum::body::Body> {
+    Request::get(path).body(axum::body::Body::empty()).unwrap()
+}
+
+/// The recommended axum form against the bare router: the same request through both, with a
+/// body (`router`, `around`) and without (`router_empty`, `around_empty`).
+#[cfg(feature = "axum")]
+fn passthrough_axum(c: &mut Criterion) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (mut bare, mut around, _drain) = axum_pair(&runtime);
 
     let mut group = c.benchmark_group("passthrough");
-    group.bench_function("router", |b| {
-        b.iter_batched(
-            request,
-            |request| consume(now(bare.call(request)).unwrap().into_body()),
-            BatchSize::SmallInput,
-        );
-    });
-    group.bench_function("around", |b| {
-        b.iter_batched(
-            request,
-            |request| consume(now(around.call(request)).unwrap().into_body()),
-            BatchSize::SmallInput,
-        );
-    });
+    for (suffix, path) in [("", "/"), ("_empty", "/empty")] {
+        group.bench_function(format!("router{suffix}"), |b| {
+            b.iter_batched(
+                || axum_request(path),
+                |request| consume(now(bare.call(request)).unwrap().into_body()),
+                BatchSize::SmallInput,
+            );
+        });
+        group.bench_function(format!("around{suffix}"), |b| {
+            b.iter_batched(
+                || axum_request(path),
+                |request| consume(now(around.call(request)).unwrap().into_body()),
+                BatchSize::SmallInput,
+            );
+        });
+    }
     group.finish();
 }
 
 #[cfg(not(feature = "axum"))]
 fn passthrough_axum(_: &mut Criterion) {}
+
+/// `PROBE_LOOP=<case> PROBE_REQUESTS=<n>`: only `n` pass-through requests of one case, built
+/// in advance, and nothing else, for callgrind to count. Two runs with different `n` give the
+/// instructions per request (the difference over the difference in `n`):
+///
+/// ```text
+/// PROBE_LOOP=around PROBE_REQUESTS=10000 valgrind --tool=callgrind target/release/deps/probe-<hash>
+/// ```
+///
+/// Cases: `bare` and `stack` (the layers under `ServiceBuilder`); with `--features axum`,
+/// `router`, `around`, `router_empty`, `around_empty`.
+fn pass_through_loop(case: &str, requests: usize) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Long intervals: no round runs while requests are counted.
+    let hour = Duration::from_secs(3600);
+    let config = HealthConfig::new()
+        .readiness_interval(hour)
+        .health_interval(hour);
+    let health = monitor(&runtime, config);
+    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+    let mut stack = PingLayer::new().layer(
+        HealthLayer::new(health)
+            .drain(drain)
+            .layer(drain_layer.layer(Inner)),
+    );
+    match case {
+        "bare" => {
+            let mut pending: Vec<_> = (0..requests).map(|_| request("/")).collect();
+            for request in pending.drain(..) {
+                consume(now(Inner.call(request)).unwrap().into_body());
+            }
+        }
+        "stack" => {
+            let mut pending: Vec<_> = (0..requests).map(|_| request("/")).collect();
+            for request in pending.drain(..) {
+                now(std::future::poll_fn(|cx| stack.poll_ready(cx))).unwrap();
+                consume(now(stack.call(request)).unwrap().into_body());
+            }
+        }
+        #[cfg(feature = "axum")]
+        "router" | "around" | "router_empty" | "around_empty" => {
+            let (mut bare, mut around, _drain) = axum_pair(&runtime);
+            let path = if case.ends_with("_empty") {
+                "/empty"
+            } else {
+                "/"
+            };
+            let mut pending: Vec<_> = (0..requests).map(|_| axum_request(path)).collect();
+            if case.starts_with("router") {
+                for request in pending.drain(..) {
+                    consume(now(bare.call(request)).unwrap().into_body());
+                }
+            } else {
+                for request in pending.drain(..) {
+                    consume(now(around.call(request)).unwrap().into_body());
+                }
+            }
+        }
+        other => panic!("PROBE_LOOP={other}: not a case (see `pass_through_loop`)"),
+    }
+}
+
+/// `PROBE_MIN=<rounds>` (with `--features axum`): the least time per request of the axum
+/// pass-through cases over `rounds` batches of 1,000 requests each, the cases interleaved
+/// batch by batch. On a machine shared with other jobs, a batch that was never preempted is
+/// the one that shows what the code costs; criterion's mean shows the machine's load as well.
+#[cfg(feature = "axum")]
+fn least_times(rounds: usize) {
+    use std::time::Instant;
+
+    const BATCH: usize = 1_000;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (mut bare, mut around, _drain) = axum_pair(&runtime);
+    let cases = ["router", "around", "router_empty", "around_empty"];
+    let mut least = [f64::INFINITY; 4];
+    let mut pending = Vec::with_capacity(BATCH);
+    for _ in 0..rounds {
+        for (index, case) in cases.iter().enumerate() {
+            let path = if case.ends_with("_empty") {
+                "/empty"
+            } else {
+                "/"
+            };
+            pending.extend((0..BATCH).map(|_| axum_request(path)));
+            let started = Instant::now();
+            if case.starts_with("router") {
+                for request in pending.drain(..) {
+                    consume(now(bare.call(request)).unwrap().into_body());
+                }
+            } else {
+                for request in pending.drain(..) {
+                    consume(now(around.call(request)).unwrap().into_body());
+                }
+            }
+            let per_request = started.elapsed().as_nanos() as f64 / BATCH as f64;
+            least[index] = least[index].min(per_request);
+        }
+    }
+    for (case, ns) in cases.iter().zip(least) {
+        eprintln!("  {case:<14} {ns:7.1} ns");
+    }
+    eprintln!(
+        "  around over router: {:.1} ns; around_empty over router_empty: {:.1} ns",
+        least[1] - least[0],
+        least[3] - least[2]
+    );
+}
 
 criterion_group!(
     benches,
@@ -495,6 +638,18 @@ criterion_group!(
 );
 
 fn main() {
+    if let Ok(case) = std::env::var("PROBE_LOOP") {
+        let requests = std::env::var("PROBE_REQUESTS")
+            .ok()
+            .map_or(10_000, |n| n.parse().expect("PROBE_REQUESTS: a number"));
+        pass_through_loop(&case, requests);
+        return;
+    }
+    #[cfg(feature = "axum")]
+    if let Ok(rounds) = std::env::var("PROBE_MIN") {
+        least_times(rounds.parse().expect("PROBE_MIN: a number"));
+        return;
+    }
     report_allocations();
     benches();
     Criterion::default().configure_from_args().final_summary();

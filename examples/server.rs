@@ -1,6 +1,13 @@
 //! An axum app with the tower-health stack around it (`health.around(router)`): probes on
-//! `/health/*` answered before routing, one ordinary route on `/` with tower-http's tracing
-//! and request timeout, and a drain on SIGTERM or Ctrl-C.
+//! `/health/*` answered before routing, ordinary routes with tower-http's tracing and request
+//! timeout, and a drain on SIGTERM or Ctrl-C. It speaks HTTP/1.1 and HTTP/2 (h2c, prior
+//! knowledge) on one port, as `axum::serve` does; a drain sends HTTP/2 clients a `GOAWAY` when
+//! the graceful shutdown begins.
+//!
+//! - `GET /`: a short answer.
+//! - `GET /slow/{ms}`: a response that streams for `ms` milliseconds (at most 10 s), a line
+//!   at once and a line at the end. A drain waits for it: a request counts in flight until its
+//!   body has been sent, and the server's graceful shutdown lets it finish.
 //!
 //! Run with
 //!
@@ -24,18 +31,25 @@
 
 mod common;
 
+use std::convert::Infallible;
 use std::error::Error;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
+use axum::extract::Path;
 use axum::routing::get;
 use axum::serve::ListenerExt;
+use bytes::Bytes;
 use http::StatusCode;
 use tokio::net::TcpListener;
 use tower_health::{DrainConfig, DrainHandle, HealthLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+
+/// The longest `/slow/{ms}` a request may ask for.
+const MAX_SLOW: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     // `server --health-check`: a container health check of a running instance, for images
@@ -56,6 +70,7 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     // The app's own tracing and timeout go on the router, as usual.
     let app = Router::new()
         .route("/", get(|| async { "hello from behind tower-health\n" }))
+        .route("/slow/{ms}", get(slow))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(10),
@@ -79,4 +94,27 @@ async fn serve() -> Result<(), Box<dyn Error>> {
         .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
         .await?;
     Ok(())
+}
+
+/// `GET /slow/{ms}`: streams for `ms` milliseconds. Its body outlives the handler (and the
+/// request timeout, which ends with the response head), as a download's does.
+async fn slow(Path(ms): Path<u64>) -> Result<Body, (StatusCode, String)> {
+    let delay = Duration::from_millis(ms);
+    if delay > MAX_SLOW {
+        let message = format!("at most {} ms\n", MAX_SLOW.as_millis());
+        return Err((StatusCode::BAD_REQUEST, message));
+    }
+    let (mut sender, body) = http_body_util::channel::Channel::<Bytes, Infallible>::new(1);
+    tokio::spawn(async move {
+        // A client that went away ends the body early: nothing more to send.
+        if sender
+            .send_data(Bytes::from_static(b"slow: started\n"))
+            .await
+            .is_ok()
+        {
+            tokio::time::sleep(delay).await;
+            let _ = sender.send_data(Bytes::from_static(b"slow: done\n")).await;
+        }
+    });
+    Ok(Body::new(body))
 }

@@ -6,6 +6,7 @@ use std::task::{Context, Poll, ready};
 use axum::body::Body;
 use axum::response::Response;
 use http::Request;
+use http_body::Body as _;
 use http_body_util::combinators::UnsyncBoxBody;
 use pin_project_lite::pin_project;
 use tower_service::Service;
@@ -97,11 +98,26 @@ where
     }
 }
 
-/// Passes the app's body on as it is but for the drain's count, which it holds until its end:
-/// that costs one allocation, the only one the stack adds to an application request.
+/// Passes the app's body on as it is but for the drain's count, which it holds until its end.
+///
+/// A response without a body (`is_end_stream` already: a 204, a redirect, a handler returning
+/// `()` or a status) has nothing left to send once its head is ready, so its count ends here,
+/// with no allocation. Any other body is boxed again around the count (axum's body is a boxed
+/// trait object: nothing can ride along inside it without a box of its own): the one
+/// allocation the stack adds to an application request, and most of its cost
+/// (BENCHMARKS.md, "Pass-through in-process").
 #[inline(always)]
 fn count(response: &mut Response, admitted: Admitted) {
     let guard = admitted.respond(response);
+    if response.body().is_end_stream() {
+        return;
+    }
+    wrap(response, guard);
+}
+
+/// The counting body around `response`'s.
+#[inline(always)]
+fn wrap(response: &mut Response, guard: crate::drain::InFlightGuard) {
     let body = std::mem::take(response.body_mut());
     // Boxed as axum boxes, so that `Body::new` takes it as it is (no second wrapper to map
     // its errors, which are already axum's).

@@ -37,8 +37,9 @@
 //! `Router::layer` call. The three layers that way cost an application request 1.49x the
 //! bare router's instructions, and `/health/ready` 1.13x a hand-written static route. Around
 //! the router, in one service, they are 1.05x and 0.72x: an application request pays a path
-//! check, the drain's count and one allocation (axum's body is boxed, so the body that holds
-//! the count until the response has been sent is boxed again). BENCHMARKS.md has the figures,
+//! check, the drain's count and, when its response has a body, one allocation (axum's body is
+//! boxed, so the body that holds the count until the response has been sent is boxed again; a
+//! response without a body ends its count with its head). BENCHMARKS.md has the figures,
 //! measured in one run.
 //!
 //! # Backpressure
@@ -60,3 +61,6 @@ mod service;
 
 pub use self::future::{MakeFuture, ResponseFuture};
 pub use self::service::Stack;
+
+#[cfg(test)]
+mod tests;

@@ -72,7 +72,7 @@ where
         Poll::Ready(Ok(()))
     }
 
-    #[inline]
+    #[inline(always)]
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let reader = &*self.shared.reader;
         if let Some(asked) = reader.ask(&request) {

@@ -12,7 +12,9 @@ use crate::component::ComponentSpec;
 use crate::config::{FailDirection, HealthConfig};
 use crate::drain::{DrainConfig, DrainHandle};
 use crate::monitor::{test_monitor, test_rounds};
+use crate::probe::Probe;
 use crate::test_helpers::{FakeCheck, FakeComponent};
+use crate::view::Condition;
 
 use ServingStatus::{NotServing, Serving, Unknown};
 
@@ -108,6 +110,58 @@ async fn a_timed_out_database_serves_only_under_fail_direction_ready() {
             "{direction:?}"
         );
         assert_eq!(fixture.service.status(""), Some(expected), "{direction:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stale_verdict_fails_the_databases_and_readiness_in_either_fail_direction() {
+    for direction in [FailDirection::NotReady, FailDirection::Ready] {
+        // Rounds due every millisecond with a 20 ms deadline, and none runs after the
+        // test's: the verdicts go stale soon, as under a stuck monitor.
+        let config = HealthConfig::new()
+            .readiness_interval(Duration::from_millis(1))
+            .health_interval(Duration::from_millis(1))
+            .readiness_timeout(Duration::from_millis(20))
+            .fail_direction(direction)
+            .database("default", FakeCheck::Ready)
+            .unwrap()
+            .component(ComponentSpec::new(
+                "cache",
+                FakeComponent::new(FakeCheck::Ready),
+            ));
+        let service = HealthService::new(test_monitor(config));
+        let names = ["", "database/default", "component/cache"];
+        test_rounds(service.handle()).await;
+        assert_eq!(
+            names.map(|name| service.status(name)),
+            [Some(Serving); 3],
+            "{direction:?}: fresh"
+        );
+        let mut watch = service.handle().watch();
+        let stale = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let view = watch.changed().await.unwrap();
+                let conditions = [Probe::Ready, Probe::Health].map(|p| view.answer(p).condition);
+                if conditions == [Condition::Stale; 2] {
+                    break;
+                }
+            }
+        })
+        .await;
+        assert!(
+            stale.is_ok(),
+            "{direction:?}: the verdicts never went stale"
+        );
+        assert_eq!(
+            names.map(|name| service.status(name)),
+            [Some(NotServing); 3],
+            "{direction:?}: stale"
+        );
+        let request = Request::new(HealthCheckRequest {
+            service: "database/default".into(),
+        });
+        let answer = service.check(request).await.unwrap().into_inner();
+        assert_eq!(answer, NotServing.into(), "{direction:?}: Check");
     }
 }
 

@@ -29,6 +29,7 @@ use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 pub mod child;
 pub mod contract;
 pub mod fault_proxy;
+pub mod frames;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod raw;
