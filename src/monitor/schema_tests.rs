@@ -22,6 +22,11 @@ use crate::rendered::{Rendered, render_health, render_pool, render_readiness};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::verdict::Audience;
 
+// The error printer the integration tests use too.
+#[path = "../../tests/support/schema_errors.rs"]
+mod schema_errors;
+use schema_errors::describe;
+
 /// One schema of `schemas/`, compiled once.
 struct Schema {
     name: &'static str,
@@ -93,41 +98,6 @@ impl Schema {
             "schemas/{} accepts {what}: {body}",
             self.name
         );
-    }
-}
-
-fn describe(error: &jsonschema::ValidationError<'_>, depth: usize, out: &mut String) {
-    use jsonschema::error::ValidationErrorKind;
-    let mut message = error.to_string();
-    if message.len() > 300 {
-        let mut cut = 300;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message.truncate(cut);
-        message.push_str("...");
-    }
-    out.push_str(&format!(
-        "{:indent$}- at {:?} (schema {}): {message}\n",
-        "",
-        error.instance_path().as_str(),
-        error.schema_path().as_str(),
-        indent = depth * 2
-    ));
-    if let ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } =
-        error.kind()
-        && depth < 8
-    {
-        for (index, branch) in context.iter().enumerate() {
-            out.push_str(&format!(
-                "{:indent$}branch {index}:\n",
-                "",
-                indent = depth * 2 + 2
-            ));
-            for error in branch {
-                describe(error, depth + 2, out);
-            }
-        }
     }
 }
 

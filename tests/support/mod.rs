@@ -37,6 +37,7 @@ pub mod redis_server;
 #[cfg(feature = "redis")]
 pub mod redis_topologies;
 pub mod schema;
+pub mod schema_errors;
 pub mod slow_reader;
 pub mod tcp_proxy;
 

@@ -19,6 +19,8 @@ use std::sync::{LazyLock, Mutex};
 
 use serde_json::Value;
 
+use super::schema_errors::describe;
+
 /// One schema of `schemas/`, compiled once per test binary.
 pub struct Schema {
     pub name: &'static str,
@@ -61,41 +63,6 @@ impl Schema {
             describe(&error, 0, &mut out);
         }
         out
-    }
-}
-
-fn describe(error: &jsonschema::ValidationError<'_>, depth: usize, out: &mut String) {
-    use jsonschema::error::ValidationErrorKind;
-    let mut message = error.to_string();
-    if message.len() > 300 {
-        let mut cut = 300;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message.truncate(cut);
-        message.push_str("...");
-    }
-    out.push_str(&format!(
-        "{:indent$}- at {:?} (schema {}): {message}\n",
-        "",
-        error.instance_path().as_str(),
-        error.schema_path().as_str(),
-        indent = depth * 2
-    ));
-    if let ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } =
-        error.kind()
-        && depth < 8
-    {
-        for (index, branch) in context.iter().enumerate() {
-            out.push_str(&format!(
-                "{:indent$}branch {index}:\n",
-                "",
-                indent = depth * 2 + 2
-            ));
-            for error in branch {
-                describe(error, depth + 2, out);
-            }
-        }
     }
 }
 
