@@ -26,29 +26,43 @@ fn add_database(config: HealthConfig, check: impl DatabaseCheck) -> (HealthConfi
     (config.database(DATABASE, check).unwrap(), debug)
 }
 
+/// The `Backend` of a PostgreSQL check: the real PostgreSQL, its URLs, and how `$add` adds the
+/// check of a URL to a configuration.
+macro_rules! postgres_backend {
+    ($backend:ident, $name:literal, $add:expr) => {
+        impl Backend for $backend {
+            const NAME: &'static str = $name;
+            const KIND: Kind = Kind::Database;
+
+            async fn available() -> bool {
+                support::postgres_available().await
+            }
+
+            fn upstream() -> SocketAddr {
+                support::pg_addr()
+            }
+
+            fn url(addr: SocketAddr, credentials: Option<(&str, &str)>) -> String {
+                pg_url(addr, credentials)
+            }
+
+            fn add(config: HealthConfig, url: &str) -> (HealthConfig, String) {
+                let add: fn(HealthConfig, &str) -> (HealthConfig, String) = $add;
+                add(config, url)
+            }
+        }
+    };
+}
+
+/// The check beside a pool of `B`'s, as the application's pool.
+fn beside_pool<B: PoolBackend>(config: HealthConfig, url: &str) -> (HealthConfig, String) {
+    add_database(config, B::check_beside(B::pool(url, 4), url))
+}
+
 /// `PostgresCheck::new`: beside the application's bb8 pool.
 struct Bb8;
 
-impl Backend for Bb8 {
-    const NAME: &'static str = "bb8";
-    const KIND: Kind = Kind::Database;
-
-    async fn available() -> bool {
-        support::postgres_available().await
-    }
-
-    fn upstream() -> SocketAddr {
-        support::pg_addr()
-    }
-
-    fn url(addr: SocketAddr, credentials: Option<(&str, &str)>) -> String {
-        pg_url(addr, credentials)
-    }
-
-    fn add(config: HealthConfig, url: &str) -> (HealthConfig, String) {
-        add_database(config, Self::check_beside(Self::pool(url, 4), url))
-    }
-}
+postgres_backend!(Bb8, "bb8", beside_pool::<Bb8>);
 
 impl PoolBackend for Bb8 {
     type Pool = bb8::Pool<bb8_postgres::PostgresConnectionManager<tokio_postgres::NoTls>>;
@@ -76,50 +90,14 @@ impl PoolBackend for Bb8 {
 /// `PostgresCheck::connect`: a pool of the check's own.
 struct Bb8OwnPool;
 
-impl Backend for Bb8OwnPool {
-    const NAME: &'static str = "bb8-own-pool";
-    const KIND: Kind = Kind::Database;
-
-    async fn available() -> bool {
-        support::postgres_available().await
-    }
-
-    fn upstream() -> SocketAddr {
-        support::pg_addr()
-    }
-
-    fn url(addr: SocketAddr, credentials: Option<(&str, &str)>) -> String {
-        pg_url(addr, credentials)
-    }
-
-    fn add(config: HealthConfig, url: &str) -> (HealthConfig, String) {
-        add_database(config, PostgresCheck::connect(url).unwrap())
-    }
-}
+postgres_backend!(Bb8OwnPool, "bb8-own-pool", |config, url| {
+    add_database(config, PostgresCheck::connect(url).unwrap())
+});
 
 /// `DeadpoolCheck`: beside the application's deadpool-postgres pool.
 struct Deadpool;
 
-impl Backend for Deadpool {
-    const NAME: &'static str = "deadpool";
-    const KIND: Kind = Kind::Database;
-
-    async fn available() -> bool {
-        support::postgres_available().await
-    }
-
-    fn upstream() -> SocketAddr {
-        support::pg_addr()
-    }
-
-    fn url(addr: SocketAddr, credentials: Option<(&str, &str)>) -> String {
-        pg_url(addr, credentials)
-    }
-
-    fn add(config: HealthConfig, url: &str) -> (HealthConfig, String) {
-        add_database(config, Self::check_beside(Self::pool(url, 4), url))
-    }
-}
+postgres_backend!(Deadpool, "deadpool", beside_pool::<Deadpool>);
 
 impl PoolBackend for Deadpool {
     type Pool = deadpool_postgres::Pool;
@@ -148,26 +126,7 @@ macro_rules! sqlx_backend {
     ($backend:ident, $name:literal, $line:ident) => {
         struct $backend;
 
-        impl Backend for $backend {
-            const NAME: &'static str = $name;
-            const KIND: Kind = Kind::Database;
-
-            async fn available() -> bool {
-                support::postgres_available().await
-            }
-
-            fn upstream() -> SocketAddr {
-                support::pg_addr()
-            }
-
-            fn url(addr: SocketAddr, credentials: Option<(&str, &str)>) -> String {
-                pg_url(addr, credentials)
-            }
-
-            fn add(config: HealthConfig, url: &str) -> (HealthConfig, String) {
-                add_database(config, Self::check_beside(Self::pool(url, 4), url))
-            }
-        }
+        postgres_backend!($backend, $name, beside_pool::<$backend>);
 
         impl PoolBackend for $backend {
             type Pool = tower_health::check::$line::sqlx::PgPool;
