@@ -19,6 +19,7 @@ use tower_health::grpc::pb::health_client::HealthClient;
 
 use support::child::Example;
 use support::grpc::{channel, next_status, rest};
+use support::prober::{Answers, http_prober, in_order};
 use support::{Client, LIMIT, bounded, eventually, refused_addr};
 
 /// What one kind of client saw, in order.
@@ -27,41 +28,6 @@ struct Seen {
     ok: usize,
     ok_during_drain: usize,
     failures: Vec<String>,
-}
-
-/// A probe's answers in order: `true` passing, `false` failing; `None` for a connection
-/// that failed (the listener closed).
-type Answers = Arc<Mutex<Vec<Option<bool>>>>;
-
-/// Whether `answers` go: passing, then failing, then (the listener closed) no answer, and
-/// never back.
-async fn in_order(answers: &Answers) -> bool {
-    let answers = answers.lock().await;
-    let rank = |answer: &Option<bool>| match answer {
-        Some(true) => 0,
-        Some(false) => 1,
-        None => 2,
-    };
-    answers
-        .windows(2)
-        .all(|pair| rank(&pair[0]) <= rank(&pair[1]))
-}
-
-/// Polls readiness over HTTP/1.1 until the listener is gone.
-fn http_prober(addr: SocketAddr, answers: Answers) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let client = Client::new();
-        loop {
-            let answer = match client.try_get(addr, "/health/ready").await {
-                Ok(reply) => Some(reply.status == StatusCode::OK),
-                Err(_) => None,
-            };
-            answers.lock().await.push(answer);
-            if answer.is_none() {
-                return;
-            }
-        }
-    })
 }
 
 /// Polls `Check("")` over HTTP/2 until its connection is gone.

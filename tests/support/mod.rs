@@ -32,6 +32,7 @@ pub mod fault_proxy;
 pub mod frames;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+pub mod prober;
 pub mod raw;
 pub mod redis_server;
 #[cfg(feature = "redis")]
