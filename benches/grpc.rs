@@ -11,7 +11,8 @@
 //!   per-round ratios. `constant` is `grpc.health.v1` answering `SERVING` to everything, on a bare
 //!   `Server::builder()`; `tower-health` is [`HealthService`] on the same builder; `stack` is
 //!   the `tonic` example's server (`accept_http1(true)`, `PingLayer`, `HealthLayer`) with
-//!   [`HealthService`].
+//!   [`HealthService`]. The first two are `benches/support/grpc_servers.rs`, which the storm
+//!   bench's gRPC rows (callgrind instruction counts) serve as well.
 //! - `grpc/service/*`: the `Check` method itself, called in-process: what the view read costs
 //!   beside building a constant answer.
 
@@ -26,48 +27,19 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+use tonic::Request;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Server};
-use tonic::{Request, Response, Status};
 use tower_health::grpc::HealthService;
+use tower_health::grpc::pb::HealthCheckRequest;
 use tower_health::grpc::pb::health_check_response::ServingStatus;
 use tower_health::grpc::pb::health_client::HealthClient;
-use tower_health::grpc::pb::health_server::{Health, HealthServer};
-use tower_health::grpc::pb::{
-    HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse,
-};
+use tower_health::grpc::pb::health_server::Health;
 use tower_health::{HealthConfig, HealthLayer, HealthMonitor, PingLayer, Probe};
 
-/// `grpc.health.v1` answering `SERVING` to every `Check`: the floor.
-struct Constant;
-
-#[tonic::async_trait]
-impl Health for Constant {
-    async fn check(
-        &self,
-        _request: Request<HealthCheckRequest>,
-    ) -> Result<Response<HealthCheckResponse>, Status> {
-        Ok(Response::new(HealthCheckResponse {
-            status: ServingStatus::Serving.into(),
-        }))
-    }
-
-    async fn list(
-        &self,
-        _request: Request<HealthListRequest>,
-    ) -> Result<Response<HealthListResponse>, Status> {
-        Err(Status::unimplemented("not measured"))
-    }
-
-    type WatchStream = tonic::codegen::BoxStream<HealthCheckResponse>;
-
-    async fn watch(
-        &self,
-        _request: Request<HealthCheckRequest>,
-    ) -> Result<Response<Self::WatchStream>, Status> {
-        Err(Status::unimplemented("not measured"))
-    }
-}
+#[path = "support/grpc_servers.rs"]
+mod grpc_servers;
+use grpc_servers::{Constant, serve_constant, serve_health_service};
 
 /// Which server answers.
 #[derive(Copy, Clone)]
@@ -117,23 +89,16 @@ fn start(which: Kind) -> Running {
             let health = HealthMonitor::spawn(HealthConfig::new());
             let mut watch = health.watch();
             while !watch.changed().await.unwrap().answer(Probe::Ready).passing {}
-            let grpc = HealthService::new(health.clone()).server();
             match which {
-                Kind::Constant => Server::builder()
-                    .add_service(HealthServer::new(Constant))
-                    .serve_with_incoming_shutdown(incoming, stopped)
-                    .await
-                    .unwrap(),
-                Kind::TowerHealth => Server::builder()
-                    .add_service(grpc)
-                    .serve_with_incoming_shutdown(incoming, stopped)
+                Kind::Constant => serve_constant(incoming, stopped).await.unwrap(),
+                Kind::TowerHealth => serve_health_service(health, incoming, stopped)
                     .await
                     .unwrap(),
                 Kind::Stack => Server::builder()
                     .accept_http1(true)
                     .layer(PingLayer::new())
-                    .layer(HealthLayer::new(health))
-                    .add_service(grpc)
+                    .layer(HealthLayer::new(health.clone()))
+                    .add_service(HealthService::new(health).server())
                     .serve_with_incoming_shutdown(incoming, stopped)
                     .await
                     .unwrap(),

@@ -1,5 +1,6 @@
 //! Probe storm: real servers on 127.0.0.1, each in a child process of its own, driven by many
-//! concurrent keep-alive HTTP/1.1 connections from an in-process hyper client.
+//! concurrent keep-alive HTTP/1.1 connections from an in-process hyper client (and, for the
+//! gRPC rows, HTTP/2 connections).
 //!
 //! ```text
 //! cargo bench --bench storm --all-features
@@ -33,17 +34,26 @@
 //! - `handrolled-axum`: what most teams write: an axum handler that checks out a bb8-postgres
 //!   connection (bb8 defaults) and runs `SELECT 1` per request.
 //! - `admin`: the admin server (`/readiness`, and `/metrics` from the `metrics` feature).
+//! - `grpc-constant`, `grpc-tower-health` (the instruction table only, and only when PostgreSQL
+//!   is reachable): `grpc.health.v1.Health/Check` on a bare `tonic::transport::Server::builder()`
+//!   whose `Health` answers `SERVING` as a constant, and on the same builder with
+//!   `grpc::HealthService` answering `Check("")` from the monitor (as `examples/tonic.rs` wires
+//!   it); both from `support/grpc_servers.rs`, which `benches/grpc.rs` measures too. The client
+//!   makes unary calls (the 5-byte frame header of an empty `HealthCheckRequest`,
+//!   `content-type: application/grpc`, `te: trailers`), sequential on each of 16 h2c (HTTP/2
+//!   prior knowledge) hyper connections, reads each answer to its trailers, and fails the bench
+//!   unless it is `grpc-status: 0` with `SERVING`. The table prints the ratio of the two.
 //!
 //! Settings: `STORM_SECONDS` (measured seconds per run, default 2), `STORM_ROUNDS` (default 3),
 //! `STORM_DATABASE_URL` (a server to create the `tower_health_bench` database on, default the
 //! local PostgreSQL), `STORM_ONLY` (`main`, `scale` or `instructions`: the callgrind rows
 //! alone; default all), `STORM_FILTER` (only the servers whose name contains it, or one of a
-//! comma-separated list: `plain-axum,around-axum`), `STORM_CLIENT_THREADS` (load generator
-//! threads, default 1; the server always runs on one), `STORM_KEEP_CALLGRIND` (a folder to
-//! keep the callgrind files in, named `<server><path>-<requests>.callgrind`, for
-//! `callgrind_annotate`). The callgrind runs raise glibc's per-thread cache
-//! (`GLIBC_TUNABLES`), so that which chunks it happens to hold does not move a row between
-//! builds.
+//! comma-separated list: `plain-axum,around-axum`; `grpc` for the gRPC rows),
+//! `STORM_CLIENT_THREADS` (load generator threads, default 1; the server always runs on one),
+//! `STORM_KEEP_CALLGRIND` (a folder to keep the callgrind files in, named
+//! `<server><path>-<requests>.callgrind`, for `callgrind_annotate`). The callgrind runs raise
+//! glibc's per-thread cache (`GLIBC_TUNABLES`), so that which chunks it happens to hold does
+//! not move a row between builds.
 
 use std::convert::Infallible;
 use std::error::Error;
@@ -62,9 +72,10 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
+use tonic::transport::server::TcpIncoming;
 use tower::ServiceBuilder;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::check::PostgresCheck;
@@ -72,6 +83,9 @@ use tower_health::{
     Details, DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
     PingLayer,
 };
+
+#[path = "support/grpc_servers.rs"]
+mod grpc_servers;
 
 const BENCH_DATABASE: &str = "tower_health_bench";
 
@@ -106,7 +120,8 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
             | "layered-axum"
             | "static-axum"
             | "admin"
-            | "floor-hyper" => Some(monitor().await?),
+            | "floor-hyper"
+            | "grpc-tower-health" => Some(monitor().await?),
             _ => None,
         };
         let checked = health.clone();
@@ -243,6 +258,21 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                         .route("/health", get(handrolled))
                         .with_state(pool);
                     axum_serve(listener, app).await
+                }
+                "grpc-constant" => {
+                    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+                    grpc_servers::serve_constant(incoming, std::future::pending()).await?;
+                    Ok(())
+                }
+                "grpc-tower-health" => {
+                    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+                    grpc_servers::serve_health_service(
+                        health.clone(),
+                        incoming,
+                        std::future::pending(),
+                    )
+                    .await?;
+                    Ok(())
                 }
                 "admin" => std::future::pending().await,
                 other => Err(format!("unknown server {other}").into()),
@@ -381,16 +411,28 @@ where
 // The driving side.
 // ------------------------------------------------------------------------------------------
 
-/// One server to measure: which binary mode, which path, how many connections, and the
-/// monitor's databases.
+/// One server to measure: which binary mode, which path, how it is asked, how many
+/// connections, and the monitor's databases.
 #[derive(Clone, Debug)]
 struct Setup {
     label: &'static str,
     server: &'static str,
     path: &'static str,
+    protocol: Protocol,
     connections: usize,
     databases: usize,
     stalled: usize,
+}
+
+/// How the client asks.
+#[derive(Copy, Clone, Debug)]
+enum Protocol {
+    /// `GET <path>` over HTTP/1.1 keep-alive connections.
+    Http1,
+    /// A unary gRPC call to `<path>` with an empty message, over h2c (HTTP/2 with prior
+    /// knowledge); the answer must be `grpc-status: 0` and `SERVING`. Measured in the
+    /// instruction table only.
+    Grpc,
 }
 
 impl Setup {
@@ -399,6 +441,7 @@ impl Setup {
             label,
             server,
             path,
+            protocol: Protocol::Http1,
             connections: 64,
             databases: 1,
             stalled: 0,
@@ -410,6 +453,7 @@ impl Setup {
             label: "(a) bare hyper, 200 ok",
             server: "bare-hyper",
             path: "/",
+            protocol: Protocol::Http1,
             ..self.clone()
         }
     }
@@ -464,6 +508,10 @@ fn drive() -> Result<(), Box<dyn Error>> {
         let valgrind = Command::new("valgrind").arg("--version").output();
         if valgrind.is_ok_and(|output| output.status.success()) {
             let mut setups = main_setups(stats.is_some());
+            // The monitor behind `grpc::HealthService` needs its database to answer `SERVING`.
+            if stats.is_some() {
+                setups.extend(grpc_setups());
+            }
             setups.retain(|setup| filter.split(',').any(|name| setup.server.contains(name)));
             runtime.block_on(print_instruction_table(&setups))?;
         } else {
@@ -581,6 +629,31 @@ fn main_setups(with_database: bool) -> Vec<Setup> {
     setups
 }
 
+/// The gRPC rows of the instruction table: `grpc.health.v1.Health/Check` on a bare tonic
+/// server answering a constant `SERVING`, and on the same builder with `grpc::HealthService`
+/// answering `Check("")` from the monitor.
+fn grpc_setups() -> Vec<Setup> {
+    const CHECK: &str = "/grpc.health.v1.Health/Check";
+    vec![
+        Setup {
+            protocol: Protocol::Grpc,
+            ..Setup::new(
+                "(h) bare tonic, constant SERVING: gRPC Check",
+                "grpc-constant",
+                CHECK,
+            )
+        },
+        Setup {
+            protocol: Protocol::Grpc,
+            ..Setup::new(
+                "(h) tonic + grpc::HealthService: gRPC Check(\"\")",
+                "grpc-tower-health",
+                CHECK,
+            )
+        },
+    ]
+}
+
 /// Instructions the server executes per request, counted by callgrind: the difference
 /// between a run of `MANY` requests and a run of `FEW`, divided by the difference, so that
 /// start-up and shut-down cancel out. Repeatable whatever else the machine is doing.
@@ -613,29 +686,9 @@ async fn instructions(setup: &Setup, requests: u64) -> Result<u64, Box<dyn Error
         .stderr(Stdio::null());
     let server = ServerProcess::spawn(command, setup)?;
     let addr: SocketAddr = ([127, 0, 0, 1], server.port).into();
-    let connections = open(addr, 16).await?;
-    let per_connection = requests / connections.len() as u64;
-    let tasks: Vec<_> = connections
-        .into_iter()
-        .map(|sender| {
-            let path = setup.path;
-            tokio::spawn(async move {
-                let mut sender = sender.lock().await;
-                for _ in 0..per_connection {
-                    let mut request = Request::new(Empty::new());
-                    *request.uri_mut() = http::Uri::from_static(path);
-                    sender.ready().await?;
-                    let mut body = sender.send_request(request).await?.into_body();
-                    while let Some(frame) = body.frame().await {
-                        frame?;
-                    }
-                }
-                Ok::<_, hyper::Error>(())
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await??;
+    match setup.protocol {
+        Protocol::Http1 => http1_requests(addr, setup.path, requests).await?,
+        Protocol::Grpc => grpc_checks(addr, setup.path, requests).await?,
     }
     server.stop()?;
     let report = std::fs::read_to_string(&output)?;
@@ -659,6 +712,111 @@ async fn instructions(setup: &Setup, requests: u64) -> Result<u64, Box<dyn Error
         })
         .and_then(|total| total.split_whitespace().next()?.parse().ok())
         .ok_or_else(|| "no instruction total in the callgrind output".into())
+}
+
+/// `requests` sequential `GET path` requests spread over 16 HTTP/1.1 keep-alive connections.
+async fn http1_requests(
+    addr: SocketAddr,
+    path: &'static str,
+    requests: u64,
+) -> Result<(), Box<dyn Error>> {
+    let connections = open(addr, 16).await?;
+    let per_connection = requests / connections.len() as u64;
+    let tasks: Vec<_> = connections
+        .into_iter()
+        .map(|sender| {
+            tokio::spawn(async move {
+                let mut sender = sender.lock().await;
+                for _ in 0..per_connection {
+                    let mut request = Request::new(Empty::new());
+                    *request.uri_mut() = http::Uri::from_static(path);
+                    sender.ready().await?;
+                    let mut body = sender.send_request(request).await?.into_body();
+                    while let Some(frame) = body.frame().await {
+                        frame?;
+                    }
+                }
+                Ok::<_, hyper::Error>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
+}
+
+/// `requests` unary gRPC calls to `path` (`grpc.health.v1.Health/Check` with an empty
+/// `HealthCheckRequest`), sequential on each of 16 h2c connections, as a tonic client sends
+/// them; every answer is read to its trailers and must be `grpc-status: 0` with `SERVING`.
+async fn grpc_checks(
+    addr: SocketAddr,
+    path: &'static str,
+    requests: u64,
+) -> Result<(), Box<dyn Error>> {
+    // The 5-byte gRPC frame header (not compressed, length 0) of the empty request message.
+    const EMPTY_REQUEST: &[u8] = &[0, 0, 0, 0, 0];
+    // `HealthCheckResponse { status: SERVING }` (field 1, varint 1) in its frame.
+    const SERVING: &[u8] = &[0, 0, 0, 0, 2, 0x08, 0x01];
+    const CONNECTIONS: u64 = 16;
+    let uri: http::Uri = format!("http://{addr}{path}").parse()?;
+    let mut tasks = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (mut sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await?;
+        tokio::spawn(connection);
+        let uri = uri.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..requests / CONNECTIONS {
+                let request = Request::post(uri.clone())
+                    .header(http::header::CONTENT_TYPE, "application/grpc")
+                    .header(http::header::TE, "trailers")
+                    .body(Full::new(Bytes::from_static(EMPTY_REQUEST)))
+                    .map_err(|error| error.to_string())?;
+                sender.ready().await.map_err(|error| error.to_string())?;
+                let response = sender
+                    .send_request(request)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                let (parts, mut body) = response.into_parts();
+                let mut message = Vec::new();
+                let mut trailers = None;
+                while let Some(frame) = body.frame().await {
+                    match frame.map_err(|error| error.to_string())?.into_data() {
+                        Ok(data) => message.extend_from_slice(&data),
+                        Err(frame) => trailers = frame.into_trailers().ok(),
+                    }
+                }
+                // A trailers-only answer (an error) carries its status in the headers.
+                let status = trailers
+                    .as_ref()
+                    .and_then(|trailers| trailers.get("grpc-status"))
+                    .or_else(|| parts.headers.get("grpc-status"));
+                if parts.status != StatusCode::OK
+                    || status.is_none_or(|status| status != "0")
+                    || message != SERVING
+                {
+                    return Err(format!(
+                        "{path} answered HTTP {}, grpc-status {status:?}, message {message:?} \
+                         (grpc-message {:?}), not grpc-status 0 and SERVING {SERVING:?}",
+                        parts.status,
+                        trailers
+                            .as_ref()
+                            .and_then(|trailers| trailers.get("grpc-message"))
+                            .or_else(|| parts.headers.get("grpc-message")),
+                    ));
+                }
+            }
+            Ok::<_, String>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
 }
 
 async fn print_instruction_table(setups: &[Setup]) -> Result<(), Box<dyn Error>> {
@@ -721,6 +879,11 @@ async fn print_instruction_table(setups: &[Setup]) -> Result<(), Box<dyn Error>>
             "/metrics on the admin server / /health/ready (hyper-util)",
             "(e) admin server: /metrics",
             "(b) stack, hyper-util: /health/ready",
+        ),
+        (
+            "gRPC Check, tonic + grpc::HealthService / bare tonic answering a constant",
+            "(h) tonic + grpc::HealthService: gRPC Check(\"\")",
+            "(h) bare tonic, constant SERVING: gRPC Check",
         ),
         (
             "details never, /health/ready / the default's (hyper-util)",
