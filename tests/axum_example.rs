@@ -16,10 +16,9 @@ use hyper::client::conn::http2::SendRequest;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
-use support::child::Example;
 use support::frames::{Frames, connect};
-use support::prober::{Answers, http_prober, in_order};
-use support::{Client, LIMIT, bounded, eventually, refused_addr};
+use support::prober::{Answers, http_prober, in_order, start_for_drain};
+use support::{LIMIT, bounded, eventually, refused_addr};
 
 /// What the HTTP/2 application clients saw.
 #[derive(Debug, Default)]
@@ -120,22 +119,7 @@ fn h2_client(
 #[tokio::test]
 async fn the_axum_example_drains_http2_clients_on_sigterm_without_losing_a_request() {
     let addr = refused_addr().await;
-    let child = Example::spawn(
-        "server",
-        &[
-            ("LISTEN_ADDR", addr.to_string()),
-            ("DATABASE_URL", String::new()),
-            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
-            ("TOWER_HEALTH_DRAIN_DELAY", "3s".into()),
-            ("TOWER_HEALTH_DRAIN_TIMEOUT", "20s".into()),
-        ],
-    );
-    let http = Client::new();
-    let up = eventually(LIMIT, || async {
-        matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == StatusCode::OK)
-    })
-    .await;
-    assert!(up, "the axum example did not become ready");
+    let child = start_for_drain("server", addr).await;
 
     // Two probers, each with its answers in its own order.
     let answers = [Answers::default(), Answers::default()];

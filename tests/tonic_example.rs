@@ -10,17 +10,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use greeter::{GreeterClient, HelloRequest};
-use http::StatusCode;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tower_health::grpc::pb::HealthCheckRequest;
 use tower_health::grpc::pb::health_check_response::ServingStatus as Wire;
 use tower_health::grpc::pb::health_client::HealthClient;
 
-use support::child::Example;
 use support::grpc::{channel, next_status, rest};
-use support::prober::{Answers, http_prober, in_order};
-use support::{Client, LIMIT, bounded, eventually, refused_addr};
+use support::prober::{Answers, http_prober, in_order, start_for_drain};
+use support::{LIMIT, bounded, eventually, refused_addr};
 
 /// What one kind of client saw, in order.
 #[derive(Debug, Default)]
@@ -51,22 +49,7 @@ fn grpc_prober(addr: SocketAddr, answers: Answers) -> tokio::task::JoinHandle<()
 #[tokio::test]
 async fn the_tonic_example_drains_on_sigterm_under_load_without_failing_a_call() {
     let addr = refused_addr().await;
-    let child = Example::spawn(
-        "tonic",
-        &[
-            ("LISTEN_ADDR", addr.to_string()),
-            ("DATABASE_URL", String::new()),
-            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
-            ("TOWER_HEALTH_DRAIN_DELAY", "3s".into()),
-            ("TOWER_HEALTH_DRAIN_TIMEOUT", "20s".into()),
-        ],
-    );
-    let http = Client::new();
-    let up = eventually(LIMIT, || async {
-        matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == StatusCode::OK)
-    })
-    .await;
-    assert!(up, "the tonic example did not become ready");
+    let child = start_for_drain("tonic", addr).await;
 
     // Probes of both styles, and a watcher of readiness.
     let (http_answers, grpc_answers) = (Answers::default(), Answers::default());

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use http::StatusCode;
 use tokio::sync::Mutex;
 
-use super::Client;
+use super::child::Example;
+use super::{Client, LIMIT, eventually};
 
 /// A probe's answers in order: `true` passing, `false` failing; `None` for a connection
 /// that failed (the listener closed).
@@ -42,4 +43,27 @@ pub fn http_prober(addr: SocketAddr, answers: Answers) -> tokio::task::JoinHandl
             }
         }
     })
+}
+
+/// Starts example `name` on `addr` with no database, readiness every 100 ms and a 3 s drain
+/// delay (time for the probers to see the 503 before the listener closes), and waits until
+/// it is ready.
+pub async fn start_for_drain(name: &str, addr: SocketAddr) -> Example {
+    let child = Example::spawn(
+        name,
+        &[
+            ("LISTEN_ADDR", addr.to_string()),
+            ("DATABASE_URL", String::new()),
+            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
+            ("TOWER_HEALTH_DRAIN_DELAY", "3s".into()),
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "20s".into()),
+        ],
+    );
+    let http = Client::new();
+    let up = eventually(LIMIT, || async {
+        matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == StatusCode::OK)
+    })
+    .await;
+    assert!(up, "the {name} example did not become ready");
+    child
 }
