@@ -27,6 +27,8 @@
 
 #[path = "../tests/support/fault_proxy.rs"]
 mod fault_proxy;
+#[path = "../tests/support/process.rs"]
+mod process;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -52,6 +54,8 @@ use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::component::{ComponentSpec, Redis};
 use tower_health::shared::SharedCache;
 use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
+
+use self::process::{open_fds, rss_kib};
 
 /// The longest run accepted: a day.
 const MAX_SECONDS: u64 = 24 * 60 * 60;
@@ -279,7 +283,7 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
             at: started.elapsed(),
             rss_kib: rss_kib(),
             tasks: metrics.num_alive_tasks(),
-            fds: open_fds(),
+            fds: open_fds(std::process::id()),
             backends,
             redis_clients,
         };
@@ -557,20 +561,4 @@ async fn get(
         .await
         .ok()
         .flatten()
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmRSS:"))
-                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
 }

@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 use http::StatusCode;
 use support::fault_proxy::FaultProxy;
 use support::grpc::next_status;
+use support::process::rss_kib;
 use support::redis_server::RedisServer;
 use support::{Client, LIMIT, TestServer, eventually, serve};
 use tokio::sync::{oneshot, watch};
@@ -695,18 +696,6 @@ async fn watch_stream(
         .await
         .expect("Watch is answered")
         .into_inner()
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmRSS:"))
-                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Clients connected to the Redis at `addr` (`INFO clients`), this one not counted.

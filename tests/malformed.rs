@@ -23,6 +23,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
 use support::child::Example;
+use support::process::open_fds;
 use support::raw::RawConnection;
 use support::{Client, LIMIT, bounded, eventually};
 use tokio::io::AsyncWriteExt;
@@ -150,11 +151,6 @@ fn server_sockets(port: u16) -> usize {
             local_port == Some(port) && state != "0A" && state != "06"
         })
         .count()
-}
-
-/// Open file descriptors of process `pid`.
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
 }
 
 /// Counts panics anywhere in this test process.

@@ -33,6 +33,7 @@ pub mod frames;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod prober;
+pub mod process;
 pub mod raw;
 pub mod redis_server;
 #[cfg(feature = "redis")]
