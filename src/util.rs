@@ -1,4 +1,4 @@
-//! Two-future combinators, so the library needs neither tokio's `macros` feature nor
+//! Future combinators, so the library needs neither tokio's `macros` feature nor
 //! `futures-util`.
 
 use std::future::{Future, poll_fn};
@@ -38,4 +38,31 @@ pub(crate) async fn join(first: impl Future<Output = ()>, second: impl Future<Ou
         }
     })
     .await;
+}
+
+/// Runs `future` to completion, catching a panic in any of its polls: `Err` carries the
+/// panic's message. What the monitor's rounds run under, so that a panic (a user's callback,
+/// a decoded entry, a renderer) costs one round, never the monitor.
+///
+/// The future is dropped on the spot after a panic, never polled again; what it shared is
+/// guarded by locks that shrug off poisoning (`PoisonError::into_inner` throughout).
+pub(crate) async fn catch_unwind<F: Future>(future: F) -> Result<F::Output, String> {
+    let mut future = pin!(future);
+    poll_fn(|cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(panic_message(&*payload).to_owned())),
+        }
+    })
+    .await
+}
+
+/// The message a panic was raised with, when it is text.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string payload")
 }

@@ -17,7 +17,7 @@ use support::{
 use tower_health::check::{
     CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PostgresCheck,
 };
-use tower_health::verdict::CheckStatus;
+use tower_health::verdict::{CheckStatus, TimeoutDetail};
 use tower_health::{FailDirection, HealthMonitor, Status};
 
 /// A monitor whose default database is the test database behind a fresh [`PgProxy`], served
@@ -185,9 +185,10 @@ async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
     assert!(more_rounds, "no five more rounds");
     assert_eq!(stalled.accepted(), 1, "a stuck check must not be stacked");
     assert_eq!(health.stats().checks_started, 1);
-    let detail = health.readiness().databases[0].detail.clone().unwrap();
+    let detail = health.readiness().databases[0].detail.unwrap();
+    assert_eq!(detail, TimeoutDetail::EarlierCheckRunning);
     assert!(
-        detail.contains("still running") && detail.contains("no new check"),
+        detail.describe().contains("still running") && detail.describe().contains("no new check"),
         "{detail}"
     );
 }

@@ -12,7 +12,7 @@ use support::redis_server::{RedisServer, redis_url, unique_prefix};
 use support::tcp_proxy::TcpProxy;
 use support::{Client, StalledListener, TestServer};
 use tower_health::check::CheckErrorKind;
-use tower_health::component::ComponentStatus;
+use tower_health::component::{self, ComponentSpec, ComponentStatus};
 use tower_health::shared::SharedCache;
 use tower_health::verdict::ComponentReport;
 use tower_health::{HealthHandle, HealthVerdict};
@@ -164,7 +164,7 @@ async fn redis_stopped_mid_run_and_started_again() {
 }
 
 #[tokio::test]
-async fn garbage_and_a_future_entry_are_never_served_and_are_overwritten() {
+async fn garbage_is_never_served_and_is_overwritten() {
     require_postgres!();
     require_redis!();
     let prefix = unique_prefix("garbage");
@@ -174,10 +174,7 @@ async fn garbage_and_a_future_entry_are_never_served_and_are_overwritten() {
     let key = cache.entry_key();
     let (health, _server) = process(cache).await;
     cache_becomes(&health, ComponentStatus::Healthy).await;
-    let client = redis::Client::open(redis_url()).unwrap();
-    let mut redis = support::bounded("connecting", client.get_multiplexed_async_connection())
-        .await
-        .unwrap();
+    let mut redis = redis_connection().await;
 
     let _: () = redis.set(&key, "garbage").await.unwrap();
     let verdict = cache_becomes(&health, ComponentStatus::Degraded).await;
@@ -186,40 +183,289 @@ async fn garbage_and_a_future_entry_are_never_served_and_are_overwritten() {
     assert!(reason.contains("not a tower-health entry"), "{reason}");
     cache_becomes(&health, ComponentStatus::Healthy).await;
     let stored: String = redis.get(&key).await.unwrap();
-    let mut entry: serde_json::Value = serde_json::from_str(&stored).expect("overwritten");
-    assert_eq!(entry["format"], 1);
+    let entry: serde_json::Value = serde_json::from_str(&stored).expect("overwritten");
+    assert_eq!(entry["format"], 2);
+}
 
-    let an_hour_ahead = std::time::SystemTime::now() + Duration::from_secs(3600);
-    let millis = an_hour_ahead
-        .duration_since(std::time::UNIX_EPOCH)
+/// A connection to the shared Redis, for the test's own commands.
+async fn redis_connection() -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(redis_url()).unwrap();
+    support::bounded("connecting", client.get_multiplexed_async_connection())
+        .await
         .unwrap()
-        .as_millis();
-    entry["computed_at_ms"] = u64::try_from(millis).unwrap().into();
-    entry["computed_by"] = "time-traveller".into();
-    let _: () = redis.set(&key, entry.to_string()).await.unwrap();
-    let never_served = |verdict: &HealthVerdict| {
-        assert_ne!(verdict.computed_by.as_deref(), Some("time-traveller"));
-    };
-    let verdict = until(
-        &health,
-        |v| cache_is(v, ComponentStatus::Degraded),
-        never_served,
-    )
+}
+
+/// Keeps the lock under `cache`'s prefix for another process for a minute: this process
+/// reads the entry every round and never writes it.
+async fn hold_the_lock(redis: &mut redis::aio::MultiplexedConnection, cache: &SharedCache) {
+    let _: () = redis::cmd("SET")
+        .arg(cache.lock_key())
+        .arg("another-process")
+        .arg("PX")
+        .arg(60_000)
+        .query_async(redis)
+        .await
+        .unwrap();
+}
+
+/// The entry this process wrote, once it has written one.
+async fn own_entry(redis: &mut redis::aio::MultiplexedConnection, key: &str) -> serde_json::Value {
+    let written = support::eventually(support::LIMIT, || {
+        let mut redis = redis.clone();
+        async move {
+            let stored: Option<String> = redis.get(key).await.unwrap();
+            stored.is_some()
+        }
+    })
     .await;
-    let outcome = shared_cache(&verdict).outcome.clone().unwrap();
-    let reason = outcome.error.unwrap().message().to_owned();
-    assert!(
-        reason.contains("in the future by time-traveller"),
-        "{reason}"
-    );
+    assert!(written, "the process never wrote its entry");
+    let stored: String = redis.get(key).await.unwrap();
+    serde_json::from_str(&stored).unwrap()
+}
+
+/// Stores `value` under `key` as a writer of this crate does: kept `keep_ms` (from the
+/// entry), so that its age in Redis starts now.
+async fn store(
+    redis: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+    value: &str,
+    keep_ms: u64,
+) {
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .arg("PX")
+        .arg(keep_ms)
+        .query_async(redis)
+        .await
+        .unwrap();
+}
+
+fn millis_since_epoch(at: std::time::SystemTime) -> u64 {
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap();
+    u64::try_from(since.as_millis()).unwrap()
+}
+
+/// An entry's age is how long Redis has kept it, whatever the clocks of the processes say: a
+/// writer whose clock is an hour behind (far more than the TTL) or ahead is served like any
+/// other, fresh while Redis says it is.
+#[tokio::test]
+async fn an_entry_from_a_skewed_clock_is_served_by_its_age_in_redis() {
+    require_postgres!();
+    require_redis!();
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(unique_prefix("skewed-clock"));
+    let key = cache.entry_key();
+    let mut redis = redis_connection().await;
+    let (health, server) = process(cache.clone()).await;
+    let mut entry = own_entry(&mut redis, &key).await;
+    hold_the_lock(&mut redis, &cache).await;
+    let hour = Duration::from_secs(3600);
+    let now = std::time::SystemTime::now();
+    for (writer, computed_at) in [
+        ("behind-by-an-hour", now - hour),
+        ("ahead-by-an-hour", now + hour),
+    ] {
+        entry["computed_by"] = writer.into();
+        entry["computed_at_ms"] = millis_since_epoch(computed_at).into();
+        let keep = entry["keep_ms"].as_u64().unwrap();
+        store(&mut redis, &key, &entry.to_string(), keep).await;
+        until(
+            &health,
+            |verdict| verdict.computed_by.as_deref() == Some(writer),
+            |_| {},
+        )
+        .await;
+        let reply = Client::new().get(server.addr, "/health").await;
+        let body = reply.json();
+        assert_eq!(reply.status, 200, "{body:#}");
+        assert_eq!(body["_cache"]["hit"], "shared", "{body:#}");
+        assert!(
+            body["_cache"]["age_ms"].as_u64().unwrap() < keep,
+            "{body:#}"
+        );
+    }
+}
+
+/// A1: an entry whose shared component has been in its state "since" the year 10000 (what
+/// made the renderer panic and the monitor stop for good) is refused, and the monitor goes
+/// on: readiness keeps its rounds and answers 200.
+#[tokio::test]
+async fn an_entry_from_the_year_10000_is_refused_and_the_monitor_runs_on() {
+    require_postgres!();
+    require_redis!();
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(unique_prefix("year-10000"));
+    let key = cache.entry_key();
+    let search = component::from_fn(|| async { Ok(()) });
+    let config = support::fast()
+        .health_interval(Duration::from_millis(200))
+        .database("default", support::postgres(&support::pg_url()))
+        .unwrap()
+        .component(ComponentSpec::new("search", search).shared(true))
+        .shared_cache(cache.clone().process_id("this-process"));
+    let (health, server) = support::health_server(config).await;
+    let mut redis = redis_connection().await;
+    let mut entry = own_entry(&mut redis, &key).await;
+    hold_the_lock(&mut redis, &cache).await;
+    entry["components"][0]["since_ms"] = 253_402_300_800_000_u64.into();
+    let keep = entry["keep_ms"].as_u64().unwrap();
+    store(&mut redis, &key, &entry.to_string(), keep).await;
+    let verdict = cache_becomes(&health, ComponentStatus::Degraded).await;
+    let reason = shared_cache(&verdict)
+        .outcome
+        .clone()
+        .unwrap()
+        .error
+        .unwrap();
+    assert!(reason.message().contains("since_ms"), "{reason}");
+    let rounds = health.stats().readiness_rounds + 3;
     until(
         &health,
-        |v| cache_is(v, ComponentStatus::Healthy),
-        never_served,
+        |_| health.stats().readiness_rounds >= rounds,
+        |_| {},
     )
     .await;
+    assert!(health.is_monitor_running());
+    let ready = Client::new().get(server.addr, "/health/ready").await;
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    let body = Client::new().get(server.addr, "/health").await;
+    assert_eq!(body.status, 200, "{}", body.text());
+}
+
+/// Every kind of hostile entry: ignored with one warning (however many rounds read it),
+/// never served, nothing of it in any body, the monitor running throughout.
+#[tokio::test]
+async fn a_corpus_of_hostile_entries_is_ignored_with_one_warning_each() {
+    require_postgres!();
+    require_redis!();
+    const MARKER: &str = "HOSTILE-MARKER";
+    let (logs, _guard) = support::logs::Captured::start();
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(unique_prefix("hostile"));
+    let key = cache.entry_key();
+    let search = component::from_fn(|| async { Ok(()) });
+    let config = support::fast()
+        .health_interval(Duration::from_millis(200))
+        .database("default", support::postgres(&support::pg_url()))
+        .unwrap()
+        .component(ComponentSpec::new("search", search).shared(true))
+        .shared_cache(cache.clone().process_id("this-process"));
+    let (health, server) = support::health_server(config).await;
+    let mut redis = redis_connection().await;
+    let valid = own_entry(&mut redis, &key).await;
+    hold_the_lock(&mut redis, &cache).await;
+    let with = |change: &dyn Fn(&mut serde_json::Value)| {
+        let mut entry = valid.clone();
+        change(&mut entry);
+        entry.to_string()
+    };
+    let text = valid.to_string();
+    let corpus: Vec<(&str, String)> = vec![
+        ("wrong type", with(&|e| e["computed_at_ms"] = MARKER.into())),
+        (
+            "negative time",
+            with(&|e| e["components"][0]["since_ms"] = (-1).into()),
+        ),
+        (
+            "far future",
+            with(&|e| e["computed_at_ms"] = 253_402_300_800_000_u64.into()),
+        ),
+        (
+            "huge string",
+            with(&|e| e["computed_by"] = MARKER.repeat(100_000).into()),
+        ),
+        (
+            "long error",
+            with(&|e| {
+                e["database"]["status"] = "not_ready".into();
+                e["database"]["error_kind"] = "refused".into();
+                e["database"]["error"] = MARKER.repeat(1_000).into();
+            }),
+        ),
+        (
+            "unknown status",
+            with(&|e| e["database"]["status"] = MARKER.into()),
+        ),
+        (
+            "unknown detail",
+            with(&|e| {
+                e["database"]["status"] = "timed_out".into();
+                e["database"]["detail"] = MARKER.into();
+            }),
+        ),
+        (
+            "another fingerprint",
+            with(&|e| {
+                e["fingerprint"] = "00000000000000000000000000000000".into();
+                e["computed_by"] = MARKER.into();
+            }),
+        ),
+        ("truncated JSON", text[..text.len() / 2].to_owned()),
+    ];
+    for (what, value) in &corpus {
+        // Kept a minute (not the entry's own 400 ms): it is read round after round.
+        store(&mut redis, &key, value, 60_000).await;
+        let read_again = health.stats().health_rounds + 4;
+        until(
+            &health,
+            |verdict| {
+                verdict.checked_at.is_some()
+                    && shared_cache(verdict).status == ComponentStatus::Degraded
+                    && health.stats().health_rounds >= read_again
+            },
+            |verdict| assert_ne!(verdict.computed_by.as_deref(), Some(MARKER), "{what}"),
+        )
+        .await;
+        assert!(health.is_monitor_running(), "{what}");
+        for path in ["/health", "/health/ready", "/health/pool"] {
+            let reply = Client::new().get(server.addr, path).await;
+            assert!(
+                !reply.text().contains(MARKER),
+                "{what}: {path}: {}",
+                reply.text()
+            );
+            assert_ne!(reply.status, 0, "{what}: {path}");
+        }
+        let warnings = logs.matching("the shared entry is ignored");
+        assert_eq!(
+            warnings.len(),
+            1,
+            "{what}: one warning per entry, however many rounds read it: {warnings:#?}"
+        );
+        assert!(
+            !warnings[0].contains(MARKER) || *what == "another fingerprint",
+            "{what}: {warnings:#?}"
+        );
+        logs.clear();
+    }
+    // The wrong Redis type: refused too, and overwritten once the lock is free.
+    let _: () = redis.del(&key).await.unwrap();
+    let _: () = redis.rpush(&key, MARKER).await.unwrap();
+    let verdict = until(
+        &health,
+        |verdict| {
+            verdict.checked_at.is_some()
+                && shared_cache(verdict)
+                    .outcome
+                    .as_ref()
+                    .and_then(|outcome| outcome.error.as_ref())
+                    .is_some_and(|error| error.message().contains("another Redis type"))
+        },
+        |_| {},
+    )
+    .await;
+    assert_eq!(verdict.computed_by, None);
+    let _: () = redis.del(cache.lock_key()).await.unwrap();
+    cache_becomes(&health, ComponentStatus::Healthy).await;
     let stored: String = redis.get(&key).await.unwrap();
-    assert!(!stored.contains("time-traveller"), "{stored}");
+    assert!(
+        stored.starts_with('{') && !stored.contains(MARKER),
+        "{stored}"
+    );
 }
 
 #[tokio::test]

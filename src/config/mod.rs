@@ -77,5 +77,6 @@ pub(crate) use self::limits::{Zero, assert_in_range};
 pub(crate) use self::reader_defaults::validate_prefix;
 #[cfg(feature = "redis")]
 pub(crate) use self::shared::validate_key_prefix;
+pub(crate) use self::timing::stale_bound;
 pub(crate) use self::unknown::warn_unread_variables_once;
 pub use self::values::{Details, FailDirection, NoCache, UnknownValue};

@@ -52,6 +52,21 @@ impl HealthConfig {
             process_id: env.first(&[PROCESS_ID]).map(|(_, id)| id),
             nocache_writes: env.flag(NOCACHE_WRITES)?,
         };
+        if let Some(ttl) = variables.ttl {
+            // An entry served as fresh must not be older than this process's own verdict may
+            // get before it is stale.
+            let bound = super::stale_bound(self.health_interval, self.readiness_timeout);
+            if ttl > bound {
+                return Err(ConfigError::new(
+                    TTL,
+                    &humantime::format_duration(ttl).to_string(),
+                    format!(
+                        "expected at most the health verdict's staleness bound, three health intervals plus the readiness timeout ({})",
+                        humantime::format_duration(bound)
+                    ),
+                ));
+            }
+        }
         if let Some(expiry) = variables.lock_expiry {
             let ttl = variables.ttl.unwrap_or(self.health_interval);
             if expiry > ttl / 2 {
@@ -173,6 +188,22 @@ mod tests {
         let error = HealthConfig::from_vars([(TTL, "10s"), (LOCK_EXPIRY, "6s")]).unwrap_err();
         assert_eq!(error.variable(), LOCK_EXPIRY);
         assert_eq!(error.reason(), "expected at most half the TTL (10s)");
+    }
+
+    #[test]
+    fn a_ttl_past_the_staleness_bound_is_refused() {
+        // Health every 10 s, deadline 500 ms: verdicts go stale after 30.5 s.
+        assert!(HealthConfig::from_vars([(TTL, "30s")]).is_ok());
+        let error = HealthConfig::from_vars([(TTL, "31s")]).unwrap_err();
+        assert_eq!(error.variable(), TTL);
+        assert!(error.reason().ends_with("(30s 500ms)"), "{error}");
+        // The bound follows the intervals set beside it.
+        let config = HealthConfig::from_vars([
+            (TTL, "20s"),
+            ("TOWER_HEALTH_HEALTH_INTERVAL", "1s"),
+            ("TOWER_HEALTH_READINESS_TIMEOUT", "200ms"),
+        ]);
+        assert_eq!(config.unwrap_err().variable(), TTL);
     }
 
     #[cfg(not(feature = "redis"))]

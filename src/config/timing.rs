@@ -4,6 +4,12 @@ use std::time::Duration;
 
 use super::{FailDirection, HealthConfig, Zero, assert_in_range};
 
+/// The staleness bound of verdicts refreshed every `interval` under `deadline`: three
+/// missed rounds. Saturating, so that no setting can make it panic.
+pub(crate) fn stale_bound(interval: Duration, deadline: Duration) -> Duration {
+    interval.saturating_mul(3).saturating_add(deadline)
+}
+
 impl HealthConfig {
     /// The one deadline of a round: every database is checked in parallel, and whatever has not
     /// answered when it passes is reported `timed_out`. Also bounds `?nocache=true`.

@@ -86,6 +86,16 @@ impl TrackedComponent {
         &self.spec.name
     }
 
+    /// What the shared cache's fingerprint knows of it.
+    #[cfg(feature = "redis")]
+    pub(crate) fn subject(&self) -> crate::shared::Subject {
+        crate::shared::Subject {
+            name: self.spec.name.clone(),
+            target: self.target.as_deref().map(std::sync::Arc::from),
+            critical: self.spec.critical,
+        }
+    }
+
     /// Takes the state another process's checks left it in (from the shared cache), and
     /// logs the transition this makes, if any: its hysteresis then counts across the fleet.
     #[cfg(feature = "redis")]

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use tokio::sync::watch;
 
@@ -82,7 +83,7 @@ impl MonitorState {
     pub(crate) fn fresh(self: &Arc<Self>) -> FreshWait {
         let mut state = self.fresh_rounds().lock();
         if let Some(last) = &state.last {
-            let age = last.health.computed_at.elapsed();
+            let age = last.health.age(Instant::now());
             if age < self.config.nocache_min_interval {
                 return FreshWait::Ready(last.clone());
             }
@@ -109,6 +110,7 @@ impl MonitorState {
                 default,
                 others,
                 components: round.components,
+                started: round.started,
                 finished_at: round.finished_at,
             };
             #[cfg(feature = "redis")]
@@ -116,13 +118,9 @@ impl MonitorState {
                 // Configured to: the bypass's verdict becomes the fleet's.
                 shared.write_fresh(&monitor, &round).await;
             }
-            let pool = monitor.publish_pool(round.default.clone(), round.finished_at);
-            let health = monitor.publish_health(
-                round.default,
-                round.others,
-                round.components,
-                round.finished_at,
-            );
+            let pool =
+                monitor.publish_pool(round.default.clone(), round.started, round.finished_at);
+            let health = monitor.publish_health(round);
             let fresh = Fresh { health, pool };
             done.finish(fresh.clone());
             let _ = sender.send(Some(fresh));

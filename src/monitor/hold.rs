@@ -17,7 +17,7 @@ impl MonitorState {
         let current = self.readiness.load_full();
         // Before the first round (or once the monitor stopped) there is nothing to
         // re-render: the next round applies the hold.
-        if let Some(checked_at) = current.verdict.checked_at {
+        if let (Some(checked_at), Some(made)) = (current.verdict.checked_at, current.when_made()) {
             let verdict = ReadinessVerdict::from_outcomes(
                 current.verdict.databases.clone(),
                 current.verdict.components.clone(),
@@ -26,7 +26,8 @@ impl MonitorState {
                 checked_at,
                 reason.clone(),
             );
-            self.publish_readiness(verdict, Some(current.computed_at));
+            // The same round's verdict: it keeps its age and its staleness.
+            self.publish_readiness(verdict, made);
         }
         drop(hold);
         self.lifecycle_changed(reason.clone());

@@ -66,6 +66,8 @@ mod hold_tests;
 mod lag;
 #[cfg(all(test, feature = "metrics"))]
 mod metrics_tests;
+#[cfg(test)]
+mod panic_tests;
 pub(crate) mod published;
 mod rounds;
 mod runner;

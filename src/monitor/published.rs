@@ -17,15 +17,40 @@ use crate::view::Condition;
 #[derive(Debug)]
 pub(crate) struct Published<V> {
     pub(crate) verdict: Arc<V>,
-    /// When the round that produced the verdict finished: the origin of `age_ms`.
-    pub(crate) computed_at: Instant,
-    /// From this instant on, the verdict is served as stale; `None` for placeholders and for
-    /// a bound too far to represent. An instant rather than a duration, so that a probe
-    /// compares two clock readings instead of subtracting them.
-    stale_at: Option<Instant>,
-    /// A response of its own rather than a round's verdict: no round yet, monitor stopped.
-    placeholder: bool,
+    /// When the verdict was made; `None` for a placeholder (no round yet, monitor stopped):
+    /// a response of its own rather than a round's verdict, which never goes stale.
+    made: Option<Made>,
     rendered: RenderedVerdict,
+}
+
+/// When a published verdict was made: what orders publications, what `age_ms` counts from,
+/// and when the verdict goes stale.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Made {
+    /// When the round that produced it started. Of two publications, the later round's wins,
+    /// whatever the age of their data: a round serving the fleet's entry after this process
+    /// computed its own is the newer answer, a slow round finishing after a bypass is not.
+    pub(crate) round_started: Instant,
+    /// When its data was computed, the origin of `age_ms`: the round's end, or for an entry
+    /// of the shared cache, that entry's round (its age by Redis's clock).
+    pub(crate) computed_at: Instant,
+    /// From this instant on the verdict is served as stale: its bound after it was
+    /// published, since a publication is the monitor's proof of life (serving the fleet's
+    /// entry included). An instant rather than a duration, so that a probe compares two
+    /// clock readings instead of subtracting them; `None` for a bound too far to represent.
+    pub(crate) stale_at: Option<Instant>,
+}
+
+impl Made {
+    /// A verdict of the round started at `round_started`, whose data was computed at
+    /// `computed_at`, published now and stale `stale_after` from now.
+    pub(crate) fn now(round_started: Instant, computed_at: Instant, stale_after: Duration) -> Self {
+        Self {
+            round_started,
+            computed_at,
+            stale_at: Instant::now().checked_add(stale_after),
+        }
+    }
 }
 
 /// Which of a verdict's rendered responses a request gets: what [`decide`](crate::view)
@@ -65,50 +90,49 @@ impl<'a> Variant<'a> {
 }
 
 impl<V> Published<V> {
-    pub(crate) fn new(
-        verdict: V,
-        rendered: RenderedVerdict,
-        stale_after: Option<Duration>,
-    ) -> Self {
-        Self::computed_at(verdict, rendered, stale_after, Instant::now())
-    }
-
-    /// A verdict computed at `computed_at`: a re-rendering of an earlier round's (a manual
-    /// hold placed or released) keeps that round's age, so it goes stale on time.
-    pub(crate) fn computed_at(
-        verdict: V,
-        rendered: RenderedVerdict,
-        stale_after: Option<Duration>,
-        computed_at: Instant,
-    ) -> Self {
+    /// A round's verdict.
+    pub(crate) fn made(verdict: V, rendered: RenderedVerdict, made: Made) -> Self {
         Self {
             verdict: Arc::new(verdict),
-            computed_at,
-            // A bound too far to represent is no bound.
-            stale_at: stale_after.and_then(|bound| computed_at.checked_add(bound)),
-            placeholder: stale_after.is_none(),
+            made: Some(made),
             rendered,
         }
     }
 
+    /// A placeholder: no round yet, or the monitor stopped.
+    pub(crate) fn placeholder(verdict: V, rendered: RenderedVerdict) -> Self {
+        Self {
+            verdict: Arc::new(verdict),
+            made: None,
+            rendered,
+        }
+    }
+
+    /// When the verdict was made; `None` for a placeholder.
+    pub(crate) fn when_made(&self) -> Option<Made> {
+        self.made
+    }
+
     /// Whether this is a placeholder (no round yet, monitor stopped) rather than a verdict.
     pub(crate) fn is_placeholder(&self) -> bool {
-        self.placeholder
+        self.made.is_none()
     }
 
     /// Whether the verdict is older than its staleness bound at `now`.
     pub(crate) fn is_stale(&self, now: Instant) -> bool {
-        self.stale_at.is_some_and(|stale_at| now > stale_at)
+        self.stale_at().is_some_and(|stale_at| now > stale_at)
     }
 
     /// When the verdict goes stale, if ever.
     pub(crate) fn stale_at(&self) -> Option<Instant> {
-        self.stale_at
+        self.made.and_then(|made| made.stale_at)
     }
 
-    /// How old the verdict is at `now`.
+    /// How old the verdict's data is at `now` (zero for a placeholder).
     pub(crate) fn age(&self, now: Instant) -> Duration {
-        now.saturating_duration_since(self.computed_at)
+        self.made.map_or(Duration::ZERO, |made| {
+            now.saturating_duration_since(made.computed_at)
+        })
     }
 
     /// The response to one request, in the variant decided for it, for `audience`.
@@ -136,11 +160,11 @@ impl<V> Published<V> {
     }
 }
 
-/// Publishes `new` unless what is published is newer (two cadences and the bypass publish
-/// the same verdict; a slow round must not overwrite a fresher one), or the monitor is not
-/// running (then the "not running" placeholder must stay: a bypass's verdict goes to its
-/// requester only). Returns what was published before, or `None` when `new` was refused:
-/// subscribers and transition logs follow exactly what readers were served.
+/// Publishes `new` unless what is published comes from a later round (two cadences and the
+/// bypass publish the same verdict; a slow round must not overwrite a fresher one), or the
+/// monitor is not running (then the "not running" placeholder must stay: a bypass's verdict
+/// goes to its requester only). Returns what was published before, or `None` when `new` was
+/// refused: subscribers and transition logs follow exactly what readers were served.
 pub(crate) fn publish_newer<V>(
     slot: &ArcSwap<Published<V>>,
     new: &Arc<Published<V>>,
@@ -150,10 +174,13 @@ pub(crate) fn publish_newer<V>(
     let previous = slot.rcu(|current| {
         // Read inside the closure: `rcu` retries if the monitor stopped (and stored its
         // placeholder) in between, and the last try is the one that counts.
-        // A placeholder ("no round yet") gives way to any round's verdict, even one computed
-        // before it by another process (the shared cache).
+        // A placeholder ("no round yet") gives way to any round's verdict.
         published = monitor_running.load(Ordering::Acquire)
-            && (current.placeholder || current.computed_at <= new.computed_at);
+            && match (current.made, new.made) {
+                (None, _) => true,
+                (Some(current), Some(new)) => current.round_started <= new.round_started,
+                (Some(_), None) => false,
+            };
         if published {
             Arc::clone(new)
         } else {

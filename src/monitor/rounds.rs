@@ -5,14 +5,114 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::components::{Forced, TrackedComponent};
-use super::published::{Published, publish_newer};
+use super::published::{Made, Published, publish_newer};
 use super::slot::CheckSlot;
 use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
+use crate::check::{CheckError, CheckErrorKind};
 use crate::rendered::{render_health, render_pool, render_readiness};
-use crate::verdict::{CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{
+    CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
+};
+
+/// The two cadences of rounds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Cadence {
+    /// Readiness rounds: every database; readiness and pool verdicts.
+    Readiness,
+    /// Health rounds: every database and component (or the shared entry); the health
+    /// verdict.
+    Health,
+}
+
+impl Cadence {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Readiness => "readiness",
+            Self::Health => "health",
+        }
+    }
+}
+
+/// The reason a panicked round's verdicts give.
+const ROUND_PANICKED: &str = "the round panicked; the next round runs as usual";
 
 impl MonitorState {
+    /// Runs one round of `cadence`. A panic anywhere in it costs that round only: its
+    /// verdicts are published as failed (readiness `not_ready`, pool and health `error`,
+    /// cause `panicked`), it is logged, and the caller goes on to the next round.
+    pub(crate) async fn guarded(&self, cadence: Cadence) {
+        let round = async {
+            match cadence {
+                Cadence::Readiness => self.readiness_round().await,
+                Cadence::Health => drop(self.health_round().await),
+            }
+        };
+        if let Err(panic) = crate::util::catch_unwind(round).await {
+            // Reporting must not panic in turn: it renders fixed verdicts only, but it is
+            // guarded all the same, for the monitor's life depends on it.
+            let reported = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.round_panicked(cadence, &panic);
+            }));
+            if reported.is_err() {
+                tracing::error!(
+                    round = cadence.as_str(),
+                    "reporting a panicked round panicked"
+                );
+            }
+        }
+    }
+
+    /// Publishes what a round of `cadence` that panicked with `panic` concluded.
+    pub(super) fn round_panicked(&self, cadence: Cadence, panic: &str) {
+        let now = Instant::now();
+        let checked_at = SystemTime::now();
+        tracing::error!(
+            round = cadence.as_str(),
+            %panic,
+            "a round panicked; it is reported as failed and the next round runs as usual"
+        );
+        match cadence {
+            Cadence::Readiness => {
+                self.counters
+                    .readiness_round_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                let made = self.made(now, now, self.config.readiness_interval);
+                // The default database's check did not conclude: reported as an error of
+                // its own, category `panicked`.
+                let default = self.default_slot().first().map(|slot| CheckOutcome {
+                    name: slot.name().clone(),
+                    status: CheckStatus::Failed,
+                    elapsed: Duration::ZERO,
+                    running_for: None,
+                    error: Some(CheckError::new(CheckErrorKind::Panicked, ROUND_PANICKED)),
+                    detail: None,
+                    critical: slot.is_critical(),
+                    target: slot.target(),
+                    details: None,
+                });
+                let default = default
+                    .zip(self.default_slot().first())
+                    .map(|(outcome, slot)| (outcome, slot.vendor(), None));
+                let pool = PoolVerdict::from_outcome(default, checked_at);
+                self.publish_pool_verdict(pool, made);
+                let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
+                let verdict = ReadinessVerdict::panicked(ROUND_PANICKED, checked_at, hold.clone());
+                self.publish_readiness(verdict, made);
+            }
+            Cadence::Health => {
+                self.counters
+                    .health_round_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                let made = self.made(now, now, self.config.health_interval);
+                let verdict =
+                    HealthVerdict::panicked("health", self.is_monitor_running(), checked_at)
+                        .with_lifecycle(self.held(), self.startup.is_started());
+                self.publish_health_verdict(verdict, made);
+            }
+        }
+    }
+
     /// Checks `slots` in parallel under the one deadline.
     pub(crate) async fn round(&self, slots: &[CheckSlot]) -> Round {
         let started = Instant::now();
@@ -29,6 +129,7 @@ impl MonitorState {
         warn_on_overrun("readiness", started, deadline);
         Round {
             outcomes,
+            started,
             finished_at: SystemTime::now(),
         }
     }
@@ -42,8 +143,8 @@ impl MonitorState {
     }
 
     pub(crate) async fn readiness_round(&self) {
-        let started = Instant::now();
         let round = self.round(&self.slots).await;
+        let started = round.started;
         self.counters
             .readiness_rounds
             .fetch_add(1, Ordering::Relaxed);
@@ -54,7 +155,7 @@ impl MonitorState {
         let default = self
             .default_index
             .map(|index| round.outcomes[index].clone());
-        self.publish_pool(default, round.finished_at);
+        self.publish_pool(default, started, round.finished_at);
         let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
         let verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
@@ -64,7 +165,8 @@ impl MonitorState {
             round.finished_at,
             hold.clone(),
         );
-        self.publish_readiness(verdict, None);
+        let made = self.made(started, Instant::now(), self.config.readiness_interval);
+        self.publish_readiness(verdict, made);
         drop(hold);
         self.round_clock.round_finished();
         if self.startup.first_round_completed() {
@@ -101,6 +203,7 @@ impl MonitorState {
         FullRound {
             outcomes,
             components,
+            started,
             finished_at: SystemTime::now(),
         }
     }
@@ -114,19 +217,14 @@ impl MonitorState {
             return self.shared_health_round(shared).await;
         }
         let round = self.computed_health().await;
-        self.publish_health(
-            round.default,
-            round.others,
-            round.components,
-            round.finished_at,
-        )
+        self.publish_health(round)
     }
 
     /// The default database, the others and every component due, checked by this process in
     /// parallel under the one deadline.
     pub(crate) async fn computed_health(&self) -> HealthRound {
-        let started = Instant::now();
         let round = self.full_round(Forced::No).await;
+        let started = round.started;
         self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
         let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.counters
@@ -137,6 +235,7 @@ impl MonitorState {
             default,
             others,
             components: round.components,
+            started,
             finished_at: round.finished_at,
         }
     }
@@ -177,42 +276,72 @@ impl MonitorState {
     pub(crate) fn publish_pool(
         &self,
         default: Option<CheckOutcome>,
+        round_started: Instant,
         finished_at: SystemTime,
     ) -> Arc<Published<PoolVerdict>> {
         let default = default
             .zip(self.default_slot().first())
             .map(|(outcome, slot)| (outcome, slot.vendor(), slot.pool_stats()));
         let verdict = PoolVerdict::from_outcome(default, finished_at);
+        let made = self.made(
+            round_started,
+            Instant::now(),
+            self.config.readiness_interval,
+        );
+        self.publish_pool_verdict(verdict, made)
+    }
+
+    /// Renders and publishes a pool verdict, and tells watchers.
+    fn publish_pool_verdict(
+        &self,
+        verdict: PoolVerdict,
+        made: Made,
+    ) -> Arc<Published<PoolVerdict>> {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let rendered = render_pool(&verdict, stale_after);
-        let published = Arc::new(Published::new(verdict, rendered, Some(stale_after)));
+        let published = Arc::new(Published::made(verdict, rendered, made));
         if publish_newer(&self.pool, &published, &self.monitor_running).is_some() {
             self.notify_view();
         }
         published
     }
 
-    pub(crate) fn publish_health(
+    /// When a verdict of the round started at `round_started` on the cadence `interval`,
+    /// its data computed at `computed_at`, was made: published now.
+    pub(super) fn made(
         &self,
-        default: Option<CheckOutcome>,
-        others: Vec<CheckOutcome>,
-        components: Vec<ComponentReport>,
-        finished_at: SystemTime,
-    ) -> Arc<Published<HealthVerdict>> {
-        self.publish_health_from(default, others, components, finished_at, None)
+        round_started: Instant,
+        computed_at: Instant,
+        interval: Duration,
+    ) -> Made {
+        Made::now(round_started, computed_at, self.stale_after(interval))
     }
 
-    /// Builds and publishes a health verdict: computed here (`shared` is `None`), or the
-    /// shared part another process computed (`shared` names it and says how old its round
-    /// is) with this process's own components merged in. This process's watchers (pool
-    /// saturation, the shared cache's state) are added either way.
+    /// Publishes the health verdict this process computed in `round`.
+    pub(crate) fn publish_health(&self, round: HealthRound) -> Arc<Published<HealthVerdict>> {
+        let made = self.made(round.started, Instant::now(), self.config.health_interval);
+        self.publish_health_from(
+            round.default,
+            round.others,
+            round.components,
+            round.finished_at,
+            None,
+            made,
+        )
+    }
+
+    /// Builds and publishes a health verdict: computed here (`computed_by` is `None`), or
+    /// the shared part another process computed (`computed_by` names it) with this
+    /// process's own components merged in. This process's watchers (pool saturation, the
+    /// shared cache's state) are added either way.
     pub(crate) fn publish_health_from(
         &self,
         default: Option<CheckOutcome>,
         others: Vec<CheckOutcome>,
         #[cfg_attr(not(feature = "redis"), allow(unused_mut))] mut components: Vec<ComponentReport>,
         finished_at: SystemTime,
-        shared: Option<(Arc<str>, Duration)>,
+        computed_by: Option<Arc<str>>,
+        made: Made,
     ) -> Arc<Published<HealthVerdict>> {
         #[cfg(feature = "redis")]
         if let Some(cache) = &self.shared {
@@ -227,36 +356,24 @@ impl MonitorState {
             self.is_monitor_running(),
             finished_at,
         );
-        let stale_after = self.stale_after(self.config.health_interval);
-        let timing = match shared {
-            Some((computed_by, age)) => {
-                verdict.computed_by = Some(computed_by);
-                // `age_ms` counts from the computing round; staleness from now, as it is
-                // about this process's monitor.
-                let now = Instant::now();
-                let computed_at = now.checked_sub(age).unwrap_or(now);
-                (computed_at, stale_after.saturating_add(now - computed_at))
-            }
-            None => (Instant::now(), stale_after),
-        };
+        verdict.computed_by = computed_by;
         let verdict = verdict.with_lifecycle(self.held(), self.startup.is_started());
-        self.publish_health_verdict(verdict, timing)
+        self.publish_health_verdict(verdict, made)
     }
 
-    /// Renders and publishes a health verdict computed at `computed_at` and stale
-    /// `stale_after` later, tells subscribers, and logs a transition.
+    /// Renders and publishes a health verdict, tells subscribers, and logs a transition.
     fn publish_health_verdict(
         &self,
         verdict: HealthVerdict,
-        (computed_at, stale_after): (Instant, Duration),
+        made: Made,
     ) -> Arc<Published<HealthVerdict>> {
-        let rendered = render_health(&verdict, stale_after);
-        let published = Arc::new(Published::computed_at(
-            verdict,
-            rendered,
-            Some(stale_after),
-            computed_at,
-        ));
+        let stale_after = self.stale_after(self.config.health_interval);
+        #[cfg(feature = "redis")]
+        let own_id = self.shared.as_ref().map(|shared| &**shared.process_id());
+        #[cfg(not(feature = "redis"))]
+        let own_id = None;
+        let rendered = render_health(&verdict, stale_after, own_id);
+        let published = Arc::new(Published::made(verdict, rendered, made));
         if let Some(previous) = publish_newer(&self.health, &published, &self.monitor_running) {
             log_health_transition(&self.counters, &previous.verdict, &published.verdict);
             self.updates.send_replace(published.verdict.clone());
@@ -269,34 +386,22 @@ impl MonitorState {
     /// with them (keeping its round's age), and watchers are told.
     pub(crate) fn lifecycle_changed(&self, held: Option<Arc<str>>) {
         let current = self.health.load_full();
-        if !current.is_placeholder() {
+        if let Some(made) = current.when_made() {
             let verdict = current
                 .verdict
                 .with_lifecycle(held, self.startup.is_started());
-            let stale_after = current.stale_at().map_or_else(
-                || self.stale_after(self.config.health_interval),
-                |stale_at| stale_at.saturating_duration_since(current.computed_at),
-            );
-            self.publish_health_verdict(verdict, (current.computed_at, stale_after));
+            // The same round's verdict: it keeps its age and its staleness.
+            self.publish_health_verdict(verdict, made);
         }
         self.notify_view();
     }
 
-    /// Renders and publishes a readiness verdict (computed at `computed_at`, or now), tells
-    /// subscribers, and logs a transition. The caller holds the hold's lock.
-    pub(super) fn publish_readiness(
-        &self,
-        verdict: ReadinessVerdict,
-        computed_at: Option<Instant>,
-    ) {
+    /// Renders and publishes a readiness verdict, tells subscribers, and logs a transition.
+    /// The caller holds the hold's lock.
+    pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let rendered = render_readiness(&verdict, stale_after);
-        let published = Arc::new(Published::computed_at(
-            verdict,
-            rendered,
-            Some(stale_after),
-            computed_at.unwrap_or_else(Instant::now),
-        ));
+        let published = Arc::new(Published::made(verdict, rendered, made));
         if let Some(previous) = publish_newer(&self.readiness, &published, &self.monitor_running) {
             self.readiness_updates
                 .send_replace(published.verdict.clone());

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::time::{MissedTickBehavior, interval};
 
 use super::handle::HealthHandle;
+use super::rounds::Cadence;
 use super::state::MonitorState;
 use crate::config::HealthConfig;
 use crate::util::join;
@@ -49,8 +50,16 @@ impl HealthMonitor {
     /// Runs readiness rounds and health rounds, each on its own cadence, until every
     /// [`HealthHandle`] has been dropped.
     ///
-    /// If this future is dropped (its task aborted, say), the verdicts become `unavailable`
-    /// at once, rather than being served as if they were fresh.
+    /// No round ends it: a round that panics (in a user's callback, on a malformed input, in
+    /// a renderer) is reported as such (readiness `not_ready`, health `error`, cause
+    /// `panicked`, logged at error level) and the next round runs on time.
+    ///
+    /// If this future is dropped (its task aborted, its runtime shut down), the verdicts
+    /// become `unavailable` at once, rather than being served as if they were fresh;
+    /// liveness keeps answering 200, as it does for any state of the verdicts (see
+    /// [Staleness](super#staleness)). Spawned by [`HealthMonitor::spawn`] (as
+    /// [`HealthLayer::new`](crate::HealthLayer::new) with a configuration does), it runs
+    /// until its runtime shuts down: nothing else holds its task.
     pub async fn run(self) {
         let Some(shared) = self.shared.upgrade() else {
             return;
@@ -65,11 +74,11 @@ impl HealthMonitor {
         let _running = RunningGuard(self.shared.clone());
         join(
             every(readiness_interval, &self.shared, |shared| async move {
-                shared.readiness_round().await;
+                shared.guarded(Cadence::Readiness).await;
             }),
             async {
                 let health = |shared: Arc<MonitorState>| async move {
-                    shared.health_round().await;
+                    shared.guarded(Cadence::Health).await;
                 };
                 #[cfg(feature = "redis")]
                 if jitter {

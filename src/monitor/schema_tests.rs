@@ -195,7 +195,7 @@ async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
             ),
             (
                 &HEALTH,
-                render_health(&health, STALE_AFTER),
+                render_health(&health, STALE_AFTER, None),
                 health.checked_at.is_none(),
             ),
             (
@@ -426,6 +426,18 @@ async fn every_probe_in_every_state_matches_its_schema() {
     handle.state.set_monitor_running(false);
     every_body(&handle, "monitor stopped", &mut seen).await;
 
+    // A round of each cadence panicked.
+    let handle = monitor(config_with(FakeCheck::Ready));
+    rounds(&handle).await;
+    handle.state.round_panicked(
+        super::rounds::Cadence::Readiness,
+        "a user's callback panicked",
+    );
+    handle
+        .state
+        .round_panicked(super::rounds::Cadence::Health, "a renderer panicked");
+    every_body(&handle, "rounds that panicked", &mut seen).await;
+
     // Startup waiting for the application.
     let handle = monitor(config_with(FakeCheck::Ready).startup_waits_for_mark(true));
     rounds(&handle).await;
@@ -476,6 +488,7 @@ async fn every_probe_in_every_state_matches_its_schema() {
             "no_verdict",
             "no_database",
             "held",
+            "panicked",
             "database",
             "pool_saturated",
         ]

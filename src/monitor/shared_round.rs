@@ -8,10 +8,14 @@ use std::time::{Duration, Instant};
 
 use super::components::{Forced, TrackedComponent};
 use super::published::Published;
+use super::slot::CheckSlot;
 use super::state::{HealthRound, MonitorState};
+use crate::check::CheckError;
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
-use crate::shared::{CacheStatus, Entry, Read, SHARED_CACHE_COMPONENT, SharedVerdicts, age};
+use crate::shared::{
+    CacheStatus, Entry, Expected, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts, Subject,
+};
 use crate::verdict::{ComponentReport, HealthVerdict};
 
 /// The shared cache of a monitor, and the component that reports it.
@@ -22,9 +26,36 @@ pub(crate) struct SharedRounds {
 }
 
 impl SharedRounds {
-    pub(crate) fn new(config: &HealthConfig, limit: Duration) -> Option<Self> {
+    /// The shared cache of a monitor checking `slots` (its databases, the default at
+    /// `default_index`) and `components`, if its configuration has one.
+    pub(crate) fn new(
+        config: &HealthConfig,
+        slots: &[CheckSlot],
+        default_index: Option<usize>,
+        components: &[TrackedComponent],
+        limit: Duration,
+        stale_after: Duration,
+    ) -> Option<Self> {
         let cache = config.shared_cache.as_ref()?;
-        let verdicts = SharedVerdicts::new(cache, config.health_interval, config.readiness_timeout);
+        let databases = default_first(slots, default_index)
+            .map(|slot| Subject {
+                name: slot.name().clone(),
+                target: slot.target(),
+                critical: slot.is_critical(),
+            })
+            .collect();
+        let shared = components
+            .iter()
+            .filter(|component| component.is_shared())
+            .map(TrackedComponent::subject)
+            .collect();
+        let verdicts = SharedVerdicts::new(
+            cache,
+            config.health_interval,
+            config.readiness_timeout,
+            stale_after,
+            Expected::new(databases, shared),
+        );
         let status = CacheStatus {
             verdicts: verdicts.clone(),
             target: cache.target.as_deref().map(str::to_owned),
@@ -46,22 +77,29 @@ impl SharedRounds {
         self.verdicts.nocache_writes
     }
 
+    /// How this process signs what it computes.
+    pub(crate) fn process_id(&self) -> &Arc<str> {
+        &self.verdicts.process_id
+    }
+
     /// Writes a `?nocache=true` computation's shared part as the entry.
     pub(crate) async fn write_fresh(&self, monitor: &MonitorState, round: &HealthRound) {
-        if let Err(error) = monitor.write_entry(&self.verdicts, round).await {
-            self.record(Some(error), &monitor.spawner).await;
+        if let Err(error) = monitor.write_entry(&self.verdicts, round, None).await {
+            self.record(Some(error), monitor).await;
         }
     }
 
     /// Records how the round went with Redis, and updates the component from it.
-    async fn record(
-        &self,
-        problem: Option<crate::check::CheckError>,
-        spawner: &super::spawner::Spawner,
-    ) {
+    async fn record(&self, problem: Option<CheckError>, monitor: &MonitorState) {
+        if problem.is_some() {
+            monitor
+                .counters
+                .shared_cache_errors
+                .fetch_add(1, Ordering::Relaxed);
+        }
         self.verdicts.record(problem);
         let started = Instant::now();
-        let claim = self.cache.claim(started, spawner, Forced::Yes);
+        let claim = self.cache.claim(started, &monitor.spawner, Forced::Yes);
         // The check reads what was just recorded: it finishes at once.
         claim
             .report(started, started + Duration::from_secs(1))
@@ -69,42 +107,68 @@ impl SharedRounds {
     }
 }
 
+/// `slots` as a health verdict lists them: the default first.
+fn default_first(
+    slots: &[CheckSlot],
+    default_index: Option<usize>,
+) -> impl Iterator<Item = &CheckSlot> {
+    let default = default_index.and_then(|index| slots.get(index));
+    default.into_iter().chain(
+        slots
+            .iter()
+            .enumerate()
+            .filter(move |(index, _)| Some(*index) != default_index)
+            .map(|(_, slot)| slot),
+    )
+}
+
 impl MonitorState {
     pub(super) async fn shared_health_round(
         &self,
         shared: &SharedRounds,
     ) -> Arc<Published<HealthVerdict>> {
-        let deadline = Instant::now() + self.config.readiness_timeout;
-        let names = self.database_order();
-        let (previous, problem) = match shared.verdicts.read(deadline, &names).await {
-            Read::Found(entry) if shared.verdicts.is_fresh(&entry) => {
-                shared.record(None, &self.spawner).await;
-                return self.serve_shared(entry).await;
+        let round_started = Instant::now();
+        let deadline = round_started + self.config.readiness_timeout;
+        let read = shared.verdicts.read(deadline).await;
+        // The instant the entry's round ended, by Redis's clock: what `age_ms` counts from.
+        let computed_at = |age: Duration| {
+            let now = Instant::now();
+            now.checked_sub(age).unwrap_or(now)
+        };
+        let (previous, problem) = match read {
+            Read::Found(entry, age) if shared.verdicts.is_fresh(age) => {
+                shared.record(None, self).await;
+                return self
+                    .serve_shared(entry, computed_at(age), round_started)
+                    .await;
             }
-            Read::Found(entry) => (Some(entry), None),
+            Read::Found(entry, age) => (Some((entry, age, computed_at(age))), None),
             Read::Missing => (None, None),
             Read::Invalid(error) => (None, Some(error)),
             Read::Failed(error) => {
                 // Redis is in trouble: no lock, no write, this process's own verdict.
-                shared.record(Some(error), &self.spawner).await;
+                shared.record(Some(error), self).await;
                 return self.compute_and_publish(None).await;
             }
         };
         match shared.verdicts.lock(deadline).await {
-            Ok(true) => self.compute_and_publish(Some((shared, problem))).await,
-            Ok(false) => {
-                shared.record(problem, &self.spawner).await;
+            Ok(Some(lock)) => {
+                self.compute_and_publish(Some((shared, problem, lock)))
+                    .await
+            }
+            Ok(None) => {
+                shared.record(problem, self).await;
                 match previous {
                     // Another process computes: keep serving the entry there is.
-                    Some(entry) if age(&entry) < shared.verdicts.keep => {
-                        self.serve_shared(entry).await
+                    Some((entry, age, computed_at)) if age < shared.verdicts.keep => {
+                        self.serve_shared(entry, computed_at, round_started).await
                     }
                     // None to serve (the fleet's first round): this process's own, unwritten.
                     _ => self.compute_and_publish(None).await,
                 }
             }
             Err(error) => {
-                shared.record(Some(error), &self.spawner).await;
+                shared.record(Some(error), self).await;
                 self.compute_and_publish(None).await
             }
         }
@@ -114,27 +178,27 @@ impl MonitorState {
     /// wrong, if anything), writes the entry before publishing.
     async fn compute_and_publish(
         &self,
-        write: Option<(&SharedRounds, Option<crate::check::CheckError>)>,
+        write: Option<(&SharedRounds, Option<CheckError>, Lock)>,
     ) -> Arc<Published<HealthVerdict>> {
         let round = self.computed_health().await;
-        if let Some((shared, problem)) = write {
-            let written = self.write_entry(&shared.verdicts, &round).await.err();
-            shared.record(problem.or(written), &self.spawner).await;
+        if let Some((shared, problem, lock)) = write {
+            let written = self
+                .write_entry(&shared.verdicts, &round, Some(&lock))
+                .await
+                .err();
+            shared.record(problem.or(written), self).await;
         }
-        self.publish_health(
-            round.default,
-            round.others,
-            round.components,
-            round.finished_at,
-        )
+        self.publish_health(round)
     }
 
-    /// Writes the shared part of `round` as the entry, bounded by the round's deadline.
+    /// Writes the shared part of `round` as the entry, bounded by the round's deadline:
+    /// under `lock`, only while the lock is still this process's.
     pub(super) async fn write_entry(
         &self,
         verdicts: &SharedVerdicts,
         round: &HealthRound,
-    ) -> Result<(), crate::check::CheckError> {
+        lock: Option<&Lock>,
+    ) -> Result<(), CheckError> {
         let components = self
             .components
             .iter()
@@ -145,17 +209,24 @@ impl MonitorState {
         let entry = Entry {
             computed_at: round.finished_at,
             computed_by: verdicts.process_id.clone(),
+            keep: verdicts.keep,
             database: round.default.clone(),
             databases: round.others.clone(),
             components,
         };
         let deadline = Instant::now() + self.config.readiness_timeout;
-        verdicts.write(&entry, deadline).await
+        verdicts.write(&entry, lock, deadline).await.map(drop)
     }
 
-    /// Serves `entry`: its databases and shared components, this process's own components
-    /// checked now.
-    async fn serve_shared(&self, entry: Entry) -> Arc<Published<HealthVerdict>> {
+    /// Serves `entry`, computed at `computed_at`: its databases and shared components, this
+    /// process's own components checked now. Serving it is a live round: its verdict goes
+    /// stale as one computed here would.
+    async fn serve_shared(
+        &self,
+        entry: Entry,
+        computed_at: Instant,
+        round_started: Instant,
+    ) -> Arc<Published<HealthVerdict>> {
         self.counters.shared_rounds.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         let deadline = started + self.config.readiness_timeout;
@@ -184,30 +255,14 @@ impl MonitorState {
                 None => component.report(),
             });
         }
-        let computed = (entry.computed_by.clone(), age(&entry));
+        let made = self.made(round_started, computed_at, self.config.health_interval);
         self.publish_health_from(
             entry.database,
             entry.databases,
             components,
             entry.computed_at,
-            Some(computed),
+            Some(entry.computed_by),
+            made,
         )
-    }
-
-    /// The configured databases' names as a health verdict lists them: the default first.
-    fn database_order(&self) -> Vec<&str> {
-        let names: Vec<&str> = self.config.database_names().collect();
-        match self.default_index {
-            Some(index) => std::iter::once(names[index])
-                .chain(
-                    names
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| *i != index)
-                        .map(|(_, n)| *n),
-                )
-                .collect(),
-            None => names,
-        }
     }
 }

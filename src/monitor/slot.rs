@@ -4,7 +4,6 @@
 //! an earlier round, the other cadence, or a `?nocache=true` bypass) waits for that check
 //! instead of starting another: a stalled database never gets a pile of connection attempts.
 
-use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -17,7 +16,8 @@ use crate::check::{
 };
 use crate::component::{Component, ComponentSpec};
 use crate::config::DatabaseEntry;
-use crate::verdict::{CheckOutcome, CheckStatus};
+use crate::util::panic_message;
+use crate::verdict::{CheckOutcome, CheckStatus, TimeoutDetail};
 
 /// What a finished check reports: its result and how long it ran.
 type Finished = Option<(Result<CheckReport, CheckError>, Duration)>;
@@ -114,6 +114,21 @@ impl CheckSlot {
             spec.critical,
             limit,
         )
+    }
+
+    /// The configured name.
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.inner.name
+    }
+
+    /// What it checks, redacted.
+    pub(crate) fn target(&self) -> Option<Arc<str>> {
+        self.inner.target.clone()
+    }
+
+    /// Whether its outcomes are critical.
+    pub(crate) fn is_critical(&self) -> bool {
+        self.inner.critical
     }
 
     /// The database's vendor; `"component"` for a component.
@@ -307,12 +322,12 @@ impl Claim {
                 // been running goes beside it, so the two are never confused.
                 let detail = if self.inherited {
                     running_for = Some(self.in_flight.started_at.elapsed());
-                    "a check started by an earlier round is still running; no new check was started"
+                    TimeoutDetail::EarlierCheckRunning
                 } else {
-                    "the check did not finish before the deadline"
+                    TimeoutDetail::DeadlinePassed
                 };
                 let waited = self.round_started.elapsed();
-                (CheckStatus::TimedOut, waited, None, Some(detail.to_owned()))
+                (CheckStatus::TimedOut, waited, None, Some(detail))
             }
         };
         // What a passing check reported: its own target for this result, and its details,
@@ -336,12 +351,4 @@ impl Claim {
             details,
         }
     }
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&'static str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a non-string payload")
 }

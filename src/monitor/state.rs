@@ -16,7 +16,7 @@ use super::published::Published;
 use super::slot::CheckSlot;
 use super::spawner::Spawner;
 use super::startup::Startup;
-use crate::config::HealthConfig;
+use crate::config::{HealthConfig, stale_bound};
 use crate::drain::DrainHandle;
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{CheckOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
@@ -66,6 +66,12 @@ pub(crate) struct Counters {
     pub(crate) health_rounds: AtomicU64,
     /// Health rounds that served the shared cache's entry instead of computing.
     pub(crate) shared_rounds: AtomicU64,
+    /// Health rounds in which Redis failed or the entry could not be served.
+    pub(crate) shared_cache_errors: AtomicU64,
+    /// Readiness rounds that panicked (reported, and the next round run).
+    pub(crate) readiness_round_panics: AtomicU64,
+    /// Health rounds that panicked (reported, and the next round run).
+    pub(crate) health_round_panics: AtomicU64,
     pub(crate) fresh_rounds: AtomicU64,
     /// How long the last readiness round's checks took, in nanoseconds.
     pub(crate) readiness_round_nanos: AtomicU64,
@@ -80,6 +86,7 @@ pub(crate) struct Counters {
 /// What one round concluded about every database.
 pub(crate) struct Round {
     pub(crate) outcomes: Vec<CheckOutcome>,
+    pub(crate) started: Instant,
     pub(crate) finished_at: SystemTime,
 }
 
@@ -88,6 +95,7 @@ pub(crate) struct HealthRound {
     pub(crate) default: Option<CheckOutcome>,
     pub(crate) others: Vec<CheckOutcome>,
     pub(crate) components: Vec<crate::verdict::ComponentReport>,
+    pub(crate) started: Instant,
     pub(crate) finished_at: SystemTime,
 }
 
@@ -95,6 +103,7 @@ pub(crate) struct HealthRound {
 pub(crate) struct FullRound {
     pub(crate) outcomes: Vec<CheckOutcome>,
     pub(crate) components: Vec<crate::verdict::ComponentReport>,
+    pub(crate) started: Instant,
     pub(crate) finished_at: SystemTime,
 }
 
@@ -104,7 +113,7 @@ const MONITOR_STOPPED: &str = "the health monitor is not running";
 impl MonitorState {
     pub(crate) fn new(config: HealthConfig) -> Self {
         let limit = config.check_limit.max(config.readiness_timeout);
-        let slots = config
+        let slots: Vec<CheckSlot> = config
             .databases
             .iter()
             .map(|entry| CheckSlot::database(entry, !config.is_optional(&entry.name), limit))
@@ -147,7 +156,14 @@ impl MonitorState {
         }
         let default_index = config.default_database_index();
         #[cfg(feature = "redis")]
-        let shared = super::shared_round::SharedRounds::new(&config, limit);
+        let shared = super::shared_round::SharedRounds::new(
+            &config,
+            &slots,
+            default_index,
+            &components,
+            limit,
+            stale_bound(config.health_interval, config.readiness_timeout),
+        );
         let startup = Startup::new(config.startup_waits_for_mark);
         let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
         let (updates, _) = watch::channel(health.verdict.clone());
@@ -271,9 +287,7 @@ impl MonitorState {
     /// Saturating, so that no setting can make it panic (the config bounds every duration by
     /// `MAX_DURATION` anyway, and `Published` treats a bound past the clock's range as none).
     pub(super) fn stale_after(&self, interval: Duration) -> Duration {
-        interval
-            .saturating_mul(3)
-            .saturating_add(self.config.readiness_timeout)
+        stale_bound(interval, self.config.readiness_timeout)
     }
 }
 
@@ -300,12 +314,8 @@ fn placeholders(
     // The bound is unused (placeholders never go stale), but the renderer wants one.
     let unused = Duration::ZERO;
     (
-        Published::new(
-            readiness.clone(),
-            render_readiness(&readiness, unused),
-            None,
-        ),
-        Published::new(health.clone(), render_health(&health, unused), None),
-        Published::new(pool.clone(), render_pool(&pool, unused), None),
+        Published::placeholder(readiness.clone(), render_readiness(&readiness, unused)),
+        Published::placeholder(health.clone(), render_health(&health, unused, None)),
+        Published::placeholder(pool.clone(), render_pool(&pool, unused)),
     )
 }

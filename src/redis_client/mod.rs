@@ -15,7 +15,7 @@ use std::time::Duration;
 
 pub(crate) use self::connection::{AnyConnection, LazyConnection, cluster_state};
 pub(crate) use self::error::{check_error, error_kind};
-pub(crate) use self::retry::query;
+pub(crate) use self::retry::{Command, query};
 pub(crate) use self::topology::{Topology, parse, single_target};
 
 /// How long a connection this crate opens to Redis may take to connect, and to answer one

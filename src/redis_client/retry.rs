@@ -1,7 +1,7 @@
 //! One more send of a command whose connection was gone.
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, FromRedisValue, RedisResult};
+use redis::{Cmd, FromRedisValue, Pipeline, RedisResult};
 
 use super::error_kind;
 use crate::check::CheckErrorKind;
@@ -20,12 +20,12 @@ use crate::check::CheckErrorKind;
 /// bear a second send: `PING`, `GET` and `SET` alike, and a lock's `SET NX` that did take
 /// the lock at the first send finds it taken and skips one computation, as when another
 /// process holds it. If Redis is down, the second send fails as fast as the first.
-pub(crate) async fn query<C, T>(connection: &mut C, command: &Cmd) -> RedisResult<T>
+pub(crate) async fn query<C, T>(connection: &mut C, command: &impl Command) -> RedisResult<T>
 where
     C: ConnectionLike,
     T: FromRedisValue,
 {
-    match command.query_async(connection).await {
+    match command.send(connection).await {
         Err(error)
             if error.code().is_none()
                 && matches!(
@@ -33,8 +33,37 @@ where
                     CheckErrorKind::Refused | CheckErrorKind::Closed
                 ) =>
         {
-            command.query_async(connection).await
+            command.send(connection).await
         }
         result => result,
+    }
+}
+
+/// What [`query`] sends: one command, or a pipeline of them (answered in one round trip).
+pub(crate) trait Command {
+    /// Sends it on `connection`.
+    fn send<C, T>(&self, connection: &mut C) -> impl Future<Output = RedisResult<T>>
+    where
+        C: ConnectionLike,
+        T: FromRedisValue;
+}
+
+impl Command for Cmd {
+    fn send<C, T>(&self, connection: &mut C) -> impl Future<Output = RedisResult<T>>
+    where
+        C: ConnectionLike,
+        T: FromRedisValue,
+    {
+        self.query_async(connection)
+    }
+}
+
+impl Command for Pipeline {
+    fn send<C, T>(&self, connection: &mut C) -> impl Future<Output = RedisResult<T>>
+    where
+        C: ConnectionLike,
+        T: FromRedisValue,
+    {
+        self.query_async(connection)
     }
 }

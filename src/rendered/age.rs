@@ -15,8 +15,9 @@ use super::verdicts::{Variants, to_vec};
 /// Where a published verdict comes from, as `_cache` says it.
 #[derive(Copy, Clone, Debug)]
 pub(super) enum Hit<'a> {
-    /// Computed by this process: `"hit": true`.
-    Own,
+    /// Computed by this process: `"hit": true`; with a shared cache, `"computed_by"` names
+    /// this process too (shown to the audience that sees details, `null` for the others).
+    Own(Option<Option<&'a str>>),
     /// Computed by the process named (shown to the audience that sees details, `null` for
     /// the others) and served from the shared cache: `"hit": "shared", "computed_by": ...`.
     Shared(Option<&'a str>),
@@ -31,12 +32,11 @@ pub(super) fn with_cache(
     stale: &Value,
 ) -> Variants {
     let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+    let by = |by: Option<&str>| serde_json::to_string(&by).expect("a string always serializes");
     let hit = match hit {
-        Hit::Own => "true".to_owned(),
-        Hit::Shared(by) => format!(
-            r#""shared","computed_by":{}"#,
-            serde_json::to_string(&by).expect("a string always serializes")
-        ),
+        Hit::Own(None) => "true".to_owned(),
+        Hit::Own(Some(own)) => format!(r#"true,"computed_by":{}"#, by(own)),
+        Hit::Shared(shared) => format!(r#""shared","computed_by":{}"#, by(shared)),
     };
     Variants {
         published: cached(code, published, &hit),
@@ -81,8 +81,12 @@ mod tests {
     #[tokio::test]
     async fn the_cache_says_where_the_verdict_comes_from() {
         assert_eq!(
-            published(Hit::Own).await,
+            published(Hit::Own(None)).await,
             r#"{"status":"healthy","_cache":{"hit":true,"age_ms":2140}}"#
+        );
+        assert_eq!(
+            published(Hit::Own(Some(Some("web-1/42")))).await,
+            r#"{"status":"healthy","_cache":{"hit":true,"computed_by":"web-1/42","age_ms":2140}}"#
         );
         assert_eq!(
             published(Hit::Shared(Some("web-7d9f/12"))).await,

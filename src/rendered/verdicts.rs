@@ -20,6 +20,7 @@ use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
 use crate::verdict::{
     Audience, Cause, CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
+    TimeoutDetail,
 };
 
 /// Every variant of one verdict's response, for one audience.
@@ -156,7 +157,13 @@ pub(crate) fn render_readiness(
     })
 }
 
-pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> RenderedVerdict {
+/// Renders a health verdict; `own_id` is this process's, when it shares its verdicts
+/// through Redis: `_cache` then names who computed every verdict, this process included.
+pub(crate) fn render_health(
+    verdict: &HealthVerdict,
+    stale_after: Duration,
+    own_id: Option<&str>,
+) -> RenderedVerdict {
     let database = match &verdict.database {
         Some(outcome) if outcome.passed() => Status::Healthy,
         _ => Status::Unhealthy,
@@ -218,10 +225,11 @@ pub(crate) fn render_health(verdict: &HealthVerdict, stale_after: Duration) -> R
                 "causes": causes,
             })
         };
-        let hit = match (&verdict.computed_by, audience) {
-            (None, _) => Hit::Own,
-            (Some(by), Audience::Full) => Hit::Shared(Some(by)),
-            (Some(_), Audience::Minimal) => Hit::Shared(None),
+        let full = audience == Audience::Full;
+        let hit = match (verdict.computed_by.as_deref(), own_id) {
+            (None, None) => Hit::Own(None),
+            (None, Some(own)) => Hit::Own(Some(full.then_some(own))),
+            (Some(by), _) => Hit::Shared(full.then_some(by)),
         };
         with_cache(
             verdict.status.http_status(),
@@ -260,7 +268,7 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
                 "error_kind".into(),
                 outcome.error_kind().map(CheckErrorKind::as_str).into(),
             );
-            info.insert("detail".into(), outcome.detail.as_deref().into());
+            info.insert("detail".into(), detail_text(outcome).into());
             if audience == Audience::Full {
                 info.insert("elapsed_ms".into(), millis(outcome.elapsed));
             }
@@ -284,7 +292,7 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
         };
         with_cache(
             verdict.http_status(),
-            Hit::Own,
+            Hit::Own(None),
             &body(verdict.status.as_str(), error.as_deref()),
             &body("draining", Some(DRAINING_REASON)),
             &body(Status::Unavailable.as_str(), Some(&stale.text)),
@@ -312,7 +320,7 @@ fn database_detail(outcome: &CheckOutcome, audience: Audience) -> Value {
         "status": outcome.status.database_word(),
         "error": shown(audience, || outcome.error.as_ref().map(|error| error.message())),
         "error_kind": outcome.error_kind().map(CheckErrorKind::as_str),
-        "detail": outcome.detail,
+        "detail": detail_text(outcome),
     });
     if audience == Audience::Full {
         detail["elapsed_ms"] = millis(outcome.elapsed);
@@ -341,7 +349,7 @@ fn component_detail(report: &ComponentReport, audience: Audience) -> Value {
         "reason": report.reason,
         "error": shown(audience, || error.map(|error| error.message())),
         "error_kind": outcome.and_then(CheckOutcome::error_kind).map(CheckErrorKind::as_str),
-        "detail": outcome.and_then(|outcome| outcome.detail.as_deref()),
+        "detail": outcome.and_then(detail_text),
         "since": timestamp(Some(report.since)),
         "consecutive_failures": report.consecutive_failures,
         "consecutive_successes": report.consecutive_successes,
@@ -409,13 +417,25 @@ fn shown<'a>(audience: Audience, value: impl FnOnce() -> Option<&'a str>) -> Val
     }
 }
 
+/// `detail` in a body: the monitor's own note, shown at every level (it names nothing).
+fn detail_text(outcome: &CheckOutcome) -> Option<&'static str> {
+    outcome.detail.map(TimeoutDetail::describe)
+}
+
 fn millis(duration: Duration) -> Value {
     (duration.as_micros() as f64 / 1000.0).into()
 }
 
+/// `at` in RFC 3339, to the millisecond (now for `None`). An instant past the year 9999 (a
+/// clock set that far) is written as the last one RFC 3339 can hold, where the formatter
+/// would panic.
 fn timestamp(at: Option<SystemTime>) -> Value {
     let at = at.unwrap_or_else(SystemTime::now);
-    humantime::format_rfc3339_millis(at).to_string().into()
+    // 9999-12-31T23:59:59.999Z.
+    let last = SystemTime::UNIX_EPOCH + Duration::from_millis(253_402_300_799_999);
+    humantime::format_rfc3339_millis(at.min(last))
+        .to_string()
+        .into()
 }
 
 pub(super) fn to_vec(value: &Value) -> Vec<u8> {

@@ -1,92 +1,256 @@
 //! The shared entry: the part of a health verdict that is the same for every process, as it
-//! is stored in Redis (JSON, format 1).
+//! is stored in Redis (JSON, format 2).
 //!
 //! ```json
 //! {
-//!   "format": 1,
+//!   "format": 2,
+//!   "fingerprint": "9f86d081884c7d659a2feaa0c55ad015",
 //!   "computed_at_ms": 1767225600123,
 //!   "computed_by": "web-7d9f/12",
+//!   "keep_ms": 20000,
 //!   "database": {"name": "default", "status": "ready", "elapsed_us": 812, ...},
 //!   "databases": [],
-//!   "components": [{"name": "search", "status": "healthy", ...}]
+//!   "components": [{"name": "search", "status": "healthy", "since_ms": 1767225000000, ...}]
 //! }
 //! ```
 //!
-//! `computed_at_ms` is when the computing process's round finished (milliseconds since the
-//! Unix epoch, by its clock); `computed_by` names that process. A check's `status` is stored
-//! as readiness says it (`ready`, `not_ready`, `timed_out`), for databases and components
-//! alike; a passing check's `target` and `details` are stored as it reported them. Error
-//! messages, targets and details are stored redacted, as every [`CheckError`] and
-//! [`CheckReport`](crate::check::CheckReport) is.
+//! `fingerprint` names the configuration that computed the entry (see [`Expected`]): a
+//! process serves only entries of its own. `computed_at_ms` is when the computing process's
+//! round finished (milliseconds since the Unix epoch, by its clock: shown, never trusted for
+//! an age); `keep_ms` is how long the writer told Redis to keep the entry, so that its age is
+//! `keep_ms` minus the key's remaining time by Redis's own clock, whatever the processes'
+//! clocks say. A check's `status` is stored as readiness says it (`ready`, `not_ready`,
+//! `timed_out`), for databases and components alike; a passing check's `target` and
+//! `details` are stored as it reported them. Error messages, targets and details are stored
+//! redacted, as every [`CheckError`] and [`CheckReport`](crate::check::CheckReport) is.
+//! Criticality is not stored: the reading process's own decides.
+//!
+//! # An untrusted input
+//!
+//! Whatever is under the key may have been written by anyone who reaches Redis. Decoding
+//! reads it into types that hold only valid values and refuses the entry whole when one
+//! field is not: the format and the fingerprint, every status and error category one of the
+//! known words, every timestamp and duration in range, every string within its cap, the
+//! databases and shared components exactly this process's own. A refusal says why without
+//! quoting the entry: nothing written under the key reaches a body unless the entry passed.
 
-use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use crate::check::{CheckError, CheckErrorKind};
 use crate::component::ComponentStatus;
-use crate::verdict::{CheckOutcome, CheckStatus, ComponentReport};
+use crate::config::MAX_DURATION;
+use crate::verdict::{CheckOutcome, CheckStatus, ComponentReport, TimeoutDetail};
 
 /// The format this build writes and reads; an entry of another is ignored and overwritten.
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
+
+/// The most bytes of an entry that are read: past it, the entry is refused unread. An entry
+/// of a few databases and components takes 1 to 4 KiB.
+pub(crate) const MAX_ENTRY_BYTES: usize = 64 * 1024;
+
+/// The latest timestamp an entry may hold: 9999-12-31T23:59:59.999Z, the last instant RFC
+/// 3339 can write.
+const MAX_TIMESTAMP_MS: u64 = 253_402_300_799_999;
+
+/// How far a component's `since` may lie after its round's end (one clock, so never, but
+/// a rounding or a leap is no reason to refuse).
+const SINCE_SLACK_MS: u64 = 1_000;
+
+/// Caps on the strings of an entry, in bytes.
+const MAX_PROCESS_ID: usize = 256;
+const MAX_ERROR: usize = 2048;
+const MAX_TARGET: usize = 512;
+const MAX_DETAILS: usize = 32;
+const MAX_DETAIL_KEY: usize = 64;
+const MAX_DETAIL_TEXT: usize = 256;
 
 /// The shared part of a health verdict, and who computed it when.
 #[derive(Clone, Debug)]
 pub(crate) struct Entry {
     pub(crate) computed_at: SystemTime,
     pub(crate) computed_by: Arc<str>,
+    /// How long Redis keeps it: the origin of its age.
+    pub(crate) keep: Duration,
     pub(crate) database: Option<CheckOutcome>,
     pub(crate) databases: Vec<CheckOutcome>,
     /// The shareable components only.
     pub(crate) components: Vec<ComponentReport>,
 }
 
+/// A configuration's fingerprint: 16 bytes of SHA-256, in hex.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fingerprint(String);
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One database or shared component, as the fingerprint sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct Subject {
+    pub(crate) name: Arc<str>,
+    /// Redacted, as every target is.
+    pub(crate) target: Option<Arc<str>>,
+    pub(crate) critical: bool,
+}
+
+/// What a process expects of an entry it may serve: its own configuration's.
+#[derive(Clone, Debug)]
+pub(crate) struct Expected {
+    pub(crate) fingerprint: Fingerprint,
+    /// Its databases, the default first.
+    databases: Vec<Subject>,
+    /// Its shared components, in registration order.
+    components: Vec<Subject>,
+}
+
+impl Expected {
+    /// The expectations of a process checking `databases` (the default first) and sharing
+    /// `components`: the fingerprint covers the format, and each one's name, target and
+    /// criticality, in order. Two processes with the same configuration get the same
+    /// fingerprint; a changed target, a database made optional, a component added or made
+    /// shared each make another.
+    pub(crate) fn new(databases: Vec<Subject>, components: Vec<Subject>) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(format!("tower-health shared entry, format {FORMAT}\n"));
+        for (kind, subjects) in [("database", &databases), ("component", &components)] {
+            for subject in subjects {
+                // Lengths first: no two lists of names and targets hash alike.
+                let target = subject.target.as_deref().unwrap_or("");
+                hasher.update(format!(
+                    "{kind} {}:{} {}:{} critical={}\n",
+                    subject.name.len(),
+                    subject.name,
+                    target.len(),
+                    target,
+                    subject.critical,
+                ));
+            }
+        }
+        let digest = hasher.finalize();
+        let fingerprint = digest[..16]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        Self {
+            fingerprint: Fingerprint(fingerprint),
+            databases,
+            components,
+        }
+    }
+}
+
+/// Why an entry is not served. Its text (shown in bodies, by the `shared_cache` component)
+/// quotes nothing of the entry but a validated fingerprint and a format number; the process
+/// that wrote a foreign entry is named in the log only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Not JSON of the entry's shape: the category and the position only.
+    Malformed(String),
+    /// Of another format.
+    Format(u64),
+    /// Computed by another configuration (another application under the same prefix, or a
+    /// rollout between two configurations).
+    Foreign {
+        fingerprint: String,
+        computed_by: String,
+    },
+    /// A field that is not valid: which, and why.
+    Invalid(String),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Malformed(why) => write!(f, "not a tower-health entry ({why})"),
+            Self::Format(format) => write!(
+                f,
+                "written in format {format}, this process reads format {FORMAT}"
+            ),
+            Self::Foreign { fingerprint, .. } => write!(
+                f,
+                "computed for another configuration (fingerprint {fingerprint})"
+            ),
+            Self::Invalid(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+fn invalid(why: impl Into<String>) -> Refusal {
+    Refusal::Invalid(why.into())
+}
+
 #[derive(Serialize, Deserialize)]
-struct Stored<'a> {
-    format: u32,
+#[serde(deny_unknown_fields)]
+struct Stored {
+    format: u64,
+    fingerprint: String,
     computed_at_ms: u64,
-    computed_by: Cow<'a, str>,
+    computed_by: String,
+    keep_ms: u64,
     database: Option<Outcome>,
     databases: Vec<Outcome>,
     components: Vec<Report>,
 }
 
+/// The first field alone: an entry of another format is refused as such, whatever else it
+/// holds.
+#[derive(Deserialize)]
+struct FormatOnly {
+    format: u64,
+}
+
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Outcome {
     name: String,
     status: String,
     elapsed_us: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     running_for_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     error_kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// Why a timed-out check has no error, as a word ([`TimeoutDetail::as_str`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     detail: Option<String>,
-    critical: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     target: Option<String>,
     /// What a passing check reported ([`CheckOutcome::details`]); left out when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    details: Option<serde_json::Map<String, serde_json::Value>>,
+    details: Option<Map<String, Value>>,
 }
 
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Report {
     name: String,
     status: String,
     since_ms: u64,
-    reason: String,
     consecutive_failures: u32,
     consecutive_successes: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     outcome: Option<Outcome>,
 }
 
 impl Entry {
-    /// The JSON stored under the key.
-    pub(crate) fn encode(&self) -> String {
+    /// The JSON stored under the key, for a process of `fingerprint`.
+    pub(crate) fn encode(&self, fingerprint: &Fingerprint) -> String {
         let stored = Stored {
-            format: FORMAT,
-            computed_at_ms: millis(self.computed_at),
-            computed_by: Cow::Borrowed(&self.computed_by),
+            format: u64::from(FORMAT),
+            fingerprint: fingerprint.0.clone(),
+            computed_at_ms: millis(self.computed_at).min(MAX_TIMESTAMP_MS),
+            computed_by: self.computed_by.to_string(),
+            keep_ms: duration_millis(self.keep),
             database: self.database.as_ref().map(Outcome::from),
             databases: self.databases.iter().map(Outcome::from).collect(),
             components: self.components.iter().map(Report::from).collect(),
@@ -94,35 +258,139 @@ impl Entry {
         serde_json::to_string(&stored).expect("the entry's types always serialize")
     }
 
-    /// The entry stored as `json`, or why it cannot be served.
-    pub(crate) fn decode(json: &[u8]) -> Result<Self, String> {
-        let stored: Stored<'_> = serde_json::from_slice(json).map_err(|error| {
-            // Only the format of the first bytes: the value may be anything.
-            format!("not a tower-health entry ({error})")
-        })?;
-        if stored.format != FORMAT {
-            return Err(format!(
-                "written in format {}, this process reads format {FORMAT}",
-                stored.format
-            ));
+    /// The entry stored as `json`, if a process expecting `expected` may serve it: with
+    /// that process's own criticality.
+    pub(crate) fn decode(json: &[u8], expected: &Expected) -> Result<Self, Refusal> {
+        if json.len() > MAX_ENTRY_BYTES {
+            return Err(invalid(format!(
+                "larger than {} KiB",
+                MAX_ENTRY_BYTES / 1024
+            )));
         }
-        let outcome = |outcome: Outcome| outcome.into_outcome();
-        Ok(Self {
-            computed_at: from_millis(stored.computed_at_ms)?,
-            computed_by: stored.computed_by.into(),
-            database: stored.database.map(outcome).transpose()?,
-            databases: stored
-                .databases
-                .into_iter()
-                .map(outcome)
-                .collect::<Result<_, _>>()?,
-            components: stored
+        // The format first, so that a later format's other fields are not read as errors.
+        let format: FormatOnly = serde_json::from_slice(json).map_err(malformed)?;
+        if format.format != u64::from(FORMAT) {
+            return Err(Refusal::Format(format.format));
+        }
+        let stored: Stored = serde_json::from_slice(json).map_err(malformed)?;
+        let computed_by = text("computed_by", &stored.computed_by, MAX_PROCESS_ID)?;
+        if computed_by.is_empty() {
+            return Err(invalid("computed_by is empty"));
+        }
+        if stored.fingerprint != expected.fingerprint.0 {
+            let fingerprint = if is_fingerprint(&stored.fingerprint) {
+                stored.fingerprint
+            } else {
+                "malformed".to_owned()
+            };
+            return Err(Refusal::Foreign {
+                fingerprint,
+                computed_by: computed_by.to_owned(),
+            });
+        }
+        let computed_at_ms = stored.computed_at_ms;
+        let computed_at = timestamp("computed_at_ms", computed_at_ms)?;
+        if stored.keep_ms == 0 || stored.keep_ms > duration_millis(MAX_DURATION) * 2 {
+            return Err(invalid("keep_ms out of range"));
+        }
+        // The databases: this process's own, in its order, each with its criticality.
+        let outcomes: Vec<Outcome> = stored
+            .database
+            .into_iter()
+            .chain(stored.databases)
+            .collect();
+        if outcomes.len() != expected.databases.len()
+            || !outcomes
+                .iter()
+                .zip(&expected.databases)
+                .all(|(outcome, subject)| outcome.name == *subject.name)
+        {
+            return Err(invalid("its databases are not this process's"));
+        }
+        let mut outcomes = outcomes
+            .into_iter()
+            .zip(&expected.databases)
+            .map(|(outcome, subject)| outcome.into_outcome(subject));
+        let database = outcomes.next().transpose()?;
+        let databases = outcomes.collect::<Result<_, _>>()?;
+        if stored.components.len() != expected.components.len()
+            || !stored
                 .components
-                .into_iter()
-                .map(Report::into_report)
-                .collect::<Result<_, _>>()?,
+                .iter()
+                .zip(&expected.components)
+                .all(|(report, subject)| report.name == *subject.name)
+        {
+            return Err(invalid("its shared components are not this process's"));
+        }
+        let components = stored
+            .components
+            .into_iter()
+            .zip(&expected.components)
+            .map(|(report, subject)| report.into_report(subject, computed_at_ms))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            computed_at,
+            computed_by: Arc::from(computed_by),
+            keep: Duration::from_millis(stored.keep_ms),
+            database,
+            databases,
+            components,
         })
     }
+}
+
+/// A JSON error as a refusal: its category and position, never the text it quotes (serde
+/// quotes the unexpected value, which may be anything of any length).
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "the shape `map_err` hands it over in"
+)]
+fn malformed(error: serde_json::Error) -> Refusal {
+    use serde_json::error::Category;
+    let category = match error.classify() {
+        Category::Io => "unreadable",
+        Category::Syntax => "a syntax error",
+        Category::Data => "a field of the wrong type, missing or unknown",
+        Category::Eof => "truncated",
+    };
+    Refusal::Malformed(format!(
+        "{category} at line {} column {}",
+        error.line(),
+        error.column()
+    ))
+}
+
+fn is_fingerprint(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|byte| byte.is_ascii_hexdigit())
+}
+
+/// `value` of the field `field`, if it is at most `cap` bytes of text without control
+/// characters.
+fn text<'a>(field: &str, value: &'a str, cap: usize) -> Result<&'a str, Refusal> {
+    if value.len() > cap {
+        return Err(invalid(format!("{field} is longer than {cap} bytes")));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(invalid(format!("{field} holds control characters")));
+    }
+    Ok(value)
+}
+
+fn timestamp(field: &str, millis: u64) -> Result<SystemTime, Refusal> {
+    if millis > MAX_TIMESTAMP_MS {
+        return Err(invalid(format!("{field} is past the year 9999")));
+    }
+    UNIX_EPOCH
+        .checked_add(Duration::from_millis(millis))
+        .ok_or_else(|| invalid(format!("{field} is out of this clock's range")))
+}
+
+fn duration_micros(field: &str, micros: u64) -> Result<Duration, Refusal> {
+    let duration = Duration::from_micros(micros);
+    if duration > MAX_DURATION {
+        return Err(invalid(format!("{field} is longer than a year")));
+    }
+    Ok(duration)
 }
 
 impl From<&CheckOutcome> for Outcome {
@@ -140,8 +408,7 @@ impl From<&CheckOutcome> for Outcome {
                 .error
                 .as_ref()
                 .map(|error| error.message().to_owned()),
-            detail: outcome.detail.clone(),
-            critical: outcome.critical,
+            detail: outcome.detail.map(|detail| detail.as_str().to_owned()),
             target: outcome.target.as_deref().map(str::to_owned),
             details: outcome.details.as_deref().cloned(),
         }
@@ -149,32 +416,97 @@ impl From<&CheckOutcome> for Outcome {
 }
 
 impl Outcome {
-    fn into_outcome(self) -> Result<CheckOutcome, String> {
+    /// The outcome, for `subject` (whose name it carries: checked by the caller).
+    fn into_outcome(self, subject: &Subject) -> Result<CheckOutcome, Refusal> {
         let status = match self.status.as_str() {
             "ready" => CheckStatus::Passed,
             "not_ready" => CheckStatus::Failed,
             "timed_out" => CheckStatus::TimedOut,
-            other => return Err(format!("unknown check status {other:?}")),
+            _ => {
+                return Err(invalid(format!(
+                    "{}: an unknown check status",
+                    subject.name
+                )));
+            }
         };
         let error = match (self.error_kind, self.error) {
-            (Some(kind), message) => Some(CheckError::new(
-                kind_named(&kind)?,
-                message.unwrap_or_default(),
-            )),
-            (None, _) => None,
+            (Some(kind), Some(message)) => {
+                let message = text("error", &message, MAX_ERROR)?;
+                Some(CheckError::new(kind_named(&kind)?, message))
+            }
+            (None, None) => None,
+            _ => return Err(invalid("error and error_kind go together")),
         };
+        let detail = self
+            .detail
+            .map(|detail| {
+                TimeoutDetail::named(&detail)
+                    .ok_or_else(|| invalid(format!("{}: an unknown detail", subject.name)))
+            })
+            .transpose()?;
+        let consistent = match status {
+            CheckStatus::Passed => error.is_none() && detail.is_none(),
+            CheckStatus::Failed => error.is_some() && detail.is_none(),
+            CheckStatus::TimedOut => error.is_some() != detail.is_some(),
+        };
+        if !consistent || (self.details.is_some() && status != CheckStatus::Passed) {
+            return Err(invalid(format!(
+                "{}: its status, error and detail disagree",
+                subject.name
+            )));
+        }
+        let target = self
+            .target
+            .map(|target| text("target", &target, MAX_TARGET).map(crate::redact))
+            .transpose()?;
+        let details = self.details.map(checked_details).transpose()?;
         Ok(CheckOutcome {
-            name: self.name.into(),
+            name: subject.name.clone(),
             status,
-            elapsed: Duration::from_micros(self.elapsed_us),
-            running_for: self.running_for_us.map(Duration::from_micros),
+            elapsed: duration_micros("elapsed_us", self.elapsed_us)?,
+            running_for: self
+                .running_for_us
+                .map(|micros| duration_micros("running_for_us", micros))
+                .transpose()?,
             error,
-            detail: self.detail,
-            critical: self.critical,
-            target: self.target.map(Arc::from),
-            details: self.details.map(Arc::new),
+            detail,
+            // The reading process's own criticality decides.
+            critical: subject.critical,
+            target: target.map(Arc::from),
+            details: details.map(Arc::new),
         })
     }
+}
+
+/// `details` if it holds at most [`MAX_DETAILS`] short keys of scalar values, strings short
+/// too: what a [`CheckReport`](crate::check::CheckReport) holds.
+fn checked_details(details: Map<String, Value>) -> Result<Map<String, Value>, Refusal> {
+    if details.len() > MAX_DETAILS {
+        return Err(invalid(format!(
+            "details holds more than {MAX_DETAILS} keys"
+        )));
+    }
+    for (key, value) in &details {
+        text("a details key", key, MAX_DETAIL_KEY)?;
+        match value {
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            Value::String(value) => {
+                text("a details value", value, MAX_DETAIL_TEXT)?;
+            }
+            Value::Array(_) | Value::Object(_) => {
+                return Err(invalid("details holds a value that is not a scalar"));
+            }
+        }
+    }
+    Ok(details
+        .into_iter()
+        .map(|(key, value)| match value {
+            // Redacted as a report's are: a writer of this crate redacts, an entry may not
+            // come from one.
+            Value::String(text) => (key, Value::String(crate::redact(&text))),
+            value => (key, value),
+        })
+        .collect())
 }
 
 impl From<&ComponentReport> for Report {
@@ -182,8 +514,7 @@ impl From<&ComponentReport> for Report {
         Self {
             name: report.name.to_string(),
             status: report.status.as_str().to_owned(),
-            since_ms: millis(report.since),
-            reason: report.reason.to_string(),
+            since_ms: millis(report.since).min(MAX_TIMESTAMP_MS),
             consecutive_failures: report.consecutive_failures,
             consecutive_successes: report.consecutive_successes,
             outcome: report.outcome.as_ref().map(Outcome::from),
@@ -192,32 +523,50 @@ impl From<&ComponentReport> for Report {
 }
 
 impl Report {
-    /// A report whose criticality, readiness gating and target the reading process fills
-    /// in from its own configuration.
-    fn into_report(self) -> Result<ComponentReport, String> {
+    /// The report of `subject`, whose round ended at `computed_at_ms`; its reason, readiness
+    /// gating and target the reading process fills in from its own configuration.
+    fn into_report(
+        self,
+        subject: &Subject,
+        computed_at_ms: u64,
+    ) -> Result<ComponentReport, Refusal> {
         let status = match self.status.as_str() {
             "unknown" => ComponentStatus::Unknown,
             "healthy" => ComponentStatus::Healthy,
             "degraded" => ComponentStatus::Degraded,
             "unhealthy" => ComponentStatus::Unhealthy,
-            other => return Err(format!("unknown component status {other:?}")),
+            _ => {
+                return Err(invalid(format!(
+                    "{}: an unknown component status",
+                    subject.name
+                )));
+            }
         };
+        if self.since_ms > computed_at_ms.saturating_add(SINCE_SLACK_MS) {
+            return Err(invalid(format!(
+                "{}: since_ms is after the round that computed it",
+                subject.name
+            )));
+        }
         Ok(ComponentReport {
-            name: self.name.into(),
+            name: subject.name.clone(),
             status,
-            critical: false,
+            critical: subject.critical,
             gates_readiness: false,
             target: None,
-            outcome: self.outcome.map(Outcome::into_outcome).transpose()?,
-            reason: Cow::Owned(self.reason),
-            since: from_millis(self.since_ms)?,
+            outcome: self
+                .outcome
+                .map(|outcome| outcome.into_outcome(subject))
+                .transpose()?,
+            reason: "".into(),
+            since: timestamp("since_ms", self.since_ms)?,
             consecutive_failures: self.consecutive_failures,
             consecutive_successes: self.consecutive_successes,
         })
     }
 }
 
-fn kind_named(name: &str) -> Result<CheckErrorKind, String> {
+fn kind_named(name: &str) -> Result<CheckErrorKind, Refusal> {
     use CheckErrorKind as Kind;
     Ok(match name {
         "refused" => Kind::Refused,
@@ -230,22 +579,17 @@ fn kind_named(name: &str) -> Result<CheckErrorKind, String> {
         "query" => Kind::Query,
         "panicked" => Kind::Panicked,
         "other" => Kind::Other,
-        other => return Err(format!("unknown error kind {other:?}")),
+        _ => return Err(invalid("an unknown error kind")),
     })
 }
 
 /// Milliseconds since the Unix epoch (0 before it).
 pub(crate) fn millis(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH).map_or(0, |since| {
-        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-    })
+    at.duration_since(UNIX_EPOCH).map_or(0, duration_millis)
 }
 
-/// The instant `millis` after the Unix epoch, if the clock can hold it.
-fn from_millis(millis: u64) -> Result<SystemTime, String> {
-    UNIX_EPOCH
-        .checked_add(Duration::from_millis(millis))
-        .ok_or_else(|| format!("a timestamp out of range ({millis} ms)"))
+fn duration_millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn micros(duration: Duration) -> u64 {

@@ -2,17 +2,17 @@
 //! entry, each bounded by the round's deadline; and what went wrong last, for the
 //! `shared_cache` component.
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use super::config::{SharedCache, SharedConnection, default_process_id};
-use super::entry::Entry;
+use redis::RedisError;
+
+use super::config::{DEFAULT_KEY_PREFIX, SharedCache, SharedConnection, default_process_id};
+use super::entry::{Entry, Expected, MAX_ENTRY_BYTES, Refusal};
 use crate::check::{CheckError, CheckErrorKind};
 use crate::redis_client::{check_error, query};
-
-/// How far in the future an entry's timestamp may lie (clocks of two hosts disagree a
-/// little): past it, the entry is implausible and is not served.
-pub(crate) const CLOCK_SKEW: Duration = Duration::from_secs(1);
 
 /// The shared cache of one monitor: its settings, resolved against the monitor's, and its
 /// one connection.
@@ -21,6 +21,9 @@ pub(crate) struct SharedVerdicts {
     connection: SharedConnection,
     pub(crate) entry_key: String,
     lock_key: String,
+    /// Whether the keys are under the default prefix, which every application shares unless
+    /// told otherwise.
+    default_prefix: bool,
     /// How long an entry is served as fresh.
     pub(crate) ttl: Duration,
     /// How long Redis keeps an entry: a process that loses the lock serves it until then.
@@ -28,27 +31,66 @@ pub(crate) struct SharedVerdicts {
     lock_expiry: Duration,
     pub(crate) process_id: Arc<str>,
     pub(crate) nocache_writes: bool,
+    /// This process's configuration, which an entry must have been computed for.
+    pub(crate) expected: Arc<Expected>,
     /// What went wrong in the last round, if anything: the `shared_cache` component's state.
     problem: Arc<Mutex<Option<CheckError>>>,
+    /// The last entry refused with a warning (a hash of its bytes): one warning per entry,
+    /// not one per round that reads it again.
+    warned: Arc<Mutex<Option<u64>>>,
 }
 
 /// What reading the entry found.
 #[derive(Debug)]
 pub(crate) enum Read {
-    /// An entry that can be served (fresh or not: [`SharedVerdicts::is_fresh`] says).
-    Found(Entry),
+    /// An entry that can be served (fresh or not: [`SharedVerdicts::is_fresh`] says), and
+    /// how old it is by Redis's clock.
+    Found(Entry, Duration),
     /// No entry.
     Missing,
-    /// An entry that must not be served: malformed, of another format, from the future, or
-    /// for other databases. It is overwritten by whoever computes next.
+    /// An entry that must not be served: too large, malformed, of another format or
+    /// configuration, or with a field out of range. It is overwritten by whoever computes
+    /// next.
     Invalid(CheckError),
     /// Redis did not answer as it should: refused, slow, gone.
     Failed(CheckError),
 }
 
+/// The lock a process won, to be checked again before it writes.
+#[derive(Debug)]
+pub(crate) struct Lock {
+    token: String,
+}
+
+/// Why a command got no answer.
+enum Failure {
+    /// Redis answered with an error, or the connection failed.
+    Redis(RedisError),
+    /// Not connected, or no answer within the round's deadline.
+    Check(CheckError),
+}
+
 impl SharedVerdicts {
-    pub(crate) fn new(cache: &SharedCache, health_interval: Duration, deadline: Duration) -> Self {
-        let ttl = cache.ttl.unwrap_or(health_interval);
+    /// The shared cache of a monitor whose health rounds run every `health_interval` under
+    /// `deadline`, and go stale after `stale_after`; `expected` is its configuration.
+    pub(crate) fn new(
+        cache: &SharedCache,
+        health_interval: Duration,
+        deadline: Duration,
+        stale_after: Duration,
+        expected: Expected,
+    ) -> Self {
+        let mut ttl = cache.ttl.unwrap_or(health_interval);
+        if ttl > stale_after {
+            // An entry served as fresh must not be older than this process's own verdict
+            // may get before it is stale. (`TOWER_HEALTH_SHARED_TTL` is refused at start.)
+            tracing::warn!(
+                wanted = ?ttl,
+                used = ?stale_after,
+                "SharedCache::ttl is capped at the health verdict's staleness bound (three health intervals plus the readiness timeout)"
+            );
+            ttl = stale_after;
+        }
         let wanted = cache.lock_expiry.unwrap_or(deadline.saturating_mul(2));
         let lock_expiry = wanted.min(ttl / 2).max(crate::config::MIN_DURATION);
         if lock_expiry < wanted {
@@ -63,113 +105,198 @@ impl SharedVerdicts {
             connection: cache.connection.clone(),
             entry_key: cache.entry_key(),
             lock_key: cache.lock_key(),
+            default_prefix: cache.key_prefix == DEFAULT_KEY_PREFIX,
             ttl,
             keep: ttl.saturating_mul(2),
             lock_expiry,
             process_id: cache.process_id.clone().unwrap_or_else(default_process_id),
             nocache_writes: cache.nocache_writes,
+            expected: Arc::new(expected),
             problem: Arc::default(),
+            warned: Arc::default(),
         }
     }
 
-    /// Reads the entry; `databases` are this process's database names, default first, which
-    /// the entry's must match.
-    pub(crate) async fn read(&self, deadline: Instant, databases: &[&str]) -> Read {
-        let get = redis::cmd("GET").arg(&self.entry_key).clone();
-        let value: Option<Vec<u8>> = match self.query("GET", &get, deadline).await {
-            Ok(value) => value,
-            Err(error) => return Read::Failed(error),
+    /// Reads the entry: at most [`MAX_ENTRY_BYTES`] of it, with the time Redis keeps it
+    /// still, in one round trip.
+    pub(crate) async fn read(&self, deadline: Instant) -> Read {
+        let read = redis::pipe()
+            .cmd("GETRANGE")
+            .arg(&self.entry_key)
+            .arg(0)
+            // Inclusive: one byte more than an entry may hold tells one that is too large.
+            .arg(MAX_ENTRY_BYTES)
+            .cmd("PTTL")
+            .arg(&self.entry_key)
+            .clone();
+        let (value, remaining): (Vec<u8>, i64) = match self.query(&read, deadline).await {
+            Ok(read) => read,
+            // Something else than a string under the key: not ours, and the next write
+            // (`SET` replaces a value of any type) puts an entry there.
+            Err(Failure::Redis(error)) if is_wrong_type(&error) => {
+                return self.refuse(
+                    b"WRONGTYPE",
+                    &Refusal::Invalid(
+                        "the key holds a value of another Redis type than a string".to_owned(),
+                    ),
+                );
+            }
+            Err(failure) => return Read::Failed(self.failed("GETRANGE", failure)),
         };
-        let Some(value) = value else {
+        // -2: no key.
+        if remaining == -2 {
             return Read::Missing;
-        };
-        let invalid = |why: String| {
-            Read::Invalid(CheckError::new(
-                CheckErrorKind::Other,
-                format!("the entry under {} is not served: {why}", self.entry_key),
-            ))
-        };
-        let entry = match Entry::decode(&value) {
+        }
+        let entry = match Entry::decode(&value, &self.expected) {
             Ok(entry) => entry,
-            Err(why) => return invalid(why),
+            Err(refusal) => return self.refuse(&value, &refusal),
         };
-        if let Ok(ahead) = entry.computed_at.duration_since(SystemTime::now())
-            && ahead > CLOCK_SKEW
-        {
-            return invalid(format!(
-                "computed {} ms in the future by {}",
-                ahead.as_millis(),
-                entry.computed_by
-            ));
+        // -1: no expiry, which this crate never writes; else the age by Redis's clock.
+        let remaining = u64::try_from(remaining).ok().map(Duration::from_millis);
+        match remaining.and_then(|remaining| entry.keep.checked_sub(remaining)) {
+            Some(age) => Read::Found(entry, age),
+            None => self.refuse(
+                &value,
+                &Refusal::Invalid("its expiry is not the one it was written with".to_owned()),
+            ),
         }
-        let names: Vec<&str> = entry
-            .database
-            .iter()
-            .chain(&entry.databases)
-            .map(|outcome| &*outcome.name)
-            .collect();
-        if names != databases {
-            return invalid(format!(
-                "it is for the databases {names:?}, this process checks {databases:?} (another application under the same key prefix?)"
-            ));
-        }
-        Read::Found(entry)
     }
 
-    /// Whether `entry` is young enough to be served instead of computing.
-    pub(crate) fn is_fresh(&self, entry: &Entry) -> bool {
-        age(entry) < self.ttl
+    /// An entry that cannot be served: warned about once (per entry), and reported by the
+    /// `shared_cache` component.
+    fn refuse(&self, value: &[u8], refusal: &Refusal) -> Read {
+        let mut hasher = DefaultHasher::new();
+        value.hash(&mut hasher);
+        let seen = hasher.finish();
+        let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+        if *warned != Some(seen) {
+            *warned = Some(seen);
+            drop(warned);
+            match refusal {
+                Refusal::Foreign { computed_by, .. } if self.default_prefix => tracing::warn!(
+                    key = %self.entry_key,
+                    fingerprint = %self.expected.fingerprint,
+                    %computed_by,
+                    "the shared entry is ignored: {refusal}. Different configurations share the default key prefix: give each application its own (TOWER_HEALTH_SHARED_KEY_PREFIX, SharedCache::key_prefix)"
+                ),
+                Refusal::Foreign { computed_by, .. } => tracing::warn!(
+                    key = %self.entry_key,
+                    fingerprint = %self.expected.fingerprint,
+                    %computed_by,
+                    "the shared entry is ignored: {refusal}"
+                ),
+                _ => tracing::warn!(
+                    key = %self.entry_key,
+                    fingerprint = %self.expected.fingerprint,
+                    "the shared entry is ignored: {refusal}"
+                ),
+            }
+        }
+        Read::Invalid(CheckError::new(
+            CheckErrorKind::Other,
+            format!(
+                "the entry under {} is not served: {refusal}",
+                self.entry_key
+            ),
+        ))
     }
 
-    /// Races for the lock: `Ok(true)` when this process computes.
-    pub(crate) async fn lock(&self, deadline: Instant) -> Result<bool, CheckError> {
+    /// Whether an entry `age` old is young enough to be served instead of computing.
+    pub(crate) fn is_fresh(&self, age: Duration) -> bool {
+        age < self.ttl
+    }
+
+    /// Races for the lock: `Some` when this process computes.
+    pub(crate) async fn lock(&self, deadline: Instant) -> Result<Option<Lock>, CheckError> {
+        // Each race its own token: a process whose lock expired and that raced again does
+        // not mistake the new holder's for its own.
+        let token = format!(
+            "{}#{:016x}",
+            self.process_id,
+            super::jitter::fraction().to_bits()
+        );
         let set = redis::cmd("SET")
             .arg(&self.lock_key)
-            .arg(&*self.process_id)
+            .arg(&token)
             .arg("NX")
             .arg("PX")
             .arg(millis(self.lock_expiry))
             .clone();
-        let won: Option<String> = self.query("SET NX", &set, deadline).await?;
-        Ok(won.is_some())
+        let won: Option<String> = self
+            .query(&set, deadline)
+            .await
+            .map_err(|failure| self.failed("SET NX", failure))?;
+        Ok(won.map(|_| Lock { token }))
     }
 
-    /// Writes `entry`, to be kept for [`keep`](Self::keep).
-    pub(crate) async fn write(&self, entry: &Entry, deadline: Instant) -> Result<(), CheckError> {
+    /// Writes `entry`, to be kept for [`keep`](Self::keep): with `lock`, only if the lock
+    /// is still this process's (a computation that outlived its lock leaves the entry to
+    /// the process that holds it now). Returns whether it was written.
+    pub(crate) async fn write(
+        &self,
+        entry: &Entry,
+        lock: Option<&Lock>,
+        deadline: Instant,
+    ) -> Result<bool, CheckError> {
+        if let Some(lock) = lock {
+            let get = redis::cmd("GET").arg(&self.lock_key).clone();
+            let holder: Option<String> = self
+                .query(&get, deadline)
+                .await
+                .map_err(|failure| self.failed("GET", failure))?;
+            if holder.as_deref() != Some(&lock.token) {
+                tracing::debug!(
+                    key = %self.lock_key,
+                    "the lock expired while this process computed: the entry is left to its holder"
+                );
+                return Ok(false);
+            }
+        }
         let set = redis::cmd("SET")
             .arg(&self.entry_key)
-            .arg(entry.encode())
+            .arg(entry.encode(&self.expected.fingerprint))
             .arg("PX")
             .arg(millis(self.keep))
             .clone();
-        self.query::<()>("SET", &set, deadline).await
+        self.query::<()>(&set, deadline)
+            .await
+            .map_err(|failure| self.failed("SET", failure))?;
+        Ok(true)
     }
 
+    /// Sends `command` (a command or a pipeline), bounded by `deadline`.
     async fn query<T: redis::FromRedisValue>(
         &self,
-        what: &str,
-        command: &redis::Cmd,
+        command: &impl crate::redis_client::Command,
         deadline: Instant,
-    ) -> Result<T, CheckError> {
-        let fail = |kind, text: &str| {
-            CheckError::new(kind, format!("Redis {what} {}: {text}", self.entry_key))
-        };
+    ) -> Result<T, Failure> {
         // Connecting to a cluster (its seed node, then the slots) counts against the
         // deadline too.
         let command = async {
-            let mut connection = self.connection.get().await?;
+            let mut connection = self.connection.get().await.map_err(Failure::Check)?;
             query(&mut connection, command)
                 .await
-                .map_err(|error| check_error(&error))
+                .map_err(Failure::Redis)
         };
         match tokio::time::timeout_at(deadline.into(), command).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(fail(error.kind(), error.message())),
-            Err(_) => Err(fail(
+            Ok(result) => result,
+            Err(_) => Err(Failure::Check(CheckError::new(
                 CheckErrorKind::Timeout,
                 "no answer within the round's deadline",
-            )),
+            ))),
         }
+    }
+
+    /// `failure` of the command `what`, as the `shared_cache` component reports it.
+    fn failed(&self, what: &str, failure: Failure) -> CheckError {
+        let error = match failure {
+            Failure::Redis(error) => check_error(&error),
+            Failure::Check(error) => error,
+        };
+        CheckError::new(
+            error.kind(),
+            format!("Redis {what} {}: {}", self.entry_key, error.message()),
+        )
     }
 
     /// Records how the round went with Redis: `None` when well, else what went wrong.
@@ -186,11 +313,13 @@ impl SharedVerdicts {
     }
 }
 
-/// How old `entry` is by this process's clock (zero for one a little in the future).
-pub(crate) fn age(entry: &Entry) -> Duration {
-    SystemTime::now()
-        .duration_since(entry.computed_at)
-        .unwrap_or(Duration::ZERO)
+/// Whether Redis refused a command (of a pipeline too) for the type of the key's value.
+fn is_wrong_type(error: &RedisError) -> bool {
+    error.code() == Some("WRONGTYPE")
+        || error
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, error)| error.code() == "WRONGTYPE"))
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -206,6 +335,7 @@ impl std::fmt::Debug for SharedVerdicts {
             .field("ttl", &self.ttl)
             .field("lock_expiry", &self.lock_expiry)
             .field("process_id", &self.process_id)
+            .field("fingerprint", &self.expected.fingerprint)
             .finish_non_exhaustive()
     }
 }

@@ -50,6 +50,12 @@ pub enum Cause {
         /// Whether it is critical.
         critical: bool,
     },
+    /// The round that computes the verdict panicked (health `error`): the next round runs
+    /// as usual.
+    Panicked {
+        /// Which round: `health`.
+        round: &'static str,
+    },
     /// A database's pool is saturated: every connection busy, checkouts waiting
     /// (`degraded`).
     PoolSaturated {
@@ -81,14 +87,15 @@ impl Audience {
 }
 
 impl Cause {
-    /// A short key for dashboards: `no_database`, `no_verdict`, `held`, `database`,
-    /// `component`, `pool_saturated`.
+    /// A short key for dashboards: `no_database`, `no_verdict`, `held`, `panicked`,
+    /// `database`, `component`, `pool_saturated`.
     #[must_use]
     pub const fn kind(&self) -> &'static str {
         match self {
             Self::NoDatabase => "no_database",
             Self::NoVerdict { .. } => "no_verdict",
             Self::Held { .. } => "held",
+            Self::Panicked { .. } => "panicked",
             Self::Database { .. } => "database",
             Self::Component { .. } => "component",
             Self::PoolSaturated { .. } => "pool_saturated",
@@ -102,7 +109,10 @@ impl Cause {
             Self::Database { name, .. }
             | Self::Component { name, .. }
             | Self::PoolSaturated { name, .. } => Some(name),
-            Self::NoDatabase | Self::NoVerdict { .. } | Self::Held { .. } => None,
+            Self::NoDatabase
+            | Self::NoVerdict { .. }
+            | Self::Held { .. }
+            | Self::Panicked { .. } => None,
         }
     }
 
@@ -120,6 +130,12 @@ impl Cause {
         let _ = match self {
             Self::NoDatabase => write!(text, "no database is configured"),
             Self::NoVerdict { why } => write!(text, "{why}"),
+            Self::Panicked { round } => {
+                write!(
+                    text,
+                    "the {round} round panicked; the next round runs as usual"
+                )
+            }
             Self::Held { reason } => match audience {
                 Audience::Full => write!(text, "held by the operator: {reason}"),
                 Audience::Minimal => write!(text, "held by the operator"),

@@ -146,6 +146,26 @@ impl HealthVerdict {
         }
     }
 
+    /// The verdict of a `round` that panicked: `error`, until the next round.
+    pub(crate) fn panicked(
+        round: &'static str,
+        self_healing: bool,
+        checked_at: SystemTime,
+    ) -> Self {
+        Self {
+            status: Status::Error,
+            database: None,
+            databases: Vec::new(),
+            saturated_pools: Vec::new(),
+            self_healing,
+            checked_at: Some(checked_at),
+            causes: vec![Cause::Panicked { round }],
+            components: Vec::new(),
+            started: false,
+            computed_by: None,
+        }
+    }
+
     /// The same verdict with the operator's hold (if any) listed first among the causes and
     /// the start as given: what `/health` shows of the process's lifecycle.
     pub(crate) fn with_lifecycle(&self, held: Option<Arc<str>>, started: bool) -> Self {

@@ -15,6 +15,6 @@ pub(crate) use self::cause::Audience;
 pub use self::cause::Cause;
 pub use self::component::ComponentReport;
 pub use self::health::HealthVerdict;
-pub use self::outcome::{CheckOutcome, CheckStatus};
+pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
 pub use self::pool::PoolVerdict;
 pub use self::readiness::ReadinessVerdict;

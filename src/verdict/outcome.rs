@@ -93,8 +93,9 @@ pub struct CheckOutcome {
     pub running_for: Option<Duration>,
     /// Why the check failed (redacted), when it did.
     pub error: Option<CheckError>,
-    /// A note for humans, such as why a timed-out check was not started again.
-    pub detail: Option<String>,
+    /// Why a check that timed out without an error of its own did: the deadline cut it
+    /// short, or it was still running from an earlier round.
+    pub detail: Option<TimeoutDetail>,
     /// Whether the database or component is critical. A critical database gates readiness
     /// (the default one also decides `unhealthy`); an optional one, down, makes health
     /// `degraded` and leaves readiness alone: see
@@ -114,13 +115,59 @@ pub struct CheckOutcome {
     pub details: Option<Arc<Map<String, Value>>>,
 }
 
+/// Why a check timed out without an error of its own: a note of the monitor's, the same at
+/// every detail level (it names nothing).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimeoutDetail {
+    /// The check did not finish before the round's deadline.
+    DeadlinePassed,
+    /// A check started by an earlier round is still running, and no other was started.
+    EarlierCheckRunning,
+}
+
+impl TimeoutDetail {
+    /// A short key: `deadline_passed` or `earlier_check_running`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::DeadlinePassed => "deadline_passed",
+            Self::EarlierCheckRunning => "earlier_check_running",
+        }
+    }
+
+    /// The note in a sentence, as bodies show it under `detail`.
+    #[must_use]
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::DeadlinePassed => "the check did not finish before the deadline",
+            Self::EarlierCheckRunning => {
+                "a check started by an earlier round is still running; no new check was started"
+            }
+        }
+    }
+
+    /// The detail whose key is `name`.
+    pub(crate) fn named(name: &str) -> Option<Self> {
+        [Self::DeadlinePassed, Self::EarlierCheckRunning]
+            .into_iter()
+            .find(|detail| detail.as_str() == name)
+    }
+}
+
+impl fmt::Display for TimeoutDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
 impl CheckOutcome {
     /// What went wrong, for a log line: the (redacted) error, or else the detail.
     pub(crate) fn error_or_detail(&self) -> Option<String> {
         self.error
             .as_ref()
             .map(ToString::to_string)
-            .or_else(|| self.detail.clone())
+            .or_else(|| self.detail.map(|detail| detail.describe().to_owned()))
     }
 
     /// The category of what went wrong: the error's, or [`CheckErrorKind::Timeout`] for a

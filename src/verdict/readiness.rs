@@ -20,7 +20,8 @@ pub struct ReadinessVerdict {
     pub components: Vec<ComponentReport>,
     /// When the round finished; `None` when no round has.
     pub checked_at: Option<SystemTime>,
-    /// Why there is no real verdict (before the first round, after the monitor stopped).
+    /// Why there is no real verdict (before the first round, after the monitor stopped, or
+    /// after a round that panicked).
     pub reason: Option<&'static str>,
     /// The reason of a manual hold, while one is in place
     /// ([`HealthHandle::hold`](crate::HealthHandle::hold)): `ready` is then `false`.
@@ -50,6 +51,23 @@ impl ReadinessVerdict {
             components,
             checked_at: Some(checked_at),
             reason: None,
+            held,
+        }
+    }
+
+    /// The verdict of a round that panicked: not ready, with `reason`, until the next
+    /// round.
+    pub(crate) fn panicked(
+        reason: &'static str,
+        checked_at: SystemTime,
+        held: Option<Arc<str>>,
+    ) -> Self {
+        Self {
+            ready: false,
+            databases: Vec::new(),
+            components: Vec::new(),
+            checked_at: Some(checked_at),
+            reason: Some(reason),
             held,
         }
     }

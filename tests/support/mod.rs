@@ -32,6 +32,7 @@ pub mod fault_proxy;
 pub mod frames;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+pub mod logs;
 pub mod prober;
 pub mod process;
 pub mod raw;
