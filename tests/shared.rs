@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use support::redis_server::{redis_url, unique_prefix};
 use support::{LIMIT, PgProxy, eventually, pg_addr};
+use tower_health::check::{CheckFuture, DatabaseCheck, PoolStats, PostgresCheck};
 use tower_health::component::{self, ComponentSpec};
 use tower_health::monitor::MonitorStats;
 use tower_health::shared::SharedCache;
@@ -21,6 +22,30 @@ struct Process {
     proxy: PgProxy,
 }
 
+/// The database of the fleet, reached by each process through a proxy of its own (which
+/// counts its queries), and configured alike in every process, as in the pods of one
+/// Deployment: the target the fleet's entry is fingerprinted with is the same.
+#[derive(Debug)]
+struct ThroughOwnProxy(PostgresCheck);
+
+impl DatabaseCheck for ThroughOwnProxy {
+    fn vendor(&self) -> &'static str {
+        self.0.vendor()
+    }
+
+    fn check(&self) -> CheckFuture {
+        self.0.check()
+    }
+
+    fn pool_stats(&self) -> Option<PoolStats> {
+        self.0.pool_stats()
+    }
+
+    fn target(&self) -> Option<String> {
+        Some("db.internal:5432/postgres".to_owned())
+    }
+}
+
 /// Health rounds every 200 ms (the TTL too), readiness as given, a 500 ms deadline.
 fn config(proxy: &PgProxy, name: &str, readiness: Duration, cache: SharedCache) -> HealthConfig {
     let url = format!("{}&application_name={name}", proxy.url());
@@ -28,7 +53,7 @@ fn config(proxy: &PgProxy, name: &str, readiness: Duration, cache: SharedCache) 
         .readiness_interval(readiness)
         .health_interval(Duration::from_millis(200))
         .readiness_timeout(Duration::from_millis(500))
-        .database("default", support::postgres(&url))
+        .database("default", ThroughOwnProxy(support::postgres(&url)))
         .unwrap()
         .shared_cache(
             cache
@@ -297,4 +322,133 @@ async fn a_shared_verdict_says_so_and_nocache_gives_this_process_own() {
         .await
         .unwrap();
     let _: () = redis::AsyncCommands::del(&mut redis, &key).await.unwrap();
+}
+
+/// A process sharing under `cache` whose `default` database is `database`, named `name`,
+/// served over HTTP.
+async fn application(
+    cache: SharedCache,
+    name: &str,
+    database: &str,
+    optional: bool,
+) -> (HealthHandle, support::TestServer) {
+    let mut config = support::fast()
+        .database("default", support::postgres(database))
+        .unwrap()
+        .shared_cache(cache.process_id(name));
+    if optional {
+        config = config.optional_database("default").unwrap();
+    }
+    support::health_server(config).await
+}
+
+/// Follows `health` for `rounds` of its health rounds, checking every verdict it publishes.
+async fn every_verdict_for(
+    health: &HealthHandle,
+    rounds: u64,
+    check: impl Fn(&tower_health::HealthVerdict),
+) {
+    let mut updates = health.subscribe();
+    let all = |stats: MonitorStats| stats.health_rounds + stats.shared_rounds;
+    let target = all(health.stats()) + rounds;
+    support::bounded("the rounds followed", async {
+        while all(health.stats()) < target {
+            updates.changed().await.expect("the monitor runs");
+            check(&updates.borrow_and_update());
+        }
+    })
+    .await;
+}
+
+/// A2: two applications that both call their database `default` and keep the default key
+/// prefix (on a Redis database of this test's own: the key is the default one). Each serves
+/// only its own configuration's verdict, and a warning says the prefix is shared.
+#[tokio::test]
+async fn two_applications_under_the_default_prefix_never_serve_each_others_verdict() {
+    require_postgres!();
+    require_redis!();
+    let (logs, _guard) = support::logs::Captured::start();
+    let url = format!("{}/9", redis_url());
+    let refused = support::refused_addr().await;
+    let (up, _up_server) = application(
+        SharedCache::connect(&url).unwrap(),
+        "app-a",
+        &support::pg_url(),
+        false,
+    )
+    .await;
+    let (down, down_server) = application(
+        SharedCache::connect(&url).unwrap(),
+        "app-b",
+        &format!("postgres://postgres@{refused}/postgres"),
+        false,
+    )
+    .await;
+    support::first_rounds(&up).await;
+    every_verdict_for(&down, 10, |verdict| {
+        assert_ne!(
+            verdict.computed_by.as_deref(),
+            Some("app-a"),
+            "{verdict:#?}"
+        );
+    })
+    .await;
+    let reply = support::Client::new()
+        .get(down_server.addr, "/health")
+        .await;
+    let body = reply.json();
+    assert_eq!(reply.status, 503, "{body:#}");
+    assert_eq!(body["status"], "unhealthy", "{body:#}");
+    // Computed by itself (served from its own entry, or not): never by the other one.
+    assert_eq!(body["_cache"]["computed_by"], "app-b", "{body:#}");
+    let warnings = logs.matching("share the default key prefix");
+    assert!(!warnings.is_empty(), "{:#?}", logs.lines());
+    assert!(
+        warnings.len() <= 2,
+        "once per foreign configuration and process, not once per round: {warnings:#?}"
+    );
+    let client = redis::Client::open(url).unwrap();
+    let mut redis = support::bounded("connecting", client.get_multiplexed_async_connection())
+        .await
+        .unwrap();
+    let key = SharedCache::connect(&redis_url()).unwrap().entry_key();
+    let _: () = redis::AsyncCommands::del(&mut redis, &key).await.unwrap();
+}
+
+/// A2: a configuration rollout with the database down: the writer had `default` optional
+/// (`degraded`), the reader has it critical and answers `unhealthy`, as it would alone.
+#[tokio::test]
+async fn during_a_rollout_each_process_decides_by_its_own_configuration() {
+    require_postgres!();
+    require_redis!();
+    let prefix = unique_prefix("rollout");
+    let cache = || {
+        SharedCache::connect(&redis_url())
+            .unwrap()
+            .key_prefix(&prefix)
+    };
+    let refused = support::refused_addr().await;
+    let database = format!("postgres://postgres@{refused}/postgres");
+    let (old, _old_server) = application(cache(), "old-config", &database, true).await;
+    support::first_rounds(&old).await;
+    let (new, new_server) = application(cache(), "new-config", &database, false).await;
+    every_verdict_for(&new, 10, |verdict| {
+        assert_ne!(
+            verdict.computed_by.as_deref(),
+            Some("old-config"),
+            "{verdict:#?}"
+        );
+        if verdict.checked_at.is_some() {
+            assert_eq!(
+                verdict.status,
+                tower_health::Status::Unhealthy,
+                "{verdict:#?}"
+            );
+        }
+    })
+    .await;
+    let reply = support::Client::new().get(new_server.addr, "/health").await;
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    // And the old configuration's process keeps its own answer: degraded, in rotation.
+    assert_eq!(old.health().status, tower_health::Status::Degraded);
 }

@@ -288,6 +288,59 @@ async fn an_entry_from_a_skewed_clock_is_served_by_its_age_in_redis() {
     }
 }
 
+/// A3: after `?nocache=true` published this process's own verdict, the fleet's entry (older
+/// than that verdict) is served again at the next round, and `/health` never answers stale
+/// meanwhile: serving a valid entry is a live round. A TTL past the staleness bound (5 s
+/// against 900 ms here) is capped.
+#[tokio::test]
+async fn after_a_bypass_the_fleets_entry_is_served_again_and_never_goes_stale() {
+    require_postgres!();
+    require_redis!();
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(unique_prefix("bypass-then-shared"))
+        .ttl(Duration::from_secs(5));
+    let key = cache.entry_key();
+    let mut redis = redis_connection().await;
+    let (health, server) = process(cache.clone()).await;
+    let mut entry = own_entry(&mut redis, &key).await;
+    hold_the_lock(&mut redis, &cache).await;
+    // Another process of the fleet, writing its entry every 100 ms.
+    entry["computed_by"] = "fleet-writer".into();
+    let keep = entry["keep_ms"].as_u64().unwrap();
+    let writer = {
+        let (mut redis, key, entry) = (redis.clone(), key.clone(), entry.to_string());
+        tokio::spawn(async move {
+            loop {
+                store(&mut redis, &key, &entry, keep).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let served = |verdict: &HealthVerdict| verdict.computed_by.as_deref() == Some("fleet-writer");
+    until(&health, served, |_| {}).await;
+    let client = Client::new();
+    let fresh = client.get(server.addr, "/health?nocache=true").await.json();
+    assert_eq!(fresh["_cache"]["hit"], "bypassed", "{fresh:#}");
+    assert_eq!(
+        health.health().computed_by,
+        None,
+        "the bypass's own verdict"
+    );
+    until(&health, served, |_| {}).await;
+    let rounds = health.stats().shared_rounds + 10;
+    support::bounded("ten more shared rounds", async {
+        while health.stats().shared_rounds < rounds {
+            let reply = client.get(server.addr, "/health").await;
+            assert_eq!(reply.status, 200, "{}", reply.text());
+            assert!(!reply.text().contains("stale"), "{}", reply.text());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    writer.abort();
+}
+
 /// A1: an entry whose shared component has been in its state "since" the year 10000 (what
 /// made the renderer panic and the monitor stop for good) is refused, and the monitor goes
 /// on: readiness keeps its rounds and answers 200.

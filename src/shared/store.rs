@@ -35,8 +35,8 @@ pub(crate) struct SharedVerdicts {
     pub(crate) expected: Arc<Expected>,
     /// What went wrong in the last round, if anything: the `shared_cache` component's state.
     problem: Arc<Mutex<Option<CheckError>>>,
-    /// The last entry refused with a warning (a hash of its bytes): one warning per entry,
-    /// not one per round that reads it again.
+    /// The last entry refused with a warning (a hash of its bytes, or of its configuration's
+    /// fingerprint): one warning per entry, not one per round that reads it again.
     warned: Arc<Mutex<Option<u64>>>,
 }
 
@@ -162,11 +162,15 @@ impl SharedVerdicts {
         }
     }
 
-    /// An entry that cannot be served: warned about once (per entry), and reported by the
+    /// An entry that cannot be served: warned about once (per entry, or per configuration
+    /// for another configuration's, whose entries change every round), and reported by the
     /// `shared_cache` component.
     fn refuse(&self, value: &[u8], refusal: &Refusal) -> Read {
         let mut hasher = DefaultHasher::new();
-        value.hash(&mut hasher);
+        match refusal {
+            Refusal::Foreign { fingerprint, .. } => fingerprint.hash(&mut hasher),
+            _ => value.hash(&mut hasher),
+        }
         let seen = hasher.finish();
         let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
         if *warned != Some(seen) {
