@@ -452,3 +452,54 @@ async fn during_a_rollout_each_process_decides_by_its_own_configuration() {
     // And the old configuration's process keeps its own answer: degraded, in rotation.
     assert_eq!(old.health().status, tower_health::Status::Degraded);
 }
+
+/// The value of the series `series` in a metrics exposition.
+fn series(exposition: &[u8], series: &str) -> u64 {
+    let text = std::str::from_utf8(exposition).unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in {text}"))
+        .parse()
+        .unwrap()
+}
+
+/// B5: each process's metrics count the health rounds it computed, those it served from the
+/// fleet's entry, and those Redis failed or the entry could not be served, apart.
+#[tokio::test]
+async fn metrics_count_computed_shared_and_failed_rounds_apart() {
+    require_postgres!();
+    require_redis!();
+    use tower_health::metrics::HealthMetrics;
+    let prefix = unique_prefix("metrics");
+    let fleet = fleet(2, &prefix, Duration::from_millis(100), |c| c).await;
+    run_rounds(&fleet, 20).await;
+    let computed = r#"tower_health_rounds_total{round="health",source="computed"}"#;
+    let shared = r#"tower_health_rounds_total{round="health",source="shared"}"#;
+    let errors = "tower_health_shared_cache_errors_total";
+    let metrics: Vec<_> = fleet
+        .iter()
+        .map(|p| HealthMetrics::new(&p.health))
+        .collect();
+    let metric =
+        |name: &str| -> u64 { metrics.iter().map(|m| series(&m.exposition(), name)).sum() };
+    let stats = |count: fn(&MonitorStats) -> u64| total(&fleet, count);
+    assert!(metric(computed) > 0 && metric(shared) > 0);
+    assert_eq!(metric(computed), stats(|s| s.health_rounds));
+    assert_eq!(metric(shared), stats(|s| s.shared_rounds));
+    assert_eq!(metric(errors), 0);
+    // An entry that cannot be served: counted as such, by the process that read it.
+    let key = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(&prefix)
+        .entry_key();
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut redis = support::bounded("connecting", client.get_multiplexed_async_connection())
+        .await
+        .unwrap();
+    let _: () = redis::AsyncCommands::set(&mut redis, &key, "garbage")
+        .await
+        .unwrap();
+    let counted = eventually(LIMIT, || async { stats(|s| s.shared_cache_errors) > 0 }).await;
+    assert!(counted, "no shared cache error counted");
+    assert_eq!(metric(errors), stats(|s| s.shared_cache_errors));
+}

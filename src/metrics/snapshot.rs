@@ -20,7 +20,14 @@ pub(super) struct Snapshot {
     /// Whether each verdict is past its staleness bound, whatever the drain says.
     pub(super) stale: Stale,
     pub(super) readiness_rounds: u64,
+    /// Health rounds that ran the checks here.
     pub(super) health_rounds: u64,
+    /// Health rounds that served the fleet's shared entry.
+    pub(super) shared_rounds: u64,
+    /// Health rounds in which Redis failed or the entry could not be served.
+    pub(super) shared_cache_errors: u64,
+    pub(super) readiness_round_panics: u64,
+    pub(super) health_round_panics: u64,
     pub(super) fresh_rounds: u64,
     pub(super) readiness_round: Duration,
     pub(super) health_round: Duration,
@@ -67,6 +74,10 @@ impl Snapshot {
             stale,
             readiness_rounds: count(&counters.readiness_rounds),
             health_rounds: count(&counters.health_rounds),
+            shared_rounds: count(&counters.shared_rounds),
+            shared_cache_errors: count(&counters.shared_cache_errors),
+            readiness_round_panics: count(&counters.readiness_round_panics),
+            health_round_panics: count(&counters.health_round_panics),
             fresh_rounds: count(&counters.fresh_rounds),
             readiness_round: Duration::from_nanos(count(&counters.readiness_round_nanos)),
             health_round: Duration::from_nanos(count(&counters.health_round_nanos)),

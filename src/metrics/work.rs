@@ -47,14 +47,6 @@ pub(super) fn encode(snapshot: &Snapshot, encoder: &mut DescriptorEncoder<'_>) -
         verdicts.map(|(verdict, _, stale)| ([("verdict", verdict)], stale)),
     )?;
 
-    let rounds = [
-        (
-            "readiness",
-            snapshot.readiness_round,
-            snapshot.readiness_rounds,
-        ),
-        ("health", snapshot.health_round, snapshot.health_rounds),
-    ];
     family(
         encoder,
         "tower_health_round_duration",
@@ -62,7 +54,10 @@ pub(super) fn encode(snapshot: &Snapshot, encoder: &mut DescriptorEncoder<'_>) -
         Some(&Unit::Seconds),
         MetricType::Gauge,
         |metric| {
-            for (round, took, _) in rounds {
+            for (round, took) in [
+                ("readiness", snapshot.readiness_round),
+                ("health", snapshot.health_round),
+            ] {
                 metric
                     .encode_family(&[("round", round)])?
                     .encode_gauge(&took.as_secs_f64())?;
@@ -73,8 +68,31 @@ pub(super) fn encode(snapshot: &Snapshot, encoder: &mut DescriptorEncoder<'_>) -
     counters(
         encoder,
         "tower_health_rounds",
-        "Rounds completed",
-        rounds.map(|(round, _, count)| ([("round", round)], count)),
+        "Rounds completed: their checks run here (computed), or the fleet's entry served (shared)",
+        [
+            ("readiness", "computed", snapshot.readiness_rounds),
+            ("health", "computed", snapshot.health_rounds),
+            ("health", "shared", snapshot.shared_rounds),
+        ]
+        .map(|(round, source, count)| ([("round", round), ("source", source)], count)),
+    )?;
+    counters(
+        encoder,
+        "tower_health_round_panics",
+        "Rounds that panicked: reported as failed, and the next round run",
+        [
+            ("readiness", snapshot.readiness_round_panics),
+            ("health", snapshot.health_round_panics),
+        ]
+        .map(|(round, count)| ([("round", round)], count)),
+    )?;
+    family(
+        encoder,
+        "tower_health_shared_cache_errors",
+        "Health rounds in which Redis failed or the shared entry could not be served",
+        None,
+        MetricType::Counter,
+        |metric| metric.encode_counter::<NoLabelSet, _, u64>(&snapshot.shared_cache_errors, None),
     )?;
     // Summed by name and category: a database and a component may share a name.
     let mut failures = BTreeMap::new();

@@ -210,10 +210,18 @@ tower_health_verdict_stale{verdict="pool"} 0
 # UNIT tower_health_round_duration_seconds seconds
 tower_health_round_duration_seconds{round="readiness"} T
 tower_health_round_duration_seconds{round="health"} T
-# HELP tower_health_rounds Rounds completed
+# HELP tower_health_rounds Rounds completed: their checks run here (computed), or the fleet's entry served (shared)
 # TYPE tower_health_rounds counter
-tower_health_rounds_total{round="readiness"} 1
-tower_health_rounds_total{round="health"} 1
+tower_health_rounds_total{round="readiness",source="computed"} 1
+tower_health_rounds_total{round="health",source="computed"} 1
+tower_health_rounds_total{round="health",source="shared"} 0
+# HELP tower_health_round_panics Rounds that panicked: reported as failed, and the next round run
+# TYPE tower_health_round_panics counter
+tower_health_round_panics_total{round="readiness"} 0
+tower_health_round_panics_total{round="health"} 0
+# HELP tower_health_shared_cache_errors Health rounds in which Redis failed or the shared entry could not be served
+# TYPE tower_health_shared_cache_errors counter
+tower_health_shared_cache_errors_total 0
 # HELP tower_health_check_failures Checks that finished with an error, by category (each check once, however many rounds waited for it)
 # TYPE tower_health_check_failures counter
 # HELP tower_health_transitions Transitions of readiness and of the health status (each one logged), the first verdict included
@@ -436,7 +444,10 @@ async fn a_thousand_scrapes_render_once_and_check_nothing() {
     assert_eq!(handle.stats(), stats, "a scrape ran a check");
     let text = String::from_utf8(first.to_vec()).unwrap();
     assert_eq!(
-        value(&text, "tower_health_rounds_total{round=\"readiness\"}"),
+        value(
+            &text,
+            "tower_health_rounds_total{round=\"readiness\",source=\"computed\"}"
+        ),
         "2"
     );
 }

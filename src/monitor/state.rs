@@ -262,6 +262,9 @@ impl MonitorState {
             readiness_rounds: self.counters.readiness_rounds.load(Ordering::Relaxed),
             health_rounds: self.counters.health_rounds.load(Ordering::Relaxed),
             shared_rounds: self.counters.shared_rounds.load(Ordering::Relaxed),
+            shared_cache_errors: self.counters.shared_cache_errors.load(Ordering::Relaxed),
+            panicked_rounds: self.counters.readiness_round_panics.load(Ordering::Relaxed)
+                + self.counters.health_round_panics.load(Ordering::Relaxed),
             fresh_rounds: self.counters.fresh_rounds.load(Ordering::Relaxed),
             checks_started: self.slots.iter().map(CheckSlot::checks_started).sum(),
             component_checks_started: self

@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::state::Counters;
+use crate::check::CheckErrorKind;
 use crate::verdict::{Cause, CheckOutcome, HealthVerdict, ReadinessVerdict};
 
 pub(super) fn log_readiness_transition(
@@ -17,23 +18,120 @@ pub(super) fn log_readiness_transition(
     counters
         .readiness_transitions
         .fetch_add(1, Ordering::Relaxed);
-    let databases = current
-        .databases
-        .iter()
-        .map(|outcome| format!("{}={}", outcome.name, outcome.status.database_word()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let components = current
-        .components
-        .iter()
-        .map(|report| format!("{}={}", report.name, report.status))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let held = current.held.as_deref().unwrap_or_default();
+    let databases = listed(
+        current
+            .databases
+            .iter()
+            .map(|outcome| format!("{}={}", outcome.name, outcome.status.database_word())),
+    );
+    let components = listed(
+        current
+            .components
+            .iter()
+            .map(|report| format!("{}={}", report.name, report.status)),
+    );
     if current.ready {
-        tracing::info!(question = "readiness", %databases, %components, "readiness is now ready");
-    } else {
-        tracing::warn!(question = "readiness", %databases, %components, %held, "readiness is now not_ready");
+        tracing::info!(
+            question = "readiness",
+            databases,
+            components,
+            "readiness is now ready"
+        );
+        return;
+    }
+    // Fields that would be empty are left out (`None` records nothing).
+    let cause = ReadinessCause::of(current);
+    tracing::warn!(
+        question = "readiness",
+        cause = %cause.subject,
+        kind = cause.kind,
+        error = cause.error.as_deref(),
+        target = cause.target,
+        held = current.held.as_deref(),
+        databases,
+        components,
+        "readiness is now not_ready"
+    );
+}
+
+/// Names joined by commas; `None` for none.
+fn listed(names: impl Iterator<Item = String>) -> Option<String> {
+    let names: Vec<String> = names.collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// What readiness failed on, for the transition line: what, the category of its error, the
+/// error itself (redacted, as every error is) and what it connects to.
+#[derive(Debug, PartialEq, Eq)]
+struct ReadinessCause<'a> {
+    subject: String,
+    kind: Option<&'static str>,
+    error: Option<String>,
+    target: Option<&'a str>,
+}
+
+impl<'a> ReadinessCause<'a> {
+    /// The headline cause of a verdict that is not ready: an operator's hold, else the
+    /// first critical database that did not pass, else the first component that gates
+    /// readiness and is in trouble, else the verdict's own reason (no round, a round that
+    /// panicked).
+    fn of(verdict: &'a ReadinessVerdict) -> Self {
+        if let Some(reason) = &verdict.held {
+            return Self {
+                subject: format!("held by the operator: {reason}"),
+                kind: None,
+                error: None,
+                target: None,
+            };
+        }
+        let database = verdict
+            .databases
+            .iter()
+            .find(|outcome| outcome.critical && !outcome.passed());
+        if let Some(outcome) = database {
+            return Self::outcome(
+                format!(
+                    "database {} is {}",
+                    outcome.name,
+                    outcome.status.database_word()
+                ),
+                outcome,
+            );
+        }
+        let component = verdict
+            .components
+            .iter()
+            .find(|report| report.status.is_in_trouble());
+        if let Some(report) = component {
+            let subject = format!("component {} is {}", report.name, report.status);
+            return match &report.outcome {
+                Some(outcome) => Self {
+                    target: report.shown_target(),
+                    ..Self::outcome(subject, outcome)
+                },
+                None => Self {
+                    subject,
+                    kind: None,
+                    error: None,
+                    target: report.shown_target(),
+                },
+            };
+        }
+        Self {
+            subject: verdict.reason.unwrap_or("not ready").to_owned(),
+            kind: None,
+            error: None,
+            target: None,
+        }
+    }
+
+    fn outcome(subject: String, outcome: &'a CheckOutcome) -> Self {
+        Self {
+            subject,
+            kind: outcome.error_kind().map(CheckErrorKind::as_str),
+            error: outcome.error_or_detail(),
+            target: outcome.target.as_deref(),
+        }
     }
 }
 
@@ -72,4 +170,105 @@ pub(super) fn log_health_transition(
     .unwrap_or_default();
     let causes = current.causes.len();
     tracing::warn!(question = "health", %from, %to, %reason, %subject, %error, causes, "health status changed");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::check::CheckError;
+    use crate::component::UnknownComponents;
+    use crate::config::FailDirection;
+    use crate::verdict::CheckStatus;
+
+    /// The lines `log` writes.
+    fn logged(log: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, log);
+        String::from_utf8(lines.0.lock().unwrap().clone()).unwrap()
+    }
+
+    fn readiness(outcomes: Vec<CheckOutcome>, held: Option<&str>) -> ReadinessVerdict {
+        ReadinessVerdict::from_outcomes(
+            outcomes,
+            Vec::new(),
+            FailDirection::NotReady,
+            UnknownComponents::Ignored,
+            SystemTime::now(),
+            held.map(Arc::from),
+        )
+    }
+
+    fn outcome(name: &str, error: Option<CheckError>) -> CheckOutcome {
+        CheckOutcome {
+            name: name.into(),
+            status: if error.is_some() {
+                CheckStatus::Failed
+            } else {
+                CheckStatus::Passed
+            },
+            elapsed: Duration::from_millis(2),
+            running_for: None,
+            error,
+            detail: None,
+            critical: true,
+            target: Some("db.internal:5432/app".into()),
+            details: None,
+        }
+    }
+
+    #[test]
+    fn a_readiness_transition_names_its_cause() {
+        let counters = Counters::default();
+        let ready = readiness(vec![outcome("default", None)], None);
+        let refused = CheckError::new(
+            CheckErrorKind::Refused,
+            "connecting to postgres://app:hunter2@db.internal/app: Connection refused",
+        );
+        let down = readiness(vec![outcome("default", Some(refused))], None);
+        let line = logged(|| log_readiness_transition(&counters, &ready, &down));
+        assert!(line.contains("readiness is now not_ready"), "{line}");
+        assert!(
+            line.contains("cause=database default is not_ready"),
+            "{line}"
+        );
+        assert!(line.contains("kind=\"refused\""), "{line}");
+        assert!(line.contains("Connection refused"), "{line}");
+        assert!(line.contains("target=\"db.internal:5432/app\""), "{line}");
+        assert!(!line.contains("hunter2"), "{line}");
+        // Empty fields are left out.
+        assert!(!line.contains("held="), "{line}");
+        assert!(!line.contains("components="), "{line}");
+
+        let held = readiness(vec![outcome("default", None)], Some("maintenance"));
+        let line = logged(|| log_readiness_transition(&counters, &ready, &held));
+        assert!(
+            line.contains("cause=held by the operator: maintenance"),
+            "{line}"
+        );
+        assert!(!line.contains("kind="), "{line}");
+        assert!(!line.contains("error="), "{line}");
+
+        let line = logged(|| log_readiness_transition(&counters, &down, &ready));
+        assert!(line.contains("readiness is now ready"), "{line}");
+        assert!(!line.contains("cause="), "{line}");
+    }
 }

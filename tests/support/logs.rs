@@ -24,10 +24,8 @@ impl Captured {
             .with_ansi(false)
             .with_max_level(tracing::Level::WARN)
             .finish();
-        (
-            captured.clone(),
-            tracing::subscriber::set_default(subscriber),
-        )
+        let guard = tracing::subscriber::set_default(subscriber);
+        (captured, guard)
     }
 
     /// The lines captured so far.
