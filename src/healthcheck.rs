@@ -47,7 +47,8 @@ const MAX_STATUS_LINE: usize = 1024;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum HealthcheckError {
-    /// The URL is not `http://host:port/path` (`https://` is not spoken: probe loopback).
+    /// The URL is not `http://host:port/path` (`https://` is not spoken: probe loopback);
+    /// the URL as given, [redacted](crate::redact).
     Url(String),
     /// No answer within the timeout.
     TimedOut(Duration),
@@ -100,15 +101,20 @@ pub fn run(url: &str, timeout: Duration) -> ExitCode {
         Ok(runtime) => runtime.block_on(check(url, timeout)),
         Err(error) => Err(HealthcheckError::Io(error)),
     };
+    eprintln!("{}", outcome_line(url, &outcome));
     match outcome {
-        Ok(status) => {
-            eprintln!("healthy: {url} answered {status}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("unhealthy: {url}: {error}");
-            ExitCode::FAILURE
-        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+/// The line [`run`] writes: the URL redacted, since the line ends up in the container's
+/// health log (`docker inspect`), which is no place for a query's credentials.
+fn outcome_line(url: &str, outcome: &Result<u16, HealthcheckError>) -> String {
+    let url = crate::redact(url);
+    match outcome {
+        Ok(status) => format!("healthy: {url} answered {status}"),
+        Err(error) => format!("unhealthy: {url}: {error}"),
     }
 }
 
@@ -145,7 +151,7 @@ pub async fn check(url: &str, timeout: Duration) -> Result<u16, HealthcheckError
 
 /// `host:port` and the path (with its query) of an `http://` URL.
 fn split_url(url: &str) -> Result<(&str, &str), HealthcheckError> {
-    let invalid = || HealthcheckError::Url(url.to_owned());
+    let invalid = || HealthcheckError::Url(crate::redact(url));
     let rest = url.strip_prefix("http://").ok_or_else(invalid)?;
     let (authority, path) = match rest.find('/') {
         Some(slash) => rest.split_at(slash),
@@ -212,6 +218,20 @@ mod tests {
         ] {
             assert!(split_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_url_is_shown_redacted() {
+        let url = "http://127.0.0.1:8080/health/ready?access_token=hunter2";
+        assert_eq!(
+            outcome_line(url, &Ok(200)),
+            "healthy: http://127.0.0.1:8080/health/ready?access_token=*** answered 200"
+        );
+        let refused = Err(HealthcheckError::Status(503));
+        assert!(!outcome_line(url, &refused).contains("hunter2"));
+        let no_port = "http://localhost/health?access_token=hunter2";
+        let invalid = split_url(no_port).unwrap_err();
+        assert!(!outcome_line(no_port, &Err(invalid)).contains("hunter2"));
     }
 
     /// A server that answers every connection with `answer`, or never when `None`.

@@ -1,17 +1,26 @@
-/// Masks the secrets in a message about a database: the password of every URL
-/// (`postgres://user:secret@host` becomes `postgres://user:***@host`), every `password=`
-/// setting of a key-value connection string (`sentinelPassword=` in a Redis Sentinel URL
-/// too), a URL's `pass=` parameter (`redis+unix:///redis.sock?pass=secret`), and what sits
-/// between a `:` and an `@` in a word that is no well-formed URL (`http:/user:secret@host`,
-/// a mistyped one, becomes `http:***@host`).
+/// Masks the secrets in a message about a database or a dependency: the password of every
+/// URL (`postgres://user:secret@host` becomes `postgres://user:***@host`), the value of every
+/// query parameter (`https://api.example/health?access_token=X&api_key=Y` becomes
+/// `https://api.example/health?access_token=***&api_key=***`), every `password=` setting of a
+/// key-value connection string, and what sits between a `:` and an `@` in a word that is no
+/// well-formed URL (`http:/user:secret@host`, a mistyped one, becomes `http:***@host`).
 ///
-/// [`CheckError`](crate::check::CheckError) applies it to every message; use it on anything else that
-/// may carry a connection string, such as your own log lines.
+/// [`CheckError`](crate::check::CheckError) applies it to every message, and the monitor to
+/// every target; use it on anything else that may carry a connection string or a URL, such as
+/// your own log lines.
+///
+/// A query is what follows a `?` in a word (no whitespace) that holds a `/`, a `:` or an `=`
+/// (a URL, a mistyped one, a path, `redis.sock?pass=..`), up to a `#` or the end of the word.
+/// Every parameter keeps its key, so that a target still says what is checked; its value, up
+/// to the next `&`, is masked, whatever it holds (a closing quote or bracket glued to it too);
+/// an empty value stays empty. A parameter without `=` is masked whole: an API key may be
+/// passed as `?KEY`. A `?` after the fragment's `#` starts another query.
 ///
 /// It reads text, not a parsed URL, so it masks generously (a later `user@host` in the same
 /// message may be masked with a password); the one password it may mask only in part is a
 /// URL password that itself holds `://` after a delimiter, which reads as a second URL.
-/// Passwords with reserved characters belong percent-encoded in a URL anyway.
+/// Passwords and query values with reserved characters or spaces belong percent-encoded in a
+/// URL anyway (a value that runs past a space is masked up to it only).
 ///
 /// ```
 /// use tower_health::redact;
@@ -20,40 +29,70 @@
 ///     redact("postgres://app:hunter2@db:5432/app"),
 ///     "postgres://app:***@db:5432/app",
 /// );
+/// assert_eq!(
+///     redact("GET https://api.example/health?access_token=X&api_key=Y failed"),
+///     "GET https://api.example/health?access_token=***&api_key=*** failed",
+/// );
 /// assert_eq!(redact("host=db password='hunter 2' user=app"), "host=db password=*** user=app");
 /// ```
 #[must_use]
 pub fn redact(message: &str) -> String {
-    mask_userinfo(&mask_key_value_passwords(&mask_query_passwords(
+    mask_query_values(&mask_userinfo(&mask_key_value_passwords(
         &mask_url_passwords(message),
     )))
 }
 
-/// Masks the value of a URL's `pass` parameter (`?pass=` or `&pass=`), up to the next
-/// parameter, fragment or whitespace: the `redis` crate reads a password there.
-fn mask_query_passwords(message: &str) -> String {
-    const KEY: &str = "pass=";
-    let lower = message.to_ascii_lowercase();
+/// Masks the value of every query parameter, in each whitespace-separated word that holds a
+/// `/`, a `:` or an `=`: see [`redact`] for the rules. Runs after the passwords are masked, so
+/// that a `?` in a password is not taken for the start of a query (which would mask only the
+/// password's end).
+fn mask_query_values(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
-    let mut copied = 0;
-    let mut search_from = 0;
-    while let Some(found) = lower[search_from..].find(KEY) {
-        let key_start = search_from + found;
-        let value_start = key_start + KEY.len();
-        search_from = value_start;
-        if !matches!(message[..key_start].chars().next_back(), Some('?' | '&')) {
-            continue;
-        }
-        let value_len = message[value_start..]
-            .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
-            .unwrap_or(message.len() - value_start);
-        out.push_str(&message[copied..value_start]);
-        out.push_str(MASK);
-        copied = value_start + value_len;
-        search_from = copied;
+    let mut rest = message;
+    while !rest.is_empty() {
+        let word_start = rest
+            .find(|c: char| !c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..word_start]);
+        rest = &rest[word_start..];
+        let word_len = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        push_with_masked_queries(&rest[..word_len], &mut out);
+        rest = &rest[word_len..];
     }
-    out.push_str(&message[copied..]);
     out
+}
+
+/// Pushes `word` onto `out` with the values of its queries masked.
+fn push_with_masked_queries(word: &str, out: &mut String) {
+    // `what?` or `"?"` in prose is no query.
+    if !word.contains(['/', ':', '=']) {
+        out.push_str(word);
+        return;
+    }
+    let mut rest = word;
+    while let Some(question) = rest.find('?') {
+        out.push_str(&rest[..=question]);
+        rest = &rest[question + 1..];
+        let query_len = rest.find('#').unwrap_or(rest.len());
+        for (index, parameter) in rest[..query_len].split('&').enumerate() {
+            if index > 0 {
+                out.push('&');
+            }
+            match parameter.split_once('=') {
+                Some((key, value)) => {
+                    out.push_str(key);
+                    out.push('=');
+                    if !value.is_empty() {
+                        out.push_str(MASK);
+                    }
+                }
+                None if parameter.is_empty() => {}
+                None => out.push_str(MASK),
+            }
+        }
+        rest = &rest[query_len..];
+    }
+    out.push_str(rest);
 }
 
 const MASK: &str = "***";
@@ -260,7 +299,7 @@ mod tests {
     fn masks_url_passwords_and_keeps_the_rest() {
         assert_eq!(
             redact("error connecting to postgresql://u:p%40ss@h:1/db?sslmode=disable failed"),
-            "error connecting to postgresql://u:***@h:1/db?sslmode=disable failed"
+            "error connecting to postgresql://u:***@h:1/db?sslmode=*** failed"
         );
         assert_eq!(redact("postgres://user@host/db"), "postgres://user@host/db");
         assert_eq!(redact("postgres://host/db"), "postgres://host/db");
@@ -330,22 +369,65 @@ mod tests {
             ("redis://cache:6379/0", "redis://cache:6379/0"),
             (
                 "redis+unix:///run/redis.sock?db=2&PASS=hunter2&user=app",
-                "redis+unix:///run/redis.sock?db=2&PASS=***&user=app",
+                "redis+unix:///run/redis.sock?db=***&PASS=***&user=***",
             ),
             (
                 "unix:///run/redis.sock?pass=hunter2 refused",
                 "unix:///run/redis.sock?pass=*** refused",
             ),
             (
-                "https://h/?bypass=1&compass=n",
-                "https://h/?bypass=1&compass=n",
-            ),
-            (
                 "redis-sentinel://app:hunter2@s1?sentinelServiceName=m&sentinelPassword=sesame",
-                "redis-sentinel://app:***@s1?sentinelServiceName=m&sentinelPassword=***",
+                "redis-sentinel://app:***@s1?sentinelServiceName=***&sentinelPassword=***",
             ),
         ] {
             assert_eq!(redact(message), masked, "{message}");
+        }
+    }
+
+    #[test]
+    fn masks_every_query_value_and_keeps_the_keys() {
+        for (message, masked) in [
+            // Issue 21: an API's credentials in the query of a component's URL.
+            (
+                "https://api.example/health?access_token=X&api_key=Y",
+                "https://api.example/health?access_token=***&api_key=***",
+            ),
+            (
+                "GET http://h:8080/v1/status?verbose=1&token=abc#top failed",
+                "GET http://h:8080/v1/status?verbose=***&token=***#top failed",
+            ),
+            // No `=`: masked whole. Empty: nothing to mask.
+            ("https://h/?KEY123&a=", "https://h/?***&a="),
+            ("https://h/?&&a=1", "https://h/?&&a=***"),
+            ("https://h/path?", "https://h/path?"),
+            // What a value holds, up to the next `&`, `#` or whitespace: quotes, `?`, `=`.
+            ("'https://h/?t=x'y'", "'https://h/?t=***"),
+            ("https://h/?next=/a?b=c&t=s3", "https://h/?next=***&t=***"),
+            ("https://h/?t=a=b", "https://h/?t=***"),
+            // A query in the fragment, a URL glued after another, a mistyped URL, a path.
+            ("https://h/#/route?token=s3", "https://h/#/route?token=***"),
+            ("a=http://h/?x=1,b=http://i/?t=s3", "a=http://h/?x=***"),
+            (
+                "htps:/api.example/?api_key=s3",
+                "htps:/api.example/?api_key=***",
+            ),
+            (
+                "GET /health?access_token=s3 HTTP/1.1",
+                "GET /health?access_token=*** HTTP/1.1",
+            ),
+            (
+                "unix:///run/redis.sock?pass=hunter2 refused",
+                "unix:///run/redis.sock?pass=*** refused",
+            ),
+            ("redis.sock?pass=hunter2", "redis.sock?pass=***"),
+            // A password holding `?` is masked as a password first.
+            ("postgres://u:p?w@h/db?t=s3", "postgres://u:***@h/db?t=***"),
+        ] {
+            assert_eq!(redact(message), masked, "{message}");
+        }
+        // A `?` in prose is no query.
+        for message in ["what? no", "is it \"?\" here", "really?!", "2xx?"] {
+            assert_eq!(redact(message), message);
         }
     }
 

@@ -502,3 +502,209 @@ async fn a_hand_written_component_reports_its_target_and_details_where_details_a
         }
     }
 }
+
+/// Credentials in a URL's query string (issue 21): `component::Http` targets with
+/// `?access_token=..&api_key=..`, one built in code (shared through Redis) and one declared by
+/// an operator, and a check error that quotes such a URL, show in no body at any detail level
+/// (the application's port and the admin server's), in no log line, in no metric and not in
+/// the shared entry in Redis. Their keys stay: the target still says what is checked.
+#[cfg(all(
+    feature = "http-check",
+    feature = "redis",
+    feature = "admin",
+    feature = "metrics"
+))]
+#[tokio::test]
+async fn query_string_credentials_show_in_no_body_log_metric_or_shared_entry() {
+    use support::redis_server::{redis_url, unique_prefix};
+    use tower_health::admin::{AdminConfig, AdminServer};
+    use tower_health::component::Http;
+    use tower_health::shared::SharedCache;
+
+    require_postgres!();
+    require_redis!();
+    const TOKEN: &str = "Query-Token-5b1e8d";
+    const API_KEY: &str = "Query-Key-93c0aa";
+    const ENV_KEY: &str = "Query-Env-Key-47f2c1";
+    const ERROR_TOKEN: &str = "Query-Error-Token-e60d3b";
+    const SECRETS: [&str; 4] = [TOKEN, API_KEY, ENV_KEY, ERROR_TOKEN];
+    const VIEWER: &str = "viewer-key-0123456789abcdef";
+    // Every log line of this test's thread (the current-thread runtime runs the monitor's
+    // tasks on it), the crate's at TRACE.
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("info,tower_health=trace")
+        .with_ansi(false)
+        .with_writer({
+            let logs = logs.clone();
+            move || logs.clone()
+        })
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+
+    let dependency = serve(app()).await;
+    let payments = format!(
+        "http://{}/health?access_token={TOKEN}&api_key={API_KEY}",
+        dependency.addr
+    );
+    let search = format!("http://{}/status?api_key={ENV_KEY}", dependency.addr);
+    let billing = component::from_fn(|| async {
+        Err::<(), _>(CheckError::new(
+            CheckErrorKind::Other,
+            format!(
+                "GET https://billing.internal/v1/health?access_token={ERROR_TOKEN} answered 503"
+            ),
+        ))
+    });
+    let prefix = unique_prefix("query-credentials");
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(&prefix);
+    let entry_key = cache.entry_key();
+    let settings = HealthConfig::from_vars([("TOWER_HEALTH_HTTP_SEARCH", search.as_str())])
+        .unwrap()
+        .readiness_interval(Duration::from_millis(100))
+        .health_interval(Duration::from_millis(200))
+        .readiness_timeout(Duration::from_millis(300))
+        .database("default", postgres(&pg_url()))
+        .unwrap()
+        .component(ComponentSpec::new("payments", Http::new(&payments).unwrap()).shared(true))
+        .component(ComponentSpec::new("billing", billing).shared(true))
+        .shared_cache(cache);
+    let health = HealthMonitor::spawn(settings);
+    first_rounds(&health).await;
+
+    // The shared entry, once it holds both shared components' results.
+    let stored = Arc::new(std::sync::Mutex::new(String::new()));
+    let written = eventually(LIMIT, || async {
+        use redis::AsyncCommands;
+        let client = redis::Client::open(redis_url()).unwrap();
+        let Ok(mut redis) = client.get_multiplexed_async_connection().await else {
+            return false;
+        };
+        let entry: Option<String> = redis.get(&entry_key).await.unwrap_or_default();
+        let entry = entry.unwrap_or_default();
+        let complete = entry.contains("\"payments\"") && entry.contains("answered 503");
+        *stored.lock().unwrap() = entry;
+        complete
+    })
+    .await;
+    let stored = stored.lock().unwrap().clone();
+    assert!(written, "the entry: {stored}");
+    assert!(
+        stored.contains("/health?access_token=***&api_key=***"),
+        "the payments target is stored: {stored}"
+    );
+    let mut shown = vec![("the shared entry".to_owned(), stored)];
+
+    let keys = AccessKeys::new()
+        .operator("operator-key-0123456789abcdef")
+        .readonly(VIEWER);
+    let client = Client::new();
+    let viewer = format!("Bearer {VIEWER}");
+    let mut always = None;
+    for details in [Details::Always, Details::Authorized, Details::Never] {
+        let layer = HealthLayer::new(health.clone())
+            .details(details)
+            .access_keys(&keys);
+        let server = serve(ServiceBuilder::new().layer(layer).service(app())).await;
+        for path in ["/health", "/health/ready", "/health/live", "/health/pool"] {
+            let anonymous = client.get(server.addr, path).await.text();
+            if details == Details::Always && path == "/health" {
+                always = Some(serde_json::from_str::<serde_json::Value>(&anonymous).unwrap());
+            }
+            shown.push((format!("{details:?} {path}"), anonymous));
+            let reply = client
+                .try_get_with(server.addr, path, &[("authorization", &viewer)])
+                .await
+                .unwrap();
+            shown.push((format!("{details:?} {path}, a viewer key"), reply.text()));
+        }
+    }
+    for details in [Details::Always, Details::Never] {
+        let admin = AdminServer::new(AdminConfig::new().port(0).details(details), &health)
+            .start()
+            .await
+            .unwrap();
+        for path in ["/health", "/health/ready", "/metrics"] {
+            let body = client.get(admin.local_addr(), path).await.text();
+            shown.push((format!("admin {details:?} {path}"), body));
+        }
+    }
+    let metrics = &shown.last().unwrap().1;
+    assert!(
+        metrics.contains(r#"tower_health_component_status{component="payments""#),
+        "{metrics}"
+    );
+    let logged = logs.text();
+    assert!(
+        logged.contains("access_token=***"),
+        "the billing error is logged: {logged}"
+    );
+    shown.push(("the logs".to_owned(), logged));
+
+    // Shown where details are, with their keys and masked values.
+    let always = always.unwrap();
+    assert_eq!(
+        always["components"]["payments"]["target"],
+        format!(
+            "http://{}/health?access_token=***&api_key=***",
+            dependency.addr
+        ),
+        "{always}"
+    );
+    assert_eq!(
+        always["components"]["search"]["target"],
+        format!("http://{}/status?api_key=***", dependency.addr),
+        "{always}"
+    );
+    assert_eq!(
+        always["components"]["billing"]["error"],
+        "GET https://billing.internal/v1/health?access_token=*** answered 503",
+        "{always}"
+    );
+    for (what, text) in &shown {
+        for secret in SECRETS {
+            assert!(!text.contains(secret), "{what} shows {secret:?}: {text}");
+        }
+    }
+}
+
+/// Log lines, written by a `tracing_subscriber::fmt` subscriber, kept for a search.
+#[cfg(all(
+    feature = "http-check",
+    feature = "redis",
+    feature = "admin",
+    feature = "metrics"
+))]
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(all(
+    feature = "http-check",
+    feature = "redis",
+    feature = "admin",
+    feature = "metrics"
+))]
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[cfg(all(
+    feature = "http-check",
+    feature = "redis",
+    feature = "admin",
+    feature = "metrics"
+))]
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,7 +1,8 @@
 //! Redaction: any text is redacted without a panic, and a password put into a connection
-//! string (URL or key-value form) never survives.
+//! string (URL or key-value form) or a value put into a URL's query string never survives.
 //!
-//! Input: a selector byte, then the password (or, for selector 0, the whole text).
+//! Input: a selector byte, then the password or query value (or, for selector 0, the whole
+//! text).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -14,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(password) = std::str::from_utf8(rest) else {
         return;
     };
-    let (message, rest) = match selector % 4 {
+    let (message, rest) = match selector % 5 {
         0 => {
             let _ = redact(password);
             return;
@@ -35,6 +36,16 @@ fuzz_target!(|data: &[u8]| {
         2 => (
             format!("redis://:{password}@cache:6379/0"),
             "redis://:***@cache:6379/0".to_owned(),
+        ),
+        // A query value: it ends at whitespace, `&` or `#`, as it does in a URL.
+        3 if password
+            .contains(|c: char| c.is_whitespace() || c.is_control() || "&#".contains(c)) =>
+        {
+            return;
+        }
+        3 => (
+            format!("GET https://api.example/health?access_token={password}&api_key=x failed"),
+            "GET https://api.example/health?access_token=***&api_key=*** failed".to_owned(),
         ),
         // The key-value form, quoted as libpq quotes.
         _ => {

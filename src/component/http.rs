@@ -17,6 +17,10 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 /// Redirects are not followed: a 3xx is trouble, named as such. The body is not read. The request is bounded
 /// by the component's timeout and the round's deadline, like every check.
 ///
+/// Its target is the URL [redacted](crate::redact): a password and every query value are
+/// masked (`https://api.example/health?access_token=***`), so credentials an API takes in its
+/// query string are sent, never shown.
+///
 /// A failure is of kind `refused`, `dns` or `timeout` when the connection could not be
 /// opened (as for `Tcp`), `tls` when the handshake failed, `closed` when the server hung up
 /// before answering, and `other` for an answer that is not 2xx: the dependency was reached
@@ -270,5 +274,11 @@ mod tests {
         assert!(Http::new("ftp://x/").is_err());
         let with_password = Http::new("http://app:hunter2@search.internal/").unwrap();
         assert!(!with_password.target().unwrap().contains("hunter2"));
+        let with_token = Http::new("http://search.internal/health?access_token=hunter2").unwrap();
+        assert_eq!(
+            with_token.target().unwrap(),
+            "http://search.internal/health?access_token=***"
+        );
+        assert!(!format!("{with_token:?}").contains("hunter2"));
     }
 }

@@ -168,6 +168,23 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_HTTP_SEARCH");
         assert!(!error.to_string().contains("hunter2"), "{error}");
+        // Credentials in the query string (issue 21), in a refused URL and an accepted one.
+        let error = HealthConfig::from_vars([(
+            "TOWER_HEALTH_HTTP_SEARCH",
+            "ftp://search.internal/health?access_token=hunter3",
+        )])
+        .unwrap_err();
+        assert_eq!(
+            error.value(),
+            "ftp://search.internal/health?access_token=***"
+        );
+        assert!(!format!("{error} {error:?}").contains("hunter3"), "{error}");
+        let config = HealthConfig::from_vars([(
+            "TOWER_HEALTH_HTTP_SEARCH",
+            "http://search.internal/health?api_key=hunter3",
+        )])
+        .unwrap();
+        assert!(!format!("{config:?}").contains("hunter3"), "{config:?}");
     }
 
     #[cfg(feature = "redis")]

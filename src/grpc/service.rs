@@ -117,7 +117,7 @@ impl Health for HealthService {
         let service = &request.get_ref().service;
         match self.status(service) {
             Some(status) => Ok(Response::new(status.into())),
-            None => Err(Status::not_found(format!("unknown service {service:?}"))),
+            None => Err(Status::not_found(unknown_service(service))),
         }
     }
 
@@ -150,6 +150,25 @@ impl Health for HealthService {
             self.shared.clone(),
             service,
         )))
+    }
+}
+
+/// The most characters of a requested name that `NOT_FOUND` echoes. A client may ask for a
+/// name of any length (up to the message size limit, 4 MiB by default), and the status
+/// message travels in the `grpc-message` header: echoed whole, a long name would make an
+/// answer of megabytes that the client's header limit refuses.
+const MAX_ECHOED_NAME: usize = 64;
+
+/// `unknown service "name"`, with a name longer than [`MAX_ECHOED_NAME`] characters cut there
+/// and followed by `...` and its length.
+fn unknown_service(service: &str) -> String {
+    match service.char_indices().nth(MAX_ECHOED_NAME) {
+        None => format!("unknown service {service:?}"),
+        Some((cut, _)) => format!(
+            "unknown service {:?}... ({} bytes)",
+            &service[..cut],
+            service.len()
+        ),
     }
 }
 

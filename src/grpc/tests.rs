@@ -262,6 +262,32 @@ async fn check_answers_not_found_and_list_every_service() {
 }
 
 #[tokio::test]
+async fn not_found_echoes_a_long_name_cut_short() {
+    let fixture = fixture(FailDirection::NotReady);
+    fixture.rounds().await;
+    let check = |service: String| {
+        fixture
+            .service
+            .check(Request::new(HealthCheckRequest { service }))
+    };
+    let short = check("nope".to_owned()).await.unwrap_err();
+    assert_eq!(short.message(), r#"unknown service "nope""#);
+    // Issue 21: a 1 MiB name came back whole, in the `grpc-message` header.
+    let long = check("é".repeat(512 * 1024)).await.unwrap_err();
+    assert_eq!(long.code(), Code::NotFound);
+    assert_eq!(
+        long.message(),
+        format!(r#"unknown service "{}"... (1048576 bytes)"#, "é".repeat(64))
+    );
+    // Exactly at the limit: whole.
+    let at_limit = check("a".repeat(64)).await.unwrap_err();
+    assert_eq!(
+        at_limit.message(),
+        format!(r#"unknown service "{}""#, "a".repeat(64))
+    );
+}
+
+#[tokio::test]
 #[should_panic(expected = "is tower-health's own")]
 async fn the_crates_names_cannot_be_set() {
     let fixture = fixture(FailDirection::NotReady);

@@ -1,5 +1,5 @@
-//! Properties of redaction: a connection string's password never survives [`redact`],
-//! whatever it holds and wherever the string sits in a message.
+//! Properties of redaction: a connection string's password and a URL's query values never
+//! survive [`redact`], whatever they hold and wherever the string sits in a message.
 
 use proptest::prelude::*;
 
@@ -14,6 +14,12 @@ fn url_password() -> impl Strategy<Value = String> {
 /// Passwords for the key-value form: anything printable, spaces included (quoted then).
 fn key_value_password() -> impl Strategy<Value = String> {
     "[ -~]{3,16}"
+}
+
+/// Query values as they reach a URL unencoded: anything printable but whitespace and the
+/// `&` and `#` that end a value.
+fn query_value() -> impl Strategy<Value = String> {
+    "[!-~--[&#]]{3,16}"
 }
 
 fn scheme() -> impl Strategy<Value = &'static str> {
@@ -88,6 +94,44 @@ proptest! {
             prop_assert!(masked(&redacted, password, &rest), "{message:?} -> {redacted:?}");
         }
         prop_assert!(!redacted.contains(&url) || rest.contains(&url));
+    }
+
+    /// The value of every query parameter of a URL (`scheme://host/path?key=value&..#..`)
+    /// never survives, and the keys stay.
+    #[test]
+    fn query_values_never_survive(
+        scheme in proptest::sample::select(vec!["http", "https", "postgres", "redis+unix"]),
+        host in "[a-z][a-z0-9.-]{0,12}",
+        path in "(/[a-z0-9_]{0,8}){0,2}",
+        parameters in proptest::collection::vec(("[a-z_]{1,12}", query_value()), 1..4),
+        fragment in "(#[a-z/]{0,8})?",
+        (before, after) in around(),
+    ) {
+        let query = |value: &dyn Fn(&str) -> String| {
+            parameters
+                .iter()
+                .map(|(key, secret)| format!("{key}={}", value(secret)))
+                .collect::<Vec<_>>()
+                .join("&")
+        };
+        let url = |query: String| format!("{scheme}://{host}{path}?{query}{fragment}");
+        let message = format!("{before}{}{after}", url(query(&|secret| secret.to_owned())));
+        let rest = format!("{before}{}{after}", url(query(&|_| "***".to_owned())));
+        let redacted = redact(&message);
+        // Masking generously may take keys with it: `password=` masks up to whitespace, and
+        // a `:` before an `@` reads as a URL password.
+        let keys_stay = parameters
+            .iter()
+            .all(|(key, secret)| !key.contains("password") && !secret.contains('@'));
+        for (key, secret) in &parameters {
+            prop_assert!(masked(&redacted, secret, &rest), "{message:?} -> {redacted:?}");
+            if keys_stay {
+                prop_assert!(
+                    redacted.contains(&format!("{key}=")),
+                    "{message:?} -> {redacted:?}"
+                );
+            }
+        }
     }
 
     /// The password of the key-value form (`host=.. password=.. user=..`, quoted as libpq
