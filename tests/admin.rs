@@ -5,7 +5,13 @@
 mod support;
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
 
 use support::raw::RawConnection;
 use support::slow_reader::SlowReader;
@@ -321,23 +327,27 @@ async fn idle_and_slow_clients_are_cut_off_while_others_are_served() {
 }
 
 #[tokio::test]
-async fn connections_beyond_the_limit_are_closed() {
-    let admin = start(AdminConfig::new().max_connections(2)).await;
+async fn at_the_limit_the_connection_idle_longest_makes_room() {
+    // No header timeout within the test: only an eviction closes an idle connection.
+    let admin = start(
+        AdminConfig::new()
+            .max_connections(2)
+            .header_timeout(Duration::from_secs(3600)),
+    )
+    .await;
     let addr = admin.local_addr();
     let mut first = RawConnection::open(addr).await;
-    let mut second = RawConnection::open(addr).await;
     assert_eq!(first.get("/liveness", &[]).await.status, 200);
+    let mut second = RawConnection::open(addr).await;
     assert_eq!(second.get("/liveness", &[]).await.status, 200);
     let mut third = RawConnection::open(addr).await;
+    assert_eq!(third.get("/liveness", &[]).await.status, 200);
     assert!(
-        third.closed_within(support::LIMIT).await,
-        "a third connection was kept"
+        first.closed_within(support::LIMIT).await,
+        "the connection idle longest was kept"
     );
-    drop((first, second));
-    assert!(
-        probe_answered(addr).await,
-        "closed connections free their places"
-    );
+    assert_eq!(second.get("/readiness", &[]).await.status, 200);
+    assert_eq!(third.get("/readiness", &[]).await.status, 200);
 }
 
 /// Whether a new connection's `GET /liveness` is answered 200 within [`support::LIMIT`],
@@ -393,6 +403,59 @@ async fn at_the_limit_a_client_that_never_reads_makes_room() {
     let answered = probe_answered(addr).await;
     assert!(answered, "the probe was kept out");
     slow.closed_by_server().await;
+}
+
+/// Connections that send nothing and reconnect as soon as they are closed, twice as many as
+/// the server takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_clients_that_reconnect_cannot_keep_the_probes_out() {
+    const MAX: usize = 8;
+    let admin = start(AdminConfig::new().max_connections(MAX)).await;
+    let addr = admin.local_addr();
+    let connects = Arc::new(AtomicUsize::new(0));
+    let mut silent = JoinSet::new();
+    for _ in 0..2 * MAX {
+        let connects = connects.clone();
+        silent.spawn(async move {
+            loop {
+                let Ok(mut stream) = TcpStream::connect(addr).await else {
+                    tokio::task::yield_now().await;
+                    continue;
+                };
+                connects.fetch_add(1, Ordering::Relaxed);
+                // Until the server closes it (EOF or reset).
+                let _ = stream.read(&mut [0; 1]).await;
+            }
+        });
+    }
+    // Every place taken, and silent clients already closed and back.
+    let full = eventually(support::LIMIT, || async {
+        connects.load(Ordering::Relaxed) > 4 * MAX
+    })
+    .await;
+    assert!(full, "the silent clients did not get going");
+
+    let mut refused = Vec::new();
+    for (index, path) in ["/liveness", "/readiness"]
+        .iter()
+        .cycle()
+        .take(40)
+        .enumerate()
+    {
+        // One attempt each, on a fresh connection, as the kubelet does.
+        let mut probe = RawConnection::open(addr).await;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        let sent = probe.try_send_raw(request.as_bytes()).await;
+        match probe.response(false).await {
+            Some(response) if response.status == 200 => {}
+            Some(response) => refused.push(format!("probe {index} {path}: {}", response.status)),
+            None => refused.push(format!(
+                "probe {index} {path}: closed unanswered (sent: {sent})"
+            )),
+        }
+    }
+    silent.shutdown().await;
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
 }
 
 #[tokio::test]

@@ -180,11 +180,12 @@ impl AdminConfig {
         self
     }
 
-    /// The most connections served at once. When one more arrives, the connection whose
-    /// writes have waited longest on a client that does not read is closed to make room; if
-    /// none is waiting, the new connection is closed as soon as it is accepted. So clients
-    /// that stop reading cannot keep probes out, while idle and slow-sending clients are
-    /// bounded by [`header_timeout`](AdminConfig::header_timeout).
+    /// The most connections served at once. When one more arrives, one is closed to make
+    /// room: the oldest that has not sent a request head (once it has had 100 ms to), else the
+    /// one whose writes have waited longest on a client that does not read, else the one idle
+    /// longest between requests, never one whose request is being answered (the new
+    /// connection is closed when all are). So clients that connect and send nothing, or stop
+    /// reading, cannot keep probes out.
     ///
     /// Defaults to 64.
     ///

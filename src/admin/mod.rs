@@ -13,9 +13,9 @@
 //! every connection: one that stays idle or sends its request head too slowly is closed after
 //! the [header timeout](AdminConfig::header_timeout), one whose answers wait on a client that
 //! does not read them after the [write timeout](AdminConfig::write_timeout). At most
-//! [`max_connections`](AdminConfig::max_connections) are served at once; at the limit, the
-//! connection that has waited longest on a client that does not read makes room for the new
-//! one, so such clients cannot keep probes out.
+//! [`max_connections`](AdminConfig::max_connections) are served at once; at the limit, a
+//! connection that is not being answered (silent, stalled or idle) makes room for the new one,
+//! so such clients cannot keep probes out.
 //!
 //! # Safe by default
 //!
@@ -80,6 +80,7 @@
 //! means `off` on the application's port).
 
 mod config;
+mod connections;
 mod control;
 mod host;
 mod route;

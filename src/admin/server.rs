@@ -14,9 +14,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::{AbortHandle, JoinHandle, JoinSet};
+use tokio::task::{JoinHandle, JoinSet};
 
 use super::AdminConfig;
+use super::connections::{Activity, OpenConnections};
 use super::host::HostPolicy;
 use super::service::AdminState;
 use crate::config::ConfigError;
@@ -239,18 +240,30 @@ async fn serve(
                 continue;
             }
         };
-        if !open.make_room(config.max_connections) {
-            tracing::debug!("admin server: connection limit reached; closing a new connection");
+        if !open.make_room(config.max_connections).await {
+            tracing::debug!(
+                "admin server: connection limit reached and every connection is being answered; closing a new connection"
+            );
             continue;
         }
         let _ = stream.set_nodelay(true);
         let stall = Arc::new(StallWatch::default());
         let io = WriteTimeout::new(stream, config.write_timeout).watched(stall.clone());
-        let state = state.clone();
-        let service = service_fn(move |request: Request<Incoming>| {
-            let response = state.handle(&request);
-            async move { Ok::<_, Infallible>(response.await) }
-        });
+        let activity = Arc::new(Activity::new());
+        let service = {
+            let state = state.clone();
+            let activity = activity.clone();
+            service_fn(move |request: Request<Incoming>| {
+                // From a complete head to a ready answer, the connection keeps its place.
+                let answering = activity.answering();
+                let response = state.handle(&request);
+                async move {
+                    let response = response.await;
+                    drop(answering);
+                    Ok::<_, Infallible>(response)
+                }
+            })
+        };
         // Pipelining depth is bounded in bytes, not requests: hyper reads ahead at most
         // `max_buf_size` and makes the next answer only once the previous one is flushed
         // (`pipeline_flush` stays off, which would let answers pile up unflushed). A client
@@ -267,7 +280,7 @@ async fn serve(
                 tracing::debug!(%error, "admin server: connection ended with an error");
             }
         });
-        open.push(task, stall);
+        open.push(task, activity, stall);
     }
     drop(listener);
     if tokio::time::timeout(CLOSE_GRACE, graceful.shutdown())
@@ -281,42 +294,4 @@ async fn serve(
     }
     connections.shutdown().await;
     tracing::info!("admin server closed");
-}
-
-/// The connections being served, and how long each one's writes have been waiting.
-#[derive(Default)]
-struct OpenConnections(Vec<(AbortHandle, Arc<StallWatch>)>);
-
-impl OpenConnections {
-    fn push(&mut self, task: AbortHandle, stall: Arc<StallWatch>) {
-        self.0.push((task, stall));
-    }
-
-    /// Whether one more connection fits under `max`, after closing, if needed, the one whose
-    /// writes have waited longest on a client that does not read. Idle and slow-sending
-    /// connections are left alone: the header timeout bounds them, and closing one could cut
-    /// a request short.
-    fn make_room(&mut self, max: usize) -> bool {
-        self.0.retain(|(task, _)| !task.is_finished());
-        if self.0.len() < max {
-            return true;
-        }
-        let stalled = self
-            .0
-            .iter()
-            .enumerate()
-            .filter_map(|(index, (_, stall))| Some((index, stall.since()?)))
-            .min_by_key(|&(_, since)| since);
-        let Some((index, since)) = stalled else {
-            return false;
-        };
-        let (task, _) = self.0.swap_remove(index);
-        // Dropping the task closes the socket; its place is the new connection's from now.
-        task.abort();
-        tracing::debug!(
-            stalled_for = ?since.elapsed(),
-            "admin server: connection limit reached; closing the connection that has waited longest on a client that does not read"
-        );
-        true
-    }
 }
