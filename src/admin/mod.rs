@@ -74,11 +74,12 @@
 //!
 //! # Keys on the application's port
 //!
-//! The same keys also work on the application's port, through the layers, for what they show
-//! rather than for access: under [`Details::Authorized`](crate::Details::Authorized)
+//! The same keys also work on the application's port, through the layers: under
+//! [`Details::Authorized`](crate::Details::Authorized)
 //! ([`HealthLayer::details`](crate::HealthLayer::details)), holders of a key see the details
-//! and others the statuses only; under [`NoCache::Authorized`](crate::NoCache::Authorized),
-//! only they may bypass the cache. The layers' keys are the monitor's
+//! and others the statuses only (and only holders get the layer's opt-in metrics path, others
+//! 401); under [`NoCache::Authorized`](crate::NoCache::Authorized), only they may bypass the
+//! cache. The layers' keys are the monitor's
 //! ([`HealthConfig::access_keys`](crate::HealthConfig::access_keys), read by `from_env` from
 //! the same variables as this server's) unless
 //! [`HealthLayer::access_keys`](crate::HealthLayer::access_keys) sets others. Two things
