@@ -82,16 +82,16 @@
 //!
 //! | Name | Description | Default? |
 //! |---|---|---|
-//! | `postgres` | [`check::PostgresCheck`], through `bb8` and `bb8-postgres` | Yes |
+//! | `postgres` | `check::PostgresCheck`, through `bb8` and `bb8-postgres` | Yes |
 //! | `admin` | `admin::AdminServer`: the probes on a loopback port, with keys (hyper) | No |
-//! | `deadpool` | [`check::DeadpoolCheck`]: PostgreSQL beside a `deadpool-postgres` pool | No |
-//! | `sqlx-0-8` | [`check::sqlx_0_8::SqlxCheck`]: PostgreSQL beside an sqlx 0.8 `PgPool` | No |
-//! | `sqlx-0-9` | [`check::sqlx_0_9::SqlxCheck`]: PostgreSQL beside an sqlx 0.9 `PgPool` (Rust 1.94) | No |
-//! | `disk` | [`component::DiskSpace`]: free space where the application writes (fs4) | No |
-//! | `http-check` | [`component::Http`]: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
-//! | `tcp` | [`component::Tcp`]: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
+//! | `deadpool` | `check::DeadpoolCheck`: PostgreSQL beside a `deadpool-postgres` pool | No |
+//! | `sqlx-0-8` | `check::sqlx_0_8::SqlxCheck`: PostgreSQL beside an sqlx 0.8 `PgPool` | No |
+//! | `sqlx-0-9` | `check::sqlx_0_9::SqlxCheck`: PostgreSQL beside an sqlx 0.9 `PgPool` (Rust 1.94) | No |
+//! | `disk` | `component::DiskSpace`: free space where the application writes (fs4) | No |
+//! | `http-check` | `component::Http`: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
+//! | `tcp` | `component::Tcp`: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
 //! | `rustls` | TLS for the backends that are on, without turning any on: PostgreSQL's `sslmode=require`, `verify-ca`, `verify-full` (with `postgres`); `https://` for `component::Http` (with `http-check`); `rediss://` (with `redis`) | No |
-//! | `redis` | [`component::Redis`] (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, [`shared::SharedCache`] (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
+//! | `redis` | `component::Redis` (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, `shared::SharedCache` (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
 //! | `redis-cluster` | Redis Cluster for both: `redis-cluster://` URLs (implies `redis`) | No |
 //! | `redis-sentinel` | Redis Sentinel for both: `redis-sentinel://` URLs, following failovers (implies `redis`) | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |

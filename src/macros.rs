@@ -30,9 +30,15 @@ macro_rules! define_env_constructors {
         ///
         /// When a variable has a value that cannot be used, or the settings do not fit
         /// together; the error names the variable and the value (never a password or a key).
+        /// In strict mode (`TOWER_HEALTH_STRICT_ENV=true`), also when a set `TOWER_HEALTH_*` or
+        /// `BALDUR_*` variable is read by no setting of this build; and wherever the admin
+        /// keys are read, when a set variable looks like a misspelt key variable
+        /// (`TOWER_HEALTH_ADMIN_KYE`). See the [environment
+        /// variables](crate::config#environment-variables).
         pub fn from_env() -> Result<Self, crate::config::ConfigError> {
             let env = crate::config::Env::from_process()?;
-            crate::config::warn_unread_variables_once(&env);
+            crate::config::log_warnings(&crate::config::unread_warnings(&env));
+            crate::config::refuse_unread_if_strict(&env)?;
             Self::from_env_snapshot(&env)
         }
 
@@ -48,7 +54,9 @@ macro_rules! define_env_constructors {
             K: Into<String>,
             V: Into<String>,
         {
-            Self::from_env_snapshot(&crate::config::Env::from_vars(vars))
+            let env = crate::config::Env::from_vars(vars);
+            crate::config::refuse_unread_if_strict(&env)?;
+            Self::from_env_snapshot(&env)
         }
     };
 }

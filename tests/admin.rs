@@ -158,6 +158,39 @@ async fn health_needs_a_key_once_one_is_configured() {
 }
 
 #[tokio::test]
+async fn a_misspelt_key_variable_stops_the_admin_server_from_starting_keyless() {
+    // `from_vars` reads as `from_env` does, from the given variables instead of the process's.
+    for (misspelt, intended) in [
+        ("TOWER_HEALTH_ADMIN_KYE", "TOWER_HEALTH_ADMIN_KEY"),
+        ("BALDUR_ADMIN_KYE", "BALDUR_ADMIN_KEY"),
+    ] {
+        let error =
+            AdminConfig::from_vars([("TOWER_HEALTH_ADMIN_PORT", "0"), (misspelt, OPERATOR)])
+                .unwrap_err();
+        assert_eq!(error.variable(), misspelt, "{error}");
+        assert!(
+            error
+                .reason()
+                .contains(&format!("did you mean {intended}?")),
+            "{error}"
+        );
+        assert!(!error.to_string().contains(OPERATOR), "{error}");
+    }
+    // Spelt right, the same variables start a server that wants the key.
+    let config = AdminConfig::from_vars([
+        ("TOWER_HEALTH_ADMIN_PORT", "0"),
+        ("TOWER_HEALTH_ADMIN_KEY", OPERATOR),
+    ])
+    .unwrap();
+    let admin = AdminServer::new(config, monitor().await)
+        .start()
+        .await
+        .unwrap();
+    let mut connection = RawConnection::open(admin.local_addr()).await;
+    assert_eq!(connection.get("/health", &[]).await.status, 401);
+}
+
+#[tokio::test]
 async fn very_long_headers_are_refused_without_harm() {
     let admin = start(keyed()).await;
     let mut long = b"Authorization: Bearer ".to_vec();

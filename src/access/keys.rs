@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::role::KeyDigests;
-use crate::config::{ConfigError, Env};
+use crate::config::{ConfigError, Env, misspelt_key};
 
 /// The shortest key accepted: 16 characters. Generate one with `openssl rand -hex 32`.
 pub const MIN_KEY_LEN: usize = 16;
@@ -23,6 +23,10 @@ struct Sourced {
 /// |---|---|---|
 /// | `TOWER_HEALTH_ADMIN_KEY` | `BALDUR_ADMIN_KEY` | operator key (at least 16 characters) |
 /// | `TOWER_HEALTH_ADMIN_READONLY_KEY` | `BALDUR_ADMIN_READONLY_KEY` | read-only (viewer) key |
+///
+/// A set variable whose name is close to one of these (`TOWER_HEALTH_ADMIN_KYE`,
+/// `BALDUR_ADMIN_KYE`) is an error at start, strict mode or not: read as no key, the typo would
+/// leave the admin server and [`Details::Authorized`](crate::Details) without keys.
 #[derive(Clone, Default)]
 #[must_use]
 pub struct AccessKeys {
@@ -81,6 +85,16 @@ impl AccessKeys {
     define_env_constructors!("the [type docs](AccessKeys)");
 
     pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
+        // Refused in every mode: a key that is not read leaves the admin server, and a layer
+        // with `Details::Authorized`, without keys (open, not closed).
+        if let Some((misspelt, intended)) = misspelt_key(env) {
+            return Err(secret_error(
+                &misspelt,
+                &format!(
+                    "not read by any setting; did you mean {intended}? (a misspelt key variable is refused: it would leave the admin keys unset)"
+                ),
+            ));
+        }
         let mut keys = Self::new();
         for (names, slot) in [
             (
@@ -167,5 +181,55 @@ impl fmt::Debug for AccessKeys {
             .field("operator", &operator.as_ref().map(|_| "<hidden>"))
             .field("readonly", &readonly.as_ref().map(|_| "<hidden>"))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "operator-key-0123456789";
+
+    #[test]
+    fn a_misspelt_key_variable_is_refused_naming_both() {
+        for (misspelt, intended) in [
+            ("TOWER_HEALTH_ADMIN_KYE", "TOWER_HEALTH_ADMIN_KEY"),
+            ("BALDUR_ADMIN_KYE", "BALDUR_ADMIN_KEY"),
+            (
+                "TOWER_HEALTH_ADMIN_READONLY_KYE",
+                "TOWER_HEALTH_ADMIN_READONLY_KEY",
+            ),
+        ] {
+            let error = AccessKeys::from_vars([(misspelt, KEY)]).unwrap_err();
+            assert_eq!(error.variable(), misspelt);
+            assert!(
+                error
+                    .reason()
+                    .contains(&format!("did you mean {intended}?")),
+                "{error}"
+            );
+            assert!(!error.to_string().contains(KEY), "{error}");
+            // Even beside a key that is read: the misspelt one was meant for something.
+            let error =
+                AccessKeys::from_vars([(misspelt, KEY), ("BALDUR_ADMIN_KEY", KEY)]).unwrap_err();
+            assert_eq!(error.variable(), misspelt);
+            // And wherever the keys are read.
+            let error = crate::HealthConfig::from_vars([(misspelt, KEY)]).unwrap_err();
+            assert_eq!(error.variable(), misspelt);
+        }
+    }
+
+    #[test]
+    fn names_far_from_a_key_leave_the_keys_alone() {
+        let keys = AccessKeys::from_vars([
+            ("TOWER_HEALTH_ADMIN_KEY", KEY),
+            // Baldur's own names, more than a typo away from its key names.
+            ("BALDUR_API_KEY", "1"),
+            ("BALDUR_ADMIN_TOKEN", "1"),
+            // Closer to another setting than to a key.
+            ("TOWER_HEALTH_ADMIN_PROT", "1"),
+        ])
+        .unwrap();
+        assert!(keys.is_enabled());
     }
 }

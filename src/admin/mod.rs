@@ -72,12 +72,19 @@
 //! startup and ping keep answering (the Python system's admin server stopped answering at
 //! once); the server closes when the drain is over.
 //!
-//! # Keys protect this port only
+//! # Keys on the application's port
 //!
-//! The operator key guards the admin server's `/health` and `?nocache=true`. The layers on
-//! the application's port have no notion of a caller: there `/health` is public, and
-//! `?nocache=true` is allowed unless [`NoCache`](crate::NoCache) says otherwise (`authorized`
-//! means `off` on the application's port).
+//! The same keys also work on the application's port, through the layers: under
+//! [`Details::Authorized`](crate::Details::Authorized)
+//! ([`HealthLayer::details`](crate::HealthLayer::details)), holders of a key see the details
+//! and others the statuses only (and only holders get the layer's opt-in metrics path, others
+//! 401); under [`NoCache::Authorized`](crate::NoCache::Authorized), only they may bypass the
+//! cache. The layers' keys are the monitor's
+//! ([`HealthConfig::access_keys`](crate::HealthConfig::access_keys), read by `from_env` from
+//! the same variables as this server's) unless
+//! [`HealthLayer::access_keys`](crate::HealthLayer::access_keys) sets others. Two things
+//! stay this server's own: on the application's port `/health` answers everyone (with details
+//! only for key holders under `authorized`), and there is no hold or release.
 
 mod config;
 mod connections;

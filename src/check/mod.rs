@@ -29,6 +29,13 @@
 //!     }
 //! }
 //! ```
+//!
+// Without its feature, `PostgresCheck` above links to the crate's feature table (a link
+// reference definition, which must not follow a paragraph line: hence the `//!` above).
+#![cfg_attr(
+    not(feature = "postgres"),
+    doc = "[`PostgresCheck`]: crate#feature-flags"
+)]
 
 #[cfg(feature = "deadpool")]
 mod deadpool;

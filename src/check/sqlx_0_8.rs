@@ -5,7 +5,10 @@
 //!
 //! # Versions
 //!
-//! The pool must come from sqlx 0.8, the sqlx this module re-exports as [`sqlx`]; a pool
+// A docs.rs link and a plain `sqlx`: an intra-doc link to another crate's item renders as
+// raw brackets when that crate's docs are not built beside (`cargo doc --no-deps`).
+//! The pool must come from [sqlx 0.8](https://docs.rs/sqlx/0.8), the sqlx this module
+//! re-exports as `sqlx`; a pool
 //! from the other line fails to compile with "multiple different versions of crate
 //! `sqlx_core`". With sqlx 0.9 in your `Cargo.toml`, use
 //! `tower_health::check::sqlx_0_9` (feature `sqlx-0-9`) instead. Both lines

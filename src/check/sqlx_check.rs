@@ -12,7 +12,7 @@ use crate::check::postgres_classify::{self, Phase};
 use crate::check::reserved::{PingFailure, Reserved, ReservedBackend};
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 
-/// A [`DatabaseCheck`] of PostgreSQL beside an `sqlx` [`PgPool`]: one ping (a `Sync`
+/// A [`DatabaseCheck`] of PostgreSQL beside an sqlx `PgPool`: one ping (a `Sync`
 /// message, one round trip) per check, on a connection of the check's own; the pool's figures
 /// (`size`, `num_idle`, its `max_connections`) are reported under `pool_info`, saturation
 /// included.

@@ -13,7 +13,7 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 ///
 /// `https://` needs the `rustls` feature (without it, such a URL is refused when built): the
 /// server's certificate is verified, chain and host name, against the Mozilla roots or the
-/// ones [`Http::root_certificates`] reads; a failed handshake is trouble of kind `tls`.
+/// ones `Http::root_certificates` reads; a failed handshake is trouble of kind `tls`.
 /// Redirects are not followed: a 3xx is trouble, named as such. The body is not read. The request is bounded
 /// by the component's timeout and the round's deadline, like every check.
 ///

@@ -73,6 +73,13 @@
 //! [`successes_before_recovery`](ComponentSpec::successes_before_recovery) successes in a
 //! row. How `unknown` counts toward the overall status is
 //! [`HealthConfig::unknown_components`](crate::HealthConfig::unknown_components).
+//!
+// Without their features, the ready-made components above link to the crate's feature table
+// (a link reference definition, which must not follow a paragraph line: hence the `//!` above).
+#![cfg_attr(not(feature = "tcp"), doc = "[`Tcp`]: crate#feature-flags")]
+#![cfg_attr(not(feature = "http-check"), doc = "[`Http`]: crate#feature-flags")]
+#![cfg_attr(not(feature = "redis"), doc = "[`Redis`]: crate#feature-flags")]
+#![cfg_attr(not(feature = "disk"), doc = "[`DiskSpace`]: crate#feature-flags")]
 
 mod check;
 #[cfg(feature = "disk")]

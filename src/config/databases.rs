@@ -20,6 +20,9 @@ const NAMED_DATABASE_PREFIX: &str = "TOWER_HEALTH_DATABASE_URL_";
 pub(crate) struct DatabaseEntry {
     pub(crate) name: Arc<str>,
     pub(crate) check: Arc<dyn DatabaseCheck>,
+    /// The environment variable that named it, if one did: what a warning names when code
+    /// replaces it.
+    pub(crate) variable: Option<String>,
 }
 
 /// A database named in the environment.
@@ -83,7 +86,13 @@ impl HealthConfig {
     pub(super) fn databases_from_env(mut self, env: &Env) -> Result<Self, ConfigError> {
         for database in database_variables(env)? {
             let check = connect(&database)?;
-            self.insert_database(database.name.into(), check);
+            let entry = DatabaseEntry {
+                name: database.name.into(),
+                check,
+                variable: Some(database.variable.to_owned()),
+            };
+            // The environment's names are distinct: nothing is replaced here.
+            let _none = self.insert_database(entry);
         }
         Ok(self)
     }

@@ -178,13 +178,17 @@ impl Env {
             .transpose()
     }
 
-    /// A boolean: `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`.
+    /// A boolean: `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`, in any case.
     pub(crate) fn flag(&self, name: &'static str) -> Result<Option<bool>, ConfigError> {
         self.first(&[name])
             .map(|(name, value)| match value.to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" | "on" => Ok(true),
                 "false" | "0" | "no" | "off" => Ok(false),
-                _ => Err(ConfigError::new(name, value, "expected true or false")),
+                _ => Err(ConfigError::new(
+                    name,
+                    value,
+                    "expected true or false (also 1/0, yes/no, on/off)",
+                )),
             })
             .transpose()
     }
@@ -379,6 +383,32 @@ mod tests {
             ["FLAG", "OWN", "SECS"]
         );
         assert_eq!(asked.prefixes.into_iter().collect::<Vec<_>>(), ["P_"]);
+    }
+
+    #[test]
+    fn flags_take_each_spelling_the_error_lists() {
+        let env = env(&[
+            ("T1", "TRUE"),
+            ("T2", "1"),
+            ("T3", "yes"),
+            ("T4", "On"),
+            ("F1", "false"),
+            ("F2", "0"),
+            ("F3", "NO"),
+            ("F4", "off"),
+            ("BAD", "y"),
+        ]);
+        for name in ["T1", "T2", "T3", "T4"] {
+            assert_eq!(env.flag(name).unwrap(), Some(true), "{name}");
+        }
+        for name in ["F1", "F2", "F3", "F4"] {
+            assert_eq!(env.flag(name).unwrap(), Some(false), "{name}");
+        }
+        let error = env.flag("BAD").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "BAD=\"y\": expected true or false (also 1/0, yes/no, on/off)"
+        );
     }
 
     #[test]

@@ -3,10 +3,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::databases::DatabaseEntry;
-use super::{Details, FailDirection, NoCache};
+use super::{ConfigWarning, Details, FailDirection, NoCache};
 
 use crate::access::AccessKeys;
-use crate::check::DatabaseCheck;
 use crate::component::{ComponentSpec, UnknownComponents};
 
 /// Settings of the monitor, and the defaults of its readers' own settings.
@@ -49,6 +48,8 @@ pub struct HealthConfig {
     /// The health verdict shared across processes through Redis, if configured.
     #[cfg(feature = "redis")]
     pub(crate) shared_cache: Option<crate::shared::SharedCache>,
+    /// What [`warnings`](Self::warnings) returns.
+    pub(crate) warnings: Vec<ConfigWarning>,
 }
 
 impl Default for HealthConfig {
@@ -81,20 +82,33 @@ impl HealthConfig {
             self_monitoring: false,
             #[cfg(feature = "redis")]
             shared_cache: None,
+            warnings: Vec::new(),
         }
     }
 
-    /// Adds or replaces a database whose name is known to be valid.
-    pub(super) fn insert_database(&mut self, name: Arc<str>, check: Arc<dyn DatabaseCheck>) {
-        let entry = DatabaseEntry { name, check };
+    /// Adds a database whose name is known to be valid, or replaces the one with its name,
+    /// returning the one it replaces.
+    pub(super) fn insert_database(&mut self, entry: DatabaseEntry) -> Option<DatabaseEntry> {
         match self
             .databases
             .iter_mut()
             .find(|existing| existing.name == entry.name)
         {
-            Some(existing) => *existing = entry,
-            None => self.databases.push(entry),
+            Some(existing) => Some(std::mem::replace(existing, entry)),
+            None => {
+                self.databases.push(entry);
+                None
+            }
         }
+    }
+
+    /// What in this configuration is likely not what was meant: the set variables that no
+    /// setting of this build reads (found by [`from_env`](Self::from_env) and
+    /// [`from_vars`](Self::from_vars)), and a database from the environment replaced by
+    /// [`database`](Self::database) in code. The monitor logs them when it starts.
+    #[must_use]
+    pub fn warnings(&self) -> &[ConfigWarning] {
+        &self.warnings
     }
 }
 
@@ -122,6 +136,7 @@ impl fmt::Debug for HealthConfig {
             self_monitoring,
             #[cfg(feature = "redis")]
             shared_cache,
+            warnings,
         } = self;
         let mut f = f.debug_struct("HealthConfig");
         f
@@ -146,7 +161,7 @@ impl fmt::Debug for HealthConfig {
             .field("self_monitoring", self_monitoring);
         #[cfg(feature = "redis")]
         f.field("shared_cache", shared_cache);
-        f.finish()
+        f.field("warnings", warnings).finish()
     }
 }
 

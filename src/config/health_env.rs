@@ -1,6 +1,6 @@
 //! [`HealthConfig`] from the environment: the variables of the [module docs](super).
 
-use super::{ConfigError, Env, HealthConfig, validate_prefix};
+use super::{ConfigError, Env, HealthConfig, unread_warnings, validate_prefix};
 use crate::access::AccessKeys;
 
 impl HealthConfig {
@@ -8,6 +8,7 @@ impl HealthConfig {
 
     pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
+        config.warnings = unread_warnings(env);
         if let Some(timeout) = env.duration(
             "TOWER_HEALTH_READINESS_TIMEOUT",
             Some("BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS"),

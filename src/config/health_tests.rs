@@ -244,3 +244,97 @@ fn a_password_with_a_quote_is_never_echoed() {
         assert!(error.value().contains("***"), "{dsn}: {error}");
     }
 }
+
+#[test]
+fn the_unread_variables_are_kept_as_warnings() {
+    assert!(HealthConfig::new().warnings().is_empty());
+    let config = HealthConfig::from_vars([
+        ("TOWER_HEALTH_READINESS_TIMOUT", "300ms"),
+        // Read by `DrainConfig`; and Baldur's names are Baldur's.
+        ("TOWER_HEALTH_DRAIN_DELAY", "1s"),
+        ("BALDUR_SOMETHING_ELSE", "1"),
+    ])
+    .unwrap();
+    let warnings: Vec<_> = config
+        .warnings()
+        .iter()
+        .map(|warning| (warning.variable(), warning.to_string()))
+        .collect();
+    assert_eq!(
+        warnings,
+        [(
+            "TOWER_HEALTH_READINESS_TIMOUT",
+            "TOWER_HEALTH_READINESS_TIMOUT is not read by any setting; did you mean TOWER_HEALTH_READINESS_TIMEOUT?".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn strict_mode_refuses_what_every_from_vars_would_only_warn_about() {
+    let vars = [
+        ("TOWER_HEALTH_STRICT_ENV", "true"),
+        ("TOWER_HEALTH_READINESS_TIMOUT", "300ms"),
+    ];
+    let health = HealthConfig::from_vars(vars).unwrap_err();
+    let drain = crate::DrainConfig::from_vars(vars).unwrap_err();
+    for error in [health, drain] {
+        assert_eq!(error.variable(), "TOWER_HEALTH_READINESS_TIMOUT");
+        assert!(
+            error
+                .reason()
+                .contains("did you mean TOWER_HEALTH_READINESS_TIMEOUT?"),
+            "{error}"
+        );
+    }
+    assert!(HealthConfig::from_vars([("TOWER_HEALTH_STRICT_ENV", "true")]).is_ok());
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_database_from_the_environment_replaced_in_code_is_a_warning_naming_both() {
+    for variable in ["TOWER_HEALTH_DATABASE_URL", "BALDUR_SQL_DSN"] {
+        let config =
+            HealthConfig::from_vars([(variable, "postgres://postgres@127.0.0.1/postgres")])
+                .unwrap()
+                .database("default", Nothing)
+                .unwrap();
+        let warnings: Vec<_> = config
+            .warnings()
+            .iter()
+            .map(|warning| (warning.variable(), warning.to_string()))
+            .collect();
+        assert_eq!(
+            warnings,
+            [(
+                variable,
+                format!(
+                    "the database `default` of {variable} is replaced by HealthConfig::database(\"default\", ..) in code: {variable} is not checked"
+                )
+            )]
+        );
+    }
+    // A named one too.
+    let config = HealthConfig::from_vars([(
+        "TOWER_HEALTH_DATABASE_URL_REPLICA",
+        "postgres://postgres@127.0.0.1/test",
+    )])
+    .unwrap()
+    .database("replica", Nothing)
+    .unwrap();
+    assert_eq!(
+        config.warnings()[0].variable(),
+        "TOWER_HEALTH_DATABASE_URL_REPLICA"
+    );
+    // Replacing one added in code, or one removed first, is what the code says.
+    let config = HealthConfig::from_vars([(
+        "TOWER_HEALTH_DATABASE_URL",
+        "postgres://postgres@127.0.0.1/postgres",
+    )])
+    .unwrap()
+    .without_databases()
+    .database("default", Nothing)
+    .unwrap()
+    .database("default", Nothing)
+    .unwrap();
+    assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+}

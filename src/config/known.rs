@@ -119,8 +119,19 @@ pub(crate) const ADMIN: Reader = Reader {
     prefixes: &[],
 };
 
+/// The variable that turns strict mode on: a set variable that no setting reads is an error.
+pub(crate) const STRICT_ENV: &str = "TOWER_HEALTH_STRICT_ENV";
+
+/// Strict mode, read by every `from_env` and `from_vars` before its settings.
+pub(crate) const STRICT: Reader = Reader {
+    what: "strict mode",
+    feature: None,
+    names: &[STRICT_ENV],
+    prefixes: &[],
+};
+
 /// Every settings type of the crate, compiled into this build or not.
-pub(crate) const READERS: [&Reader; 4] = [&HEALTH, &DRAIN, &KEYS, &ADMIN];
+pub(crate) const READERS: [&Reader; 5] = [&HEALTH, &DRAIN, &KEYS, &ADMIN, &STRICT];
 
 #[cfg(test)]
 mod tests {
@@ -159,6 +170,9 @@ mod tests {
         asked_by(&ADMIN, &[&KEYS], |env| {
             let _config = crate::admin::AdminConfig::from_env_snapshot(env).unwrap();
         });
+        asked_by(&STRICT, &[], |env| {
+            crate::config::refuse_unread_if_strict(env).unwrap();
+        });
     }
 
     #[test]
@@ -176,6 +190,7 @@ mod tests {
         assert_eq!(HEALTH.missing_feature(), None);
         assert_eq!(DRAIN.missing_feature(), None);
         assert_eq!(KEYS.missing_feature(), None);
+        assert_eq!(STRICT.missing_feature(), None);
         let expected = if cfg!(feature = "admin") {
             None
         } else {

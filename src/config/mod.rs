@@ -32,21 +32,43 @@
 //! | `TOWER_HEALTH_SELF_MONITORING` | | the monitor watches its own round lag (component `monitor`) | `false` |
 //! | `TOWER_HEALTH_UNKNOWN_COMPONENTS` | | how a component without a result yet counts: `ignored` or `in_trouble` | `ignored` |
 //! | `TOWER_HEALTH_OPTIONAL` | | databases that are optional (comma-separated names): down, they make health `degraded` and leave readiness alone | none |
-//! | `TOWER_HEALTH_REDIS_URL` | `BALDUR_REDIS_URL` | Redis to share the health verdict through ([`crate::shared`]; feature `redis`, `rediss://` with `rustls`) | none |
+//! | `TOWER_HEALTH_REDIS_URL` | `BALDUR_REDIS_URL` | Redis to share the health verdict through (module `shared`; feature `redis`, `rediss://` with `rustls`) | none |
 //! | `TOWER_HEALTH_SHARED_KEY_PREFIX` | | prefix of the shared entry's keys (`<prefix>health`, `<prefix>health:lock`) | `tower-health:` |
 //! | `TOWER_HEALTH_SHARED_TTL` | | how long a shared verdict is served before one process computes the next | the health interval |
 //! | `TOWER_HEALTH_SHARED_LOCK_EXPIRY` | | longest hold of the computing process's lock; at most half the TTL | twice the readiness timeout |
 //! | `TOWER_HEALTH_SHARED_PROCESS_ID` | | how this process signs the verdicts it computes (`computed_by`) | `<hostname>/<pid>` |
 //! | `TOWER_HEALTH_SHARED_NOCACHE_WRITES` | | `?nocache=true` also overwrites the shared entry | `false` |
+//! | `TOWER_HEALTH_STRICT_ENV` | | strict mode: a set variable that no setting reads is an error at start (see below) | `false` |
 //!
 //! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`). Every duration,
 //! from a variable or a builder setter, lies between [`MIN_DURATION`] (1 ms) and
 //! [`MAX_DURATION`] (1 year), or is zero where the setting allows it: a mistaken unit stops
 //! the program at start instead of making a timer spin or a sum overflow later.
 //!
+//! Booleans take `true` or `false`, and also `1`/`0`, `yes`/`no`, `on`/`off`, in any case.
+//!
+//! # Variables that no setting reads
+//!
 //! A set `TOWER_HEALTH_*` variable that no setting reads (a misspelt name, or one read by a
-//! feature this build leaves out) is logged as a warning, with the closest known name, by the
-//! first `from_env` of the process.
+//! feature this build leaves out) is a [warning](ConfigWarning) naming the closest known name:
+//! [`HealthConfig::warnings`] returns it, `from_env` logs it if a `tracing` subscriber is
+//! installed, and the monitor logs it when it starts (each warning once per process), so it
+//! is not lost when `from_env` runs before the subscriber. `BALDUR_*` names are left alone:
+//! Baldur sets many that this crate has no use for.
+//!
+//! Two cases are errors at start instead:
+//!
+//! - A variable close to an admin key variable (`TOWER_HEALTH_ADMIN_KYE`, `BALDUR_ADMIN_KYE`):
+//!   read as no key, it would start the admin server, and a layer with
+//!   [`Details::Authorized`], without keys. Always, wherever the keys are read
+//!   ([`HealthConfig`], `AdminConfig`, [`AccessKeys`](crate::access::AccessKeys)). A
+//!   `BALDUR_*` name counts when it is a typo away (two edits), so that names Baldur sets for
+//!   its own use (`BALDUR_API_KEY`) do not.
+//! - In strict mode (`TOWER_HEALTH_STRICT_ENV=true`), every set `TOWER_HEALTH_*` or `BALDUR_*`
+//!   variable that no setting of this build reads, named with the closest known name. Every
+//!   `from_env` (and `from_vars`) checks. Strict mode is opt-in because it refuses `BALDUR_*`
+//!   names too: a manifest carried over from Baldur sets many that this crate does not read,
+//!   and must be cleared of them first.
 //!
 //! A Redis URL in a build without the `redis` feature (or a `rediss://` one without `rustls`)
 //! is an error at start naming the variable, like a database without `postgres`.
@@ -66,6 +88,7 @@ mod shared;
 mod timing;
 mod unknown;
 mod values;
+mod warning;
 
 pub use self::databases::DEFAULT_DATABASE;
 pub(crate) use self::databases::{DatabaseEntry, is_valid_check_name};
@@ -78,5 +101,7 @@ pub(crate) use self::reader_defaults::validate_prefix;
 #[cfg(feature = "redis")]
 pub(crate) use self::shared::validate_key_prefix;
 pub(crate) use self::timing::stale_bound;
-pub(crate) use self::unknown::warn_unread_variables_once;
+pub(crate) use self::unknown::{misspelt_key, refuse_unread_if_strict, unread_warnings};
 pub use self::values::{Details, FailDirection, NoCache, UnknownValue};
+pub use self::warning::ConfigWarning;
+pub(crate) use self::warning::log_warnings;

@@ -2,13 +2,15 @@
 
 use std::sync::Arc;
 
-use super::databases::{DEFAULT_DATABASE, is_valid_check_name};
-use super::{ConfigError, HealthConfig};
+use super::databases::{DEFAULT_DATABASE, DatabaseEntry, is_valid_check_name};
+use super::{ConfigError, ConfigWarning, HealthConfig};
 use crate::check::DatabaseCheck;
 use crate::component::{ComponentSpec, UnknownComponents};
 
 impl HealthConfig {
-    /// Adds a database to check, or replaces the one with the same name.
+    /// Adds a database to check, or replaces the one with the same name. Replacing one the
+    /// environment named (`TOWER_HEALTH_DATABASE_URL`, `BALDUR_SQL_DSN`,
+    /// `TOWER_HEALTH_DATABASE_URL_<NAME>`) records a [warning](Self::warnings) naming both.
     ///
     /// The database named `"default"` is the default database: the health status and the pool
     /// endpoint follow it. If none has that name, the first one added is the default.
@@ -28,7 +30,19 @@ impl HealthConfig {
                 "a database name must be 1 to 63 ASCII letters, digits, '_' or '-'",
             ));
         }
-        self.insert_database(name.into(), Arc::new(check));
+        let entry = DatabaseEntry {
+            name: name.into(),
+            check: Arc::new(check),
+            variable: None,
+        };
+        if let Some(variable) = self.insert_database(entry).and_then(|old| old.variable) {
+            self.warnings.push(ConfigWarning::new(
+                &variable,
+                format!(
+                    "the database `{name}` of {variable} is replaced by HealthConfig::database(\"{name}\", ..) in code: {variable} is not checked"
+                ),
+            ));
+        }
         Ok(self)
     }
     /// Declares the database `name` optional (non-critical): down, it makes `/health`

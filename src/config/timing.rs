@@ -82,14 +82,12 @@ impl HealthConfig {
         self
     }
     /// How long one database check may keep running in the background after its round has
-    /// reported it `timed_out`. Past this limit the check is dropped (a [`PostgresCheck`]
+    /// reported it `timed_out`. Past this limit the check is dropped (a `PostgresCheck`
     /// discards its connection) and the next round starts a new one: a connection that went
     /// dark for good does not keep the database `timed_out` forever. Never shorter than the
     /// [readiness timeout](HealthConfig::readiness_timeout).
     ///
     /// Defaults to 10 seconds.
-    ///
-    /// [`PostgresCheck`]: crate::check::PostgresCheck
     ///
     /// # Panics
     ///

@@ -1,20 +1,38 @@
-//! The start-up warning about set variables that no setting of this build reads: a typo
+//! Set variables that no setting of this build reads: a typo
 //! (`TOWER_HEALTH_READINESS_TIMOUT`) would otherwise leave the default in place without a
 //! word.
 //!
-//! Each `from_env` knows only its own settings, so the warning weighs a name against every
-//! settings type of the crate ([`known::READERS`](super::known::READERS)): a drain variable is
-//! not unknown to `HealthConfig::from_env`. It is logged once per process, by whichever
-//! `from_env` runs first.
+//! Each `from_env` knows only its own settings, so a name is weighed against every settings
+//! type of the crate ([`known::READERS`](super::known::READERS)): a drain variable is not
+//! unknown to `HealthConfig::from_env`. What becomes of an unread variable:
+//!
+//! - a warning ([`unread_warnings`]), unless it is a `BALDUR_*` name no setting has: Baldur
+//!   sets many that this crate has no use for;
+//! - an error at start in strict mode (`TOWER_HEALTH_STRICT_ENV`, [`refuse_unread_if_strict`]),
+//!   `BALDUR_*` names included: strict mode is opt-in, for manifests cleared of the names
+//!   this crate does not read;
+//! - an error at start, strict mode or not, when it looks like a misspelt admin key
+//!   ([`misspelt_key`]): a typo would otherwise start the admin server, or a layer with
+//!   `Details::Authorized`, without keys.
 
 use std::fmt;
-use std::sync::Once;
 
-use super::Env;
-use super::known::READERS;
+use super::known::{KEYS, READERS, STRICT_ENV};
+use super::{ConfigError, ConfigWarning, Env};
 
-/// Our names; `BALDUR_*` names are Baldur's, which sets many we have no use for.
-const OWN_PREFIX: &str = "TOWER_HEALTH_";
+/// The two families of names: ours, and those of the system this crate replaces. A name is
+/// only ever matched against known names of its own family.
+const FAMILIES: [&str; 2] = ["TOWER_HEALTH_", "BALDUR_"];
+
+/// Our own names.
+const OWN_PREFIX: &str = FAMILIES[0];
+
+/// The most edits from an admin key's `BALDUR_*` name at which a name counts as a misspelling
+/// of it: a swapped, doubled, dropped or wrong character or two (`BALDUR_ADMIN_KYE`). Any
+/// more, and names Baldur may set for its own use would count (`BALDUR_API_KEY` and
+/// `BALDUR_ADMIN_TOKEN` are 3 edits away). Our own names get the suggestion's budget: no
+/// `TOWER_HEALTH_*` name is unread on purpose.
+const BALDUR_KEY_TYPO_EDITS: usize = 2;
 
 /// A set variable that no setting of this build reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +44,7 @@ pub(crate) struct Unread {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Why {
     /// No setting has this name; the closest one that does, if any is close.
-    Unknown { closest: Option<String> },
+    Unknown { closest: Option<Closest> },
     /// What reads it is behind a feature this build does not have.
     CompiledOut {
         what: &'static str,
@@ -34,21 +52,42 @@ pub(crate) enum Why {
     },
 }
 
+/// The known name closest to a name no setting has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Closest {
+    /// The name to suggest (for a prefix, with the rest of the unknown name after it).
+    pub(crate) name: String,
+    /// How many single-character edits away it is.
+    pub(crate) edits: usize,
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unknown {
+                closest: Some(closest),
+            } => write!(f, "not read by any setting; did you mean {}?", closest.name),
+            Self::Unknown { closest: None } => f.write_str("not read by any setting"),
+            Self::CompiledOut { what, feature } => write!(
+                f,
+                "read by {what}, which this build does not include (feature `{feature}`)"
+            ),
+        }
+    }
+}
+
 impl fmt::Display for Unread {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = &self.name;
-        match &self.why {
-            Why::Unknown {
-                closest: Some(closest),
-            } => write!(
-                f,
-                "{name} is not read by any setting; did you mean {closest}?"
-            ),
-            Why::Unknown { closest: None } => write!(f, "{name} is not read by any setting"),
-            Why::CompiledOut { what, feature } => write!(
-                f,
-                "{name} is read by {what}, which this build does not include (feature `{feature}`)"
-            ),
+        write!(f, "{} is {}", self.name, self.why)
+    }
+}
+
+impl Unread {
+    /// Whether the variable is worth a warning: all but `BALDUR_*` names no setting has.
+    fn is_worth_a_warning(&self) -> bool {
+        match self.why {
+            Why::Unknown { .. } => self.name.starts_with(OWN_PREFIX),
+            Why::CompiledOut { .. } => true,
         }
     }
 }
@@ -63,8 +102,8 @@ pub(crate) fn unread_variables(env: &Env) -> Vec<Unread> {
                     what: reader.what,
                     feature: reader.missing_feature()?,
                 },
-                None if name.starts_with(OWN_PREFIX) => Why::Unknown {
-                    closest: closest_name(name),
+                None if FAMILIES.iter().any(|family| name.starts_with(family)) => Why::Unknown {
+                    closest: closest(name),
                 },
                 None => return None,
             };
@@ -76,40 +115,78 @@ pub(crate) fn unread_variables(env: &Env) -> Vec<Unread> {
         .collect()
 }
 
-/// Logs [`unread_variables`] as warnings, the first time it is called in the process.
-pub(crate) fn warn_unread_variables_once(env: &Env) {
-    static WARNED: Once = Once::new();
-    WARNED.call_once(|| {
-        for unread in unread_variables(env) {
-            tracing::warn!(variable = %unread.name, "{unread}");
-        }
-    });
+/// The [unread variables](unread_variables) worth a warning, as warnings.
+pub(crate) fn unread_warnings(env: &Env) -> Vec<ConfigWarning> {
+    unread_variables(env)
+        .into_iter()
+        .filter(Unread::is_worth_a_warning)
+        .map(|unread| ConfigWarning::new(&unread.name, unread.to_string()))
+        .collect()
 }
 
-/// The known name closest to `name`, if at most half of the part after `TOWER_HEALTH_` has
-/// to change. A prefix (`TOWER_HEALTH_DATABASE_URL_`) is matched against the start of `name`
-/// and suggested with the rest of `name` after it.
-fn closest_name(name: &str) -> Option<String> {
-    let mut best: Option<(usize, String)> = None;
-    let mut consider = |distance: usize, known: &str, suggestion: String| {
-        let budget = known.len().saturating_sub(OWN_PREFIX.len()) / 2;
-        let better = best.as_ref().is_none_or(|(best, _)| distance < *best);
-        if distance <= budget && better {
-            best = Some((distance, suggestion));
+/// In strict mode (`TOWER_HEALTH_STRICT_ENV` true), the first [unread
+/// variable](unread_variables) as an error; run by every `from_env` and `from_vars`.
+pub(crate) fn refuse_unread_if_strict(env: &Env) -> Result<(), ConfigError> {
+    if env.flag(STRICT_ENV)? != Some(true) {
+        return Ok(());
+    }
+    match unread_variables(env).into_iter().next() {
+        // The value is not shown: the name may be a misspelt key's.
+        Some(unread) => Err(ConfigError::new(
+            &unread.name,
+            "<hidden>",
+            format!("{}; {STRICT_ENV} refuses it", unread.why),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The first set variable that looks like a misspelt admin key variable, with the name it
+/// looks like: its closest known name is a key's, within the suggestion's budget for our own
+/// names and [`BALDUR_KEY_TYPO_EDITS`] for Baldur's.
+pub(crate) fn misspelt_key(env: &Env) -> Option<(String, String)> {
+    unread_variables(env)
+        .into_iter()
+        .find_map(|unread| match unread.why {
+            Why::Unknown {
+                closest: Some(closest),
+            } if KEYS.names.contains(&closest.name.as_str())
+                && (unread.name.starts_with(OWN_PREFIX)
+                    || closest.edits <= BALDUR_KEY_TYPO_EDITS) =>
+            {
+                Some((unread.name, closest.name))
+            }
+            Why::Unknown { .. } | Why::CompiledOut { .. } => None,
+        })
+}
+
+/// The known name of the same family closest to `name`, if at most half of the part after the
+/// family's prefix has to change. A prefix (`TOWER_HEALTH_DATABASE_URL_`) is matched against
+/// the start of `name` and suggested with the rest of `name` after it.
+fn closest(name: &str) -> Option<Closest> {
+    let family = FAMILIES.iter().find(|family| name.starts_with(*family))?;
+    let mut best: Option<Closest> = None;
+    let mut consider = |edits: usize, known: &str, suggestion: String| {
+        let budget = known.len().saturating_sub(family.len()) / 2;
+        let better = best.as_ref().is_none_or(|best| edits < best.edits);
+        if edits <= budget && better {
+            best = Some(Closest {
+                name: suggestion,
+                edits,
+            });
         }
     };
-    // Baldur's names are never suggested.
-    let own = |names: &'static [&'static str]| {
+    let same_family = |names: &'static [&'static str]| {
         names
             .iter()
             .copied()
-            .filter(|known| known.starts_with(OWN_PREFIX))
+            .filter(|known| known.starts_with(family))
     };
     for reader in READERS {
-        for known in own(reader.names) {
+        for known in same_family(reader.names) {
             consider(edit_distance(name, known), known, known.to_owned());
         }
-        for prefix in own(reader.prefixes) {
+        for prefix in same_family(reader.prefixes) {
             // Every split of `name` into a head (a misspelt prefix) and a tail (the part of
             // the operator's choosing), the tail never empty; on a tie the longest tail wins.
             for (split, _) in name.char_indices().skip(1) {
@@ -122,7 +199,7 @@ fn closest_name(name: &str) -> Option<String> {
             }
         }
     }
-    best.map(|(_, suggestion)| suggestion)
+    best
 }
 
 /// The Levenshtein distance: the fewest single-character insertions, deletions and
@@ -147,11 +224,23 @@ fn edit_distance(a: &str, b: &str) -> usize {
 mod tests {
     use super::*;
 
+    fn env(vars: &[(&str, &str)]) -> Env {
+        Env::from_vars(vars.iter().copied())
+    }
+
+    /// The warnings about the unread variables of `vars`.
     fn unread(vars: &[(&str, &str)]) -> Vec<String> {
-        unread_variables(&Env::from_vars(vars.iter().copied()))
+        unread_warnings(&env(vars))
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    /// What strict mode says of `vars`.
+    fn strict(vars: &[(&str, &str)]) -> Result<(), String> {
+        let mut vars = vars.to_vec();
+        vars.push(("TOWER_HEALTH_STRICT_ENV", "true"));
+        refuse_unread_if_strict(&env(&vars)).map_err(|error| error.to_string())
     }
 
     #[test]
@@ -240,5 +329,93 @@ mod tests {
                 "TOWER_HEALTH_ADMIN_PORT is read by the admin server, which this build does not include (feature `admin`)"
             ]
         );
+    }
+
+    #[test]
+    fn strict_mode_refuses_an_unread_variable_naming_the_closest_known_one() {
+        assert_eq!(
+            strict(&[("TOWER_HEALTH_READINESS_TIMOUT", "300ms")]),
+            Err("TOWER_HEALTH_READINESS_TIMOUT=\"<hidden>\": not read by any setting; did you mean TOWER_HEALTH_READINESS_TIMEOUT?; TOWER_HEALTH_STRICT_ENV refuses it".to_owned())
+        );
+        // Baldur's names too: strict mode is for manifests that set only what is read.
+        assert_eq!(
+            strict(&[("BALDUR_SQL_DNS", "postgres://db/app")]),
+            Err("BALDUR_SQL_DNS=\"<hidden>\": not read by any setting; did you mean BALDUR_SQL_DSN?; TOWER_HEALTH_STRICT_ENV refuses it".to_owned())
+        );
+        assert_eq!(
+            strict(&[("BALDUR_SOMETHING_ELSE", "1")]),
+            Err("BALDUR_SOMETHING_ELSE=\"<hidden>\": not read by any setting; TOWER_HEALTH_STRICT_ENV refuses it".to_owned())
+        );
+    }
+
+    #[test]
+    fn strict_mode_lets_known_names_through_and_is_off_by_default() {
+        let known = [
+            ("TOWER_HEALTH_READINESS_TIMEOUT", "300ms"),
+            ("TOWER_HEALTH_DATABASE_URL_REPLICA", "postgres://db/app"),
+            ("TOWER_HEALTH_DRAIN_DELAY", "5s"),
+            ("BALDUR_SQL_DSN", "postgres://db/app"),
+            ("BALDUR_ADMIN_KEY", "k"),
+            ("TOWER_HEALTH_UNSET", " "),
+            ("UNRELATED", "1"),
+        ];
+        assert_eq!(strict(&known), Ok(()));
+        for off in [None, Some("false"), Some("0")] {
+            let mut vars = vec![("TOWER_HEALTH_FROBNICATE", "1")];
+            vars.extend(off.map(|off| ("TOWER_HEALTH_STRICT_ENV", off)));
+            assert_eq!(refuse_unread_if_strict(&env(&vars)), Ok(()), "{off:?}");
+        }
+        let error =
+            refuse_unread_if_strict(&env(&[("TOWER_HEALTH_STRICT_ENV", "strict")])).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_STRICT_ENV");
+    }
+
+    #[cfg(not(feature = "admin"))]
+    #[test]
+    fn strict_mode_refuses_a_variable_read_by_a_feature_left_out() {
+        assert_eq!(
+            strict(&[("TOWER_HEALTH_ADMIN_PORT", "9090")]),
+            Err("TOWER_HEALTH_ADMIN_PORT=\"<hidden>\": read by the admin server, which this build does not include (feature `admin`); TOWER_HEALTH_STRICT_ENV refuses it".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_name_close_to_an_admin_key_variable_is_a_misspelt_key() {
+        for (name, intended) in [
+            ("TOWER_HEALTH_ADMIN_KYE", "TOWER_HEALTH_ADMIN_KEY"),
+            ("TOWER_HEALTH_ADMIN_KEYS", "TOWER_HEALTH_ADMIN_KEY"),
+            ("TOWER_HEALTH_ADMIN_TOKEN", "TOWER_HEALTH_ADMIN_KEY"),
+            (
+                "TOWER_HEALTH_READONLY_KEY",
+                "TOWER_HEALTH_ADMIN_READONLY_KEY",
+            ),
+            ("BALDUR_ADMIN_KYE", "BALDUR_ADMIN_KEY"),
+            ("BALDUR_ADMINKEY", "BALDUR_ADMIN_KEY"),
+            ("BALDUR_ADMIN_READONLY_KYE", "BALDUR_ADMIN_READONLY_KEY"),
+        ] {
+            assert_eq!(
+                misspelt_key(&env(&[(name, "k")])),
+                Some((name.to_owned(), intended.to_owned())),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_names_are_no_misspelt_key() {
+        for name in [
+            // Known names, and names closer to another setting.
+            "TOWER_HEALTH_ADMIN_KEY",
+            "BALDUR_ADMIN_READONLY_KEY",
+            "TOWER_HEALTH_ADMIN_HOST",
+            "BALDUR_ADMIN_HOST",
+            // Baldur's names more than a typo away from a key: Baldur may set them.
+            "BALDUR_API_KEY",
+            "BALDUR_ADMIN_TOKEN",
+            "BALDUR_ADMIN_USER",
+            "OTHER_ADMIN_KEY",
+        ] {
+            assert_eq!(misspelt_key(&env(&[(name, "k")])), None, "{name}");
+        }
     }
 }

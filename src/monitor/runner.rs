@@ -64,6 +64,7 @@ impl HealthMonitor {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
+        crate::config::log_warnings(shared.config.warnings());
         let readiness_interval = shared.config.readiness_interval;
         let health_interval = shared.config.health_interval;
         #[cfg(feature = "redis")]
