@@ -324,3 +324,94 @@ async fn the_passwords_of_a_cluster_and_of_sentinel_are_used_and_never_shown() {
         assert!(!shown.contains("hunter2"), "{shown}");
     }
 }
+
+#[tokio::test]
+async fn behind_sentinel_one_listed_first_that_never_answers_costs_nothing() {
+    let setup = RedisSentinel::start().await;
+    let stalled = support::StalledListener::start().await;
+    let url = format!(
+        "redis-sentinel://{}?sentinelServiceName={}&node={}",
+        stalled.addr,
+        RedisSentinel::NAME,
+        setup.sentinel,
+    );
+
+    let component = component_monitor(Redis::connect(&url).unwrap());
+    let fleet: Vec<HealthHandle> = ["a", "b"]
+        .into_iter()
+        .map(|name| {
+            let cache = SharedCache::connect(&url)
+                .unwrap()
+                .key_prefix("topologies:stalled-sentinel:");
+            let checks = Arc::new(AtomicU64::new(0));
+            HealthMonitor::spawn(process(name, cache, Duration::from_millis(200), &checks))
+        })
+        .collect();
+    share_again(&fleet, 3).await;
+    becomes(&component, "cache", ComponentStatus::Healthy).await;
+    assert!(
+        stalled.accepted() > 0,
+        "the stalled Sentinel was never asked"
+    );
+}
+
+/// The ids of the clients of the server at `addr` that gave no name and last sent a command
+/// other than `CLIENT` (this crate's; not a Sentinel's, nor the test's own).
+async fn unnamed_clients(addr: SocketAddr) -> Vec<String> {
+    let list: String = command(
+        addr,
+        redis::cmd("CLIENT").arg("LIST").arg("TYPE").arg("normal"),
+    )
+    .await
+    .unwrap();
+    list.lines()
+        .filter(|line| line.split(' ').any(|field| field == "name="))
+        .filter(|line| {
+            !line
+                .split(' ')
+                .any(|field| field.starts_with("cmd=client|"))
+        })
+        .filter_map(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn behind_sentinel_the_primary_found_last_is_kept_while_every_sentinel_is_dark() {
+    let setup = RedisSentinel::start().await;
+    let sentinel = support::tcp_proxy::TcpProxy::start(setup.sentinel).await;
+    let url = format!(
+        "redis-sentinel://{}?sentinelServiceName={}",
+        sentinel.addr,
+        RedisSentinel::NAME,
+    );
+    let component = component_monitor(Redis::connect(&url).unwrap());
+    becomes(&component, "cache", ComponentStatus::Healthy).await;
+
+    // The Sentinel accepts and never answers; the primary's connection is cut, which puts
+    // the primary in doubt.
+    sentinel.freeze();
+    let primary = setup.primary().await;
+    let ours = unnamed_clients(primary).await;
+    assert!(!ours.is_empty(), "no connection of the component's");
+    for id in &ours {
+        let _: redis::Value = command(primary, redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id))
+            .await
+            .unwrap();
+    }
+
+    // The component connects again to the primary it found last, which still says it is.
+    let back = eventually(LIMIT, || async {
+        unnamed_clients(primary)
+            .await
+            .iter()
+            .any(|id| !ours.contains(id))
+    })
+    .await;
+    assert!(
+        back,
+        "the component did not connect to the primary again within {LIMIT:?}: {:#?}",
+        report(&component, "cache")
+    );
+    becomes(&component, "cache", ComponentStatus::Healthy).await;
+}

@@ -159,25 +159,24 @@ fn sentinel(url: &str, tls: bool) -> Result<(Topology, String), InvalidRedisUrl>
     if let Some(password) = spec.param(PASSWORD) {
         to_sentinels = to_sentinels.set_password(password);
     }
+    // One client per Sentinel, so that they are asked at once rather than in turn.
     let sentinels = spec
         .hosts
         .iter()
         .map(|(host, port)| {
             let info = spec.node_url(host, *port, false).into_connection_info()?;
-            Ok(info.set_redis_settings(to_sentinels.clone()))
+            SentinelClient::build(
+                vec![info.set_redis_settings(to_sentinels.clone())],
+                service.to_owned(),
+                Some(node.clone()),
+                SentinelServerType::Master,
+            )
         })
         .collect::<Result<Vec<_>, redis::RedisError>>()
         .map_err(invalid)?;
-    let client = SentinelClient::build(
-        sentinels,
-        service.to_owned(),
-        Some(node),
-        SentinelServerType::Master,
-    )
-    .map_err(invalid)?;
     let target = format!("sentinel {service}/{} at {}", spec.db, spec.addresses());
     Ok((
-        Topology::Sentinel(super::sentinel::SentinelConnection::new(client, spec.db)),
+        Topology::Sentinel(super::sentinel::SentinelConnection::new(sentinels, spec.db)),
         target,
     ))
 }

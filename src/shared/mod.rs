@@ -61,11 +61,13 @@
 //! The cluster and Sentinel forms are those of `fred` (another Rust client) and Apollo
 //! Router, so one URL reads alike in both. In a cluster URL every host is a seed node (port
 //! 6379 unless given); the client learns the others and routes each command by its key's
-//! slot. In a Sentinel URL the hosts are Sentinels (port 26379 unless given), asked in turn
-//! for the primary named `sentinelServiceName`; the user, password and database are the
-//! primary's, `sentinelUsername` and `sentinelPassword` the Sentinels' own. Passwords are
-//! masked wherever a URL or an error is shown, and the target shows no credentials
-//! (`cluster host:port,...`, `sentinel <name>/<db> at host:port,...`).
+//! slot. In a Sentinel URL the hosts are Sentinels (port 26379 unless given), all asked at
+//! once for the primary named `sentinelServiceName` (the first answer that the primary
+//! confirms wins, so a Sentinel that never answers delays nothing, wherever it is listed);
+//! the user, password and database are the primary's, `sentinelUsername` and
+//! `sentinelPassword` the Sentinels' own. Passwords are masked wherever a URL or an error is
+//! shown, and the target shows no credentials (`cluster host:port,...`,
+//! `sentinel <name>/<db> at host:port,...`).
 //!
 //! Every command of the shared cache touches one key (`GET` and `SET ... PX` of the entry,
 //! `SET ... NX PX` of the lock), so the two keys may live in different slots of a cluster.
@@ -73,8 +75,10 @@
 //! topology: on a cluster, one per node; behind Sentinel, one to the primary, dropped and
 //! found again through the Sentinels when the primary is in doubt (the connection failed,
 //! `READONLY` from a demoted primary, or a command abandoned at the round's deadline), so
-//! that the cache works again after a failover. A URL of a topology whose feature the build
-//! lacks is refused at start with an error naming the feature, never read as one server.
+//! that the cache works again after a failover. While every Sentinel is dark, the primary
+//! found last is used again if it still says it is the primary. A URL of a topology whose
+//! feature the build lacks is refused at start with an error naming the feature, never read
+//! as one server.
 //!
 //! # Example
 //!
