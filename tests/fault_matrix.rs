@@ -1322,8 +1322,8 @@ impl Rig {
                         // Served from this process's own verdict, not a shared entry.
                         reply.status == StatusCode::OK
                             && body["status"] == "degraded"
-                            && body["_cache"]["hit"] != "shared"
-                            && body["_cache"].get("computed_by").is_none()
+                            && body["_cache"]["hit"] == true
+                            && body["_cache"]["computed_by"] == "fault-matrix"
                             && degraded(REDIS_COMPONENT)
                             && degraded(SHARED_CACHE)
                     }

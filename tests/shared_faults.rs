@@ -341,6 +341,32 @@ async fn after_a_bypass_the_fleets_entry_is_served_again_and_never_goes_stale() 
     writer.abort();
 }
 
+/// A single Redis demoted to a replica (a failover behind the name or proxy of the URL)
+/// answers writes with `READONLY`: the connection is made anew and reaches the new primary,
+/// instead of writing to the replica for good.
+#[tokio::test]
+async fn a_server_turned_replica_is_left_for_the_new_primary() {
+    require_postgres!();
+    let primary = RedisServer::started(&[]).await;
+    let port = primary.addr.port().to_string();
+    let replica = RedisServer::started(&["--replicaof", "127.0.0.1", &port]).await;
+    let proxy = TcpProxy::start(replica.addr).await;
+    let cache = SharedCache::connect(&proxy.url("redis"))
+        .unwrap()
+        .key_prefix(unique_prefix("readonly"));
+    let (health, _server) = process(cache).await;
+    let verdict = cache_becomes(&health, ComponentStatus::Degraded).await;
+    let error = shared_cache(&verdict)
+        .outcome
+        .clone()
+        .unwrap()
+        .error
+        .unwrap();
+    assert!(error.message().contains("read only replica"), "{error}");
+    proxy.retarget(primary.addr);
+    cache_becomes(&health, ComponentStatus::Healthy).await;
+}
+
 /// A1: an entry whose shared component has been in its state "since" the year 10000 (what
 /// made the renderer panic and the monitor stop for good) is refused, and the monitor goes
 /// on: readiness keeps its rounds and answers 200.

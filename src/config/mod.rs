@@ -34,7 +34,7 @@
 //! | `TOWER_HEALTH_OPTIONAL` | | databases that are optional (comma-separated names): down, they make health `degraded` and leave readiness alone | none |
 //! | `TOWER_HEALTH_REDIS_URL` | `BALDUR_REDIS_URL` | Redis to share the health verdict through (module `shared`; feature `redis`, `rediss://` with `rustls`) | none |
 //! | `TOWER_HEALTH_SHARED_KEY_PREFIX` | | prefix of the shared entry's keys (`<prefix>health`, `<prefix>health:lock`) | `tower-health:` |
-//! | `TOWER_HEALTH_SHARED_TTL` | | how long a shared verdict is served before one process computes the next | the health interval |
+//! | `TOWER_HEALTH_SHARED_TTL` | | how long a shared verdict is served before one process computes the next; at most three health intervals plus the readiness timeout | the health interval |
 //! | `TOWER_HEALTH_SHARED_LOCK_EXPIRY` | | longest hold of the computing process's lock; at most half the TTL | twice the readiness timeout |
 //! | `TOWER_HEALTH_SHARED_PROCESS_ID` | | how this process signs the verdicts it computes (`computed_by`) | `<hostname>/<pid>` |
 //! | `TOWER_HEALTH_SHARED_NOCACHE_WRITES` | | `?nocache=true` also overwrites the shared entry | `false` |

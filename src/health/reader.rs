@@ -2,7 +2,11 @@
 //! layer's own settings (paths, `?nocache` policy, who sees details), which default to the
 //! monitor's configuration and can differ between two layers of one monitor.
 
-use http::{HeaderMap, Request};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use http::{HeaderMap, Request, header};
 
 use crate::access::{AccessKeys, KeyDigests};
 use crate::config::{Details, NoCache};
@@ -39,6 +43,8 @@ pub(crate) struct Reader {
     pub(crate) paths: ProbePaths,
     pub(crate) nocache: NoCache,
     pub(crate) details: Details,
+    /// The warning about details shown on a port reached from elsewhere than loopback.
+    public_details: PublicDetails,
     pub(crate) keys: KeyDigests,
     /// The opt-in metrics path and its exposition; `None` (the default) answers nothing.
     #[cfg(feature = "metrics")]
@@ -57,6 +63,7 @@ impl Reader {
             kubernetes_aliases,
             nocache: config.nocache,
             details: config.details,
+            public_details: PublicDetails::default(),
             keys: config.access_keys.digests(),
             #[cfg(feature = "metrics")]
             metrics: None,
@@ -183,7 +190,10 @@ impl Reader {
     /// only for the probes that carry details).
     pub(crate) fn audience(&self, headers: &HeaderMap) -> Audience {
         match self.details {
-            Details::Always => Audience::Full,
+            Details::Always => {
+                self.public_details.look(headers);
+                Audience::Full
+            }
             Details::Never => Audience::Minimal,
             Details::Authorized if self.keys.grants_viewer(headers) => Audience::Full,
             Details::Authorized => Audience::Minimal,
@@ -198,5 +208,145 @@ impl Reader {
             NoCache::Authorized => self.keys.grants_viewer(headers),
             NoCache::Off => false,
         }
+    }
+}
+
+/// How many probes' `Host` [`PublicDetails`] looks at before it stops looking.
+const HOSTS_LOOKED_AT: u32 = 64;
+
+/// Warns, once per layer, when details are `always` (the default) and a probe was addressed
+/// to a host that is not loopback: the targets, error text and versions the bodies show then
+/// reach whoever reaches the port. The layer cannot see its listener, so it reads the `Host`
+/// of the first probes, then no more: a kubelet's, a load balancer's or a curl from elsewhere
+/// comes among the first, and from then on the probe path pays one relaxed load.
+#[derive(Clone, Debug, Default)]
+struct PublicDetails(Arc<AtomicU32>);
+
+impl PublicDetails {
+    fn look(&self, headers: &HeaderMap) {
+        if self.0.load(Ordering::Relaxed) >= HOSTS_LOOKED_AT
+            || self.0.fetch_add(1, Ordering::Relaxed) >= HOSTS_LOOKED_AT
+        {
+            return;
+        }
+        let Some(host) = headers
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok())
+        else {
+            return;
+        };
+        if is_loopback(host) {
+            return;
+        }
+        self.0.store(HOSTS_LOOKED_AT, Ordering::Relaxed);
+        let host: String = host.chars().take(255).collect();
+        tracing::warn!(
+            %host,
+            "details are `always` and a probe was addressed to a host that is not loopback: targets, error text and versions are shown to anyone who reaches this port. Set TOWER_HEALTH_DETAILS to `authorized` (with keys) or `never`, or read the details on the admin server"
+        );
+    }
+}
+
+/// Whether a `Host` header (a name or an address, with a port or not) names this machine
+/// through loopback.
+fn is_loopback(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        // `[::1]:8080`
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|byte| byte.is_ascii_digit()) => name,
+            _ => host,
+        },
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::HealthConfig;
+
+    #[test]
+    fn loopback_hosts_are_told_apart() {
+        for host in [
+            "127.0.0.1:8080",
+            "127.0.0.1",
+            "localhost",
+            "LOCALHOST:80",
+            "[::1]:8080",
+            "app.localhost",
+        ] {
+            assert!(is_loopback(host), "{host}");
+        }
+        for host in [
+            "10.0.0.7:8080",
+            "api.example.com",
+            "[2001:db8::1]:443",
+            "0.0.0.0:80",
+            "localhost.example",
+        ] {
+            assert!(!is_loopback(host), "{host}");
+        }
+    }
+
+    /// The lines written while `run` runs.
+    fn logged(run: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, run);
+        String::from_utf8(lines.0.lock().unwrap().clone()).unwrap()
+    }
+
+    fn probe(host: &str) -> Request<()> {
+        Request::get("/health/ready")
+            .header(header::HOST, host)
+            .body(())
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn details_always_on_a_host_that_is_not_loopback_is_a_warning_once() {
+        let (health, _monitor) = crate::HealthMonitor::new(HealthConfig::new());
+        let reader = Reader::new(health.clone());
+        let local = logged(|| {
+            for _ in 0..3 {
+                reader.ask(&probe("127.0.0.1:8080"));
+            }
+        });
+        assert_eq!(local, "", "loopback is no concern");
+        let public = logged(|| {
+            for _ in 0..3 {
+                reader.ask(&probe("10.1.2.3:8080"));
+            }
+        });
+        assert_eq!(public.matches("not loopback").count(), 1, "{public}");
+        assert!(public.contains("host=10.1.2.3:8080"), "{public}");
+        // Any other level: nothing to warn about.
+        let mut never = Reader::new(health);
+        never.details = Details::Never;
+        assert_eq!(
+            logged(|| assert!(never.ask(&probe("10.1.2.3:8080")).is_some())),
+            ""
+        );
     }
 }

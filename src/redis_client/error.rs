@@ -12,6 +12,15 @@ pub(crate) fn check_error(error: &RedisError) -> CheckError {
     CheckError::from_error(error_kind(error), error)
 }
 
+/// Whether Redis answered with the error `code`, to a command or to one of a pipeline's.
+pub(crate) fn has_code(error: &RedisError, code: &str) -> bool {
+    error.code() == Some(code)
+        || error
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, error)| error.code() == code))
+}
+
 /// What a Redis error says about the check.
 pub(crate) fn error_kind(error: &RedisError) -> CheckErrorKind {
     if error.kind() == ErrorKind::AuthenticationFailed

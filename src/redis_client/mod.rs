@@ -14,7 +14,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub(crate) use self::connection::{AnyConnection, LazyConnection, cluster_state};
-pub(crate) use self::error::{check_error, error_kind};
+pub(crate) use self::error::{check_error, error_kind, has_code};
 pub(crate) use self::retry::{Command, query};
 pub(crate) use self::topology::{Topology, parse, single_target};
 

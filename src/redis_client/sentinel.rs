@@ -286,9 +286,20 @@ impl Drop for InDoubt<'_> {
 /// command with, except those of a server that is no (usable) primary.
 fn primary_in_doubt(error: &RedisError) -> bool {
     match error.code() {
-        Some(code) => matches!(code, "READONLY" | "MASTERDOWN" | "LOADING"),
+        Some(code) => is_no_primary(code),
         None => true,
     }
+}
+
+/// Whether the server answered as one that is no (usable) primary. The connection hands a
+/// server's error answers over as values (the command's caller makes them errors), so they
+/// are looked for there too.
+fn answered_no_primary(value: &Value) -> bool {
+    matches!(value, Value::ServerError(error) if is_no_primary(error.code()))
+}
+
+fn is_no_primary(code: &str) -> bool {
+    matches!(code, "READONLY" | "MASTERDOWN" | "LOADING")
 }
 
 impl ConnectionLike for SentinelConnection {
@@ -301,7 +312,10 @@ impl ConnectionLike for SentinelConnection {
                 armed: true,
             };
             let result = primary.connection.req_packed_command(cmd).await;
-            guard.armed = result.as_ref().is_err_and(primary_in_doubt);
+            guard.armed = match &result {
+                Ok(value) => answered_no_primary(value),
+                Err(error) => primary_in_doubt(error),
+            };
             result
         })
     }
@@ -323,7 +337,10 @@ impl ConnectionLike for SentinelConnection {
                 .connection
                 .req_packed_commands(pipeline, offset, count)
                 .await;
-            guard.armed = result.as_ref().is_err_and(primary_in_doubt);
+            guard.armed = match &result {
+                Ok(values) => values.iter().any(answered_no_primary),
+                Err(error) => primary_in_doubt(error),
+            };
             result
         })
     }

@@ -128,7 +128,10 @@ impl SharedCache {
     /// serving it while the winner computes.
     ///
     /// Defaults to the health round's interval
-    /// ([`HealthConfig::health_interval`](crate::HealthConfig::health_interval)).
+    /// ([`HealthConfig::health_interval`](crate::HealthConfig::health_interval)); capped, with
+    /// a warning, at the health verdict's staleness bound (three health intervals plus the
+    /// readiness timeout), so that an entry served as fresh is never older than this
+    /// process's own verdict may get.
     ///
     /// # Panics
     ///

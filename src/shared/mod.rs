@@ -7,13 +7,16 @@
 //!
 //! - **fresh** (younger than the [TTL](SharedCache::ttl)): the round serves it as its own,
 //!   and `/health` says so: `"_cache": {"hit": "shared", "computed_by": "web-7d9f/12",
-//!   "age_ms": 2140}`, the age counted from the computing process's clock;
+//!   "age_ms": 2140}`, the age being the time Redis has kept the entry (its clock, not the
+//!   processes'). A round that serves the entry is a live round: the verdict goes stale only
+//!   when no round has published for its staleness bound, as for one computed here;
 //! - **stale, missing or unusable**: the processes race for a short lock
 //!   (`SET <prefix>health:lock <id> NX PX <lock expiry>`). The winner runs the checks,
-//!   publishes its verdict and writes the entry; the others keep serving the entry they
-//!   have (Redis keeps it twice the TTL) and read the new one next round. One process
-//!   computes per window, whatever the size of the fleet. A winner that dies blocks nobody
-//!   past the lock's expiry.
+//!   publishes its verdict and writes the entry, if the lock is still its own by then; the
+//!   others keep serving the entry they have (Redis keeps it twice the TTL) and read the new
+//!   one next round. One process computes per window, whatever the size of the fleet. A
+//!   winner that dies blocks nobody past the lock's expiry. A process's own verdict says who
+//!   computed it too (`"_cache": {"hit": true, "computed_by": "web-7d9f/12", ...}`).
 //!
 //! The health rounds of a process with a shared cache are spread over the interval at
 //! random, then drift by up to 10 % each, so that a fleet started together does not read,
@@ -34,18 +37,38 @@
 //! Redis never fails a probe. Every Redis command is bounded by the round's deadline;
 //! refused, slow, stalled or gone, the round falls back to computing its own verdict (a
 //! round then takes at most two deadlines), and the component `shared_cache` reads
-//! `degraded` with the reason until a round gets through again. An entry that is malformed,
-//! of another format, from more than a second in the future, or for other databases (another
-//! application under the same prefix) is not served: `shared_cache` says why, and the next
-//! computation overwrites it.
+//! `degraded` with the reason until a round gets through again.
 //!
-//! # The entry
+//! # The entry, an untrusted input
 //!
 //! Under `<prefix>health` (default prefix `tower-health:`), JSON, kept twice the TTL:
-//! `format` (1), `computed_at_ms` (the end of the computing round, milliseconds since the
-//! Unix epoch), `computed_by` (the [process id](SharedCache::process_id)), `database` (the
-//! default database's outcome), `databases` (the others'), `components` (the shared ones'
-//! reports). Error messages in it are redacted like every error of this crate.
+//! `format` (2), `fingerprint` (of the configuration that computed it), `computed_at_ms`
+//! (the end of the computing round, milliseconds since the Unix epoch), `computed_by` (the
+//! [process id](SharedCache::process_id)), `keep_ms` (how long Redis keeps it), `database`
+//! (the default database's outcome), `databases` (the others'), `components` (the shared
+//! ones' reports). Error messages in it are redacted like every error of this crate.
+//!
+//! Whoever reaches Redis can write under the key, so a process reads the entry as untrusted
+//! input:
+//!
+//! - at most 64 KiB of it is read;
+//! - its **fingerprint** must be this process's own: a hash of the format and of each
+//!   database's name, target and criticality and each shared component's, in order. Two
+//!   applications that both call their database `default`, or two configurations during a
+//!   rollout (a database optional in one, critical in the other), never serve each other's
+//!   verdict, and each process's own criticality decides. Under the default prefix, another
+//!   configuration's entry is worth a warning: give each application its own
+//!   [prefix](SharedCache::key_prefix);
+//! - every field must hold a valid value: statuses and error categories among the known
+//!   words, timestamps no later than the year 9999, durations within a year, strings within
+//!   their caps, details scalar, the databases and shared components this process's own;
+//! - an entry that fails (or a key holding another type than a string) is not served,
+//!   whole: it is logged once as a warning, `shared_cache` reads `degraded` with why (never
+//!   quoting the entry), and the next computation overwrites it.
+//!
+//! [`SharedCache::ttl`] is capped at the health verdict's staleness bound (three health
+//! intervals plus the readiness timeout; `TOWER_HEALTH_SHARED_TTL` beyond it is refused at
+//! start): an entry served as fresh is never older than this process's own verdict may get.
 //!
 //! # Beyond one Redis
 //!

@@ -12,7 +12,7 @@ use redis::RedisError;
 use super::config::{DEFAULT_KEY_PREFIX, SharedCache, SharedConnection, default_process_id};
 use super::entry::{Entry, Expected, MAX_ENTRY_BYTES, Refusal};
 use crate::check::{CheckError, CheckErrorKind};
-use crate::redis_client::{check_error, query};
+use crate::redis_client::{check_error, has_code, query};
 
 /// The shared cache of one monitor: its settings, resolved against the monitor's, and its
 /// one connection.
@@ -133,7 +133,7 @@ impl SharedVerdicts {
             Ok(read) => read,
             // Something else than a string under the key: not ours, and the next write
             // (`SET` replaces a value of any type) puts an entry there.
-            Err(Failure::Redis(error)) if is_wrong_type(&error) => {
+            Err(Failure::Redis(error)) if has_code(&error, "WRONGTYPE") => {
                 return self.refuse(
                     b"WRONGTYPE",
                     &Refusal::Invalid(
@@ -315,15 +315,6 @@ impl SharedVerdicts {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
-}
-
-/// Whether Redis refused a command (of a pipeline too) for the type of the key's value.
-fn is_wrong_type(error: &RedisError) -> bool {
-    error.code() == Some("WRONGTYPE")
-        || error
-            .clone()
-            .into_server_errors()
-            .is_some_and(|errors| errors.iter().any(|(_, error)| error.code() == "WRONGTYPE"))
 }
 
 fn millis(duration: Duration) -> u64 {

@@ -11,6 +11,8 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 pub struct TcpProxy {
     pub addr: SocketAddr,
+    /// Where new connections go.
+    upstream: Arc<Mutex<SocketAddr>>,
     frozen: watch::Sender<bool>,
     pumps: Arc<Mutex<Vec<AbortHandle>>>,
     task: JoinHandle<()>,
@@ -22,9 +24,11 @@ impl TcpProxy {
         let addr = listener.local_addr().unwrap();
         let (frozen, _) = watch::channel(false);
         let pumps = Arc::new(Mutex::new(Vec::new()));
-        let (frozen_tx, task_pumps) = (frozen.clone(), pumps.clone());
+        let upstream = Arc::new(Mutex::new(upstream));
+        let (frozen_tx, task_pumps, to) = (frozen.clone(), pumps.clone(), upstream.clone());
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                let upstream = *to.lock().unwrap();
                 let Ok(server) = TcpStream::connect(upstream).await else {
                     continue;
                 };
@@ -39,6 +43,7 @@ impl TcpProxy {
         });
         Self {
             addr,
+            upstream,
             frozen,
             pumps,
             task,
@@ -53,6 +58,12 @@ impl TcpProxy {
     /// server accepts and never answers.
     pub fn freeze(&self) {
         self.frozen.send_replace(true);
+    }
+
+    /// Sends the connections to come to `upstream`; those open stay where they are (as
+    /// after a failover behind a DNS name).
+    pub fn retarget(&self, upstream: SocketAddr) {
+        *self.upstream.lock().unwrap() = upstream;
     }
 
     pub fn thaw(&self) {
