@@ -98,6 +98,8 @@
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
 //! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |
 //! | `full` | every feature (Rust 1.94, for `sqlx-0-9`) | No |
+//!
+#![doc = include_str!("docs/architecture.md")]
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -37,6 +37,14 @@ impl DatabaseCheck for PanickyStats {
     }
 }
 
+/// Awaits `future`, failing the test after 30 s (a guard against hanging, as a monitor that
+/// died would leave every wait below hanging).
+async fn bounded<F: std::future::Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not within 30 s"))
+}
+
 fn config(check: PanickyStats) -> HealthConfig {
     HealthConfig::new()
         .readiness_interval(Duration::from_millis(20))
@@ -73,11 +81,13 @@ async fn a_round_that_panics_costs_that_round_only() {
         panicked.checked_at.is_some(),
         "a round's verdict, not a placeholder"
     );
-    let panicked = verdicts
-        .wait_for(|verdict| verdict.status == Status::Error)
-        .await
-        .unwrap()
-        .clone();
+    let panicked = bounded(
+        "a panicked health round",
+        verdicts.wait_for(|verdict| verdict.status == Status::Error),
+    )
+    .await
+    .unwrap()
+    .clone();
     assert_eq!(panicked.causes[0].kind(), "panicked");
     assert_eq!(
         panicked.causes[0].describe(),
@@ -92,11 +102,15 @@ async fn a_round_that_panics_costs_that_round_only() {
     let rounds = health.stats().readiness_rounds;
     assert!(health.is_monitor_running());
     check.panics.store(false, Ordering::SeqCst);
-    readiness.wait_for(|verdict| verdict.ready).await.unwrap();
-    verdicts
-        .wait_for(|verdict| verdict.status == Status::Healthy)
+    bounded("ready again", readiness.wait_for(|verdict| verdict.ready))
         .await
         .unwrap();
+    bounded(
+        "healthy again",
+        verdicts.wait_for(|verdict| verdict.status == Status::Healthy),
+    )
+    .await
+    .unwrap();
     assert!(health.stats().readiness_rounds > rounds);
     let counters = &health.state.counters;
     assert!(counters.readiness_round_panics.load(Ordering::Relaxed) > 0);
@@ -112,7 +126,9 @@ async fn a_monitor_whose_task_is_gone_is_unavailable_and_liveness_answers() {
     let (health, monitor) = HealthMonitor::new(config(PanickyStats::default()));
     let task = tokio::spawn(monitor.run());
     let mut readiness = health.subscribe_readiness();
-    readiness.wait_for(|verdict| verdict.ready).await.unwrap();
+    bounded("ready", readiness.wait_for(|verdict| verdict.ready))
+        .await
+        .unwrap();
     task.abort();
     let _ = task.await;
     assert!(!health.is_monitor_running());
