@@ -6,9 +6,8 @@
 //! Load balancers and Kubernetes ask every instance two different questions: "are you alive?"
 //! (should I restart you?) and "are you ready?" (should I send you traffic?). This crate
 //! answers them, and four more, with the status code doing the talking. The layer's paths are
-//! under a configurable prefix (`/health`); the admin server (feature `admin`) has those of
-//! Baldur's admin server (the Python framework whose Health Check feature this crate
-//! implements for Rust; its paths, body keys and `BALDUR_*` variables carry over):
+//! under a configurable prefix (`/health`); the admin server (feature `admin`) answers the
+//! same probes on a port of its own, at the paths of the second column:
 //!
 #![doc = include_str!("docs/endpoints.md")]
 //!
@@ -61,12 +60,23 @@
 //!
 //! `HealthLayer::new` takes a [`HealthConfig`] (and starts a monitor) or a [`HealthHandle`]
 //! (and shares a running one, say with the admin server); see [`HealthLayer::new`].
-//! `health.around(router)` (the `axum` module) costs an application request within a few per
-//! cent of the bare router, where `Router::layer` costs more per layer (BENCHMARKS.md). On
-//! any other Tower server (hyper-util, tonic), stack the layers with `ServiceBuilder`:
-//! `PingLayer`, then `HealthLayer`, then the [`DrainLayer`] from
-//! [`HealthLayer::drain_pair`].
-
+//! `health.around(router)` (the `axum` module) answers the probes before routing, so a probe
+//! never reaches the router and an application request pays a path check and the drain's
+//! count; a layer added with `Router::layer` runs after routing, once per route. On any other
+//! Tower server (hyper-util, tonic), stack the layers with `ServiceBuilder`: `PingLayer`, then
+//! `HealthLayer`, then the [`DrainLayer`] from [`HealthLayer::drain_pair`] (see the
+//! [guide](guide::serving)).
+//!
+//! # Guide
+//!
+//! The [`guide`] has a page per topic: [serving](guide::serving),
+//! [Kubernetes](guide::kubernetes), [containers without curl](guide::containers),
+//! [the answers, body by body](guide::bodies), [databases](guide::databases),
+//! [components](guide::components), [a fleet sharing one verdict](guide::fleet),
+//! [reading an incident](guide::incident), [gRPC](guide::grpc),
+//! [configuration](guide::configuration), [migrating](guide::migrating) and
+//! [hardening](guide::hardening). The environment variables are listed in [`config`].
+//!
 //! # Verdicts
 //!
 //! Only genuine unhealthiness answers 503. `degraded` (something other than the default
@@ -76,7 +86,7 @@
 //! ([`HealthHandle::subscribe`], [`HealthHandle::subscribe_readiness`]), and
 //! [`HealthHandle::hold`] takes the instance out of rotation without a drain. With no database configured,
 //! readiness answers 200 with no checks while health (`unhealthy`) and pool (`degraded`)
-//! answer 503, as the system this crate replaces documents: do not route on those two then.
+//! answer 503: do not route on those two then.
 //!
 //! # Feature flags
 //!
@@ -100,7 +110,6 @@
 //! | `full` | every feature (Rust 1.94, for `sqlx-0-9`) | No |
 //!
 #![doc = include_str!("docs/architecture.md")]
-
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::dbg_macro))]
@@ -126,6 +135,7 @@ mod future;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
+pub mod guide;
 pub mod health;
 pub mod healthcheck;
 pub mod io;

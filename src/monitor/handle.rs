@@ -40,9 +40,9 @@ pub struct MonitorStats {
     /// Health rounds that served the shared cache's entry (`shared::SharedCache`), computed by
     /// another process (or an earlier round of this one), instead of running the checks.
     pub shared_rounds: u64,
-    /// Health rounds in which Redis failed (refused, slow, gone) or the
-    /// [shared](crate::shared) entry could not be served (malformed, another
-    /// configuration's): each fell back to this process's own verdict.
+    /// Health rounds in which Redis failed (refused, slow, gone) or the shared cache's entry
+    /// could not be served (malformed, another configuration's): each fell back to this
+    /// process's own verdict.
     pub shared_cache_errors: u64,
     /// Rounds that panicked, of either cadence: each was reported as failed (cause
     /// `panicked`) and the next round ran.

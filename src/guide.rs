@@ -1,0 +1,70 @@
+#![doc = include_str!("docs/guide.md")]
+
+/// One page of the guide: a module with no items, its docs the page in `src/docs/`, and link
+/// definitions for the items behind features, so that every page's links resolve in every
+/// build (to the item where the build has it, to the feature table where it does not).
+macro_rules! page {
+    ($name:ident, $file:literal) => {
+        pub mod $name {
+            #![doc = include_str!($file)]
+            #![doc = ""]
+            #![cfg_attr(feature = "axum", doc = "[`axum`]: crate::axum")]
+            #![cfg_attr(not(feature = "axum"), doc = "[`axum`]: crate#feature-flags")]
+            #![cfg_attr(
+                feature = "admin",
+                doc = "[`admin`]: crate::admin\n\
+                       [`AdminConfig`]: crate::admin::AdminConfig"
+            )]
+            #![cfg_attr(
+                not(feature = "admin"),
+                doc = "[`admin`]: crate#feature-flags\n\
+                       [`AdminConfig`]: crate#feature-flags"
+            )]
+            #![cfg_attr(
+                feature = "metrics",
+                doc = "[`metrics`]: crate::metrics\n\
+                       [`HealthMetrics`]: crate::metrics::HealthMetrics"
+            )]
+            #![cfg_attr(
+                not(feature = "metrics"),
+                doc = "[`metrics`]: crate#feature-flags\n\
+                       [`HealthMetrics`]: crate#feature-flags"
+            )]
+            #![cfg_attr(
+                feature = "grpc",
+                doc = "[`grpc`]: crate::grpc\n\
+                       [`HealthService`]: crate::grpc::HealthService"
+            )]
+            #![cfg_attr(
+                not(feature = "grpc"),
+                doc = "[`grpc`]: crate#feature-flags\n\
+                       [`HealthService`]: crate#feature-flags"
+            )]
+            #![cfg_attr(
+                feature = "redis",
+                doc = "[`shared`]: crate::shared\n\
+                       [`SharedCache`]: crate::shared::SharedCache\n\
+                       [`HealthConfig::shared_cache`]: crate::HealthConfig::shared_cache"
+            )]
+            #![cfg_attr(
+                not(feature = "redis"),
+                doc = "[`shared`]: crate#feature-flags\n\
+                       [`SharedCache`]: crate#feature-flags\n\
+                       [`HealthConfig::shared_cache`]: crate#feature-flags"
+            )]
+        }
+    };
+}
+
+page!(serving, "docs/serving.md");
+page!(kubernetes, "docs/kubernetes.md");
+page!(containers, "docs/containers.md");
+page!(bodies, "docs/bodies.md");
+page!(databases, "docs/databases.md");
+page!(components, "docs/components.md");
+page!(fleet, "docs/fleet.md");
+page!(incident, "docs/incident.md");
+page!(grpc, "docs/grpc.md");
+page!(configuration, "docs/configuration.md");
+page!(migrating, "docs/migrating.md");
+page!(hardening, "docs/hardening.md");
