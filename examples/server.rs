@@ -53,7 +53,7 @@ const MAX_SLOW: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     // `server --health-check`: a container health check of a running instance, for images
-    // without curl (see the README's Dockerfile).
+    // without curl (see the guide's containers page).
     if let Some(code) = common::health_check_flag() {
         return code;
     }

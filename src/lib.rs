@@ -165,6 +165,18 @@ mod util;
 pub mod verdict;
 pub mod view;
 
+/// The README's Rust samples, compiled as doctests (`cargo test --all-features --doc`).
+#[cfg(all(
+    doctest,
+    feature = "postgres",
+    feature = "axum",
+    feature = "sqlx-0-9",
+    feature = "redis",
+    feature = "admin"
+))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use self::body::ResponseBody;
 pub use self::config::{Details, FailDirection, HealthConfig, NoCache};
 pub use self::drain::{DrainConfig, DrainHandle, DrainLayer, DrainPolicy};

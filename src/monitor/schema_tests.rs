@@ -722,7 +722,7 @@ async fn admin_bodies_match_their_schema() {
 
 /// Every `<!-- body: <endpoint>/<state> -->` sample of README.md, raw (timestamps and all).
 fn readme_samples() -> Vec<(String, String)> {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../docs/bodies.md");
     let marker = "<!-- body: ";
     let mut samples = Vec::new();
     let mut rest = readme;

@@ -527,9 +527,9 @@ async fn a_stopped_monitor_is_unavailable_at_once() {
 
 /// The sample bodies in README.md, by name: what a newcomer reads is what the crate returns.
 pub(super) fn readme_sample(name: &str) -> String {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../docs/bodies.md");
     let marker = format!("<!-- body: {name} -->\n```json\n");
-    let start = readme.find(&marker).expect("the sample is in README.md") + marker.len();
+    let start = readme.find(&marker).expect("the sample is in bodies.md") + marker.len();
     let end = start + readme[start..].find("\n```").expect("the sample ends");
     normalize(&readme[start..end])
 }

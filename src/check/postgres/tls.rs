@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn the_readme_shows_the_sslmode_table_of_the_docs() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../docs/databases.md");
         assert!(readme.contains(include_str!("../../docs/sslmode.md")));
     }
 
