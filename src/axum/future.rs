@@ -104,8 +104,8 @@ where
 /// `()` or a status) has nothing left to send once its head is ready, so its count ends here,
 /// with no allocation. Any other body is boxed again around the count (axum's body is a boxed
 /// trait object: nothing can ride along inside it without a box of its own): the one
-/// allocation the stack adds to an application request, and most of its cost
-/// (BENCHMARKS.md, "Pass-through in-process").
+/// allocation the stack adds to an application request, and most of its cost. It stays
+/// because a request must count until its body has been sent, a stream's included.
 #[inline(always)]
 fn count(response: &mut Response, admitted: Admitted) {
     let guard = admitted.respond(response);

@@ -34,13 +34,13 @@
 //!
 //! axum runs a layer added with `Router::layer` after routing, around each route and the
 //! fallback, and clones and boxes each route's layered service for every request, once per
-//! `Router::layer` call. The three layers that way cost an application request 1.49x the
-//! bare router's instructions, and `/health/ready` 1.13x a hand-written static route. Around
-//! the router, in one service, they are 1.05x and 0.72x: an application request pays a path
-//! check, the drain's count and, when its response has a body, one allocation (axum's body is
-//! boxed, so the body that holds the count until the response has been sent is boxed again; a
-//! response without a body ends its count with its head). BENCHMARKS.md has the figures,
-//! measured in one run.
+//! `Router::layer` call: the three layers that way add that work to every application
+//! request, and a probe goes through routing first. Around the router, in one service, a
+//! probe never reaches the router, and an application request pays a path check, the drain's
+//! count and, when its response has a body, one allocation (axum's body is boxed, so the body
+//! that holds the count until the response has been sent is boxed again; a response without a
+//! body ends its count with its head and allocates nothing). The benches' README
+//! (`benches/README.md`) has the figures.
 //!
 //! # Backpressure
 //!

@@ -8,9 +8,9 @@
 //!
 //! A shard's count is the reference count of its `Arc`: admitting a request clones it and
 //! ending one drops the clone, one atomic read-modify-write each, on a line that only the
-//! requests of one thread write. 0.2.0 had one shared counter and the guard's own `Arc` on the
-//! drain state: four such writes per request, on two lines every core wrote. Dropping two of
-//! them is part of what brought pass-through from 85 ns to the figure in BENCHMARKS.md.
+//! requests of one thread write. So a request pays two atomic writes, on a line no other core
+//! contends for; a shared counter beside the guard's own reference count would cost four, on
+//! lines every core writes.
 
 use std::cell::Cell;
 use std::fmt;

@@ -172,9 +172,9 @@ impl HealthLayer {
     /// [`drain_pair`](Self::drain_pair) or [`drain`](Self::drain)): the whole stack in one
     /// service, which [`axum::serve()`] takes as it takes the router.
     ///
-    /// An application request then costs 1.05x the bare router's instructions, where three
-    /// `Router::layer` calls cost 1.49x (BENCHMARKS.md); see the
-    /// [`axum` module docs](crate::axum).
+    /// A probe then never reaches routing, and an application request pays a path check and
+    /// the drain's count, where three `Router::layer` calls run after routing, once per route;
+    /// see the [`axum` module docs](crate::axum).
     #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
     pub fn around<S>(&self, app: S) -> crate::axum::Stack<S> {
         crate::axum::Stack::new(app, self.reader.clone())

@@ -3,8 +3,8 @@
 //!
 //! The age changes with every request, so the body is stored as the bytes before the number
 //! and a static tail after it, and [`ProbeBody`](crate::body::ProbeBody) writes the digits
-//! from a static table: no JSON encoding and no allocation on the probe path (BENCHMARKS.md:
-//! two allocations per answer, the header map's).
+//! from a static table: no JSON encoding and no allocation on the probe path beyond the
+//! response's header map.
 
 use http::StatusCode;
 use serde_json::Value;
