@@ -26,10 +26,9 @@ use crate::io::StallWatch;
 /// How long a new connection keeps its place without a request head, whoever else connects.
 /// Long enough for a client on a loaded machine to write its request after connecting; short
 /// enough that clients which never write give their places up quickly (all of them every
-/// 100 ms: 640 a second at the default 64). Closing the oldest at once instead, clients that
-/// reconnect as soon as they are closed cycled the places faster than a probe could write its
-/// head: tests/admin.rs `silent_clients_that_reconnect_cannot_keep_the_probes_out` lost up to
-/// 3 probes in 40 on a loaded 2-core machine.
+/// 100 ms: 640 a second at the default 64). Without the grace, clients that reconnect as soon
+/// as they are closed would cycle the places faster than a probe can write its head (tests/admin.rs
+/// `silent_clients_that_reconnect_cannot_keep_the_probes_out`).
 const HEAD_GRACE: Duration = Duration::from_millis(100);
 
 /// The connections being served.

@@ -80,8 +80,8 @@ pub(crate) fn decide<V: Judged>(
 }
 
 /// What decided the answer, whether it passes, and its `status`: [`decide`] without the age,
-/// which the HTTP layers read only for the bodies that carry it (the clock arithmetic is
-/// about 60 instructions of a probe that needs none).
+/// which the HTTP layers read only for the bodies that carry it, so that a probe whose body
+/// shows no age does no clock arithmetic for it.
 #[inline]
 pub(crate) fn judge<V: Judged>(
     probe: Probe,
