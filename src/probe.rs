@@ -97,7 +97,8 @@ impl Probe {
         }
     }
 
-    /// The admin server's path, as Baldur's admin server has them.
+    /// The admin server's path: `/liveness` and `/readiness` rather than the layer's names, the
+    /// paths operators' tooling already probes.
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) const fn admin_path(self) -> &'static str {
         match self {

@@ -3,8 +3,8 @@
 //! The same keys guard the admin server's `/health` and control endpoints and, with
 //! [`Details::Authorized`](crate::Details::Authorized), decide who sees details in probe
 //! bodies on any reader, the application's port included. A key is presented as
-//! `Authorization: Bearer <key>` (or `X-Baldur-Admin-Key: <key>`, the header operators of
-//! Baldur's admin server use) and compared in constant time.
+//! `Authorization: Bearer <key>` (or `X-Baldur-Admin-Key: <key>`, the legacy header
+//! operators' tooling may send) and compared in constant time.
 
 mod keys;
 mod role;

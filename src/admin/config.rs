@@ -18,7 +18,8 @@ pub(crate) struct Sourced<T> {
 ///
 /// # Environment variables
 ///
-/// Where a second name is given, it is the Python system's, read when the first is unset.
+/// Where a second name is given, it is read when the first is unset (see
+/// [migrating](crate::guide::migrating)).
 ///
 /// | Variable | Also read | Meaning | Default |
 /// |---|---|---|---|

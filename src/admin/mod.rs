@@ -69,8 +69,8 @@
 //! When its monitor follows a drain ([`HealthLayer::drain_pair`](crate::HealthLayer::drain_pair),
 //! [`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain) or [`AdminServer::drain`]),
 //! readiness, health and pool answer 503 `draining` once the drain starts, while liveness,
-//! startup and ping keep answering (the Python system's admin server stopped answering at
-//! once); the server closes when the drain is over.
+//! startup and ping keep answering, so that the orchestrator never restarts a pod that is
+//! only draining; the server closes when the drain is over.
 //!
 //! # Keys on the application's port
 //!

@@ -7,7 +7,7 @@ use crate::probe::Probe;
 /// A path the admin server answers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
-    /// One of the probes, at Baldur's admin paths.
+    /// One of the probes, at the admin server's paths.
     Probe(Probe),
     /// An operator's control (`POST /hold`, `POST /release`).
     Control(Control),

@@ -9,7 +9,7 @@ use crate::check::DatabaseCheck;
 /// The name of the database the pool endpoint and the health status follow.
 pub const DEFAULT_DATABASE: &str = "default";
 
-/// The variables naming the default database: ours, then Baldur's.
+/// The variables naming the default database: ours, then the compatibility name.
 const DEFAULT_DATABASE_VARIABLES: [&str; 2] = ["TOWER_HEALTH_DATABASE_URL", "BALDUR_SQL_DSN"];
 
 /// The prefix of the variables naming further databases (`<prefix><NAME>`).
@@ -156,8 +156,8 @@ fn postgres(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, C
     Ok(Arc::new(check))
 }
 
-/// Refuses rather than silently running with no database: Baldur's worst failure
-/// was a missing driver turning "database configured" into "ready forever".
+/// Refuses rather than silently running with no database: a missing driver must never turn
+/// "database configured" into "ready forever".
 #[cfg(not(feature = "postgres"))]
 fn postgres(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, ConfigError> {
     Err(ConfigError::new(

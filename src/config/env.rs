@@ -55,7 +55,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Whether a variable may be a setting: every `TOWER_HEALTH_` name is ours, and every
-/// `BALDUR_` name is captured too, so that a parser asking for a Baldur name finds it
+/// `BALDUR_` name is captured too, so that a parser asking for a `BALDUR_*` name finds it
 /// without a second list to keep in step.
 fn may_be_setting(name: &str) -> bool {
     name.starts_with("TOWER_HEALTH_") || name.starts_with("BALDUR_")

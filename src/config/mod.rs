@@ -6,8 +6,8 @@
 //!
 //! # Environment variables
 //!
-//! Where a second name is given, it is the name Baldur reads;
-//! it is used when the first is not set, so existing manifests carry over. Empty values count
+//! Where a second name is given, it is used when the first is not set, so existing manifests
+//! carry over (see [migrating](crate::guide::migrating)). Empty values count
 //! as unset.
 //!
 //! | Variable | Also read | Meaning | Default |
@@ -54,7 +54,7 @@
 //! [`HealthConfig::warnings`] returns it, `from_env` logs it if a `tracing` subscriber is
 //! installed, and the monitor logs it when it starts (each warning once per process), so it
 //! is not lost when `from_env` runs before the subscriber. `BALDUR_*` names are left alone:
-//! Baldur sets many that this crate has no use for.
+//! a carried-over manifest sets many that this crate has no use for.
 //!
 //! Two cases are errors at start instead:
 //!
@@ -62,12 +62,12 @@
 //!   read as no key, it would start the admin server, and a layer with
 //!   [`Details::Authorized`], without keys. Always, wherever the keys are read
 //!   ([`HealthConfig`], `AdminConfig`, [`AccessKeys`](crate::access::AccessKeys)). A
-//!   `BALDUR_*` name counts when it is a typo away (two edits), so that names Baldur sets for
-//!   its own use (`BALDUR_API_KEY`) do not.
+//!   `BALDUR_*` name counts when it is a typo away (two edits), so that names a carried-over
+//!   manifest sets for other uses (`BALDUR_API_KEY`) do not.
 //! - In strict mode (`TOWER_HEALTH_STRICT_ENV=true`), every set `TOWER_HEALTH_*` or `BALDUR_*`
 //!   variable that no setting of this build reads, named with the closest known name. Every
 //!   `from_env` (and `from_vars`) checks. Strict mode is opt-in because it refuses `BALDUR_*`
-//!   names too: a manifest carried over from Baldur sets many that this crate does not read,
+//!   names too: a carried-over manifest sets many that this crate does not read,
 //!   and must be cleared of them first.
 //!
 //! A Redis URL in a build without the `redis` feature (or a `rediss://` one without `rustls`)

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{ConfigError, Env, HealthConfig};
 
-/// The variables naming the shared cache's Redis: ours, then Baldur's.
+/// The variables naming the shared cache's Redis: ours, then the compatibility name.
 const URL_VARIABLES: [&str; 2] = ["TOWER_HEALTH_REDIS_URL", "BALDUR_REDIS_URL"];
 const KEY_PREFIX: &str = "TOWER_HEALTH_SHARED_KEY_PREFIX";
 const TTL: &str = "TOWER_HEALTH_SHARED_TTL";
@@ -25,7 +25,7 @@ struct SharedVariables<'e> {
 
 impl HealthConfig {
     /// Shares the health verdict across the processes on one Redis: see
-    /// [`shared`](crate::shared). Environment: `TOWER_HEALTH_REDIS_URL` (or Baldur's
+    /// [`shared`](crate::shared). Environment: `TOWER_HEALTH_REDIS_URL` (or
     /// `BALDUR_REDIS_URL`) and the `TOWER_HEALTH_SHARED_*` variables.
     ///
     /// Defaults to none: each process computes its own verdict.

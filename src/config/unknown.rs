@@ -6,8 +6,8 @@
 //! type of the crate ([`known::READERS`](super::known::READERS)): a drain variable is not
 //! unknown to `HealthConfig::from_env`. What becomes of an unread variable:
 //!
-//! - a warning ([`unread_warnings`]), unless it is a `BALDUR_*` name no setting has: Baldur
-//!   sets many that this crate has no use for;
+//! - a warning ([`unread_warnings`]), unless it is a `BALDUR_*` name no setting has: a
+//!   carried-over manifest sets many that this crate has no use for;
 //! - an error at start in strict mode (`TOWER_HEALTH_STRICT_ENV`, [`refuse_unread_if_strict`]),
 //!   `BALDUR_*` names included: strict mode is opt-in, for manifests cleared of the names
 //!   this crate does not read;
@@ -29,7 +29,7 @@ const OWN_PREFIX: &str = FAMILIES[0];
 
 /// The most edits from an admin key's `BALDUR_*` name at which a name counts as a misspelling
 /// of it: a swapped, doubled, dropped or wrong character or two (`BALDUR_ADMIN_KYE`). Any
-/// more, and names Baldur may set for its own use would count (`BALDUR_API_KEY` and
+/// more, and names a carried-over manifest sets for other uses would count (`BALDUR_API_KEY` and
 /// `BALDUR_ADMIN_TOKEN` are 3 edits away). Our own names get the suggestion's budget: no
 /// `TOWER_HEALTH_*` name is unread on purpose.
 const BALDUR_KEY_TYPO_EDITS: usize = 2;
@@ -143,7 +143,7 @@ pub(crate) fn refuse_unread_if_strict(env: &Env) -> Result<(), ConfigError> {
 
 /// The first set variable that looks like a misspelt admin key variable, with the name it
 /// looks like: its closest known name is a key's, within the suggestion's budget for our own
-/// names and [`BALDUR_KEY_TYPO_EDITS`] for Baldur's.
+/// names and [`BALDUR_KEY_TYPO_EDITS`] for the `BALDUR_*` ones.
 pub(crate) fn misspelt_key(env: &Env) -> Option<(String, String)> {
     unread_variables(env)
         .into_iter()

@@ -73,7 +73,7 @@ impl FromStr for NoCache {
 /// is their default.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Details {
-    /// Everyone (the default, as Baldur's health check shows the pool's error message).
+    /// Everyone (the default: bodies carry the error messages dashboards already read).
     #[default]
     Always,
     /// Holders of an admin key (`Authorization: Bearer <key>`, viewer or operator); everyone

@@ -5,8 +5,8 @@
 //! may see is decided here, field by field, and nowhere else: [`Audience::Minimal`] gets
 //! statuses, error categories and the names the operator configured; [`Audience::Full`] also
 //! gets the redacted error text, targets, what passing checks reported (`details`), pool
-//! figures and timings. Key names follow Baldur's health check, which this crate implements,
-//! so existing dashboards keep working; keys are only ever added.
+//! figures and timings. Key names never change, so that existing dashboards keep working;
+//! keys are only ever added.
 
 use std::time::{Duration, SystemTime};
 

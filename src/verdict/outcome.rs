@@ -47,7 +47,7 @@ impl CheckStatus {
 
     /// The word a database whose check ended so goes by in bodies (readiness's `checks`,
     /// each database's `status`, `pool_info.check`), causes and metrics: `"ready"`,
-    /// `"not_ready"` or `"timed_out"`, the words Baldur's health check used.
+    /// `"not_ready"` or `"timed_out"`, the words dashboards already read.
     #[must_use]
     pub const fn database_word(self) -> &'static str {
         match self {
