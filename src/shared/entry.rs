@@ -440,7 +440,7 @@ impl Outcome {
         let detail = self
             .detail
             .map(|detail| {
-                TimeoutDetail::named(&detail)
+                detail_named(&detail)
                     .ok_or_else(|| invalid(format!("{}: an unknown detail", subject.name)))
             })
             .transpose()?;
@@ -564,6 +564,13 @@ impl Report {
             consecutive_successes: self.consecutive_successes,
         })
     }
+}
+
+/// The timeout detail whose key (`TimeoutDetail::as_str`) is `name`.
+fn detail_named(name: &str) -> Option<TimeoutDetail> {
+    [TimeoutDetail::DeadlinePassed, TimeoutDetail::EarlierCheckRunning]
+        .into_iter()
+        .find(|detail| detail.as_str() == name)
 }
 
 fn kind_named(name: &str) -> Result<CheckErrorKind, Refusal> {

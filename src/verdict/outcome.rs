@@ -146,13 +146,6 @@ impl TimeoutDetail {
             }
         }
     }
-
-    /// The detail whose key is `name`.
-    pub(crate) fn named(name: &str) -> Option<Self> {
-        [Self::DeadlinePassed, Self::EarlierCheckRunning]
-            .into_iter()
-            .find(|detail| detail.as_str() == name)
-    }
 }
 
 impl fmt::Display for TimeoutDetail {
