@@ -19,10 +19,9 @@ struct Sourced {
 /// viewer). Read by the admin server and, for [`Details::Authorized`](crate::Details), by any
 /// reader.
 ///
-/// | Variable | Also read | Meaning |
-/// |---|---|---|
-/// | `TOWER_HEALTH_ADMIN_KEY` | `BALDUR_ADMIN_KEY` | operator key (at least 16 characters) |
-/// | `TOWER_HEALTH_ADMIN_READONLY_KEY` | `BALDUR_ADMIN_READONLY_KEY` | read-only (viewer) key |
+/// `HealthConfig::from_env` and `AdminConfig::from_env` read them from
+/// `TOWER_HEALTH_ADMIN_KEY` and `TOWER_HEALTH_ADMIN_READONLY_KEY` (see [the environment
+/// table](crate::config#the-keys-read-by-healthconfigfrom_env-and-adminconfigfrom_env)).
 ///
 /// A set variable whose name is close to one of these (`TOWER_HEALTH_ADMIN_KYE`,
 /// `BALDUR_ADMIN_KYE`) is an error at start, strict mode or not: read as no key, the typo would

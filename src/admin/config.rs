@@ -16,22 +16,8 @@ pub(crate) struct Sourced<T> {
 
 /// Settings of the [`AdminServer`](super::AdminServer).
 ///
-/// # Environment variables
-///
-/// Where a second name is given, it is read when the first is unset (see
-/// [migrating](crate::guide::migrating)).
-///
-/// | Variable | Also read | Meaning | Default |
-/// |---|---|---|---|
-/// | `TOWER_HEALTH_ADMIN_BIND` | `BALDUR_ADMIN_BIND` | IP address to bind (`localhost` means `127.0.0.1`) | `127.0.0.1` |
-/// | `TOWER_HEALTH_ADMIN_PORT` | `BALDUR_ADMIN_PORT` | port; `0` picks a free one | `9090` |
-/// | `TOWER_HEALTH_ADMIN_KEY` | `BALDUR_ADMIN_KEY` | operator key (at least 16 characters) | none |
-/// | `TOWER_HEALTH_ADMIN_READONLY_KEY` | `BALDUR_ADMIN_READONLY_KEY` | read-only (viewer) key | none |
-/// | `TOWER_HEALTH_ADMIN_DETAILS` | | who sees details on this port: `always`, `authorized`, `never` | `TOWER_HEALTH_DETAILS` |
-/// | `TOWER_HEALTH_ADMIN_ALLOWED_HOSTS` | | extra `Host`/`Origin` names, comma-separated | none |
-/// | `TOWER_HEALTH_ADMIN_HEADER_TIMEOUT` | | time a client gets to send a request head, idle keep-alive included | `10s` |
-/// | `TOWER_HEALTH_ADMIN_WRITE_TIMEOUT` | | time an answer may wait on a client that does not read it | `10s` |
-/// | `TOWER_HEALTH_ADMIN_MAX_CONNECTIONS` | | open connections at most (see [`max_connections`](AdminConfig::max_connections)) | `64` |
+/// [`AdminConfig::from_env`] reads the `TOWER_HEALTH_ADMIN_*` variables listed with the others
+/// in [the environment table](crate::config#adminconfigfrom_env-feature-admin).
 #[derive(Clone)]
 #[must_use]
 pub struct AdminConfig {

@@ -4,7 +4,8 @@
 //! The lists sit apart from the parsers because a build without the `admin` feature still has
 //! to recognise the admin server's names. They cannot drift from the parsers: a unit test
 //! parses every settings type from an [`Env`](super::Env) that records what it is asked for,
-//! and compares.
+//! and compares. Nor can the documentation's one table (`docs/environment.md`) drift from
+//! these lists: another test reads it and compares, section by section.
 
 /// The variables one settings type reads.
 #[derive(Debug)]
@@ -173,6 +174,51 @@ mod tests {
         asked_by(&STRICT, &[], |env| {
             crate::config::refuse_unread_if_strict(env).unwrap();
         });
+    }
+
+    /// The variables a section of `docs/environment.md` lists, in either of its first two
+    /// columns: `(names, prefixes)`, a `<NAME>` suffix marking a prefix.
+    fn documented(section: &str) -> (BTreeSet<&str>, BTreeSet<&str>) {
+        let mut names = BTreeSet::new();
+        let mut prefixes = BTreeSet::new();
+        let rows = section.lines().filter(|line| line.starts_with("| `"));
+        for cells in rows.map(|row| row.split('|').skip(1).take(2).collect::<Vec<_>>()) {
+            for cell in cells {
+                for (i, quoted) in cell.split('`').enumerate() {
+                    if i % 2 == 0 || !quoted.starts_with(['T', 'B']) {
+                        continue;
+                    }
+                    match quoted.strip_suffix("<NAME>") {
+                        Some(prefix) => assert!(prefixes.insert(prefix), "{prefix} twice"),
+                        None => assert!(names.insert(quoted), "{quoted} twice"),
+                    }
+                }
+            }
+        }
+        (names, prefixes)
+    }
+
+    #[test]
+    fn the_documented_table_is_these_lists() {
+        let table = include_str!("../docs/environment.md");
+        let sections: Vec<&str> = table.split("\n## ").skip(1).collect();
+        let expected = [
+            ("`HealthConfig::from_env`", &HEALTH),
+            ("The keys", &KEYS),
+            ("`DrainConfig::from_env`", &DRAIN),
+            ("`AdminConfig::from_env`", &ADMIN),
+            ("Every `from_env`", &STRICT),
+        ];
+        assert_eq!(sections.len(), expected.len(), "one section per reader");
+        assert_eq!(expected.len(), READERS.len());
+        for (section, (heading, reader)) in sections.iter().zip(expected) {
+            assert!(section.starts_with(heading), "{heading}: out of order");
+            let (names, prefixes) = documented(section);
+            let listed: BTreeSet<_> = reader.names.iter().copied().collect();
+            assert_eq!(names, listed, "{heading}: names");
+            let listed: BTreeSet<_> = reader.prefixes.iter().copied().collect();
+            assert_eq!(prefixes, listed, "{heading}: prefixes");
+        }
     }
 
     #[test]

@@ -4,41 +4,7 @@
 //! from the environment through [`HealthConfig::from_env`]. A value that cannot be used is an
 //! error at start that names the variable and the value; nothing falls back silently.
 //!
-//! # Environment variables
-//!
-//! Where a second name is given, it is used when the first is not set, so existing manifests
-//! carry over (see [migrating](crate::guide::migrating)). Empty values count
-//! as unset.
-//!
-//! | Variable | Also read | Meaning | Default |
-//! |---|---|---|---|
-//! | `TOWER_HEALTH_DATABASE_URL` | `BALDUR_SQL_DSN` | PostgreSQL connection string of the `default` database | none |
-//! | `TOWER_HEALTH_DATABASE_URL_<NAME>` | | connection string of database `<name>` (lower-cased) | none |
-//! | `TOWER_HEALTH_READINESS_TIMEOUT` | `BALDUR_HEALTH_CHECK_READINESS_PROBE_TIMEOUT_SECONDS` (seconds) | the one deadline of a round | `500ms` |
-//! | `TOWER_HEALTH_READINESS_INTERVAL` | `BALDUR_HEALTH_CHECK_READINESS_CACHE_TTL_SECONDS` (seconds) | cadence of readiness rounds | `1s` |
-//! | `TOWER_HEALTH_READINESS_TIMEOUT_FAIL_DIRECTION` | `BALDUR_HEALTH_CHECK_READINESS_TIMEOUT_FAIL_DIRECTION` | `not_ready` or `ready` | `not_ready` |
-//! | `TOWER_HEALTH_HEALTH_INTERVAL` | | cadence of health rounds | `10s` |
-//! | `TOWER_HEALTH_PATH_PREFIX` | | prefix of the layer's probe paths | `/health` |
-//! | `TOWER_HEALTH_NOCACHE` | | `allowed`, `authorized` or `off` | `allowed` |
-//! | `TOWER_HEALTH_NOCACHE_MIN_INTERVAL` | | shortest time between two fresh computations | `1s` |
-//! | `TOWER_HEALTH_CHECK_LIMIT` | | how long a timed-out check may keep running before it is abandoned | `10s` |
-//! | `TOWER_HEALTH_STARTUP_WAITS_FOR_MARK` | | `/health/startup` also waits for `HealthHandle::mark_started()` | `false` |
-//! | `TOWER_HEALTH_KUBERNETES_ALIASES` | | also answer `/livez` and `/readyz` | `false` |
-//! | `TOWER_HEALTH_DETAILS` | | who sees error text, targets, pool figures and timings: `always`, `authorized` (admin key holders) or `never` | `always` |
-//! | `TOWER_HEALTH_TCP_<NAME>` | | `host:port` of a non-critical TCP component `<name>` (lower-cased; feature `tcp`) | none |
-//! | `TOWER_HEALTH_HTTP_<NAME>` | | `http://` URL of a non-critical HTTP component `<name>` (lower-cased; feature `http-check`): `GET`, 2xx expected, redirects not followed | none |
-//! | `TOWER_HEALTH_REDIS_<NAME>` | | `redis://` URL of a non-critical Redis component `<name>` (lower-cased; feature `redis`; `rediss://` with `rustls`); `TOWER_HEALTH_REDIS_URL` is not a component | none |
-//! | `TOWER_HEALTH_CRITICAL` | | components that are critical (comma-separated names) | none |
-//! | `TOWER_HEALTH_SELF_MONITORING` | | the monitor watches its own round lag (component `monitor`) | `false` |
-//! | `TOWER_HEALTH_UNKNOWN_COMPONENTS` | | how a component without a result yet counts: `ignored` or `in_trouble` | `ignored` |
-//! | `TOWER_HEALTH_OPTIONAL` | | databases that are optional (comma-separated names): down, they make health `degraded` and leave readiness alone | none |
-//! | `TOWER_HEALTH_REDIS_URL` | `BALDUR_REDIS_URL` | Redis to share the health verdict through (module `shared`; feature `redis`, `rediss://` with `rustls`) | none |
-//! | `TOWER_HEALTH_SHARED_KEY_PREFIX` | | prefix of the shared entry's keys (`<prefix>health`, `<prefix>health:lock`) | `tower-health:` |
-//! | `TOWER_HEALTH_SHARED_TTL` | | how long a shared verdict is served before one process computes the next; at most three health intervals plus the readiness timeout | the health interval |
-//! | `TOWER_HEALTH_SHARED_LOCK_EXPIRY` | | longest hold of the computing process's lock; at most half the TTL | twice the readiness timeout |
-//! | `TOWER_HEALTH_SHARED_PROCESS_ID` | | how this process signs the verdicts it computes (`computed_by`) | `<hostname>/<pid>` |
-//! | `TOWER_HEALTH_SHARED_NOCACHE_WRITES` | | `?nocache=true` also overwrites the shared entry | `false` |
-//! | `TOWER_HEALTH_STRICT_ENV` | | strict mode: a set variable that no setting reads is an error at start (see below) | `false` |
+#![doc = include_str!("../docs/environment.md")]
 //!
 //! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`). Every duration,
 //! from a variable or a builder setter, lies between [`MIN_DURATION`] (1 ms) and

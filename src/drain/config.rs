@@ -32,15 +32,8 @@ impl FromStr for DrainPolicy {
 /// Settings of a drain: how long to keep taking traffic, how long to wait for in-flight work,
 /// and what to do with requests meanwhile.
 ///
-/// # Environment variables
-///
-/// | Variable | Meaning | Default |
-/// |---|---|---|
-/// | `TOWER_HEALTH_DRAIN_DELAY` | time between the start of the drain and the start of the server's shutdown | `5s` |
-/// | `TOWER_HEALTH_DRAIN_TIMEOUT` | longest wait for in-flight requests, from the start of the drain; must exceed the delay | `20s` |
-/// | `TOWER_HEALTH_DRAIN_POLICY` | `serve` or `reject` | `serve` |
-/// | `TOWER_HEALTH_DRAIN_CONNECTION_CLOSE` | send `Connection: close` on HTTP/1 responses while draining | `true` |
-/// | `TOWER_HEALTH_DRAIN_RETRY_AFTER` | `Retry-After` of draining answers (whole seconds) | `5s` |
+/// [`DrainConfig::from_env`] reads the `TOWER_HEALTH_DRAIN_*` variables listed with the others
+/// in [the environment table](crate::config#drainconfigfrom_env).
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct DrainConfig {

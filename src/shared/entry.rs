@@ -568,9 +568,12 @@ impl Report {
 
 /// The timeout detail whose key (`TimeoutDetail::as_str`) is `name`.
 fn detail_named(name: &str) -> Option<TimeoutDetail> {
-    [TimeoutDetail::DeadlinePassed, TimeoutDetail::EarlierCheckRunning]
-        .into_iter()
-        .find(|detail| detail.as_str() == name)
+    [
+        TimeoutDetail::DeadlinePassed,
+        TimeoutDetail::EarlierCheckRunning,
+    ]
+    .into_iter()
+    .find(|detail| detail.as_str() == name)
 }
 
 fn kind_named(name: &str) -> Result<CheckErrorKind, Refusal> {
