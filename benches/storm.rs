@@ -80,8 +80,8 @@ use tower::ServiceBuilder;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::check::PostgresCheck;
 use tower_health::{
-    Details, DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
-    PingLayer,
+    DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
+    config::Details,
 };
 
 #[path = "support/grpc_servers.rs"]

@@ -67,6 +67,18 @@
 //! `HealthLayer`, then the [`DrainLayer`] from [`HealthLayer::drain_pair`] (see the
 //! [guide](guide::serving)).
 //!
+//! # What is where
+//!
+//! The crate root holds what a service's `main` touches, and nothing else: [`HealthConfig`],
+//! [`HealthMonitor`] and its [`HealthHandle`] ([`MonitorSource`]: a handle or a config,
+//! wherever a reader is made), the layers [`HealthLayer`], [`DrainLayer`] and [`PingLayer`]
+//! with their [`ResponseBody`], the drain's [`DrainConfig`] and [`DrainHandle`], the
+//! [`Probe`] paths, and [`redact`]. Each of these is at the root only; everything else is at
+//! one path in its module: settings values in [`config`], verdicts and their
+//! [`Status`](verdict::Status) in [`verdict`], checks in [`check`], components in
+//! [`component`], what a probe answers in [`view`], and each reader (`admin`, `axum`, `grpc`,
+//! `metrics`, `healthcheck`) in its own.
+//!
 //! # Guide
 //!
 //! The [`guide`] has a page per topic: [serving](guide::serving),
@@ -177,13 +189,16 @@ pub mod view;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+// The crate root's names: each is here only, never also under its module's path.
 pub use self::body::ResponseBody;
-pub use self::config::{Details, FailDirection, HealthConfig, NoCache};
-pub use self::drain::{DrainConfig, DrainHandle, DrainLayer, DrainPolicy};
-pub use self::health::HealthLayer;
-pub use self::monitor::{HealthHandle, HealthMonitor, MonitorSource};
-pub use self::ping::PingLayer;
+pub use self::config::health::HealthConfig;
+pub use self::drain::config::DrainConfig;
+pub use self::drain::handle::DrainHandle;
+pub use self::drain::layer::DrainLayer;
+pub use self::health::layer::HealthLayer;
+pub use self::monitor::handle::HealthHandle;
+pub use self::monitor::runner::HealthMonitor;
+pub use self::monitor::source::MonitorSource;
+pub use self::ping::layer::PingLayer;
 pub use self::probe::Probe;
 pub use self::redact::redact;
-pub use self::status::Status;
-pub use self::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};

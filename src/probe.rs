@@ -131,7 +131,7 @@ impl Probe {
     }
 
     /// Whether this probe's body carries details (error text, targets, figures, timings)
-    /// that [`Details`](crate::Details) may hide: only those look at a caller's key.
+    /// that [`Details`](crate::config::Details) may hide: only those look at a caller's key.
     pub(crate) const fn has_details(self) -> bool {
         match self {
             Self::Health | Self::Ready | Self::Pool => true,

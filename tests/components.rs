@@ -17,7 +17,7 @@ use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
 use tower_health::check::{CheckError, CheckErrorKind, CheckReport};
 use tower_health::component::{self, Component, ComponentSpec, ComponentStatus};
-use tower_health::{Details, HealthConfig, HealthLayer, HealthMonitor, Status};
+use tower_health::{HealthConfig, HealthLayer, HealthMonitor, config::Details, verdict::Status};
 
 const OK: u8 = 0;
 const REFUSED: u8 = 1;

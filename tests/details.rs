@@ -13,7 +13,7 @@ use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::check::PostgresCheck;
-use tower_health::{Details, HealthConfig, HealthHandle, HealthLayer};
+use tower_health::{HealthConfig, HealthHandle, HealthLayer, config::Details};
 
 const OPERATOR: &str = "operator-key-0123456789abcdef";
 const VIEWER: &str = "viewer-key-0123456789abcdef";

@@ -22,8 +22,8 @@ use tokio::task::JoinHandle;
 use tower::ServiceBuilder;
 use tower_health::drain::DrainPhase;
 use tower_health::{
-    DrainConfig, DrainHandle, DrainLayer, DrainPolicy, HealthConfig, HealthLayer, HealthMonitor,
-    PingLayer,
+    DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer, HealthMonitor, PingLayer,
+    drain::DrainPolicy,
 };
 
 /// The application: `/slow` answers once `gate` opens, `/stream` sends one chunk at once and

@@ -63,7 +63,9 @@ use tower_health::grpc::pb::health_client::HealthClient;
 use tower_health::grpc::pb::{HealthCheckRequest, HealthCheckResponse};
 use tower_health::grpc::{HealthService, ServingStatus};
 use tower_health::verdict::{Cause, CheckStatus};
-use tower_health::{Details, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, Status};
+use tower_health::{
+    HealthConfig, HealthHandle, HealthLayer, HealthMonitor, config::Details, verdict::Status,
+};
 use tracing_subscriber::fmt::MakeWriter;
 
 /// The password of every connection string (the local server trusts every login and ignores
@@ -1555,7 +1557,7 @@ impl DatabaseCheck for SlowQuery {
 }
 
 fn component_report<'v>(
-    verdict: &'v tower_health::HealthVerdict,
+    verdict: &'v tower_health::verdict::HealthVerdict,
     name: &str,
 ) -> Option<&'v tower_health::verdict::ComponentReport> {
     verdict

@@ -78,7 +78,7 @@ impl LayerServer {
             .database("default", support::postgres(&support::pg_url()))
             .unwrap();
         let health = HealthLayer::new(config)
-            .details(tower_health::Details::Authorized)
+            .details(tower_health::config::Details::Authorized)
             .access_keys(&keys);
         let (drain_layer, drain) = health.drain_pair(DrainConfig::new());
         support::first_rounds(&health.handle()).await;
@@ -747,7 +747,7 @@ async fn corpus_against_the_admin_server() {
             .port(0)
             .operator_key(OPERATOR_KEY)
             .readonly_key(VIEWER_KEY)
-            .details(tower_health::Details::Authorized)
+            .details(tower_health::config::Details::Authorized)
             .header_timeout(Duration::from_millis(500)),
         &health,
     )

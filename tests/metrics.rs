@@ -18,7 +18,8 @@ use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::metrics::HealthMetrics;
 use tower_health::view::View;
 use tower_health::{
-    Details, DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
+    DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
+    config::Details,
 };
 
 /// A port in front of PostgreSQL that can be closed (connections refused, open ones cut) and

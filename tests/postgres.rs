@@ -18,7 +18,7 @@ use tower_health::check::{
     CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PostgresCheck,
 };
 use tower_health::verdict::{CheckStatus, TimeoutDetail};
-use tower_health::{FailDirection, HealthMonitor, Status};
+use tower_health::{HealthMonitor, config::FailDirection, verdict::Status};
 
 /// A monitor whose default database is the test database behind a fresh [`PgProxy`], served
 /// over HTTP, its first rounds done and ready.

@@ -18,7 +18,7 @@ use support::{
     postgres, serve,
 };
 use tower::Layer;
-use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, NoCache};
+use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, config::NoCache};
 
 const PROBES: [&str; 6] = [
     "/health",
@@ -451,7 +451,10 @@ async fn a_stopped_monitor_makes_the_verdicts_unavailable_at_once() {
     let _ = task.await;
     assert!(!health.is_monitor_running());
     assert!(!health.readiness().ready);
-    assert_eq!(health.health().status, tower_health::Status::Unavailable);
+    assert_eq!(
+        health.health().status,
+        tower_health::verdict::Status::Unavailable
+    );
     assert!(!health.health().self_healing);
 }
 

@@ -346,7 +346,7 @@ async fn application(
 async fn every_verdict_for(
     health: &HealthHandle,
     rounds: u64,
-    check: impl Fn(&tower_health::HealthVerdict),
+    check: impl Fn(&tower_health::verdict::HealthVerdict),
 ) {
     let mut updates = health.subscribe();
     let all = |stats: MonitorStats| stats.health_rounds + stats.shared_rounds;
@@ -441,7 +441,7 @@ async fn during_a_rollout_each_process_decides_by_its_own_configuration() {
         if verdict.checked_at.is_some() {
             assert_eq!(
                 verdict.status,
-                tower_health::Status::Unhealthy,
+                tower_health::verdict::Status::Unhealthy,
                 "{verdict:#?}"
             );
         }
@@ -450,7 +450,7 @@ async fn during_a_rollout_each_process_decides_by_its_own_configuration() {
     let reply = support::Client::new().get(new_server.addr, "/health").await;
     assert_eq!(reply.status, 503, "{}", reply.text());
     // And the old configuration's process keeps its own answer: degraded, in rotation.
-    assert_eq!(old.health().status, tower_health::Status::Degraded);
+    assert_eq!(old.health().status, tower_health::verdict::Status::Degraded);
 }
 
 /// The value of the series `series` in a metrics exposition.

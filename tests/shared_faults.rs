@@ -15,7 +15,7 @@ use tower_health::check::CheckErrorKind;
 use tower_health::component::{self, ComponentSpec, ComponentStatus};
 use tower_health::shared::SharedCache;
 use tower_health::verdict::ComponentReport;
-use tower_health::{HealthHandle, HealthVerdict};
+use tower_health::{HealthHandle, verdict::HealthVerdict};
 
 /// One process on the real PostgreSQL, sharing through `cache`, served over HTTP.
 async fn process(cache: SharedCache) -> (HealthHandle, TestServer) {

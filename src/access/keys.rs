@@ -16,7 +16,7 @@ struct Sourced {
 }
 
 /// The admin keys: an operator key (role operator) and an optional read-only key (role
-/// viewer). Read by the admin server and, for [`Details::Authorized`](crate::Details), by any
+/// viewer). Read by the admin server and, for [`Details::Authorized`](crate::config::Details), by any
 /// reader.
 ///
 /// `HealthConfig::from_env` and `AdminConfig::from_env` read them from
@@ -25,7 +25,7 @@ struct Sourced {
 ///
 /// A set variable whose name is close to one of these (`TOWER_HEALTH_ADMIN_KYE`,
 /// `BALDUR_ADMIN_KYE`) is an error at start, strict mode or not: read as no key, the typo would
-/// leave the admin server and [`Details::Authorized`](crate::Details) without keys.
+/// leave the admin server and [`Details::Authorized`](crate::config::Details) without keys.
 #[derive(Clone, Default)]
 #[must_use]
 pub struct AccessKeys {

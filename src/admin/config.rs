@@ -5,8 +5,6 @@ use std::time::Duration;
 use crate::access::AccessKeys;
 use crate::config::{ConfigError, Details, Env, NoCache, Zero, assert_in_range};
 
-pub use crate::access::MIN_KEY_LEN;
-
 /// A setting and where it came from: the environment variable, or the builder method.
 #[derive(Clone)]
 pub(crate) struct Sourced<T> {

@@ -75,10 +75,10 @@
 //! # Keys on the application's port
 //!
 //! The same keys also work on the application's port, through the layers: under
-//! [`Details::Authorized`](crate::Details::Authorized)
+//! [`Details::Authorized`](crate::config::Details::Authorized)
 //! ([`HealthLayer::details`](crate::HealthLayer::details)), holders of a key see the details
 //! and others the statuses only (and only holders get the layer's opt-in metrics path, others
-//! 401); under [`NoCache::Authorized`](crate::NoCache::Authorized), only they may bypass the
+//! 401); under [`NoCache::Authorized`](crate::config::NoCache::Authorized), only they may bypass the
 //! cache. The layers' keys are the monitor's
 //! ([`HealthConfig::access_keys`](crate::HealthConfig::access_keys), read by `from_env` from
 //! the same variables as this server's) unless
@@ -95,6 +95,6 @@ mod server;
 mod service;
 mod strict;
 
-pub use self::config::{AdminConfig, MIN_KEY_LEN};
+pub use self::config::AdminConfig;
 pub(crate) use self::control::Control;
 pub use self::server::{AdminError, AdminHandle, AdminServer};

@@ -27,7 +27,7 @@
 //! [`Stack`] answers the probe paths of [`HealthLayer`](crate::HealthLayer) (ping included,
 //! under the same prefix) without the router ever seeing them. Every other request goes to the
 //! app, counted in flight in the drain the monitor follows until its response body ends,
-//! refused under [`DrainPolicy::Reject`](crate::DrainPolicy::Reject) and answered with
+//! refused under [`DrainPolicy::Reject`](crate::drain::DrainPolicy::Reject) and answered with
 //! `Connection: close` during the drain, as [`DrainLayer`](crate::DrainLayer) does.
 //!
 //! # Why around the router, and not `Router::layer`

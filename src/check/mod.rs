@@ -80,10 +80,11 @@ pub use self::deadpool::DeadpoolCheck;
 pub use self::error::{CheckError, CheckErrorKind};
 pub use self::pool_stats::PoolStats;
 #[cfg(feature = "postgres")]
-pub use self::postgres::{
-    InvalidPostgresDsn, PostgresCheck, PostgresCheckClient, PostgresCheckManager,
-    PostgresConnectError, PostgresConnection,
-};
+pub use self::postgres::check::PostgresCheck;
+#[cfg(feature = "postgres")]
+pub use self::postgres::error::PostgresConnectError;
+#[cfg(feature = "postgres")]
+pub use self::postgres::manager::{PostgresCheckClient, PostgresCheckManager, PostgresConnection};
 pub use self::report::CheckReport;
 
 /// The future a [`DatabaseCheck`] or a [`Component`](crate::component::Component) returns:

@@ -8,6 +8,7 @@ use tokio::net::TcpStream;
 
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
+use crate::config::ConfigError;
 
 /// A [`Component`] that sends `GET <url>` to an HTTP dependency and expects a 2xx answer.
 ///
@@ -62,30 +63,14 @@ impl fmt::Debug for Http {
     }
 }
 
-/// Why a URL cannot be checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidUrl {
-    reason: String,
-}
-
-impl fmt::Display for InvalidUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.reason)
-    }
-}
-
-impl std::error::Error for InvalidUrl {}
-
 impl Http {
     /// Checks `url`, an `http://host[:port]/path` URL.
     ///
     /// # Errors
     ///
     /// When `url` does not parse, has no host, or its scheme is not `http`.
-    pub fn new(url: &str) -> Result<Self, InvalidUrl> {
-        let invalid = |reason: &str| InvalidUrl {
-            reason: reason.to_owned(),
-        };
+    pub fn new(url: &str) -> Result<Self, ConfigError> {
+        let invalid = |reason: &str| ConfigError::new("Http::new", url, reason);
         let uri: Uri = url
             .parse()
             .map_err(|_| invalid("expected an http:// or https:// URL"))?;
@@ -111,7 +96,9 @@ impl Http {
         };
         #[cfg(feature = "rustls")]
         if https {
-            return http.with_roots(None);
+            return http
+                .with_roots(None)
+                .map_err(|reason| ConfigError::new("Http::new", url, reason));
         }
         Ok(http)
     }
@@ -126,18 +113,21 @@ impl Http {
     /// When the file cannot be read or holds no certificate, or the URL is not `https://`.
     #[cfg(feature = "rustls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
-    pub fn root_certificates(self, pem_file: &str) -> Result<Self, InvalidUrl> {
+    pub fn root_certificates(self, pem_file: &str) -> Result<Self, ConfigError> {
+        let invalid =
+            |reason: String| ConfigError::new("Http::root_certificates", pem_file, reason);
         if self.tls.is_none() {
-            return Err(InvalidUrl {
-                reason: "root certificates are for https:// URLs".to_owned(),
-            });
+            return Err(invalid(
+                "root certificates are for https:// URLs".to_owned(),
+            ));
         }
-        self.with_roots(Some(pem_file))
+        self.with_roots(Some(pem_file)).map_err(invalid)
     }
 
     #[cfg(feature = "rustls")]
-    fn with_roots(mut self, pem_file: Option<&str>) -> Result<Self, InvalidUrl> {
-        let invalid = |reason: String| InvalidUrl { reason };
+    /// Why it failed, for the caller's [`ConfigError`].
+    fn with_roots(mut self, pem_file: Option<&str>) -> Result<Self, String> {
+        let invalid = |reason: String| reason;
         let host = self.uri.host().unwrap_or_default();
         // An IPv6 literal comes bracketed in a URL, not in a certificate.
         let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -271,7 +261,8 @@ mod tests {
             "https:// exactly when the rustls feature is on"
         );
         assert!(Http::new("search.internal").is_err());
-        assert!(Http::new("ftp://x/").is_err());
+        let error = Http::new("ftp://x/").unwrap_err();
+        assert_eq!((error.variable(), error.value()), ("Http::new", "ftp://x/"));
         let with_password = Http::new("http://app:hunter2@search.internal/").unwrap();
         assert!(!with_password.target().unwrap().contains("hunter2"));
         let with_token = Http::new("http://search.internal/health?access_token=hunter2").unwrap();

@@ -102,10 +102,10 @@ pub use self::disk::DiskSpace;
 pub use self::from_fn::{FromFn, from_fn};
 #[cfg(feature = "http-check")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http-check")))]
-pub use self::http::{Http, InvalidUrl};
+pub use self::http::Http;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub use self::redis::{InvalidRedisUrl, Redis};
+pub use self::redis::Redis;
 pub use self::runtime::RuntimeWatcher;
 pub use self::spec::ComponentSpec;
 pub use self::status::{ComponentStatus, UnknownComponents};

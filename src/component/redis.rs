@@ -17,7 +17,7 @@ use redis::{Client, InfoDict};
 
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
-pub use crate::redis_client::InvalidRedisUrl;
+use crate::config::ConfigError;
 use crate::redis_client::{
     LazyConnection, Topology, cluster_state, error_kind, parse, query, single_target,
 };
@@ -95,8 +95,9 @@ impl Redis {
     ///
     /// When the URL does not parse, asks for TLS in a build without the `rustls` feature, or
     /// names a cluster or Sentinel in a build without its feature.
-    pub fn connect(url: &str) -> Result<Self, InvalidRedisUrl> {
-        let (topology, target) = parse(url)?;
+    pub fn connect(url: &str) -> Result<Self, ConfigError> {
+        let (topology, target) = parse(url)
+            .map_err(|error| ConfigError::new("Redis::connect", url, error.to_string()))?;
         Ok(Self::own(topology, target))
     }
 

@@ -93,15 +93,15 @@ fn tcp(variable: &str, name: &str, target: &str) -> Result<ComponentSpec, Config
 
 #[cfg(feature = "http-check")]
 fn http(variable: &str, name: &str, url: &str) -> Result<ComponentSpec, ConfigError> {
-    let component = crate::component::Http::new(url)
-        .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
+    let component =
+        crate::component::Http::new(url).map_err(|error| error.for_variable(variable))?;
     Ok(ComponentSpec::new(name, component))
 }
 
 #[cfg(feature = "redis")]
 fn redis(variable: &str, name: &str, url: &str) -> Result<ComponentSpec, ConfigError> {
-    let component = crate::component::Redis::connect(url)
-        .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
+    let component =
+        crate::component::Redis::connect(url).map_err(|error| error.for_variable(variable))?;
     Ok(ComponentSpec::new(name, component))
 }
 

@@ -2,57 +2,11 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
-use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::ConfigError;
 use super::limits::{Zero, out_of_range};
-use crate::redact::redact;
-
-/// A setting that could not be used: names the variable (or setting), the offending value
-/// (redacted) and what was expected.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    variable: String,
-    value: String,
-    reason: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(variable: &str, value: &str, reason: impl Into<String>) -> Self {
-        Self {
-            variable: variable.to_owned(),
-            value: redact(value),
-            reason: reason.into(),
-        }
-    }
-
-    /// The environment variable (or setting) at fault.
-    #[must_use]
-    pub fn variable(&self) -> &str {
-        &self.variable
-    }
-
-    /// The value it had, with any password masked.
-    #[must_use]
-    pub fn value(&self) -> &str {
-        &self.value
-    }
-
-    /// What was expected instead.
-    #[must_use]
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={:?}: {}", self.variable, self.value, self.reason)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// Whether a variable may be a setting: every `TOWER_HEALTH_` name is ours, and every
 /// `BALDUR_` name is captured too, so that a parser asking for a `BALDUR_*` name finds it

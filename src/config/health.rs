@@ -16,7 +16,7 @@ use crate::component::{ComponentSpec, UnknownComponents};
 ///
 /// ```
 /// use std::time::Duration;
-/// use tower_health::{FailDirection, HealthConfig};
+/// use tower_health::{HealthConfig, config::FailDirection};
 ///
 /// let config = HealthConfig::new()
 ///     .readiness_timeout(Duration::from_millis(300))

@@ -42,7 +42,8 @@
 mod components;
 mod databases;
 mod env;
-mod health;
+mod error;
+pub(crate) mod health;
 mod health_env;
 mod known;
 mod limits;
@@ -58,9 +59,9 @@ mod warning;
 
 pub use self::databases::DEFAULT_DATABASE;
 pub(crate) use self::databases::{DatabaseEntry, is_valid_check_name};
-pub use self::env::ConfigError;
 pub(crate) use self::env::Env;
-pub use self::health::HealthConfig;
+pub use self::error::ConfigError;
+pub(crate) use self::health::HealthConfig;
 pub use self::limits::{MAX_DURATION, MIN_DURATION};
 pub(crate) use self::limits::{Zero, assert_in_range};
 pub(crate) use self::reader_defaults::validate_prefix;

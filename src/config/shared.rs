@@ -105,8 +105,8 @@ fn with_url(
     url: &str,
     variables: &SharedVariables<'_>,
 ) -> Result<HealthConfig, ConfigError> {
-    let mut cache = crate::shared::SharedCache::connect(url)
-        .map_err(|error| ConfigError::new(variable, url, error.to_string()))?;
+    let mut cache =
+        crate::shared::SharedCache::connect(url).map_err(|error| error.for_variable(variable))?;
     if let Some(prefix) = variables.prefix {
         cache = cache.key_prefix(prefix);
     }

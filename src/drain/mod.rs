@@ -72,11 +72,11 @@
 
 mod admission;
 mod body;
-mod config;
+pub(crate) mod config;
 mod future;
-mod handle;
+pub(crate) mod handle;
 mod in_flight;
-mod layer;
+pub(crate) mod layer;
 mod service;
 mod shutdown;
 
@@ -85,10 +85,12 @@ pub(crate) use self::admission::Admitted;
 #[cfg(feature = "axum")]
 pub(crate) use self::body::Counted;
 pub use self::body::DrainBody;
-pub use self::config::{DrainConfig, DrainPolicy};
+pub(crate) use self::config::DrainConfig;
+pub use self::config::DrainPolicy;
 pub use self::future::ResponseFuture;
-pub use self::handle::{DrainHandle, DrainPhase, Drained};
+pub(crate) use self::handle::DrainHandle;
+pub use self::handle::{DrainPhase, Drained};
 pub(crate) use self::in_flight::InFlightGuard;
-pub use self::layer::DrainLayer;
+pub(crate) use self::layer::DrainLayer;
 pub use self::service::Drain;
 pub use self::shutdown::ShutdownSignal;

@@ -11,7 +11,7 @@
 //! | service | answers | `SERVING` when |
 //! |---|---|---|
 //! | `""` | this process's readiness (`/health/ready`) | readiness passes; `UNKNOWN` before the first round |
-//! | `database/<name>` | each configured database (`database/default`, ...) | its readiness outcome passes: ready, or timed out under [`FailDirection::Ready`](crate::FailDirection::Ready) |
+//! | `database/<name>` | each configured database (`database/default`, ...) | its readiness outcome passes: ready, or timed out under [`FailDirection::Ready`](crate::config::FailDirection::Ready) |
 //! | `component/<name>` | each [component](crate::component) | healthy or degraded; unhealthy is `NOT_SERVING`, unknown `UNKNOWN` |
 //! | any other name | what the application set with [`HealthReporter::set_service_status`] | as set |
 //!
@@ -114,7 +114,7 @@
 //!   [`PingLayer`] answer them on the gRPC port (and over h2c too).
 //! - **The drain around the application's services, not the server.** `DrainLayer` on the
 //!   builder wraps every service, this one included: its `Watch` streams would count as work
-//!   in flight, and under [`DrainPolicy::Reject`](crate::DrainPolicy::Reject) its `Check`s
+//!   in flight, and under [`DrainPolicy::Reject`](crate::drain::DrainPolicy::Reject) its `Check`s
 //!   would be refused instead of answering `NOT_SERVING`. Wrapped per service, the drain
 //!   counts the application's calls only (a [`Drain`](crate::drain::Drain) keeps the name of
 //!   the service it wraps).

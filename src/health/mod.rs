@@ -51,11 +51,11 @@
 //! `service_fn`, and tower's `Buffer` are). A service that is not: put it behind
 //! `tower::buffer::Buffer`, which is cloneable and keeps its backpressure.
 
-mod layer;
+pub(crate) mod layer;
 mod reader;
 mod service;
 
-pub use self::layer::HealthLayer;
+pub(crate) use self::layer::HealthLayer;
 #[cfg(feature = "axum")]
 pub(crate) use self::reader::Reader;
 pub use self::service::Health;

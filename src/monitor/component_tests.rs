@@ -6,12 +6,12 @@ use http::StatusCode;
 
 use super::HealthHandle;
 use super::tests::{get, monitor, readme_sample, rounds};
-use crate::Status;
 use crate::component::{ComponentSpec, ComponentStatus, UnknownComponents};
 use crate::config::HealthConfig;
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
 use crate::verdict::Audience;
+use crate::verdict::Status;
 
 /// One default database that answers, and a long deadline: a loaded machine never turns an
 /// instant answer into `timed_out`.

@@ -6,10 +6,10 @@ use std::time::Duration;
 use http::StatusCode;
 
 use super::tests::{get, monitor, rounds};
-use crate::Status;
 use crate::config::HealthConfig;
 use crate::probe::Probe;
 use crate::test_helpers::FakeCheck;
+use crate::verdict::Status;
 
 fn config(replica: FakeCheck) -> HealthConfig {
     HealthConfig::new()

@@ -16,7 +16,7 @@
 //! run it where you choose:
 //!
 //! ```
-//! use tower_health::{HealthConfig, HealthMonitor, Status};
+//! use tower_health::{HealthConfig, HealthMonitor, verdict::Status};
 //!
 //! # #[tokio::main]
 //! # async fn main() {
@@ -59,7 +59,7 @@ mod database_tests;
 #[cfg(test)]
 mod details_tests;
 mod fresh;
-mod handle;
+pub(crate) mod handle;
 mod hold;
 #[cfg(test)]
 mod hold_tests;
@@ -70,13 +70,13 @@ mod metrics_tests;
 mod panic_tests;
 pub(crate) mod published;
 mod rounds;
-mod runner;
+pub(crate) mod runner;
 #[cfg(test)]
 mod schema_tests;
 #[cfg(feature = "redis")]
 mod shared_round;
 mod slot;
-mod source;
+pub(crate) mod source;
 mod spawner;
 mod startup;
 mod state;
@@ -89,7 +89,8 @@ mod transitions;
 #[cfg(test)]
 mod view_tests;
 
-pub use self::handle::{HealthHandle, MonitorStats};
-pub use self::runner::HealthMonitor;
-pub use self::source::MonitorSource;
+pub(crate) use self::handle::HealthHandle;
+pub use self::handle::MonitorStats;
+pub(crate) use self::runner::HealthMonitor;
+pub(crate) use self::source::MonitorSource;
 pub(crate) use self::state::MonitorState;

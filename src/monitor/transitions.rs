@@ -145,7 +145,7 @@ pub(super) fn log_health_transition(
     }
     counters.health_transitions.fetch_add(1, Ordering::Relaxed);
     let (from, to) = (previous.status, current.status);
-    if current.status == crate::Status::Healthy {
+    if current.status == crate::verdict::Status::Healthy {
         tracing::info!(question = "health", %from, %to, "health status changed");
         return;
     }

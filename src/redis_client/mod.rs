@@ -24,7 +24,7 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A Redis URL that cannot be used; its message never holds a password.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidRedisUrl(String);
+pub(crate) struct InvalidRedisUrl(String);
 
 impl InvalidRedisUrl {
     /// Why, redacted: a message may quote the URL.

@@ -143,7 +143,7 @@ pub(crate) static ADMIN_INVALID_KEY: LazyLock<Rendered> = LazyLock::new(|| {
     )
 });
 
-/// The drain's answer to an ordinary request under [`DrainPolicy::Reject`](crate::DrainPolicy),
+/// The drain's answer to an ordinary request under [`DrainPolicy::Reject`](crate::drain::DrainPolicy),
 /// with the drain's `Retry-After`.
 pub(crate) fn drain_rejected(retry_after: &HeaderValue) -> Rendered {
     Rendered::fixed(

@@ -15,9 +15,9 @@ use serde_json::{Map, Value, json};
 
 use super::Rendered;
 use super::age::{Hit, with_cache};
-use crate::Status;
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
+use crate::verdict::Status;
 use crate::verdict::{
     Audience, Cause, CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
     TimeoutDetail,

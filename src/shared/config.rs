@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
-use crate::component::InvalidRedisUrl;
-use crate::config::{Zero, assert_in_range, validate_key_prefix};
+use crate::config::{ConfigError, Zero, assert_in_range, validate_key_prefix};
 use crate::redis_client::{AnyConnection, LazyConnection, Topology, parse, single_target};
 
 /// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.
@@ -62,8 +61,9 @@ impl SharedCache {
     ///
     /// When the URL does not parse, asks for TLS in a build without the `rustls` feature, or
     /// names a cluster or Sentinel in a build without its feature.
-    pub fn connect(url: &str) -> Result<Self, InvalidRedisUrl> {
-        let (topology, target) = parse(url)?;
+    pub fn connect(url: &str) -> Result<Self, ConfigError> {
+        let (topology, target) = parse(url)
+            .map_err(|error| ConfigError::new("SharedCache::connect", url, error.to_string()))?;
         Ok(Self::own(topology, target))
     }
 

@@ -2,9 +2,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::{Cause, CheckOutcome, ComponentReport};
-use crate::Status;
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::UnknownComponents;
+use crate::verdict::Status;
 
 /// The full picture: the answer of `/health`.
 ///

@@ -18,3 +18,4 @@ pub use self::health::HealthVerdict;
 pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
 pub use self::pool::PoolVerdict;
 pub use self::readiness::ReadinessVerdict;
+pub use crate::status::Status;

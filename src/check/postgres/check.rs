@@ -11,10 +11,9 @@ use super::own_pool::OwnPool;
 use super::recycle;
 use super::reserved::{AppPool, Reserved};
 use super::tls::{connector, split_tls_params};
-use super::{
-    DEFAULT_CONNECT_TIMEOUT, InvalidPostgresDsn, PostgresCheckManager, PostgresConnection,
-};
+use super::{DEFAULT_CONNECT_TIMEOUT, PostgresCheckManager, PostgresConnection};
 use crate::check::{CheckFuture, CheckReport, DatabaseCheck, PoolStats};
+use crate::config::ConfigError;
 use crate::redact::redact;
 
 /// Checks a PostgreSQL database through a `bb8` pool with one `SELECT 1` (simple query
@@ -44,7 +43,7 @@ use crate::redact::redact;
 /// A check abandoned mid-query (it ran past the monitor's check limit) discards the connection
 /// it was using, which never serves again (for a pool of your own given to
 /// `with_dedicated_pool`, when its connections can be marked broken, as
-/// [`PostgresCheckClient`](super::PostgresCheckClient)s can). A `PostgresCheckClient` also
+/// [`PostgresCheckClient`](crate::check::PostgresCheckClient)s can). A `PostgresCheckClient` also
 /// closes its socket then; a plain `tokio_postgres::Client` (a `bb8-postgres` pool's) leaves it
 /// to its connection task, which keeps it while the query is unanswered, until the network
 /// gives up: give such pools a `tcp_user_timeout`.
@@ -146,8 +145,11 @@ impl PostgresCheck<PostgresCheckManager> {
     /// When the connection string does not parse, or asks for TLS without the `rustls`
     /// feature, or names an `sslrootcert` that cannot be read. The error's message never
     /// repeats the password.
-    pub fn connect(dsn: &str) -> Result<Self, InvalidPostgresDsn> {
-        let invalid = |message: String| InvalidPostgresDsn::new(redact(&message));
+    pub fn connect(dsn: &str) -> Result<Self, ConfigError> {
+        let invalid = |message: String| {
+            let reason = format!("invalid postgresql connection string: {}", redact(&message));
+            ConfigError::new("PostgresCheck::connect", dsn, reason)
+        };
         let (rest, tls) = split_tls_params(dsn).map_err(invalid)?;
         let mut config = Config::from_str(&rest).map_err(|error| invalid(error.to_string()))?;
         config.ssl_mode(tls.mode.for_tokio_postgres());
@@ -335,9 +337,12 @@ mod tests {
     #[test]
     fn a_bad_dsn_is_refused_without_echoing_the_password() {
         let error = PostgresCheck::connect("postgres://app:hunter2@db:notaport/app").unwrap_err();
+        assert_eq!(error.variable(), "PostgresCheck::connect");
         let message = error.to_string();
         assert!(
-            message.starts_with("invalid postgresql connection string"),
+            error
+                .reason()
+                .starts_with("invalid postgresql connection string"),
             "{message}"
         );
         assert!(!message.contains("hunter2"), "{message}");

@@ -62,27 +62,6 @@ fn connect_kind(error: &(dyn std::error::Error + 'static)) -> CheckErrorKind {
     CheckErrorKind::from_io_chain(error).unwrap_or(CheckErrorKind::Other)
 }
 
-/// A PostgreSQL connection string that does not parse.
-#[derive(Debug, Clone)]
-pub struct InvalidPostgresDsn {
-    message: String,
-}
-
-impl InvalidPostgresDsn {
-    /// `message` must already be redacted.
-    pub(crate) fn new(message: String) -> Self {
-        Self { message }
-    }
-}
-
-impl fmt::Display for InvalidPostgresDsn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid postgresql connection string: {}", self.message)
-    }
-}
-
-impl std::error::Error for InvalidPostgresDsn {}
-
 #[cfg(test)]
 mod tests {
     use std::io;
