@@ -149,7 +149,9 @@ fn monitor(runtime: &tokio::runtime::Runtime, config: HealthConfig) -> HealthHan
     let _entered = runtime.enter();
     let health = HealthMonitor::spawn(config.database("default", Instant).unwrap());
     runtime.block_on(async {
-        while health.readiness().checked_at.is_none() || health.health().checked_at.is_none() {
+        while health.view().readiness.checked_at.is_none()
+            || health.view().health.checked_at.is_none()
+        {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     });

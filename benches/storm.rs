@@ -328,7 +328,8 @@ async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
         config = config.database(&format!("stalled{index}"), PostgresCheck::connect(&url)?)?;
     }
     let health = HealthMonitor::spawn(config);
-    while health.readiness().checked_at.is_none() || health.health().checked_at.is_none() {
+    while health.view().readiness.checked_at.is_none() || health.view().health.checked_at.is_none()
+    {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     Ok(health)

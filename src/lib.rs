@@ -94,8 +94,8 @@
 //! Only genuine unhealthiness answers 503. `degraded` (something other than the default
 //! database needs a look: a non-critical [component](component), an optional database, a
 //! saturated pool) keeps the instance in rotation; a critical component in trouble makes it
-//! `unhealthy`. Health and readiness verdicts can be watched
-//! ([`HealthHandle::subscribe`], [`HealthHandle::subscribe_readiness`]), and
+//! `unhealthy`. The verdicts, and every probe's answer, are read with [`HealthHandle::view`]
+//! and followed with [`HealthHandle::watch`], and
 //! [`HealthHandle::hold`] takes the instance out of rotation without a drain. With no database configured,
 //! readiness answers 200 with no checks while health (`unhealthy`) and pool (`degraded`)
 //! answer 503: do not route on those two then.

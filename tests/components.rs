@@ -12,7 +12,6 @@ use http::StatusCode;
 use support::{
     Client, LIMIT, app, eventually, fast, first_rounds, health_server, pg_url, postgres, serve,
 };
-use tokio::sync::watch;
 use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
 use tower_health::check::{CheckError, CheckErrorKind, CheckReport};
@@ -56,10 +55,10 @@ async fn a_non_critical_component_degrades_health_and_leaves_readiness_alone() {
     first_rounds(&health).await;
     let client = Client::new();
     let degraded = eventually(LIMIT, || async {
-        health.health().status == Status::Degraded
+        health.view().health.status == Status::Degraded
     })
     .await;
-    assert!(degraded, "{:?}", health.health());
+    assert!(degraded, "{:?}", health.view().health);
     let reply = client.get(server.addr, "/health").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     let body = reply.json();
@@ -87,7 +86,7 @@ async fn a_non_critical_component_degrades_health_and_leaves_readiness_alone() {
         client.get(server.addr, "/health").await.json()["status"] == "healthy"
     })
     .await;
-    assert!(recovered, "{:?}", health.health());
+    assert!(recovered, "{:?}", health.view().health);
 }
 
 #[tokio::test]
@@ -104,7 +103,7 @@ async fn a_critical_component_makes_health_unhealthy() {
         reply.status == StatusCode::SERVICE_UNAVAILABLE && reply.json()["status"] == "unhealthy"
     })
     .await;
-    assert!(unhealthy, "{:?}", health.health());
+    assert!(unhealthy, "{:?}", health.view().health);
     let body = client.get(server.addr, "/health").await.json();
     assert_eq!(body["reason"], "critical component queue is unhealthy");
     assert_eq!(body["components"]["queue"]["critical"], true);
@@ -142,7 +141,7 @@ async fn a_panicking_and_a_hanging_component_do_not_hold_up_the_rest() {
         all_in
     })
     .await;
-    assert!(found, "{:?}", health.health());
+    assert!(found, "{:?}", health.view().health);
     let (status, body) = reported.lock().unwrap().take().unwrap();
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["status"], "degraded");
@@ -157,7 +156,7 @@ async fn a_panicking_and_a_hanging_component_do_not_hold_up_the_rest() {
     .await;
     assert!(more, "{:?}", health.stats());
     assert!(health.is_monitor_running());
-    let hanging = &health.health().components[1];
+    let hanging = &health.view().health.components[1];
     assert_eq!(&*hanging.name, "hangs");
     assert!(hanging.consecutive_failures >= 3, "{hanging:?}");
     let ready = client.get(server.addr, "/health/ready").await;
@@ -179,10 +178,10 @@ async fn unknown_before_the_first_result_and_hysteresis_on_the_way_in() {
     first_rounds(&health).await;
     let client = Client::new();
     let timed_out = eventually(LIMIT, || async {
-        health.health().components[0].consecutive_failures >= 2
+        health.view().health.components[0].consecutive_failures >= 2
     })
     .await;
-    assert!(timed_out, "{:?}", health.health());
+    assert!(timed_out, "{:?}", health.view().health);
     let reply = client.get(server.addr, "/health").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     let body = reply.json();
@@ -203,19 +202,19 @@ async fn unknown_before_the_first_result_and_hysteresis_on_the_way_in() {
     let (health, _server) = health_server(settings).await;
     first_rounds(&health).await;
     let healthy = eventually(LIMIT, || async {
-        health.health().components[0].status == ComponentStatus::Healthy
+        health.view().health.components[0].status == ComponentStatus::Healthy
     })
     .await;
-    assert!(healthy, "{:?}", health.health());
-    let mut updates: watch::Receiver<_> = health.subscribe();
-    updates.borrow_and_update();
+    assert!(healthy, "{:?}", health.view().health);
+    let mut updates = health.watch();
+    updates.current().unwrap();
     cache.store(REFUSED, Ordering::SeqCst);
     let mut failures_seen = Vec::new();
     loop {
-        support::bounded("a verdict", updates.changed())
+        let verdict = support::bounded("a verdict", updates.changed())
             .await
-            .unwrap();
-        let verdict = updates.borrow_and_update().clone();
+            .unwrap()
+            .health;
         let component = &verdict.components[0];
         if component.status == ComponentStatus::Degraded {
             assert!(component.consecutive_failures >= 3, "{component:?}");
@@ -248,10 +247,10 @@ async fn an_optional_database_refused_degrades_health_and_leaves_readiness_ready
     first_rounds(&health).await;
     let client = Client::new();
     let degraded = eventually(LIMIT, || async {
-        health.health().status == Status::Degraded
+        health.view().health.status == Status::Degraded
     })
     .await;
-    assert!(degraded, "{:?}", health.health());
+    assert!(degraded, "{:?}", health.view().health);
     let reply = client.get(server.addr, "/health").await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     let body = reply.json();
@@ -268,28 +267,29 @@ async fn an_optional_database_refused_degrades_health_and_leaves_readiness_ready
 }
 
 #[tokio::test]
-async fn subscribers_see_the_transitions_of_health_and_readiness() {
+async fn watchers_see_the_transitions_of_health_and_readiness() {
     require_postgres!();
     let cache = Arc::new(AtomicU8::new(OK));
     let settings = config().component(ComponentSpec::new("cache", switchable(&cache)));
     let (health, server) = health_server(settings).await;
     first_rounds(&health).await;
     let healthy = eventually(LIMIT, || async {
-        health.health().status == Status::Healthy
+        health.view().health.status == Status::Healthy
     })
     .await;
-    assert!(healthy, "{:?}", health.health());
+    assert!(healthy, "{:?}", health.view().health);
 
     // Health: healthy -> degraded -> healthy, each status change seen once in order.
-    let mut updates = health.subscribe();
-    updates.borrow_and_update();
+    let mut updates = health.watch();
+    updates.current().unwrap();
     cache.store(REFUSED, Ordering::SeqCst);
     let mut statuses = vec![Status::Healthy];
     while statuses.len() < 3 {
-        support::bounded("a health verdict", updates.changed())
+        let status = support::bounded("a health verdict", updates.changed())
             .await
-            .unwrap();
-        let status = updates.borrow_and_update().status;
+            .unwrap()
+            .health
+            .status;
         if statuses.last() != Some(&status) {
             statuses.push(status);
             if status == Status::Degraded {
@@ -302,12 +302,13 @@ async fn subscribers_see_the_transitions_of_health_and_readiness() {
         [Status::Healthy, Status::Degraded, Status::Healthy]
     );
 
-    // Readiness: a hold is seen at once, and so is the release.
-    let mut readiness = health.subscribe_readiness();
-    readiness.borrow_and_update();
+    // Readiness: a hold is seen at once (the first poll after it: a zero timeout polls the
+    // change once), and so is the release.
+    let at_once = Duration::ZERO;
+    updates.current().unwrap();
     health.hold("maintenance");
-    assert!(readiness.has_changed().unwrap());
-    let verdict = readiness.borrow_and_update().clone();
+    let view = tokio::time::timeout(at_once, updates.changed()).await;
+    let verdict = view.expect("woken by the hold").unwrap().readiness;
     assert!(!verdict.ready);
     assert_eq!(verdict.held.as_deref(), Some("maintenance"));
     let client = Client::new();
@@ -318,8 +319,8 @@ async fn subscribers_see_the_transitions_of_health_and_readiness() {
         StatusCode::OK
     );
     health.release();
-    assert!(readiness.has_changed().unwrap());
-    assert!(readiness.borrow_and_update().ready);
+    let view = tokio::time::timeout(at_once, updates.changed()).await;
+    assert!(view.expect("woken by the release").unwrap().readiness.ready);
     assert_eq!(
         client.get(server.addr, "/health/ready").await.status,
         StatusCode::OK
@@ -349,16 +350,16 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
             .await
         }
     };
-    assert!(status_is("degraded").await, "{:?}", health.health());
+    assert!(status_is("degraded").await, "{:?}", health.view().health);
     proxy.freeze();
-    assert!(status_is("unhealthy").await, "{:?}", health.health());
+    assert!(status_is("unhealthy").await, "{:?}", health.view().health);
     let body = client.get(server.addr, "/health").await.json();
     assert_eq!(body["checks"]["database"], "unhealthy");
     assert_eq!(body["components"]["cache"]["status"], "degraded");
     proxy.thaw();
-    assert!(status_is("degraded").await, "{:?}", health.health());
+    assert!(status_is("degraded").await, "{:?}", health.view().health);
     cache.store(OK, Ordering::SeqCst);
-    assert!(status_is("healthy").await, "{:?}", health.health());
+    assert!(status_is("healthy").await, "{:?}", health.view().health);
 }
 
 /// A hand-written component that reports what it reached and saw, as an application writes
@@ -386,13 +387,14 @@ async fn a_hand_written_component_reports_its_target_and_details_where_details_a
     );
     let healthy = eventually(LIMIT, || async {
         health
-            .health()
+            .view()
+            .health
             .components
             .iter()
             .any(|report| report.status == ComponentStatus::Healthy)
     })
     .await;
-    assert!(healthy, "{:?}", health.health());
+    assert!(healthy, "{:?}", health.view().health);
     let keys = AccessKeys::new()
         .operator("operator-key-0123456789abcdef")
         .readonly(VIEWER);

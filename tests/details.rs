@@ -73,7 +73,7 @@ async fn faults(stalled: &StalledListener) -> HealthConfig {
 async fn settled(health: &HealthHandle) {
     first_rounds(health).await;
     let settled = eventually(LIMIT, || async {
-        let readiness = health.readiness();
+        let readiness = health.view().readiness;
         readiness.databases.len() == 3
             && readiness.databases.iter().all(|outcome| !outcome.passed())
             && readiness
@@ -82,7 +82,7 @@ async fn settled(health: &HealthHandle) {
                 .any(|outcome| outcome.error.is_some())
     })
     .await;
-    assert!(settled, "{:?}", health.readiness());
+    assert!(settled, "{:?}", health.view().readiness);
 }
 
 fn assert_short(path: &str, body: &str) {

@@ -459,28 +459,21 @@ fn rounds(health: &HealthHandle, cadence: Cadence) -> u64 {
     }
 }
 
-/// The rounds completed when `condition` first holds, waiting on each published verdict
+/// The rounds completed when `condition` first holds, waiting on each change of the view
 /// (bounded by [`LIMIT`]); `None` if it never does.
 async fn rounds_when(
     health: &HealthHandle,
     cadence: Cadence,
     condition: impl Fn(&HealthHandle) -> bool,
 ) -> Option<u64> {
-    let mut readiness = health.subscribe_readiness();
-    let mut full = health.subscribe();
+    let mut views = health.watch();
     let deadline = tokio::time::Instant::now() + LIMIT;
     loop {
         if condition(health) {
             return Some(rounds(health, cadence));
         }
-        let changed = async {
-            match cadence {
-                Cadence::Readiness => readiness.changed().await,
-                Cadence::Health => full.changed().await,
-            }
-        };
-        match tokio::time::timeout_at(deadline, changed).await {
-            Ok(Ok(())) => {}
+        match tokio::time::timeout_at(deadline, views.changed()).await {
+            Ok(Ok(_)) => {}
             Ok(Err(_)) | Err(_) => return None,
         }
     }
@@ -1203,12 +1196,12 @@ impl Rig {
     fn recovered(&self, health: &HealthHandle, cadence: Cadence) -> bool {
         match cadence {
             Cadence::Readiness => {
-                let readiness = health.readiness();
+                let readiness = health.view().readiness;
                 readiness.ready
                     && readiness.databases.len() == self.names.len()
                     && readiness.databases.iter().all(|outcome| outcome.passed())
             }
-            Cadence::Health => health.health().status == Status::Healthy,
+            Cadence::Health => health.view().health.status == Status::Healthy,
         }
     }
 
@@ -1216,7 +1209,7 @@ impl Rig {
     fn faulty(&self, health: &HealthHandle, expect: Expect) -> bool {
         match expect {
             Expect::Databases(status, kind) => {
-                let readiness = health.readiness();
+                let readiness = health.view().readiness;
                 readiness.databases.len() == self.names.len()
                     && readiness
                         .databases
@@ -1231,8 +1224,8 @@ impl Rig {
                         })
             }
             Expect::Saturated => {
-                let verdict = health.health();
-                health.readiness().ready
+                let verdict = health.view().health;
+                health.view().readiness.ready
                     && verdict.status == Status::Degraded
                     && verdict
                         .causes
@@ -1240,7 +1233,7 @@ impl Rig {
                         .any(|cause| matches!(cause, Cause::PoolSaturated { .. }))
             }
             Expect::Component(check, kind) => {
-                let verdict = health.health();
+                let verdict = health.view().health;
                 let Some(report) = component_report(&verdict, "worker") else {
                     return false;
                 };
@@ -1253,7 +1246,7 @@ impl Rig {
                         == Some(kind)
             }
             Expect::Redis(kinds) => {
-                let verdict = health.health();
+                let verdict = health.view().health;
                 let degraded = |name: &str| {
                     component_report(&verdict, name).is_some_and(|report| {
                         report.status == ComponentStatus::Degraded
@@ -1264,7 +1257,7 @@ impl Rig {
                                 .is_some_and(|kind| kinds.contains(&kind))
                     })
                 };
-                health.readiness().ready
+                health.view().readiness.ready
                     && verdict.status == Status::Degraded
                     && verdict.computed_by.is_none()
                     && degraded(REDIS_COMPONENT)
@@ -1344,8 +1337,8 @@ impl Rig {
 
     /// The verdict in a few words, for the table.
     fn describe(&self, cadence: Cadence) -> String {
-        let readiness = self.health.readiness();
-        let health = self.health.health();
+        let readiness = self.health.view().readiness;
+        let health = self.health.view().health;
         let mut words = Vec::new();
         for (index, outcome) in readiness.databases.iter().enumerate() {
             if index < self.faulted || !outcome.passed() {

@@ -29,17 +29,21 @@ async fn through_proxy(
     let (health, server) =
         health_server(config.database("default", postgres(&proxy.url())).unwrap()).await;
     first_rounds(&health).await;
-    assert!(health.readiness().ready, "{:?}", health.readiness());
+    assert!(
+        health.view().readiness.ready,
+        "{:?}",
+        health.view().readiness
+    );
     (proxy, health, server)
 }
 
 /// Waits until the default database's check is reported `timed_out`.
 async fn until_timed_out(health: &tower_health::HealthHandle) {
     let timed_out = eventually(support::LIMIT, || async {
-        health.readiness().databases[0].status == CheckStatus::TimedOut
+        health.view().readiness.databases[0].status == CheckStatus::TimedOut
     })
     .await;
-    assert!(timed_out, "{:?}", health.readiness());
+    assert!(timed_out, "{:?}", health.view().readiness);
 }
 
 #[tokio::test]
@@ -135,7 +139,7 @@ async fn a_refused_port_fails_fast_with_a_redacted_error() {
         assert!(!text.contains("s3cret-pw"), "password leaked: {text}");
         assert!(!text.contains(&url), "connection string leaked: {text}");
     }
-    let outcome = health.readiness().databases[0].clone();
+    let outcome = health.view().readiness.databases[0].clone();
     assert_eq!(outcome.error.unwrap().kind(), CheckErrorKind::Refused);
     let details = client.get(server.addr, "/health/ready").await.json();
     assert_eq!(
@@ -167,7 +171,7 @@ async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
     let ready = client.get(server.addr, "/health/ready").await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(ready.json()["checks"]["database_default"], "timed_out");
-    let outcome = &health.readiness().databases[0];
+    let outcome = &health.view().readiness.databases[0];
     assert_eq!(outcome.status, CheckStatus::TimedOut);
     assert!(outcome.elapsed >= budget, "{:?}", outcome.elapsed);
 
@@ -185,7 +189,7 @@ async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
     assert!(more_rounds, "no five more rounds");
     assert_eq!(stalled.accepted(), 1, "a stuck check must not be stacked");
     assert_eq!(health.stats().checks_started, 1);
-    let detail = health.readiness().databases[0].detail.unwrap();
+    let detail = health.view().readiness.databases[0].detail.unwrap();
     assert_eq!(detail, TimeoutDetail::EarlierCheckRunning);
     assert!(
         detail.describe().contains("still running") && detail.describe().contains("no new check"),
@@ -235,7 +239,7 @@ async fn a_stall_stays_timed_out_when_connection_attempts_give_up() {
     let mut seen = std::collections::HashSet::new();
     // Three attempts take about 1.2 s; the bound only guards against a hang.
     let attempts = eventually(support::LIMIT, || {
-        let verdict = health.readiness();
+        let verdict = health.view().readiness;
         assert!(verdict.ready, "{verdict:?}");
         let outcome = &verdict.databases[0];
         assert_eq!(outcome.status, CheckStatus::TimedOut, "{outcome:?}");
@@ -311,7 +315,7 @@ async fn every_database_is_checked_in_parallel_under_one_deadline() {
         .unwrap();
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
-    let verdict = health.readiness();
+    let verdict = health.view().readiness;
     let statuses: Vec<_> = verdict
         .databases
         .iter()
@@ -360,7 +364,7 @@ async fn a_frozen_connection_times_out_and_recovers_when_it_thaws() {
 
     proxy.freeze();
     until_timed_out(&health).await;
-    assert!(!health.readiness().ready);
+    assert!(!health.view().readiness.ready);
     assert_eq!(
         proxy.connections(),
         1,
@@ -368,8 +372,8 @@ async fn a_frozen_connection_times_out_and_recovers_when_it_thaws() {
     );
 
     proxy.thaw();
-    let recovered = eventually(support::LIMIT, || async { health.readiness().ready }).await;
-    assert!(recovered, "{:?}", health.readiness());
+    let recovered = eventually(support::LIMIT, || async { health.view().readiness.ready }).await;
+    assert!(recovered, "{:?}", health.view().readiness);
     assert_eq!(
         proxy.connections(),
         1,
@@ -387,11 +391,11 @@ async fn a_connection_that_stays_dark_is_abandoned_and_replaced() {
     until_timed_out(&health).await;
     // Past the check limit the check is dropped with its connection, and a new one is opened.
     let recovered = eventually(support::LIMIT, || async {
-        health.readiness().ready && proxy.connections() == 2
+        health.view().readiness.ready && proxy.connections() == 2
     })
     .await;
-    assert!(recovered, "{:?}", health.readiness());
-    let pool = health.pool();
+    assert!(recovered, "{:?}", health.view().readiness);
+    let pool = health.view().pool;
     let stats = pool.stats.unwrap();
     assert_eq!(
         stats.connections_closed_broken, 1,
@@ -409,14 +413,19 @@ async fn a_cut_connection_is_discarded_and_replaced() {
     // The next check finds its pooled connection closed, discards it (the pool counts it
     // broken) and opens a new one (tests/recycle.rs shows no round fails meanwhile).
     let recovered = eventually(support::LIMIT, || async {
-        let pool = health.pool();
+        let pool = health.view().pool;
         let broken = pool
             .stats
             .is_some_and(|stats| stats.connections_closed_broken >= 1);
-        broken && health.readiness().ready && proxy.connections() == 2
+        broken && health.view().readiness.ready && proxy.connections() == 2
     })
     .await;
-    assert!(recovered, "{:?} {:?}", health.readiness(), health.pool());
+    assert!(
+        recovered,
+        "{:?} {:?}",
+        health.view().readiness,
+        health.view().pool
+    );
 }
 
 /// A check that runs a slow query on the real database: `SELECT pg_sleep(..)`.
@@ -470,7 +479,7 @@ async fn a_slow_query_times_out_and_is_not_run_twice_at_once() {
     let (health, _server) = health_server(config.database("default", check).unwrap()).await;
     first_rounds(&health).await;
     assert_eq!(
-        health.readiness().databases[0].status,
+        health.view().readiness.databases[0].status,
         CheckStatus::TimedOut
     );
 
@@ -522,7 +531,7 @@ async fn a_panicking_check_is_an_error_not_a_dead_monitor() {
     let (health, monitor) = HealthMonitor::new(fast().database("default", Panics).unwrap());
     tokio::spawn(monitor.run());
     first_rounds(&health).await;
-    let verdict = health.health();
+    let verdict = health.view().health;
     assert_eq!(verdict.status, Status::Error);
     let error = verdict.database.as_ref().unwrap().error.clone().unwrap();
     assert_eq!(error.kind(), CheckErrorKind::Panicked);

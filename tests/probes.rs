@@ -446,16 +446,16 @@ async fn a_stopped_monitor_makes_the_verdicts_unavailable_at_once() {
     let (health, monitor) = HealthMonitor::new(fast());
     let task = tokio::spawn(monitor.run());
     first_rounds(&health).await;
-    assert!(health.readiness().ready);
+    assert!(health.view().readiness.ready);
     task.abort();
     let _ = task.await;
     assert!(!health.is_monitor_running());
-    assert!(!health.readiness().ready);
+    assert!(!health.view().readiness.ready);
     assert_eq!(
-        health.health().status,
+        health.view().health.status,
         tower_health::verdict::Status::Unavailable
     );
-    assert!(!health.health().self_healing);
+    assert!(!health.view().health.self_healing);
 }
 
 #[tokio::test]
@@ -568,7 +568,7 @@ async fn the_aliases_are_off_by_default() {
 #[tokio::test]
 async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_gone() {
     let layer = HealthLayer::new(fast());
-    let mut updates = layer.handle().subscribe();
+    let mut updates = layer.handle().watch();
     let service = layer.layer(app());
     drop(layer);
     let server = serve(service).await;
@@ -579,7 +579,7 @@ async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_
     .await;
     assert!(ready, "the monitor kept running while a service was left");
     // The server's connection (kept alive by the client) holds the last service; once both
-    // are gone, so is the monitor, and its channel closes.
+    // are gone, so is the monitor, and its watch closes.
     drop(client);
     drop(server);
     let closed =

@@ -68,7 +68,11 @@ async fn poll_under_terminations(
 ) -> (HealthHandle, i64, Vec<String>) {
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
-    assert!(health.readiness().ready, "{:?}", health.readiness());
+    assert!(
+        health.view().readiness.ready,
+        "{:?}",
+        health.view().readiness
+    );
 
     let stop = Arc::new(AtomicBool::new(false));
     let terminator = tokio::spawn({
@@ -110,7 +114,7 @@ async fn terminated_backends_never_fail_readiness() {
         "{} 503s: {failures:#?}",
         failures.len()
     );
-    let stats = health.pool().stats.unwrap();
+    let stats = health.view().pool.stats.unwrap();
     assert!(
         stats.connections_closed_broken > 0 && stats.connections_created > 1,
         "{stats:?}"
@@ -143,7 +147,7 @@ async fn terminated_reserved_connections_never_fail_readiness() {
         "{} 503s: {failures:#?}",
         failures.len()
     );
-    let stats = health.pool().stats.unwrap();
+    let stats = health.view().pool.stats.unwrap();
     assert!(stats.reserved_connections_opened > 1, "{stats:?}");
     assert_eq!(
         stats.connections, 0,
@@ -174,12 +178,12 @@ async fn idle_session_timeout_never_fails_readiness() {
         "{} 503s: {failures:#?}",
         failures.len()
     );
-    let stats = health.pool().stats.unwrap();
+    let stats = health.view().pool.stats.unwrap();
     assert!(
         stats.connections_closed_broken >= 3 && stats.connections_created >= 4,
         "connections are replaced: {stats:?}"
     );
-    assert!(health.readiness().ready);
+    assert!(health.view().readiness.ready);
 }
 
 /// The race where the server has closed a connection and the client has not noticed yet,
@@ -357,7 +361,7 @@ async fn a_refused_database_fails_in_the_first_round_through_a_reserved_connecti
         .unwrap();
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
-    let outcome = health.readiness().databases[0].clone();
+    let outcome = health.view().readiness.databases[0].clone();
     assert_eq!(outcome.status, CheckStatus::Failed, "{outcome:?}");
     assert_eq!(outcome.error.unwrap().kind(), CheckErrorKind::Refused);
 }

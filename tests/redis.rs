@@ -37,7 +37,7 @@ async fn cache_becomes(health: &HealthHandle, wanted: ComponentStatus) -> Compon
 }
 
 fn cache(health: &HealthHandle) -> Option<ComponentReport> {
-    let verdict = health.health();
+    let verdict = health.view().health;
     verdict
         .components
         .iter()

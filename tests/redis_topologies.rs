@@ -30,7 +30,8 @@ fn component_monitor(redis: Redis) -> HealthHandle {
 
 fn report(health: &HealthHandle, name: &str) -> Option<ComponentReport> {
     health
-        .health()
+        .view()
+        .health
         .components
         .iter()
         .find(|report| &*report.name == name)
@@ -71,7 +72,10 @@ fn process(
 
 /// Waits until `health` has published its first health verdict.
 async fn first_health_round(health: &HealthHandle) {
-    let done = eventually(LIMIT, || async { health.health().checked_at.is_some() }).await;
+    let done = eventually(LIMIT, || async {
+        health.view().health.checked_at.is_some()
+    })
+    .await;
     assert!(done, "no health round within {LIMIT:?}");
 }
 
@@ -136,7 +140,7 @@ async fn on_a_redis_cluster_the_component_checks_the_cluster_state_and_the_fleet
     let cache = || SharedCache::connect(&url).unwrap().key_prefix(prefix);
     let first = HealthMonitor::spawn(process("first", cache(), hour, &checks));
     first_health_round(&first).await;
-    assert_eq!(first.health().computed_by, None, "the first computes");
+    assert_eq!(first.view().health.computed_by, None, "the first computes");
     assert_eq!(checks.load(Ordering::Relaxed), 1);
 
     let (second, server) = support::health_server(process("second", cache(), hour, &checks)).await;
@@ -160,7 +164,7 @@ async fn on_a_redis_cluster_the_component_checks_the_cluster_state_and_the_fleet
     let through_the_app = SharedCache::with_connection(application.clone()).key_prefix(prefix);
     let third = HealthMonitor::spawn(process("third", through_the_app, hour, &checks));
     first_health_round(&third).await;
-    assert_eq!(third.health().computed_by.as_deref(), Some("first"));
+    assert_eq!(third.view().health.computed_by.as_deref(), Some("first"));
     assert_eq!(
         checks.load(Ordering::Relaxed),
         1,

@@ -83,7 +83,7 @@ async fn a_saturated_application_pool_is_degraded_and_stays_ready() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (status, body) = saturated.unwrap_or_else(|| panic!("{:?}", health.pool()));
+    let (status, body) = saturated.unwrap_or_else(|| panic!("{:?}", health.view().pool));
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["status"], "degraded", "{body}");
     let info = &body["pool_info"];
@@ -102,13 +102,17 @@ async fn a_saturated_application_pool_is_degraded_and_stays_ready() {
     })
     .await;
     assert!(more_rounds);
-    assert!(health.readiness().ready, "{:?}", health.readiness());
+    assert!(
+        health.view().readiness.ready,
+        "{:?}",
+        health.view().readiness
+    );
     // Health says degraded with the pool's figures, not "database down" (issue 10).
     let degraded = eventually(Duration::from_secs(10), || async {
         client.get(server.addr, "/health").await.json()["status"] == "degraded"
     })
     .await;
-    assert!(degraded, "{:?}", health.health());
+    assert!(degraded, "{:?}", health.view().health);
     let full = client.get(server.addr, "/health").await;
     assert_eq!(full.status, StatusCode::OK, "{}", full.text());
     let body = full.json();
@@ -135,7 +139,7 @@ async fn a_saturated_application_pool_is_degraded_and_stays_ready() {
         .unwrap()
         .get(0);
     assert_eq!(backends, 3);
-    let stats = health.pool().stats.unwrap();
+    let stats = health.view().pool.stats.unwrap();
     assert_eq!(stats.reserved_connections_opened, 1, "{stats:?}");
     assert_eq!(
         pool.state().statistics.get_started,
@@ -161,7 +165,7 @@ async fn a_saturated_application_pool_is_degraded_and_stays_ready() {
         reply.status == StatusCode::OK && reply.json()["status"] == "healthy"
     })
     .await;
-    assert!(healthy, "{:?}", health.pool());
+    assert!(healthy, "{:?}", health.view().pool);
 
     // Readiness answered 200 throughout, saturation included.
     stop_polling.send_replace(true);

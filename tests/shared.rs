@@ -164,20 +164,20 @@ async fn stalling_one_process_database_fails_only_its_readiness() {
     .await;
     let (stalled, fine) = (&fleet[0], &fleet[1]);
     stalled.proxy.freeze();
-    let failed = eventually(LIMIT, || async { !stalled.health.readiness().ready }).await;
+    let failed = eventually(LIMIT, || async { !stalled.health.view().readiness.ready }).await;
     assert!(failed, "the stalled process's readiness never failed");
     // Several more readiness rounds of the other process, all ready.
     let rounds = fine.health.stats().readiness_rounds + 5;
     let ready_throughout = eventually(LIMIT, || async {
         assert!(
-            fine.health.readiness().ready,
+            fine.health.view().readiness.ready,
             "the other process's readiness failed"
         );
         fine.health.stats().readiness_rounds >= rounds
     })
     .await;
     assert!(ready_throughout);
-    assert!(!stalled.health.readiness().ready);
+    assert!(!stalled.health.view().readiness.ready);
     stalled.proxy.thaw();
 }
 
@@ -228,7 +228,7 @@ async fn a_shared_component_is_checked_once_per_window_a_local_one_by_every_proc
     );
     // Served or computed, every process shows both, healthy.
     for process in &fleet {
-        let verdict = process.health.health();
+        let verdict = process.health.view().health;
         let names: Vec<_> = verdict.components.iter().map(|r| &*r.name).collect();
         assert_eq!(names, ["expensive", "local", "shared_cache"]);
         assert!(
@@ -284,11 +284,11 @@ async fn a_shared_verdict_says_so_and_nocache_gives_this_process_own() {
         .key_prefix(&prefix)
         .entry_key();
     let (first, _first_server) = slow_process(&prefix, "first", false).await;
-    assert_eq!(first.health().computed_by, None, "the first computes");
+    assert_eq!(first.view().health.computed_by, None, "the first computes");
     assert_eq!(stored_computed_by(&key).await, "first");
 
     let (second, server) = slow_process(&prefix, "second", false).await;
-    assert_eq!(second.health().computed_by.as_deref(), Some("first"));
+    assert_eq!(second.view().health.computed_by.as_deref(), Some("first"));
     let client = support::Client::new();
     let body = client.get(server.addr, "/health").await.json();
     assert_eq!(body["_cache"]["hit"], "shared", "{body:#}");
@@ -301,7 +301,11 @@ async fn a_shared_verdict_says_so_and_nocache_gives_this_process_own() {
 
     let fresh = client.get(server.addr, "/health?nocache=true").await.json();
     assert_eq!(fresh["_cache"]["hit"], "bypassed", "{fresh:#}");
-    assert_eq!(second.health().computed_by, None, "its own, now published");
+    assert_eq!(
+        second.view().health.computed_by,
+        None,
+        "its own, now published"
+    );
     assert_eq!(
         stored_computed_by(&key).await,
         "first",
@@ -348,13 +352,12 @@ async fn every_verdict_for(
     rounds: u64,
     check: impl Fn(&tower_health::verdict::HealthVerdict),
 ) {
-    let mut updates = health.subscribe();
+    let mut views = health.watch();
     let all = |stats: MonitorStats| stats.health_rounds + stats.shared_rounds;
     let target = all(health.stats()) + rounds;
     support::bounded("the rounds followed", async {
         while all(health.stats()) < target {
-            updates.changed().await.expect("the monitor runs");
-            check(&updates.borrow_and_update());
+            check(&views.changed().await.expect("the monitor runs").health);
         }
     })
     .await;
@@ -450,7 +453,10 @@ async fn during_a_rollout_each_process_decides_by_its_own_configuration() {
     let reply = support::Client::new().get(new_server.addr, "/health").await;
     assert_eq!(reply.status, 503, "{}", reply.text());
     // And the old configuration's process keeps its own answer: degraded, in rotation.
-    assert_eq!(old.health().status, tower_health::verdict::Status::Degraded);
+    assert_eq!(
+        old.view().health.status,
+        tower_health::verdict::Status::Degraded
+    );
 }
 
 /// The value of the series `series` in a metrics exposition.

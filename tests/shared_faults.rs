@@ -35,22 +35,22 @@ fn shared_cache(verdict: &HealthVerdict) -> &ComponentReport {
         .expect("the shared_cache component is shown")
 }
 
-/// Waits (on every published verdict) until one satisfies `wanted`, checking `always` on
-/// each on the way; returns it.
+/// Waits (on every change of the view) until its health verdict satisfies `wanted`, checking
+/// `always` on each on the way; returns it.
 async fn until(
     health: &HealthHandle,
     wanted: impl Fn(&HealthVerdict) -> bool,
     always: impl Fn(&HealthVerdict),
 ) -> Arc<HealthVerdict> {
-    let mut updates = health.subscribe();
+    let mut updates = health.watch();
     let found = support::bounded("the verdict awaited", async {
         updates
-            .wait_for(|verdict| {
-                always(verdict);
-                wanted(verdict)
+            .wait_for(|view| {
+                always(&view.health);
+                wanted(&view.health)
             })
             .await
-            .map(|verdict| verdict.clone())
+            .map(|view| view.health)
     })
     .await;
     found.expect("the monitor is running")
@@ -323,7 +323,7 @@ async fn after_a_bypass_the_fleets_entry_is_served_again_and_never_goes_stale() 
     let fresh = client.get(server.addr, "/health?nocache=true").await.json();
     assert_eq!(fresh["_cache"]["hit"], "bypassed", "{fresh:#}");
     assert_eq!(
-        health.health().computed_by,
+        health.view().health.computed_by,
         None,
         "the bypass's own verdict"
     );
@@ -577,7 +577,7 @@ async fn a_dead_lock_holder_blocks_nobody_past_the_lock_expiry() {
     if held > 0 {
         assert_eq!(stored, None, "written while another process held the lock");
     }
-    assert_eq!(health.health().computed_by, None);
+    assert_eq!(health.view().health.computed_by, None);
     // Past the expiry, this process takes the lock and writes.
     let written = support::eventually(support::LIMIT, || async {
         let mut redis = redis.clone();

@@ -48,9 +48,12 @@ async fn first_outcome_kept(
             .database("default", check)
             .unwrap(),
     );
-    let checked = eventually(LIMIT, || async { health.readiness().checked_at.is_some() }).await;
+    let checked = eventually(LIMIT, || async {
+        health.view().readiness.checked_at.is_some()
+    })
+    .await;
     assert!(checked, "no readiness round within {LIMIT:?}");
-    let readiness = health.readiness();
+    let readiness = health.view().readiness;
     let outcome = &readiness.databases[0];
     let kind = outcome.error.as_ref().map(|error| error.kind());
     (outcome.status, kind, health)
@@ -134,7 +137,7 @@ async fn an_untrusted_certificate_fails_as_tls_without_the_chain() {
     );
     let (status, _, health) = first_outcome_kept(&dsn).await;
     assert_eq!(status, CheckStatus::Failed);
-    let readiness = health.readiness();
+    let readiness = health.view().readiness;
     let error = readiness.databases[0]
         .error
         .clone()

@@ -24,7 +24,8 @@ impl ConfigError {
     }
 
     /// The same error, charged to `variable`: a builder's error, met while reading that
-    /// variable.
+    /// variable. (Only the backends' builders fail this way.)
+    #[cfg(any(feature = "postgres", feature = "http-check", feature = "redis"))]
     pub(crate) fn for_variable(mut self, variable: &str) -> Self {
         variable.clone_into(&mut self.variable);
         self

@@ -102,7 +102,7 @@ async fn a_timed_out_database_serves_only_under_fail_direction_ready() {
         let fixture = fixture_with(direction, Duration::from_millis(50));
         fixture.replica.set(FakeCheck::Hangs);
         fixture.rounds().await;
-        let outcome = fixture.service.handle().readiness().databases[1].status;
+        let outcome = fixture.service.handle().view().readiness.databases[1].status;
         assert_eq!(outcome.as_str(), "timed_out");
         assert_eq!(
             fixture.service.status("database/replica"),

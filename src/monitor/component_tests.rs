@@ -41,7 +41,7 @@ async fn a_non_critical_component_in_trouble_is_degraded_and_readiness_is_untouc
         get(&handle, Probe::Ready).await,
         (StatusCode::OK, READY.to_owned())
     );
-    assert_eq!(handle.health().status, Status::Degraded);
+    assert_eq!(handle.view().health.status, Status::Degraded);
     // Recovers with the first success (the default hysteresis).
     cache.set(FakeCheck::Ready);
     handle.state.health_round().await;
@@ -110,7 +110,7 @@ async fn hysteresis_and_unknown_before_the_first_result() {
     );
     handle.state.readiness_round().await;
     assert_eq!(
-        handle.health().components.len(),
+        handle.view().health.components.len(),
         0,
         "no health round yet: nothing published"
     );
@@ -134,7 +134,7 @@ async fn hysteresis_and_unknown_before_the_first_result() {
     );
     let status_after_round = || async {
         handle.state.health_round().await;
-        let health = handle.health();
+        let health = handle.view().health;
         (health.status, health.components[0].status)
     };
     assert_eq!(
@@ -148,7 +148,7 @@ async fn hysteresis_and_unknown_before_the_first_result() {
         "one success is not a recovery"
     );
     assert_eq!(
-        &*handle.health().components[0].reason,
+        &*handle.view().health.components[0].reason,
         "1 successful check in a row, below successes_before_recovery (2)"
     );
     assert_eq!(
@@ -171,7 +171,7 @@ async fn unknown_can_count_as_trouble() {
         .unknown_components(UnknownComponents::InTrouble);
     let handle = monitor(config);
     rounds(&handle).await;
-    let health = handle.health();
+    let health = handle.view().health;
     assert_eq!(health.components[0].status, ComponentStatus::Unknown);
     assert_eq!(health.status, Status::Degraded);
     assert_eq!(
@@ -237,7 +237,7 @@ async fn a_slower_cadence_reuses_the_last_result() {
     rounds(&handle).await;
     rounds(&handle).await;
     assert_eq!(handle.stats().component_checks_started, 1);
-    let health = handle.health();
+    let health = handle.view().health;
     assert_eq!(health.components[0].consecutive_failures, 1, "counted once");
     assert_eq!(health.status, Status::Degraded);
 }
@@ -263,7 +263,7 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
         database.set(db);
         cache.set(component);
         handle.state.health_round().await;
-        seen.push(handle.health().status);
+        seen.push(handle.view().health.status);
     }
     assert_eq!(
         seen,
@@ -277,16 +277,18 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
 }
 
 #[tokio::test]
-async fn a_subscriber_sees_each_transition() {
+async fn a_watcher_is_told_of_each_transition() {
     let cache = FakeComponent::new(FakeCheck::Refused);
     let handle = with_component(ComponentSpec::new("cache", cache.clone()));
-    let mut updates = handle.subscribe();
+    let mut changes = handle.state.view_changes();
     handle.state.health_round().await;
-    assert_eq!(updates.borrow_and_update().status, Status::Degraded);
+    assert!(changes.has_changed().unwrap());
+    changes.borrow_and_update();
+    assert_eq!(handle.view().health.status, Status::Degraded);
     cache.set(FakeCheck::Ready);
     handle.state.health_round().await;
-    assert!(updates.has_changed().unwrap());
-    assert_eq!(updates.borrow_and_update().status, Status::Healthy);
+    assert!(changes.has_changed().unwrap());
+    assert_eq!(handle.view().health.status, Status::Healthy);
 }
 
 #[cfg(feature = "tcp")]
@@ -304,7 +306,7 @@ async fn a_tcp_component_reports_reachability_and_its_target() {
         .component(ComponentSpec::new("closed", Tcp::new(closed.to_string())));
     let handle = monitor(config);
     rounds(&handle).await;
-    let health = handle.health();
+    let health = handle.view().health;
     assert_eq!(health.components[0].status, ComponentStatus::Healthy);
     assert_eq!(health.components[1].status, ComponentStatus::Degraded);
     let (status, body) = get(&handle, Probe::Health).await;
@@ -336,7 +338,7 @@ async fn the_runtime_watcher_detects_a_blocked_worker_thread() {
         .await
         .unwrap();
     handle.state.health_round().await;
-    let health = handle.health();
+    let health = handle.view().health;
     let report = &health.components[0];
     assert_eq!(report.status, ComponentStatus::Degraded, "{report:?}");
     assert_eq!(health.status, Status::Degraded);
@@ -388,7 +390,7 @@ async fn an_http_component_expects_a_2xx_and_does_not_follow_redirects() {
         });
     let handle = monitor(config);
     rounds(&handle).await;
-    let health = handle.health();
+    let health = handle.view().health;
     let error = |index: usize| {
         health.components[index]
             .outcome
@@ -424,14 +426,14 @@ async fn self_monitoring_reports_readiness_rounds_that_lag() {
     let handle = monitor(config);
     // Before the first readiness round there is nothing to say: fine, not a failure.
     handle.state.health_round().await;
-    let health = handle.health();
+    let health = handle.view().health;
     assert_eq!(&*health.components[0].name, "monitor");
     assert_eq!(health.components[0].status, ComponentStatus::Healthy);
     handle.state.readiness_round().await;
     // Then no round runs, as when the monitor is stuck.
     tokio::time::sleep(Duration::from_millis(100)).await;
     handle.state.health_round().await;
-    let health = handle.health();
+    let health = handle.view().health;
     let report = &health.components[0];
     assert_eq!(report.status, ComponentStatus::Degraded, "{report:?}");
     let error = report.outcome.as_ref().unwrap().error.as_ref().unwrap();
@@ -447,7 +449,7 @@ async fn self_monitoring_reports_readiness_rounds_that_lag() {
 async fn without_self_monitoring_components_stay_null() {
     let handle = monitor(config());
     rounds(&handle).await;
-    assert!(handle.health().components.is_empty());
+    assert!(handle.view().health.components.is_empty());
 }
 
 #[cfg(feature = "disk")]
@@ -470,7 +472,7 @@ async fn disk_space_below_the_minimum_is_trouble() {
         ));
     let handle = monitor(config);
     rounds(&handle).await;
-    let health = handle.health();
+    let health = handle.view().health;
     let message = |index: usize| {
         health.components[index]
             .outcome
@@ -511,11 +513,11 @@ async fn a_bypass_rechecks_components_so_a_fix_shows_at_once() {
         ComponentSpec::new("cache", cache.clone()).cadence(std::time::Duration::from_secs(3600)),
     );
     rounds(&handle).await;
-    assert_eq!(handle.health().status, Status::Degraded);
+    assert_eq!(handle.view().health.status, Status::Degraded);
     cache.set(FakeCheck::Ready);
     handle.state.health_round().await;
     assert_eq!(
-        handle.health().status,
+        handle.view().health.status,
         Status::Degraded,
         "the cadence keeps the last result"
     );
@@ -533,7 +535,7 @@ async fn a_bypass_rechecks_components_so_a_fix_shows_at_once() {
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains(r#""status":"healthy""#), "{body}");
     assert_eq!(
-        handle.health().components[0].status,
+        handle.view().health.components[0].status,
         ComponentStatus::Healthy
     );
 }

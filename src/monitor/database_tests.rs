@@ -55,7 +55,7 @@ async fn a_critical_database_refused_depools_and_health_shows_it() {
     );
     let (status, body) = get(&handle, Probe::Health).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(handle.health().status, Status::Healthy);
+    assert_eq!(handle.view().health.status, Status::Healthy);
     assert!(
         body.contains(r#""database_replica":{"critical":true,"detail":null,"elapsed_ms":0,"error":"error connecting to server: Connection refused (os error 111)""#),
         "{body}"

@@ -3,7 +3,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::Response;
-use tokio::sync::watch;
 
 use super::published::{Published, Variant};
 use super::state::MonitorState;
@@ -13,7 +12,7 @@ use crate::drain::DrainHandle;
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{LIVE, PING};
-use crate::verdict::{Audience, HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{Audience, HealthVerdict};
 use crate::view::{Judged, View, ViewWatch, judge};
 
 /// A handle on the verdicts a [`HealthMonitor`](super::HealthMonitor) publishes.
@@ -63,24 +62,6 @@ impl HealthHandle {
         Self { state }
     }
 
-    /// The latest readiness verdict.
-    #[must_use]
-    pub fn readiness(&self) -> Arc<ReadinessVerdict> {
-        self.state.readiness.load().verdict.clone()
-    }
-
-    /// The latest health verdict.
-    #[must_use]
-    pub fn health(&self) -> Arc<HealthVerdict> {
-        self.state.health.load().verdict.clone()
-    }
-
-    /// The latest pool verdict.
-    #[must_use]
-    pub fn pool(&self) -> Arc<PoolVerdict> {
-        self.state.pool.load().verdict.clone()
-    }
-
     /// Computes a fresh health verdict now, as `?nocache=true` does: bounded by the readiness
     /// timeout, shared with any bypass already in flight, and published.
     ///
@@ -89,21 +70,6 @@ impl HealthHandle {
     pub async fn refresh(&self) -> Option<Arc<HealthVerdict>> {
         let fresh = self.state.fresh().fresh().await?;
         Some(fresh.health.verdict.clone())
-    }
-
-    /// A receiver that sees every new health verdict: `changed().await` wakes on each
-    /// publication. Status transitions are also logged through `tracing`, once each.
-    #[must_use]
-    pub fn subscribe(&self) -> watch::Receiver<Arc<HealthVerdict>> {
-        self.state.subscribe()
-    }
-
-    /// A receiver that sees every new readiness verdict (each round's, and each hold placed
-    /// or released): a subscriber that keeps up sees every change, a slow one the latest;
-    /// nothing queues. Transitions are also logged through `tracing`, once each.
-    #[must_use]
-    pub fn subscribe_readiness(&self) -> watch::Receiver<Arc<ReadinessVerdict>> {
-        self.state.subscribe_readiness()
     }
 
     /// Takes the pod out of rotation without a drain: readiness answers 503 `not_ready`

@@ -1,4 +1,4 @@
-//! The manual hold and readiness subscriptions, with a fake database.
+//! The manual hold, and what the view's watchers are told, with a fake database.
 
 use std::time::Duration;
 
@@ -22,8 +22,8 @@ const READY: &str = r#"{"checks":{"database_default":"ready"},"status":"ready"}"
 async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
     let handle = monitor(config());
     rounds(&handle).await;
-    let mut readiness = handle.subscribe_readiness();
-    readiness.borrow_and_update();
+    let mut changes = handle.state.view_changes();
+    changes.borrow_and_update();
     assert!(handle.hold("deploy freeze"));
     assert!(
         !handle.hold("deploy freeze"),
@@ -37,8 +37,8 @@ async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
             r#"{"checks":{"database_default":"ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"status":"ready"}},"reason":"held by the operator: deploy freeze","status":"not_ready","timestamp":"T"}"#.to_owned()
         )
     );
-    assert!(readiness.has_changed().unwrap());
-    assert!(!readiness.borrow_and_update().ready);
+    assert!(changes.has_changed().unwrap());
+    assert!(!handle.view().readiness.ready);
     // Liveness, health and startup are untouched.
     assert_eq!(get(&handle, Probe::Live).await.0, StatusCode::OK);
     assert_eq!(get(&handle, Probe::Startup).await.0, StatusCode::OK);
@@ -49,14 +49,15 @@ async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
         get(&handle, Probe::Ready).await.0,
         StatusCode::SERVICE_UNAVAILABLE
     );
-    readiness.borrow_and_update();
+    changes.borrow_and_update();
     assert!(handle.release());
     assert!(!handle.release());
     assert_eq!(
         get(&handle, Probe::Ready).await,
         (StatusCode::OK, READY.to_owned())
     );
-    assert!(readiness.borrow_and_update().ready);
+    assert!(changes.has_changed().unwrap());
+    assert!(handle.view().readiness.ready);
 }
 
 #[tokio::test]
@@ -73,15 +74,17 @@ async fn a_hold_placed_before_the_first_round_applies_to_it() {
 }
 
 #[tokio::test]
-async fn a_readiness_subscriber_sees_each_round() {
+async fn a_watcher_is_told_of_each_readiness_round() {
     let handle = monitor(config());
-    let mut readiness = handle.subscribe_readiness();
-    assert!(readiness.borrow_and_update().checked_at.is_none());
+    let mut changes = handle.state.view_changes();
+    changes.borrow_and_update();
+    assert!(handle.view().readiness.checked_at.is_none());
     handle.state.readiness_round().await;
-    assert!(readiness.has_changed().unwrap());
-    let verdict = readiness.borrow_and_update().clone();
+    assert!(changes.has_changed().unwrap());
+    changes.borrow_and_update();
+    let verdict = handle.view().readiness;
     assert!(verdict.ready && verdict.checked_at.is_some());
     handle.state.set_monitor_running(false);
-    assert!(readiness.has_changed().unwrap());
-    assert!(!readiness.borrow_and_update().ready);
+    assert!(changes.has_changed().unwrap());
+    assert!(!handle.view().readiness.ready);
 }

@@ -24,9 +24,9 @@
 //! tokio::spawn(monitor.run());
 //!
 //! // No database configured: health has nothing to follow, and says so.
-//! let mut updates = health.subscribe();
-//! let verdict = updates.wait_for(|verdict| verdict.checked_at.is_some()).await.unwrap();
-//! assert_eq!(verdict.status, Status::Unhealthy);
+//! let mut views = health.watch();
+//! let view = views.wait_for(|view| view.health.checked_at.is_some()).await.unwrap();
+//! assert_eq!(view.health.status, Status::Unhealthy);
 //! # }
 //! ```
 //!

@@ -58,24 +58,24 @@ fn config(check: PanickyStats) -> HealthConfig {
 async fn a_round_that_panics_costs_that_round_only() {
     let check = PanickyStats::default();
     let health = HealthMonitor::spawn(config(check.clone()));
-    let mut readiness = health.subscribe_readiness();
-    let mut verdicts = health.subscribe();
-    readiness.wait_for(|verdict| verdict.ready).await.unwrap();
-    verdicts
-        .wait_for(|verdict| verdict.status == Status::Healthy)
+    let mut views = health.watch();
+    views.wait_for(|view| view.readiness.ready).await.unwrap();
+    views
+        .wait_for(|view| view.health.status == Status::Healthy)
         .await
         .unwrap();
 
     check.panics.store(true, Ordering::SeqCst);
-    let panicked = readiness
-        .wait_for(|verdict| {
-            verdict
+    let panicked = views
+        .wait_for(|view| {
+            view.readiness
                 .reason
+                .as_ref()
                 .is_some_and(|reason| reason.contains("panicked"))
         })
         .await
         .unwrap()
-        .clone();
+        .readiness;
     assert!(!panicked.ready);
     assert!(
         panicked.checked_at.is_some(),
@@ -83,11 +83,11 @@ async fn a_round_that_panics_costs_that_round_only() {
     );
     let panicked = bounded(
         "a panicked health round",
-        verdicts.wait_for(|verdict| verdict.status == Status::Error),
+        views.wait_for(|view| view.health.status == Status::Error),
     )
     .await
     .unwrap()
-    .clone();
+    .health;
     assert_eq!(panicked.causes[0].kind(), "panicked");
     assert_eq!(
         panicked.causes[0].describe(),
@@ -102,12 +102,12 @@ async fn a_round_that_panics_costs_that_round_only() {
     let rounds = health.stats().readiness_rounds;
     assert!(health.is_monitor_running());
     check.panics.store(false, Ordering::SeqCst);
-    bounded("ready again", readiness.wait_for(|verdict| verdict.ready))
+    bounded("ready again", views.wait_for(|view| view.readiness.ready))
         .await
         .unwrap();
     bounded(
         "healthy again",
-        verdicts.wait_for(|verdict| verdict.status == Status::Healthy),
+        views.wait_for(|view| view.health.status == Status::Healthy),
     )
     .await
     .unwrap();
@@ -125,8 +125,8 @@ async fn a_round_that_panics_costs_that_round_only() {
 async fn a_monitor_whose_task_is_gone_is_unavailable_and_liveness_answers() {
     let (health, monitor) = HealthMonitor::new(config(PanickyStats::default()));
     let task = tokio::spawn(monitor.run());
-    let mut readiness = health.subscribe_readiness();
-    bounded("ready", readiness.wait_for(|verdict| verdict.ready))
+    let mut views = health.watch();
+    bounded("ready", views.wait_for(|view| view.readiness.ready))
         .await
         .unwrap();
     task.abort();
@@ -139,7 +139,7 @@ async fn a_monitor_whose_task_is_gone_is_unavailable_and_liveness_answers() {
         assert_eq!(answer.condition, Condition::Unavailable, "{probe:?}");
     }
     assert_eq!(
-        health.readiness().reason,
+        health.view().readiness.reason,
         Some("the health monitor is not running")
     );
     assert!(view.answer(Probe::Live).passing);

@@ -164,7 +164,7 @@ impl<V> Published<V> {
 /// bypass publish the same verdict; a slow round must not overwrite a fresher one), or the
 /// monitor is not running (then the "not running" placeholder must stay: a bypass's verdict
 /// goes to its requester only). Returns what was published before, or `None` when `new` was
-/// refused: subscribers and transition logs follow exactly what readers were served.
+/// refused: watchers and transition logs follow exactly what readers were served.
 pub(crate) fn publish_newer<V>(
     slot: &ArcSwap<Published<V>>,
     new: &Arc<Published<V>>,

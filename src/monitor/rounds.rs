@@ -361,7 +361,8 @@ impl MonitorState {
         self.publish_health_verdict(verdict, made)
     }
 
-    /// Renders and publishes a health verdict, tells subscribers, and logs a transition.
+    /// Renders and publishes a health verdict, tells the view's watchers, and logs a
+    /// transition.
     fn publish_health_verdict(
         &self,
         verdict: HealthVerdict,
@@ -376,7 +377,6 @@ impl MonitorState {
         let published = Arc::new(Published::made(verdict, rendered, made));
         if let Some(previous) = publish_newer(&self.health, &published, &self.monitor_running) {
             log_health_transition(&self.counters, &previous.verdict, &published.verdict);
-            self.updates.send_replace(published.verdict.clone());
             self.notify_view();
         }
         published
@@ -396,15 +396,14 @@ impl MonitorState {
         self.notify_view();
     }
 
-    /// Renders and publishes a readiness verdict, tells subscribers, and logs a transition.
+    /// Renders and publishes a readiness verdict, tells the view's watchers, and logs a
+    /// transition.
     /// The caller holds the hold's lock.
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let rendered = render_readiness(&verdict, stale_after);
         let published = Arc::new(Published::made(verdict, rendered, made));
         if let Some(previous) = publish_newer(&self.readiness, &published, &self.monitor_running) {
-            self.readiness_updates
-                .send_replace(published.verdict.clone());
             log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);
             self.notify_view();
         }

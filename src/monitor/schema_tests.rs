@@ -184,9 +184,9 @@ async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
                 &format!("{state}: {probe} ({audience:?}, {status})"),
             );
         }
-        let readiness = handle.readiness();
-        let health = handle.health();
-        let pool = handle.pool();
+        let readiness = handle.view().readiness;
+        let health = handle.view().health;
+        let pool = handle.view().pool;
         for (schema, rendered, placeholder) in [
             (
                 &READY,

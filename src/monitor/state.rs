@@ -40,8 +40,6 @@ pub(crate) struct MonitorState {
     /// Where checks and bypasses run: the monitor's runtime, once `run` has started.
     pub(super) spawner: Spawner,
     pub(super) monitor_running: AtomicBool,
-    pub(super) updates: watch::Sender<Arc<HealthVerdict>>,
-    pub(super) readiness_updates: watch::Sender<Arc<ReadinessVerdict>>,
     /// Ticks on every change of what the view is read from (see [`ViewWatch`]).
     ///
     /// [`ViewWatch`]: crate::view::ViewWatch
@@ -166,8 +164,6 @@ impl MonitorState {
         );
         let startup = Startup::new(config.startup_waits_for_mark);
         let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
-        let (updates, _) = watch::channel(health.verdict.clone());
-        let (readiness_updates, _) = watch::channel(readiness.verdict.clone());
         Self {
             config,
             slots,
@@ -182,8 +178,6 @@ impl MonitorState {
             fresh: FreshRounds::default(),
             spawner: Spawner::default(),
             monitor_running: AtomicBool::new(false),
-            updates,
-            readiness_updates,
             view_changes: watch::Sender::new(()),
             view_generation: AtomicU64::new(0),
             hold: Mutex::new(None),
@@ -205,14 +199,9 @@ impl MonitorState {
         self.monitor_running.store(running, Ordering::Release);
         if !running {
             let (readiness, health, pool) = placeholders(MONITOR_STOPPED, false);
-            let readiness = Arc::new(readiness);
-            self.readiness.store(readiness.clone());
-            self.readiness_updates
-                .send_replace(readiness.verdict.clone());
+            self.readiness.store(Arc::new(readiness));
             self.pool.store(Arc::new(pool));
-            let health = Arc::new(health);
-            self.health.store(health.clone());
-            self.updates.send_replace(health.verdict.clone());
+            self.health.store(Arc::new(health));
         }
         self.notify_view();
     }
@@ -247,14 +236,6 @@ impl MonitorState {
     #[cfg(feature = "metrics")]
     pub(crate) fn view_generation(&self) -> u64 {
         self.view_generation.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<HealthVerdict>> {
-        self.updates.subscribe()
-    }
-
-    pub(crate) fn subscribe_readiness(&self) -> watch::Receiver<Arc<ReadinessVerdict>> {
-        self.readiness_updates.subscribe()
     }
 
     pub(crate) fn stats(&self) -> MonitorStats {

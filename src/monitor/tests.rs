@@ -234,7 +234,7 @@ async fn a_saturated_pool_is_degraded_not_an_outage() {
             r#"{"pool_info":{"alias":"default","check":"ready","connections":10,"connections_closed_broken":0,"connections_created":10,"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"gets_timed_out":2,"idle_connections":0,"in_use":10,"is_usable":true,"max_size":10,"pending_gets":4,"reserved_connections_opened":1,"saturated":true,"status":"degraded","vendor":"fake"},"status":"degraded","timestamp":"T","_cache":{"hit":true,"age_ms":0}}"#.to_owned()
         )
     );
-    let pool = handle.pool();
+    let pool = handle.view().pool;
     assert!(pool.is_usable() && pool.is_saturated(), "{pool:?}");
 }
 
@@ -261,7 +261,7 @@ async fn timed_out_and_a_check_still_running_is_joined() {
         )
     );
     // What this round waited is bounded by its deadline; the age of the check is apart.
-    let outcome = handle.health().database.clone().unwrap();
+    let outcome = handle.view().health.database.clone().unwrap();
     assert!(
         outcome.elapsed < outcome.running_for.unwrap(),
         "{outcome:?}"
@@ -581,14 +581,15 @@ async fn the_readme_samples_are_what_the_crate_returns() {
 }
 
 #[tokio::test]
-async fn subscribers_see_only_what_is_published_while_the_monitor_is_stopped() {
+async fn watchers_see_only_what_is_published_while_the_monitor_is_stopped() {
     let handle = with(FakeCheck::Ready);
     rounds(&handle).await;
     handle.state.set_monitor_running(false);
-    let mut health = handle.subscribe();
-    assert_eq!(health.borrow_and_update().status, Status::Unavailable);
+    let mut changes = handle.state.view_changes();
+    changes.borrow_and_update();
+    assert_eq!(handle.view().health.status, Status::Unavailable);
     // A bypass computes for its requester; readers keep the "not running" placeholder, and
-    // so must subscribers.
+    // so must the view's watchers.
     let fresh = handle.refresh().await.expect("the bypass finishes");
     assert_eq!(fresh.status, Status::Healthy);
     let (status, _) = get_with(&handle, Probe::Health, Freshness::Bypass).await;
@@ -601,10 +602,15 @@ async fn subscribers_see_only_what_is_published_while_the_monitor_is_stopped() {
         get(&handle, Probe::Health).await.0,
         StatusCode::SERVICE_UNAVAILABLE
     );
+    let seen = handle.view().health.status;
+    assert_eq!(
+        seen,
+        Status::Unavailable,
+        "a watcher saw what no reader was served"
+    );
     assert!(
-        !health.has_changed().unwrap(),
-        "a subscriber saw {:?}, which no reader was served",
-        health.borrow().status
+        !changes.has_changed().unwrap(),
+        "a watcher was woken for it"
     );
 }
 
@@ -645,7 +651,7 @@ fn work_dropped_before_it_ever_ran_leaves_no_slot_or_bypass_taken() {
     assert!(poll_once_on_a_runtime_that_dies(handle.refresh()));
     runtime().block_on(async {
         handle.state.readiness_round().await;
-        let readiness = handle.readiness();
+        let readiness = handle.view().readiness;
         assert!(readiness.ready, "{readiness:?}");
         assert!(
             handle.refresh().await.is_some(),
@@ -668,17 +674,17 @@ fn a_request_runtime_that_dies_costs_the_running_monitor_nothing() {
             handle.refresh().await.is_some(),
             "the bypass state was left set"
         );
-        let mut readiness = handle.subscribe_readiness();
+        let mut changes = handle.state.view_changes();
         let rounds_before = handle.stats().readiness_rounds;
         let two_more_rounds = async {
             while handle.stats().readiness_rounds < rounds_before + 2 {
-                readiness.changed().await.unwrap();
+                changes.changed().await.unwrap();
             }
         };
         tokio::time::timeout(Duration::from_secs(30), two_more_rounds)
             .await
             .expect("the monitor kept running its rounds");
-        let readiness = handle.readiness();
+        let readiness = handle.view().readiness;
         assert!(readiness.ready, "{readiness:?}");
     });
 }

@@ -115,6 +115,23 @@ impl ViewWatch {
             }
         }
     }
+
+    /// The first view that `ready` accepts: the current one if it does, else the next
+    /// changes, one by one, until one does.
+    ///
+    /// # Errors
+    ///
+    /// When the monitor is gone ([`ViewClosed`]).
+    pub async fn wait_for(
+        &mut self,
+        mut ready: impl FnMut(&View) -> bool,
+    ) -> Result<View, ViewClosed> {
+        let mut view = self.current()?;
+        while !ready(&view) {
+            view = self.changed().await?;
+        }
+        Ok(view)
+    }
 }
 
 impl fmt::Debug for ViewWatch {

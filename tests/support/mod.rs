@@ -232,9 +232,9 @@ pub fn postgres(url: &str) -> PostgresCheck {
 /// Waits until both cadences have published a real verdict.
 pub async fn first_rounds(health: &HealthHandle) {
     let done = eventually(LIMIT, || async {
-        health.readiness().checked_at.is_some()
-            && health.health().checked_at.is_some()
-            && health.pool().checked_at.is_some()
+        health.view().readiness.checked_at.is_some()
+            && health.view().health.checked_at.is_some()
+            && health.view().pool.checked_at.is_some()
     })
     .await;
     assert!(done, "the monitor published no verdict within {LIMIT:?}");
