@@ -45,6 +45,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::Full;
 use tower::{Layer, Service};
+use tower_health::DrainHandle;
 use tower_health::check::{CheckFuture, CheckReport, DatabaseCheck};
 use tower_health::component::{self, ComponentSpec};
 use tower_health::{
@@ -254,7 +255,8 @@ fn probes(c: &mut Criterion) {
 fn passthrough(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let health = monitor(&runtime, HealthConfig::new());
-    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    let drain_layer = DrainLayer::new(&drain);
     let mut stack = PingLayer::new().layer(
         HealthLayer::new(health)
             .drain(drain)
@@ -362,7 +364,8 @@ fn report_allocations() {
             .health_interval(hour),
     );
     let mut service = HealthLayer::new(health.clone()).layer(Inner);
-    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    let drain_layer = DrainLayer::new(&drain);
     let mut stack = PingLayer::new().layer(
         HealthLayer::new(health)
             .drain(drain)
@@ -474,7 +477,8 @@ fn axum_pair(
         .readiness_interval(hour)
         .health_interval(hour);
     let health = HealthLayer::new(monitor(runtime, config));
-    let (_, drain) = health.drain_pair(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&drain);
     // `with_state` prepares the routes once, as `axum::serve` does for each connection.
     let router = axum::Router::new()
         .route("/", axum::routing::get(|| async { "ok" }))
@@ -540,7 +544,8 @@ fn pass_through_loop(case: &str, requests: usize) {
         .readiness_interval(hour)
         .health_interval(hour);
     let health = monitor(&runtime, config);
-    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    let drain_layer = DrainLayer::new(&drain);
     let mut stack = PingLayer::new().layer(
         HealthLayer::new(health)
             .drain(drain)

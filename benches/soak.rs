@@ -54,6 +54,7 @@ use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::component::{ComponentSpec, Redis};
 use tower_health::shared::SharedCache;
 use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
+use tower_health::{DrainHandle, DrainLayer};
 
 use self::process::{open_fds, rss_kib};
 
@@ -171,7 +172,9 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
                 .process_id("soak"),
         );
     let health = HealthLayer::new(config);
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let admin = AdminServer::new(AdminConfig::new().port(0), health.handle())
         .start()
         .await

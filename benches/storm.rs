@@ -77,6 +77,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tonic::transport::server::TcpIncoming;
 use tower::ServiceBuilder;
+use tower_health::DrainHandle;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::check::PostgresCheck;
 use tower_health::{
@@ -167,7 +168,8 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     let ok = tower::service_fn(|_: Request<Incoming>| async {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     });
-                    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+                    let drain = DrainHandle::new(DrainConfig::new());
+                    let drain_layer = DrainLayer::new(&drain);
                     let layer = HealthLayer::new(health.clone()).drain(drain);
                     let layer = match kind {
                         "stack-hyper-metrics" => layer.metrics_path("/metrics"),
@@ -184,7 +186,8 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 "around-axum" => {
                     // The README's form.
                     let health = HealthLayer::new(health.clone());
-                    let _drain = health.drain_pair(DrainConfig::new());
+                    let _drain = DrainHandle::new(DrainConfig::new());
+                    health.handle().follow_drain(&_drain);
                     let app = health.around(router());
                     let listener = listener.tap_io(|tcp| {
                         let _ = tcp.set_nodelay(true);
@@ -195,7 +198,9 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 "layered-axum" => {
                     // 0.2.0's README form: three `Router::layer` calls.
                     let health = HealthLayer::new(health.clone());
-                    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+                    let _drain = DrainHandle::new(DrainConfig::new());
+                    health.handle().follow_drain(&_drain);
+                    let drain_layer = DrainLayer::new(&_drain);
                     let app = router()
                         .layer(drain_layer)
                         .layer(health)
@@ -238,7 +243,8 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     Ok(())
                 }
                 "stack-axum" => {
-                    let (drain_layer, drain) = DrainLayer::pair(DrainConfig::new());
+                    let drain = DrainHandle::new(DrainConfig::new());
+                    let drain_layer = DrainLayer::new(&drain);
                     let stack = ServiceBuilder::new()
                         .map_response(IntoResponse::into_response)
                         .layer(PingLayer::new())

@@ -33,8 +33,8 @@ async fn work() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let health = HealthMonitor::spawn(common::health_config()?);
     let drain = DrainHandle::new(DrainConfig::from_env()?);
+    health.follow_drain(&drain);
     let admin = AdminServer::new(AdminConfig::from_env()?, &health)
-        .drain(&drain)
         .start()
         .await?;
     tracing::info!("admin server on http://{}", admin.local_addr());

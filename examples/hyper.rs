@@ -36,6 +36,7 @@ use tower::{ServiceBuilder, service_fn};
 use tower_health::config::{MAX_DURATION, MIN_DURATION};
 use tower_health::io::WriteTimeout;
 use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainHandle, DrainLayer};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -45,8 +46,9 @@ async fn main() -> ExitCode {
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let client_timeout = client_timeout()?;
-    let health = HealthLayer::new(common::health_config()?);
-    let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
+    let drain = DrainHandle::new(DrainConfig::from_env()?);
+    let health = HealthLayer::new(common::health_config()?).drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
 
     let app = service_fn(|_request: Request<Incoming>| async {
         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(

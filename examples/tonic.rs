@@ -38,6 +38,7 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tower_health::grpc::HealthService;
 use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainHandle, DrainLayer};
 use tower_layer::Layer;
 
 use self::greeter::{Greeter, GreeterServer};
@@ -52,8 +53,9 @@ fn main() -> ExitCode {
 
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
-    let health = HealthLayer::new(common::health_config()?);
-    let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
+    let drain = DrainHandle::new(DrainConfig::from_env()?);
+    let health = HealthLayer::new(common::health_config()?).drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
 
     // grpc.health.v1 from the monitor the HTTP layer answers from: the two never disagree.
     let grpc_health = HealthService::new(health.handle());

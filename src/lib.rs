@@ -64,7 +64,8 @@
 //! never reaches the router and an application request pays a path check and the drain's
 //! count; a layer added with `Router::layer` runs after routing, once per route. On any other
 //! Tower server (hyper-util, tonic), stack the layers with `ServiceBuilder`: `PingLayer`, then
-//! `HealthLayer`, then the [`DrainLayer`] from [`HealthLayer::drain_pair`] (see the
+//! `HealthLayer` (following the drain, [`HealthLayer::drain`]), then a
+//! [`DrainLayer`] counting the application's requests in it (see the
 //! [guide](guide::serving)).
 //!
 //! # What is where

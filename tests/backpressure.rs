@@ -17,6 +17,7 @@ use tokio::sync::{Notify, mpsc};
 use tower::ServiceBuilder;
 use tower::limit::ConcurrencyLimitLayer;
 use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainHandle, DrainLayer};
 
 /// A bound against hanging, not a measurement.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -68,7 +69,9 @@ async fn saturated_app_still_answers_probes(with_ping: bool) {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(fast());
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let limited = ServiceBuilder::new()
         .layer(health)
         .layer(drain_layer)
@@ -167,7 +170,9 @@ async fn shed_load_sheds(order: ShedOrder) {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(fast());
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let app = ServiceBuilder::new()
         .layer(ConcurrencyLimitLayer::new(1))
         .service(app(events.clone(), entered_tx, release.clone()));
@@ -246,7 +251,9 @@ async fn a_queued_request_counts_in_the_drain_until_it_has_run() {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(fast());
-    let (drain_layer, drain) = health.drain_pair(DrainConfig::new().delay(Duration::ZERO));
+    let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
+    health.handle().follow_drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
     let server = serve(
         ServiceBuilder::new()
             .layer(health)

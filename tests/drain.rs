@@ -99,7 +99,8 @@ async fn server(config: DrainConfig) -> Server {
     let health =
         HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)));
     first_rounds(&health).await;
-    let (drain_layer, drain) = DrainLayer::pair(config);
+    let drain = DrainHandle::new(config);
+    let drain_layer = DrainLayer::new(&drain);
     let (gate, gate_rx) = watch::channel(false);
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())

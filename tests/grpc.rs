@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use tonic::Code;
 use tonic::transport::Channel;
 use tonic::transport::server::TcpIncoming;
+use tower_health::DrainLayer;
 use tower_health::component::{ComponentSpec, from_fn};
 use tower_health::drain::Drained;
 use tower_health::grpc::pb::health_check_response::ServingStatus as Wire;
@@ -51,7 +52,9 @@ struct TestServer {
 
 async fn start(health: HealthHandle, drain: DrainConfig, around: DrainAround) -> TestServer {
     let layer = HealthLayer::new(health.clone());
-    let (drain_layer, drain) = layer.drain_pair(drain);
+    let drain = DrainHandle::new(drain);
+    layer.handle().follow_drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
     let grpc = HealthService::new(health);
     grpc.reporter().set_serving::<GreeterServer<Greeter>>();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -33,6 +33,7 @@ use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
+use tower_health::{DrainHandle, DrainLayer};
 
 const OPERATOR_KEY: &str = "corpus-operator-key-0123456789";
 const VIEWER_KEY: &str = "corpus-viewer-key-0123456789";
@@ -80,7 +81,9 @@ impl LayerServer {
         let health = HealthLayer::new(config)
             .details(tower_health::config::Details::Authorized)
             .access_keys(&keys);
-        let (drain_layer, drain) = health.drain_pair(DrainConfig::new());
+        let drain = DrainHandle::new(DrainConfig::new());
+        health.handle().follow_drain(&drain);
+        let drain_layer = DrainLayer::new(&drain);
         support::first_rounds(&health.handle()).await;
         let service = ServiceBuilder::new()
             .layer(PingLayer::new())

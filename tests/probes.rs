@@ -19,6 +19,7 @@ use support::{
 };
 use tower::Layer;
 use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, config::NoCache};
+use tower_health::{DrainHandle, DrainLayer};
 
 const PROBES: [&str; 6] = [
     "/health",
@@ -512,7 +513,9 @@ async fn the_monitor_stops_when_every_handle_is_gone() {
 async fn startup_waits_for_the_first_round_and_the_application_then_stays_started() {
     let health = HealthLayer::new(fast().startup_waits_for_mark(true).kubernetes_aliases(true));
     let handle = health.handle().clone();
-    let (drain_layer, drain) = health.drain_pair(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
     let server = serve(
         tower::ServiceBuilder::new()
             .layer(health)

@@ -30,6 +30,7 @@ use tower::buffer::BufferLayer;
 use tower::limit::ConcurrencyLimitLayer;
 use tower::load_shed::LoadShedLayer;
 use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainHandle, DrainLayer};
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{Any, CorsLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -160,14 +161,16 @@ async fn assert_probes(client: &Client, addr: SocketAddr) {
 }
 
 /// 1. The idiomatic axum form, served by plain `axum::serve`: every probe answers, the route
-///    and axum's 404 are untouched, and the drain from `drain_pair` turns readiness to 503
+///    and axum's 404 are untouched, and the drain the monitor follows turns readiness to 503
 ///    while liveness stays 200.
 #[tokio::test]
 async fn axum_router_layers_served_by_axum_serve() {
     support::init_tracing();
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, drain) = health.drain_pair(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
     let app = Router::new()
         .route("/", get(|| async { "hello" }))
         .layer(drain_layer)
@@ -217,7 +220,9 @@ async fn tower_http_layers_inside_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let body = big_body();
     let app = Router::new()
         .route("/", get(move || async move { body }))
@@ -271,7 +276,9 @@ async fn compression_outside_the_probes_compresses_them() {
     support::init_tracing();
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let body = big_body();
     let app = Router::new()
         .route("/", get(move || async move { body }))
@@ -315,7 +322,9 @@ async fn cors_inside_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let app = Router::new()
         .route("/", get(|| async { "hello" }))
         .layer(CorsLayer::new().allow_origin(Any).allow_methods(Any))
@@ -371,7 +380,9 @@ async fn concurrency_limit_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(health)
@@ -389,7 +400,9 @@ async fn buffer_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(health)
@@ -407,7 +420,9 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(health)
@@ -421,7 +436,9 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
 
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, _drain) = health.drain_pair(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(health)
@@ -443,7 +460,9 @@ async fn timeout_inside_the_probes_times_out_the_app_not_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(fast());
     let monitor = health.handle().clone();
-    let (drain_layer, drain) = health.drain_pair(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
     let (entered_tx, mut entered) = tokio::sync::mpsc::channel::<()>(1);
     let slow = move || {
         let entered_tx = entered_tx.clone();
@@ -561,7 +580,8 @@ mod around {
         let release = Arc::new(Notify::new());
         let health = HealthLayer::new(fast());
         let monitor = health.handle();
-        let (_, drain) = health.drain_pair(DrainConfig::new().delay(Duration::ZERO));
+        let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
+        health.handle().follow_drain(&drain);
         let app = health.around(slow_router(entered_tx, release.clone()));
         let server = serve_axum_app(app).await;
         first_rounds(&monitor).await;
@@ -627,7 +647,8 @@ mod around {
         let release = Arc::new(Notify::new());
         let health = HealthLayer::new(fast());
         let monitor = health.handle();
-        let (_, drain) = health.drain_pair(DrainConfig::new());
+        let drain = DrainHandle::new(DrainConfig::new());
+        health.handle().follow_drain(&drain);
         let limited = ServiceBuilder::new()
             .layer(ConcurrencyLimitLayer::new(1))
             .service(slow_router(entered_tx, release.clone()));
@@ -674,7 +695,8 @@ mod around {
         let release = Arc::new(Notify::new());
         let health = HealthLayer::new(fast());
         let monitor = health.handle();
-        let (_, drain) = health.drain_pair(DrainConfig::new());
+        let drain = DrainHandle::new(DrainConfig::new());
+        health.handle().follow_drain(&drain);
         let limited = ServiceBuilder::new()
             .layer(ConcurrencyLimitLayer::new(1))
             .service(slow_router(entered_tx, release.clone()));

@@ -16,6 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceBuilder;
 use tower_health::{DrainConfig, HealthConfig, HealthLayer};
+use tower_health::{DrainHandle, DrainLayer};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
@@ -70,7 +71,9 @@ async fn read_head(stream: &mut TcpStream) -> String {
 #[tokio::test]
 async fn an_upgrade_during_the_drain_keeps_its_connection() {
     let health = HealthLayer::new(HealthConfig::new());
-    let (drain_layer, drain) = health.drain_pair(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
     let service = ServiceBuilder::new()
         .layer(health)
         .layer(drain_layer)

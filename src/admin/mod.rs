@@ -66,8 +66,8 @@
 //!
 //! # Drain
 //!
-//! When its monitor follows a drain ([`HealthLayer::drain_pair`](crate::HealthLayer::drain_pair),
-//! [`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain) or [`AdminServer::drain`]),
+//! When its monitor follows a drain ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain),
+//! or [`HealthLayer::drain`](crate::HealthLayer::drain) on a layer of the same monitor),
 //! readiness, health and pool answer 503 `draining` once the drain starts, while liveness,
 //! startup and ping keep answering, so that the orchestrator never restarts a pod that is
 //! only draining; the server closes when the drain is over.

@@ -21,7 +21,6 @@ use super::connections::{Activity, OpenConnections};
 use super::host::HostPolicy;
 use super::service::AdminState;
 use crate::config::ConfigError;
-use crate::drain::DrainHandle;
 use crate::io::{StallWatch, WriteTimeout};
 use crate::monitor::{HealthHandle, MonitorSource};
 use crate::util::race;
@@ -90,19 +89,6 @@ impl AdminServer {
             config,
             health: health.into_handle(),
         }
-    }
-
-    /// Follows `drain`: readiness, health and pool answer 503 `draining` once it starts,
-    /// liveness, startup and ping keep answering, and the server closes when the drain is
-    /// over. The monitor's other readers follow it too ([`HealthHandle::follow_drain`]);
-    /// a monitor that already follows this drain needs no call.
-    ///
-    /// # Panics
-    ///
-    /// When the monitor already follows a different drain.
-    pub fn drain(self, drain: impl AsRef<DrainHandle>) -> Self {
-        self.health.follow_drain(drain.as_ref());
-        self
     }
 
     /// Checks the settings, binds, and starts serving in a task of its own.

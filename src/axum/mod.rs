@@ -6,12 +6,12 @@
 //!
 //! ```no_run
 //! use axum::{Router, routing::get};
-//! use tower_health::{DrainConfig, HealthConfig, HealthLayer};
+//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthLayer::new(HealthConfig::from_env()?); // starts the monitor
-//! let (_, drain) = health.drain_pair(DrainConfig::from_env()?);
+//! let drain = DrainHandle::new(DrainConfig::from_env()?);
+//! let health = HealthLayer::new(HealthConfig::from_env()?).drain(&drain); // starts the monitor
 //!
 //! let app = Router::new().route("/", get(|| async { "hello" }));
 //! let app = health.around(app); // probes and ping before routing; the app's work is counted

@@ -18,7 +18,7 @@ use crate::rendered::fixed::drain_rejected;
 
 /// The shared drain state: start the drain, watch its phase, wait for it to finish.
 ///
-/// Cheap to clone; give the same handle to [`DrainLayer`](super::DrainLayer),
+/// Cheap to clone; give the same handle to [`DrainLayer`](crate::DrainLayer),
 /// [`HealthLayer::drain`](crate::HealthLayer::drain) and anything else that should know.
 ///
 /// See the [module docs](super) for an example.

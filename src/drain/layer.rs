@@ -1,6 +1,6 @@
 use tower_layer::Layer;
 
-use super::{Drain, DrainConfig, DrainHandle};
+use super::{Drain, DrainHandle};
 
 /// Layer that counts requests in flight for a [`DrainHandle`] and applies its drain policy.
 ///
@@ -12,15 +12,15 @@ pub struct DrainLayer {
 }
 
 impl DrainLayer {
-    /// A layer reporting to an existing handle.
-    pub fn new(handle: DrainHandle) -> Self {
-        Self { handle }
-    }
-
-    /// A layer and a new handle with the given settings.
-    pub fn pair(config: DrainConfig) -> (Self, DrainHandle) {
-        let handle = DrainHandle::new(config);
-        (Self::new(handle.clone()), handle)
+    /// A layer counting the requests it sees in `drain`.
+    ///
+    /// The probes follow a drain through their monitor, not through this layer: attach it
+    /// there too ([`HealthLayer::drain`](crate::HealthLayer::drain)), or readiness never
+    /// reports draining.
+    pub fn new(drain: &DrainHandle) -> Self {
+        Self {
+            handle: drain.clone(),
+        }
     }
 }
 
@@ -28,6 +28,6 @@ impl<S> Layer<S> for DrainLayer {
     type Service = Drain<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Drain::new(inner, self.handle.clone())
+        Drain::new(inner, &self.handle)
     }
 }

@@ -32,7 +32,7 @@
 //! # Layer order
 //!
 //! Put [`HealthLayer`](crate::HealthLayer) (and [`PingLayer`](crate::PingLayer)) *outside*
-//! [`DrainLayer`]: probes are then answered before they reach the drain, so they are never
+//! [`DrainLayer`](crate::DrainLayer): probes are then answered before they reach the drain, so they are never
 //! rejected and never counted as work that holds the drain open.
 //!
 //! # Example
@@ -44,13 +44,15 @@
 //! use http::{Request, StatusCode};
 //! use http_body_util::Full;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//! use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
+//! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer, PingLayer};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthLayer::new(HealthConfig::new());
-//! // The pair comes from the health layer, so that its probes cannot miss the drain.
-//! let (drain_layer, drain) = health.drain_pair(DrainConfig::new().delay(Duration::ZERO));
+//! let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
+//! // The monitor follows the drain, so that its probes report it; the drain layer counts
+//! // the application's requests in it.
+//! let health = HealthLayer::new(HealthConfig::new()).drain(&drain);
+//! let drain_layer = DrainLayer::new(&drain);
 //! let app = service_fn(|_request: Request<Full<Bytes>>| async {
 //!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
 //! });
@@ -91,6 +93,5 @@ pub use self::future::ResponseFuture;
 pub(crate) use self::handle::DrainHandle;
 pub use self::handle::{DrainPhase, Drained};
 pub(crate) use self::in_flight::InFlightGuard;
-pub(crate) use self::layer::DrainLayer;
 pub use self::service::Drain;
 pub use self::shutdown::ShutdownSignal;

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use tower_service::Service;
 
-use super::{DrainBody, DrainHandle, DrainLayer, ResponseFuture};
+use super::{DrainBody, DrainHandle, ResponseFuture};
 
 /// Middleware that counts requests in flight and applies the drain policy once the drain has
 /// started.
@@ -17,15 +17,12 @@ pub struct Drain<S> {
 }
 
 impl<S> Drain<S> {
-    /// Wraps `inner`, counting its requests in `handle`.
-    pub fn new(inner: S, handle: DrainHandle) -> Self {
-        Self { inner, handle }
-    }
-
-    /// Returns a new [`Layer`](tower_layer::Layer) that wraps services with a [`Drain`]
-    /// middleware.
-    pub fn layer(handle: DrainHandle) -> DrainLayer {
-        DrainLayer::new(handle)
+    /// Wraps `inner`, counting its requests in `drain`.
+    pub fn new(inner: S, drain: &DrainHandle) -> Self {
+        Self {
+            inner,
+            handle: drain.clone(),
+        }
     }
 
     define_inner_service_accessors!();

@@ -35,12 +35,12 @@
 //! use tower_health::grpc::pb::HealthCheckRequest;
 //! use tower_health::grpc::pb::health_server::Health;
 //! use tower_health::grpc::{HealthService, ServingStatus};
-//! use tower_health::{DrainConfig, HealthConfig, HealthLayer, Probe};
+//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer, Probe};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthLayer::new(HealthConfig::new());
-//! let (_drain_layer, drain) = health.drain_pair(DrainConfig::new());
+//! let drain = DrainHandle::new(DrainConfig::new());
+//! let health = HealthLayer::new(HealthConfig::new()).drain(&drain);
 //! let grpc = HealthService::new(health.handle());
 //! grpc.reporter().set_service_status("greeter.v1.Greeter", ServingStatus::Serving);
 //!
@@ -80,13 +80,14 @@
 //! # }
 //! use tonic::transport::Server;
 //! use tower_health::grpc::HealthService;
-//! use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
+//! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer, PingLayer};
 //! use tower_layer::Layer;
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthLayer::new(HealthConfig::from_env()?);
-//! let (drain_layer, drain) = health.drain_pair(DrainConfig::from_env()?);
+//! let drain = DrainHandle::new(DrainConfig::from_env()?);
+//! let health = HealthLayer::new(HealthConfig::from_env()?).drain(&drain);
+//! let drain_layer = DrainLayer::new(&drain);
 //! let grpc_health = HealthService::new(health.handle());
 //! grpc_health.reporter().set_serving::<GreeterServer>();
 //!

@@ -6,7 +6,7 @@ use super::Health;
 use super::reader::Reader;
 use crate::access::AccessKeys;
 use crate::config::{Details, NoCache, validate_prefix};
-use crate::drain::{DrainConfig, DrainHandle, DrainLayer};
+use crate::drain::DrainHandle;
 use crate::monitor::{HealthHandle, MonitorSource};
 
 /// Layer that answers the probe paths from a monitor's published verdicts and passes every
@@ -139,7 +139,10 @@ impl HealthLayer {
 
     /// Answers readiness, health and pool with 503 `draining` (and `Retry-After`) once
     /// `drain` has started; liveness, startup and ping keep answering 200. Every other reader
-    /// of the same monitor follows the drain too (see [`HealthHandle::follow_drain`]).
+    /// of the same monitor follows the drain too: this is the layer's spelling of
+    /// [`HealthHandle::follow_drain`], the one way a drain is attached. On a tower stack, count
+    /// the application's requests in the same drain with a
+    /// [`DrainLayer::new(&drain)`](crate::DrainLayer::new) below this layer.
     ///
     /// Defaults to no drain: the probes never report draining.
     ///
@@ -150,26 +153,13 @@ impl HealthLayer {
         self.reader.handle.follow_drain(drain.as_ref());
         self
     }
-
-    /// A [`DrainLayer`] and its [`DrainHandle`] with the given settings, already followed by
-    /// this monitor's readers: the way to get a drain that the probes cannot miss.
-    ///
-    /// # Panics
-    ///
-    /// When the monitor already follows a different drain, or under the conditions of
-    /// [`DrainHandle::new`].
-    pub fn drain_pair(&self, config: DrainConfig) -> (DrainLayer, DrainHandle) {
-        let (layer, drain) = DrainLayer::pair(config);
-        self.reader.handle.follow_drain(&drain);
-        (layer, drain)
-    }
 }
 
 #[cfg(feature = "axum")]
 impl HealthLayer {
     /// `app` (an axum `Router`, say) with this layer's probes and ping answered in front of
-    /// it, outside routing, and its requests counted in the drain this monitor follows (from
-    /// [`drain_pair`](Self::drain_pair) or [`drain`](Self::drain)): the whole stack in one
+    /// it, outside routing, and its requests counted in the drain this monitor follows (see
+    /// [`drain`](Self::drain)): the whole stack in one
     /// service, which [`axum::serve()`] takes as it takes the router.
     ///
     /// A probe then never reaches routing, and an application request pays a path check and
