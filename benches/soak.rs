@@ -25,9 +25,9 @@
 //!
 //! Traffic goes to 127.0.0.1 only; every loop ends with the run, and is bounded in count.
 
-#[path = "../tests/support/fault_proxy.rs"]
+#[path = "../tests/it/support/fault_proxy.rs"]
 mod fault_proxy;
-#[path = "../tests/support/process.rs"]
+#[path = "../tests/it/support/process.rs"]
 mod process;
 
 use std::convert::Infallible;

@@ -29,6 +29,13 @@
 //!
 //! `cargo test --all-features --test fault_matrix -- --nocapture` prints the table.
 
+// A file of the integration tests' helpers on its own, as the soak bench includes it, and the
+// helpers (tests/it/support), of which this binary uses a part.
+#[allow(dead_code)] // `open_fds` is the malformed corpus's
+#[path = "it/support/process.rs"]
+mod process;
+#[allow(dead_code)]
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::future::Future;
@@ -39,9 +46,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
+use process::rss_kib;
 use support::fault_proxy::FaultProxy;
 use support::grpc::next_status;
-use support::process::rss_kib;
+use support::logs::Captured;
 use support::redis_server::RedisServer;
 use support::{Client, LIMIT, TestServer, eventually, serve};
 use tokio::sync::{oneshot, watch};
@@ -66,7 +74,6 @@ use tower_health::verdict::{Cause, CheckStatus};
 use tower_health::{
     HealthConfig, HealthHandle, HealthLayer, HealthMonitor, config::Details, verdict::Status,
 };
-use tracing_subscriber::fmt::MakeWriter;
 
 /// The password of every connection string (the local server trusts every login and ignores
 /// it): the one secret that must never show.
@@ -414,7 +421,7 @@ async fn run_matrix(databases: usize) {
     let mut secrets = Vec::new();
     for cell in matrix() {
         if cell.checks == Checks::SwitchToWrongTlsName && certificate.is_none() {
-            // As tests/tls.rs does: a skip outside CI, a failure under it.
+            // As tests/it/tls.rs does: a skip outside CI, a failure under it.
             let why = "the server's certificate (SHOW ssl_cert_file) cannot be read here";
             if std::env::var_os("CI").is_some() {
                 failures.push(format!("{}: {why}", cell.name));
@@ -436,7 +443,7 @@ async fn run_matrix(databases: usize) {
         rows.push(row);
     }
     // Every log line so far (both matrices share the process's subscriber).
-    let lines = logs.search(&secrets);
+    let lines = search(&logs, &secrets);
     let table = render(databases, &rows, &lines);
     let _ = writeln!(std::io::stderr(), "{table}");
     failures.extend(lines.leaks);
@@ -994,7 +1001,7 @@ impl Rig {
         reporter.set_service_status(STORM_SERVICE, ServingStatus::Serving);
         grpc.tasks_before.store(grpc.tasks(), Ordering::SeqCst);
         let rss_before = rss_kib();
-        let logs_before = capture_logs().len();
+        let logs_before = capture_logs().text().len();
         for _ in 0..2 {
             let mut client = grpc.client(Some(NEVER_READER_WINDOW)).await;
             let stream = watch_stream(&mut client, STORM_SERVICE).await;
@@ -1048,7 +1055,7 @@ impl Rig {
             slowest_check.as_secs_f64() * 1000.0,
             grpc.tasks_before.load(Ordering::SeqCst),
             rss_kib(),
-            capture_logs().len().saturating_sub(logs_before) / 1024,
+            capture_logs().text().len().saturating_sub(logs_before) / 1024,
         ));
         self.fault_done.store(true, Ordering::SeqCst);
     }
@@ -1752,63 +1759,33 @@ impl Prober {
 
 // ===== the logs =====
 
-/// Every log line of the process, kept for the secret search.
-#[derive(Clone, Default)]
-struct LogBuffer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for LogBuffer {
-    type Writer = Self;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 /// The result of searching the logs.
 struct LogSearch {
     lines: usize,
     leaks: Vec<String>,
 }
 
-impl LogBuffer {
-    /// The bytes captured so far.
-    fn len(&self) -> usize {
-        self.0.lock().unwrap().len()
-    }
-
-    fn search(&self, secrets: &[String]) -> LogSearch {
-        let text = String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned();
-        let mut leaks = Vec::new();
-        let mut lines = 0;
-        for line in text.lines() {
-            lines += 1;
-            for secret in secrets {
-                if line.contains(secret.as_str()) && leaks.len() < 20 {
-                    leaks.push(format!("a log line shows {secret:?}: {line}"));
-                }
+fn search(logs: &Captured, secrets: &[String]) -> LogSearch {
+    let text = logs.text();
+    let mut leaks = Vec::new();
+    let mut lines = 0;
+    for line in text.lines() {
+        lines += 1;
+        for secret in secrets {
+            if line.contains(secret.as_str()) && leaks.len() < 20 {
+                leaks.push(format!("a log line shows {secret:?}: {line}"));
             }
         }
-        LogSearch { lines, leaks }
     }
+    LogSearch { lines, leaks }
 }
 
 /// Captures every log line of the process from now on: the crate's at TRACE, the rest at
 /// DEBUG (drivers, pools, hyper).
-fn capture_logs() -> LogBuffer {
-    static LOGS: OnceLock<LogBuffer> = OnceLock::new();
+fn capture_logs() -> Captured {
+    static LOGS: OnceLock<Captured> = OnceLock::new();
     LOGS.get_or_init(|| {
-        let buffer = LogBuffer::default();
+        let buffer = Captured::default();
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(
                 "tower_health=trace,debug",

@@ -9,6 +9,13 @@
 //! the clients are gone (the server's sockets counted in `/proc/net/tcp`, and the example's
 //! open file descriptors). `-- --nocapture` prints each server's outcomes.
 
+// A file of the integration tests' helpers on its own, as the soak bench includes it, and the
+// helpers (tests/it/support), of which this binary uses a part.
+#[allow(dead_code)] // `rss_kib` is the fault matrix's
+#[path = "it/support/process.rs"]
+mod process;
+#[allow(dead_code)]
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::io::Write as _;
@@ -22,8 +29,8 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
+use process::open_fds;
 use support::child::Example;
-use support::process::open_fds;
 use support::raw::RawConnection;
 use support::{Client, LIMIT, bounded, eventually};
 use tokio::io::AsyncWriteExt;
@@ -786,6 +793,8 @@ async fn corpus_against_the_admin_server() {
     );
 }
 
+// The server example is built with the `axum` feature only.
+#[cfg(feature = "axum")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corpus_against_the_server_example() {
     require_postgres!();

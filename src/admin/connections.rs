@@ -27,7 +27,7 @@ use crate::io::StallWatch;
 /// Long enough for a client on a loaded machine to write its request after connecting; short
 /// enough that clients which never write give their places up quickly (all of them every
 /// 100 ms: 640 a second at the default 64). Without the grace, clients that reconnect as soon
-/// as they are closed would cycle the places faster than a probe can write its head (tests/admin.rs
+/// as they are closed would cycle the places faster than a probe can write its head (tests/it/admin.rs
 /// `silent_clients_that_reconnect_cannot_keep_the_probes_out`).
 const HEAD_GRACE: Duration = Duration::from_millis(100);
 

@@ -82,9 +82,11 @@ mod startup;
 mod state;
 #[cfg(test)]
 mod tests;
-/// A monitor whose rounds a unit test runs itself, for the other readers' tests (gRPC).
+/// A monitor whose rounds a unit test runs itself, for the other readers' tests.
+#[cfg(all(test, any(feature = "grpc", feature = "axum")))]
+pub(crate) use self::tests::monitor as test_monitor;
 #[cfg(all(test, feature = "grpc"))]
-pub(crate) use self::tests::{monitor as test_monitor, rounds as test_rounds};
+pub(crate) use self::tests::rounds as test_rounds;
 mod transitions;
 #[cfg(test)]
 mod view_tests;

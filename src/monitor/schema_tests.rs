@@ -23,7 +23,7 @@ use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::verdict::Audience;
 
 // The error printer the integration tests use too.
-#[path = "../../tests/support/schema_errors.rs"]
+#[path = "../../tests/it/support/schema_errors.rs"]
 mod schema_errors;
 use schema_errors::describe;
 

@@ -1,0 +1,127 @@
+//! A drain never undoes an upgrade: a `101 Switching Protocols` answered while draining has no
+//! `Connection: close`, and the upgraded connection keeps working.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::Empty;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceBuilder;
+use tower_health::{DrainConfig, HealthConfig, HealthLayer};
+use tower_health::{DrainHandle, DrainLayer};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// Answers `Upgrade: echo` with 101 and then echoes what the client sends; `/` with 200.
+fn app() -> impl tower::Service<
+    Request<Incoming>,
+    Response = Response<Empty<Bytes>>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Empty<Bytes>>, Infallible>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(|mut request: Request<Incoming>| async move {
+        if !request.headers().contains_key(header::UPGRADE) {
+            return Ok(Response::new(Empty::new()));
+        }
+        let upgrade = hyper::upgrade::on(&mut request);
+        tokio::spawn(async move {
+            let Ok(upgraded) = upgrade.await else { return };
+            let mut io = TokioIo::new(upgraded);
+            let mut buffer = [0; 64];
+            while let Ok(read) = io.read(&mut buffer).await {
+                if read == 0 || io.write_all(&buffer[..read]).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut response = Response::new(Empty::new());
+        *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, "upgrade".parse().unwrap());
+        response
+            .headers_mut()
+            .insert(header::UPGRADE, "echo".parse().unwrap());
+        Ok(response)
+    })
+}
+
+/// Reads one response head off `stream`.
+async fn read_head(stream: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read = stream.read(&mut byte).await.expect("read");
+        assert_eq!(read, 1, "the connection closed mid-head: {head:?}");
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap().to_ascii_lowercase()
+}
+
+#[tokio::test]
+async fn an_upgrade_during_the_drain_keeps_its_connection() {
+    let health = HealthLayer::new(HealthConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new());
+    health.handle().follow_drain(&drain);
+    let drain_layer = DrainLayer::new(&drain);
+    let service = ServiceBuilder::new()
+        .layer(health)
+        .layer(drain_layer)
+        .service(app());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let service = TowerToHyperService::new(service.clone());
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .with_upgrades(),
+            );
+        }
+    });
+    assert!(drain.start());
+
+    let exchange = async {
+        // An ordinary request during the drain is told to close...
+        let mut plain = TcpStream::connect(addr).await.unwrap();
+        plain
+            .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        let head = read_head(&mut plain).await;
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        assert!(head.contains("connection: close"), "{head}");
+
+        // ...an upgrade is not.
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(
+                b"GET /echo HTTP/1.1\r\nHost: localhost\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        let head = read_head(&mut stream).await;
+        assert!(head.starts_with("http/1.1 101"), "{head}");
+        assert!(!head.contains("connection: close"), "{head}");
+        assert!(head.contains("connection: upgrade"), "{head}");
+        // The upgraded connection works through the drain.
+        stream.write_all(b"still here").await.unwrap();
+        let mut echoed = [0; 10];
+        stream.read_exact(&mut echoed).await.unwrap();
+        assert_eq!(&echoed, b"still here");
+    };
+    tokio::time::timeout(LIMIT, exchange)
+        .await
+        .expect("the exchange finished");
+    // The upgraded connection is not in-flight work that holds the drain open.
+    assert_eq!(drain.in_flight(), 0);
+}
