@@ -11,7 +11,7 @@ use crate::body::ProbeBody;
 use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Freshness};
-use crate::probe_response::ProbeResponse;
+use crate::probe_response::{ProbeResponse, Respond};
 use crate::rendered::fixed::{
     ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_NOT_FOUND, METHOD_NOT_ALLOWED,
 };

@@ -12,7 +12,7 @@ use crate::access::{AccessKeys, KeyDigests};
 use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Freshness, Probe, ProbePaths};
-use crate::probe_response::ProbeResponse;
+use crate::probe_response::{ProbeResponse, Respond};
 use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 use crate::verdict::Audience;
 

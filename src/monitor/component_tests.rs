@@ -9,6 +9,7 @@ use super::tests::{get, monitor, readme_sample, rounds};
 use crate::component::{ComponentSpec, ComponentStatus, UnknownComponents};
 use crate::config::HealthConfig;
 use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe_response::Respond;
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
 use crate::verdict::Audience;
 use crate::verdict::Status;

@@ -8,6 +8,7 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolS
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
 use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe_response::Respond;
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
 use crate::verdict::Audience;
 

@@ -8,9 +8,9 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::components::Forced;
-use super::published::Published;
 use super::state::{HealthRound, MonitorState};
 use crate::verdict::{HealthVerdict, PoolVerdict};
+use crate::view::published::Published;
 
 /// A fresh computation's result: both verdicts it published.
 #[derive(Clone, Debug)]

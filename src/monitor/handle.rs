@@ -1,19 +1,11 @@
 use std::fmt;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Weak};
 
-use http::Response;
-
-use super::published::{Published, Variant};
 use super::state::MonitorState;
-use crate::body::ProbeBody;
 use crate::config::HealthConfig;
 use crate::drain::DrainHandle;
-use crate::probe::{BodyMode, Freshness, Probe};
-use crate::probe_response::ProbeResponse;
-use crate::rendered::fixed::{LIVE, PING};
-use crate::verdict::{Audience, HealthVerdict};
-use crate::view::{Judged, View, ViewWatch, judge};
+use crate::verdict::HealthVerdict;
+use crate::view::{Source, View, ViewWatch};
 
 /// A handle on the verdicts a [`HealthMonitor`](super::HealthMonitor) publishes.
 ///
@@ -60,6 +52,11 @@ pub struct MonitorStats {
 impl HealthHandle {
     pub(crate) fn new(state: Arc<MonitorState>) -> Self {
         Self { state }
+    }
+
+    /// What the monitor publishes, for the crate's readers.
+    pub(crate) fn state(&self) -> &Arc<MonitorState> {
+        &self.state
     }
 
     /// Computes a fresh health verdict now, as `?nocache=true` does: bounded by the readiness
@@ -169,88 +166,6 @@ impl HealthHandle {
         &self.state.config
     }
 
-    /// The response to `probe`. Everything but a cache bypass is a pointer load and a
-    /// response built from pre-rendered parts: no lock, no I/O, no JSON encoding, no await.
-    pub(crate) fn probe_response(
-        &self,
-        probe: Probe,
-        mode: BodyMode,
-        freshness: Freshness,
-        audience: Audience,
-    ) -> ProbeResponse {
-        let state = &self.state;
-        let drain = state.drain.get();
-        let response = match probe {
-            Probe::Live => LIVE.response(mode),
-            Probe::Ping => PING.response(mode),
-            Probe::Startup => state.startup.rendered().response(mode),
-            Probe::Ready => respond(
-                probe,
-                &state.readiness.load(),
-                drain,
-                freshness,
-                audience,
-                mode,
-            ),
-            Probe::Health | Probe::Pool
-                if freshness == Freshness::Bypass
-                    && !drain.is_some_and(DrainHandle::is_draining) =>
-            {
-                return self.fresh_response(probe, mode, audience);
-            }
-            Probe::Health => respond(
-                probe,
-                &state.health.load(),
-                drain,
-                freshness,
-                audience,
-                mode,
-            ),
-            Probe::Pool => respond(probe, &state.pool.load(), drain, freshness, audience, mode),
-        };
-        ProbeResponse::ready(response)
-    }
-
-    /// A fresh computation's response, for `?nocache=true` on health or pool.
-    fn fresh_response(&self, probe: Probe, mode: BodyMode, audience: Audience) -> ProbeResponse {
-        let state = Arc::clone(&self.state);
-        // The computation starts when the future is first polled, in the server's runtime.
-        ProbeResponse::Fresh(Box::pin(async move {
-            let drain = state.drain.get();
-            match (state.fresh().fresh().await, probe) {
-                (Some(fresh), Probe::Pool) => {
-                    respond(probe, &fresh.pool, drain, Freshness::Bypass, audience, mode)
-                }
-                (Some(fresh), _) => respond(
-                    probe,
-                    &fresh.health,
-                    drain,
-                    Freshness::Bypass,
-                    audience,
-                    mode,
-                ),
-                // The computation could not finish (runtime shutdown): serve what is
-                // published, unmarked.
-                (None, Probe::Pool) => respond(
-                    probe,
-                    &state.pool.load(),
-                    drain,
-                    Freshness::Published,
-                    audience,
-                    mode,
-                ),
-                (None, _) => respond(
-                    probe,
-                    &state.health.load(),
-                    drain,
-                    Freshness::Published,
-                    audience,
-                    mode,
-                ),
-            }
-        }))
-    }
-
     /// Every probe's answer now, and the verdicts behind them: what the HTTP layers, the
     /// admin server and metrics answer from (see [`view`](crate::view)).
     #[must_use]
@@ -262,25 +177,9 @@ impl HealthHandle {
     /// start, and a verdict going stale.
     #[must_use]
     pub fn watch(&self) -> ViewWatch {
-        ViewWatch::new(&self.state)
+        let source: Weak<dyn Source> = Arc::downgrade(&self.state) as Weak<MonitorState>;
+        ViewWatch::new(&*self.state, source)
     }
-}
-
-/// The response to `probe` from `published`, as [`decide`](crate::view::decide) answers it
-/// now.
-fn respond<V: Judged>(
-    probe: Probe,
-    published: &Published<V>,
-    drain: Option<&DrainHandle>,
-    freshness: Freshness,
-    audience: Audience,
-    mode: BodyMode,
-) -> Response<ProbeBody> {
-    let now = Instant::now();
-    let draining = drain.is_some_and(DrainHandle::is_draining);
-    let (condition, ..) = judge(probe, published, draining, now);
-    let variant = Variant::of(condition, freshness, drain.map(DrainHandle::retry_after));
-    published.response(variant, audience, mode, now)
 }
 
 impl fmt::Debug for HealthHandle {

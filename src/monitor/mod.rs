@@ -68,7 +68,6 @@ mod lag;
 mod metrics_tests;
 #[cfg(test)]
 mod panic_tests;
-pub(crate) mod published;
 mod rounds;
 pub(crate) mod runner;
 #[cfg(test)]

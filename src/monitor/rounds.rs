@@ -5,7 +5,6 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::components::{Forced, TrackedComponent};
-use super::published::{Made, Published, publish_newer};
 use super::slot::CheckSlot;
 use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
@@ -14,6 +13,7 @@ use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{
     CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
 };
+use crate::view::published::{Made, Published, publish_newer};
 
 /// The two cadences of rounds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::components::{Forced, TrackedComponent};
-use super::published::Published;
 use super::slot::CheckSlot;
 use super::state::{HealthRound, MonitorState};
 use crate::check::CheckError;
@@ -17,6 +16,7 @@ use crate::shared::{
     CacheStatus, Entry, Expected, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts, Subject,
 };
 use crate::verdict::{ComponentReport, HealthVerdict};
+use crate::view::published::Published;
 
 /// The shared cache of a monitor, and the component that reports it.
 #[derive(Debug)]

@@ -1,6 +1,8 @@
 //! What the monitor, its handles and the layers share: the configuration, the database
 //! slots, the published verdicts, and the monitor's own state.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -12,7 +14,6 @@ use super::components::TrackedComponent;
 use super::fresh::FreshRounds;
 use super::handle::MonitorStats;
 use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
-use super::published::Published;
 use super::slot::CheckSlot;
 use super::spawner::Spawner;
 use super::startup::Startup;
@@ -20,7 +21,8 @@ use crate::config::{HealthConfig, stale_bound};
 use crate::drain::DrainHandle;
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{CheckOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
-use crate::view::{View, ViewInputs};
+use crate::view::published::Published;
+use crate::view::{Source, View, ViewInputs};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
@@ -107,6 +109,21 @@ pub(crate) struct FullRound {
 
 const NO_ROUND_YET: &str = "no round has completed yet";
 const MONITOR_STOPPED: &str = "the health monitor is not running";
+
+impl Source for MonitorState {
+    fn view(&self) -> View {
+        Self::view(self)
+    }
+
+    fn changes(&self) -> watch::Receiver<()> {
+        self.view_changes()
+    }
+
+    fn drain_started(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
+        let drain = self.drain.get()?.clone();
+        Some(Box::pin(async move { drain.started().await }))
+    }
+}
 
 impl MonitorState {
     pub(crate) fn new(config: HealthConfig) -> Self {

@@ -9,6 +9,7 @@ use super::{HealthHandle, HealthMonitor};
 use crate::config::{FailDirection, HealthConfig};
 use crate::drain::{DrainConfig, DrainHandle};
 use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe_response::Respond;
 use crate::status::Status;
 use crate::test_helpers::{FakeCheck, normalize, read};
 use crate::verdict::Audience;

@@ -12,6 +12,7 @@ use super::tests::{monitor, rounds};
 use crate::config::HealthConfig;
 use crate::drain::{DrainConfig, DrainHandle};
 use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe_response::Respond;
 use crate::test_helpers::{FakeCheck, read};
 use crate::verdict::Audience;
 use crate::view::{Condition, View};

@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
+use super::published::Published;
 use super::{Answer, Condition};
-use crate::monitor::published::Published;
 use crate::probe::Probe;
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
 

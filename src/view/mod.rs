@@ -38,6 +38,7 @@
 
 mod answer;
 mod decide;
+pub(crate) mod published;
 mod snapshot;
 mod watch;
 
@@ -45,4 +46,5 @@ pub use self::answer::{Answer, Condition};
 pub(crate) use self::decide::{Judged, alive, decide, judge, startup};
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;
+pub(crate) use self::watch::Source;
 pub use self::watch::{ViewClosed, ViewWatch};

@@ -1,15 +1,26 @@
 //! Following the view: woken by every change of any answer, pushed, never polled.
 
 use std::fmt;
-use std::future::pending;
-use std::sync::{Arc, Weak};
+use std::future::{Future, pending};
+use std::pin::Pin;
+use std::sync::Weak;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::View;
-use crate::monitor::MonitorState;
 use crate::util::race;
+
+/// What a [`ViewWatch`] follows: the view's source (the monitor), as far as a watcher needs
+/// it. The monitor implements it, so that the view depends on nothing of the monitor.
+pub(crate) trait Source: Send + Sync {
+    /// Every probe's answer now.
+    fn view(&self) -> View;
+    /// A receiver woken on every change of what the view is read from.
+    fn changes(&self) -> watch::Receiver<()>;
+    /// A future that ends when the drain the source follows starts, if it follows one.
+    fn drain_started(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>>;
+}
 
 /// A subscription to a monitor's [`View`]: [`changed`](ViewWatch::changed) returns each view
 /// that answers differently from the last one returned (a new verdict published, the drain
@@ -24,7 +35,7 @@ use crate::util::race;
 ///
 /// [`HealthHandle`]: crate::HealthHandle
 pub struct ViewWatch {
-    state: Weak<MonitorState>,
+    state: Weak<dyn Source>,
     changes: watch::Receiver<()>,
     last: Option<View>,
 }
@@ -45,10 +56,10 @@ impl std::error::Error for ViewClosed {}
 const PAST_THE_BOUND: Duration = Duration::from_millis(1);
 
 impl ViewWatch {
-    pub(crate) fn new(state: &Arc<MonitorState>) -> Self {
+    pub(crate) fn new(source: &dyn Source, state: Weak<dyn Source>) -> Self {
         Self {
-            changes: state.view_changes(),
-            state: Arc::downgrade(state),
+            changes: source.changes(),
+            state,
             last: None,
         }
     }
@@ -79,7 +90,11 @@ impl ViewWatch {
                 // Seen before reading, so that a change in between wakes the wait below.
                 self.changes.borrow_and_update();
                 let view = state.view();
-                let drain = state.drain.get().filter(|_| !view.draining).cloned();
+                let drain = if view.draining {
+                    None
+                } else {
+                    state.drain_started()
+                };
                 (view, drain)
             };
             if self.last.as_ref().is_none_or(|last| !last.same_as(&view)) {
@@ -102,8 +117,8 @@ impl ViewWatch {
                         }
                     },
                     async {
-                        match &drain {
-                            Some(drain) => drain.started().await,
+                        match drain {
+                            Some(started) => started.await,
                             None => pending().await,
                         }
                     },

@@ -1,18 +1,13 @@
-//! A verdict as published: the verdict itself and its responses, rendered ahead of time.
+//! A verdict as published: the verdict itself, its bytes rendered ahead of time, and when it
+//! was made.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use http::Response;
-use http::header::{self, HeaderValue};
 
-use crate::body::ProbeBody;
-use crate::probe::{BodyMode, Freshness};
 use crate::rendered::RenderedVerdict;
-use crate::verdict::Audience;
-use crate::view::Condition;
 
 #[derive(Debug)]
 pub(crate) struct Published<V> {
@@ -49,42 +44,6 @@ impl Made {
             round_started,
             computed_at,
             stale_at: Instant::now().checked_add(stale_after),
-        }
-    }
-}
-
-/// Which of a verdict's rendered responses a request gets: what [`decide`](crate::view)
-/// concluded, and whether the verdict is a bypass's.
-#[derive(Copy, Clone, Debug)]
-pub(crate) enum Variant<'a> {
-    /// The published verdict.
-    Published,
-    /// A fresh computation's verdict, for `?nocache=true`.
-    Bypassed,
-    /// The server is draining; the response carries this `Retry-After`.
-    Draining(&'a HeaderValue),
-    /// The verdict is older than its staleness bound.
-    Stale,
-}
-
-impl<'a> Variant<'a> {
-    /// The response for a decided `condition`; `retry_after` goes with a drain's.
-    pub(crate) fn of(
-        condition: Condition,
-        freshness: Freshness,
-        retry_after: Option<&'a HeaderValue>,
-    ) -> Self {
-        match (condition, freshness) {
-            (Condition::Draining, _) => retry_after.map_or(Self::Published, Self::Draining),
-            (Condition::Stale, _) => Self::Stale,
-            (
-                Condition::Verdict | Condition::Held | Condition::Unavailable | Condition::Starting,
-                Freshness::Published,
-            ) => Self::Published,
-            (
-                Condition::Verdict | Condition::Held | Condition::Unavailable | Condition::Starting,
-                Freshness::Bypass,
-            ) => Self::Bypassed,
         }
     }
 }
@@ -135,28 +94,9 @@ impl<V> Published<V> {
         })
     }
 
-    /// The response to one request, in the variant decided for it, for `audience`.
-    pub(crate) fn response(
-        &self,
-        variant: Variant<'_>,
-        audience: Audience,
-        mode: BodyMode,
-        now: Instant,
-    ) -> Response<ProbeBody> {
-        let variants = self.rendered.for_audience(audience);
-        let (rendered, retry_after) = match variant {
-            Variant::Draining(retry_after) => (&variants.draining, Some(retry_after)),
-            Variant::Stale => (&variants.stale, None),
-            Variant::Bypassed => (&variants.bypassed, None),
-            Variant::Published => (&variants.published, None),
-        };
-        let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
-        let age_ms = if rendered.has_age() {
-            u64::try_from(self.age(now).as_millis()).unwrap_or(u64::MAX)
-        } else {
-            0
-        };
-        rendered.response_aged(mode, age_ms, extra)
+    /// The responses rendered for this verdict, for the readers that answer with them.
+    pub(crate) fn rendered(&self) -> &RenderedVerdict {
+        &self.rendered
     }
 }
 
