@@ -2,7 +2,6 @@
 //! cached exposition), and the view read at each of the application's scrapes.
 
 use std::fmt;
-use std::time::Instant;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -34,7 +33,7 @@ pub(super) struct LiveCollector(pub(super) HealthHandle);
 impl Collector for LiveCollector {
     fn encode(&self, encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
         let Self(handle) = self;
-        let snapshot = Snapshot::read(handle.monitor_state(), Instant::now());
+        let snapshot = Snapshot::read(handle);
         families::encode(&snapshot, encoder)
     }
 }

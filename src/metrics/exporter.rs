@@ -15,7 +15,7 @@ use super::collector::{LiveCollector, SnapshotCollector};
 use super::snapshot::Snapshot;
 use crate::body::ProbeBody;
 use crate::drain::DrainHandle;
-use crate::monitor::{HealthHandle, MonitorState};
+use crate::monitor::HealthHandle;
 use crate::probe::BodyMode;
 use crate::rendered::Rendered;
 
@@ -68,8 +68,8 @@ struct Exposition {
 }
 
 impl Exposition {
-    fn render(state: &MonitorState) -> Self {
-        let snapshot = Snapshot::read(state, Instant::now());
+    fn render(health: &HealthHandle) -> Self {
+        let snapshot = Snapshot::read(health);
         let (generation, draining, until) = (
             snapshot.generation,
             snapshot.view.draining,
@@ -91,9 +91,9 @@ impl Exposition {
     }
 
     /// Whether this rendering still says what a rendering now would.
-    fn is_current(&self, state: &MonitorState) -> bool {
-        self.generation == state.view_generation()
-            && (self.draining || !state.drain.get().is_some_and(DrainHandle::is_draining))
+    fn is_current(&self, health: &HealthHandle) -> bool {
+        self.generation == health.state().view_generation()
+            && (self.draining || !health.drain().is_some_and(DrainHandle::is_draining))
             && self.until.is_none_or(|until| Instant::now() <= until)
     }
 }
@@ -102,7 +102,7 @@ impl HealthMetrics {
     /// Metrics of the monitor behind `handle`. Renders the exposition once now.
     #[must_use]
     pub fn new(handle: &HealthHandle) -> Self {
-        let exposition = Exposition::render(handle.monitor_state());
+        let exposition = Exposition::render(handle);
         Self {
             inner: Arc::new(Inner {
                 handle: handle.clone(),
@@ -154,9 +154,9 @@ impl HealthMetrics {
     /// Calls `f` with a current rendering, rendering one first if the last is not.
     fn with_current<T>(&self, f: impl FnOnce(&Exposition) -> T) -> T {
         let inner = &*self.inner;
-        let state = inner.handle.monitor_state();
+        let health = &inner.handle;
         let last = inner.last.load();
-        if last.is_current(state) {
+        if last.is_current(health) {
             return f(&last);
         }
         drop(last);
@@ -166,10 +166,10 @@ impl HealthMetrics {
             .unwrap_or_else(PoisonError::into_inner);
         // Another scrape may have rendered while this one waited.
         let last = inner.last.load_full();
-        if last.is_current(state) {
+        if last.is_current(health) {
             return f(&last);
         }
-        let exposition = Arc::new(Exposition::render(state));
+        let exposition = Arc::new(Exposition::render(health));
         inner.renders.fetch_add(1, Ordering::Relaxed);
         inner.last.store(Arc::clone(&exposition));
         f(&exposition)

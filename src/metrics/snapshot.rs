@@ -3,12 +3,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::check::CheckErrorKind;
-use crate::drain::DrainHandle;
-use crate::monitor::MonitorState;
-use crate::view::{View, ViewInputs};
+use crate::monitor::HealthHandle;
+use crate::view::{Stale, View};
 
 /// The view and the monitor's counters, read once.
 #[derive(Debug)]
@@ -37,41 +36,20 @@ pub(super) struct Snapshot {
     pub(super) check_failures: Vec<(Arc<str>, CheckErrorKind, u64)>,
 }
 
-/// Whether each verdict is past its staleness bound.
-#[derive(Copy, Clone, Debug)]
-pub(super) struct Stale {
-    pub(super) health: bool,
-    pub(super) readiness: bool,
-    pub(super) pool: bool,
-}
-
 impl Snapshot {
-    /// Reads `state` at `now`. The view is built from the same published verdicts the
-    /// staleness is read from, so the two never disagree.
-    pub(super) fn read(state: &MonitorState, now: Instant) -> Self {
+    /// Reads the view behind `health` and the monitor's counters now. The staleness is the
+    /// view's own, read from the same published verdicts, so the two never disagree.
+    pub(super) fn read(health: &HealthHandle) -> Self {
+        let state = health.state();
+        // Before the view: a rendering of this snapshot is current while it has not moved.
         let generation = state.view_generation();
-        let readiness = state.readiness.load_full();
-        let health = state.health.load_full();
-        let pool = state.pool.load_full();
-        let stale = Stale {
-            health: health.is_stale(now),
-            readiness: readiness.is_stale(now),
-            pool: pool.is_stale(now),
-        };
-        let inputs = ViewInputs {
-            readiness,
-            health,
-            pool,
-            draining: state.drain.get().is_some_and(DrainHandle::is_draining),
-            started: state.startup.is_started(),
-            monitor_running: state.is_monitor_running(),
-        };
+        let view = health.view();
         let counters = &state.counters;
         let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
         Self {
             generation,
-            view: View::new(inputs, now),
-            stale,
+            stale: view.stale,
+            view,
             readiness_rounds: count(&counters.readiness_rounds),
             health_rounds: count(&counters.health_rounds),
             shared_rounds: count(&counters.shared_rounds),

@@ -94,4 +94,3 @@ pub(crate) use self::handle::HealthHandle;
 pub use self::handle::MonitorStats;
 pub(crate) use self::runner::HealthMonitor;
 pub(crate) use self::source::MonitorSource;
-pub(crate) use self::state::MonitorState;

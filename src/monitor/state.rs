@@ -292,15 +292,6 @@ impl MonitorState {
     }
 }
 
-#[cfg(feature = "metrics")]
-impl super::HealthHandle {
-    /// The state behind the handle, for the one reader that renders more than the view:
-    /// metrics read the counters above and the view's generation.
-    pub(crate) fn monitor_state(&self) -> &Arc<MonitorState> {
-        &self.state
-    }
-}
-
 fn placeholders(
     reason: &'static str,
     self_healing: bool,

@@ -44,6 +44,8 @@ mod watch;
 
 pub use self::answer::{Answer, Condition};
 pub(crate) use self::decide::{Judged, alive, decide, judge, startup};
+#[cfg(feature = "metrics")]
+pub(crate) use self::snapshot::Stale;
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;
 pub(crate) use self::watch::Source;

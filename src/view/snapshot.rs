@@ -33,6 +33,19 @@ pub struct View {
     answers: [Answer; Probe::ALL.len()],
     /// The next instant a verdict of this view goes stale, if any is fresh now.
     pub(crate) next_stale_at: Option<Instant>,
+    /// Whether each verdict is past its staleness bound, whatever the drain says (metrics
+    /// show it beside the answer).
+    #[cfg(feature = "metrics")]
+    pub(crate) stale: Stale,
+}
+
+/// Whether each verdict of a view is past its staleness bound.
+#[cfg(feature = "metrics")]
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Stale {
+    pub(crate) health: bool,
+    pub(crate) readiness: bool,
+    pub(crate) pool: bool,
 }
 
 /// What a view is read from.
@@ -62,6 +75,12 @@ impl View {
             Probe::Health => decide(probe, &health, draining, now),
             Probe::Pool => decide(probe, &pool, draining, now),
         });
+        #[cfg(feature = "metrics")]
+        let stale = Stale {
+            health: health.is_stale(now),
+            readiness: readiness.is_stale(now),
+            pool: pool.is_stale(now),
+        };
         let next_stale_at = [readiness.stale_at(), health.stale_at(), pool.stale_at()]
             .into_iter()
             .flatten()
@@ -77,6 +96,8 @@ impl View {
             monitor_running,
             answers,
             next_stale_at,
+            #[cfg(feature = "metrics")]
+            stale,
         }
     }
 
