@@ -4,12 +4,12 @@
 use http::header::{self, HeaderValue};
 use http::{Method, Request, StatusCode};
 
+use super::fixed::{ADMIN_INVALID_KEY, ADMIN_MISSING_KEY};
 use crate::access::{Denied, KeyDigests, Role};
 use crate::monitor::HealthHandle;
 use crate::probe::BodyMode;
 use crate::probe_response::ProbeResponse;
 use crate::rendered::Rendered;
-use crate::rendered::fixed::{ADMIN_INVALID_KEY, ADMIN_MISSING_KEY};
 
 /// The longest hold reason kept, in characters; the rest is cut.
 const MAX_REASON_CHARS: usize = 200;

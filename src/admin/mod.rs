@@ -89,6 +89,7 @@
 mod config;
 mod connections;
 mod control;
+pub(crate) mod fixed;
 mod host;
 mod route;
 mod server;
@@ -96,5 +97,6 @@ mod service;
 mod strict;
 
 pub use self::config::AdminConfig;
+#[cfg(test)]
 pub(crate) use self::control::Control;
 pub use self::server::{AdminError, AdminHandle, AdminServer};

@@ -3,6 +3,7 @@
 
 use http::{Request, Response};
 
+use super::fixed::{ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_NOT_FOUND};
 use super::host::HostPolicy;
 use super::route::{Needs, Route};
 use super::strict;
@@ -12,9 +13,7 @@ use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Freshness};
 use crate::probe_response::{ProbeResponse, Respond};
-use crate::rendered::fixed::{
-    ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_NOT_FOUND, METHOD_NOT_ALLOWED,
-};
+use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 use crate::verdict::Audience;
 
 /// What every connection of one admin server shares.

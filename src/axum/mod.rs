@@ -56,6 +56,10 @@
 //! another server, or `into_make_service_with_connect_info`, use [`axum::ServiceExt`]'s
 //! `into_make_service*` methods on the stack, as on any service of axum requests.
 
+use std::sync::Arc;
+
+use crate::HealthLayer;
+
 mod future;
 mod service;
 
@@ -64,3 +68,18 @@ pub use self::service::Stack;
 
 #[cfg(test)]
 mod tests;
+
+// The fused form is built from the layer here, so that `health/` knows nothing of axum.
+impl HealthLayer {
+    /// `app` (an axum `Router`, say) with this layer's probes and ping answered in front of
+    /// it, outside routing, and its requests counted in the drain this monitor follows (see
+    /// [`drain`](Self::drain)): the whole stack in one
+    /// service, which [`axum::serve()`] takes as it takes the router.
+    ///
+    /// A probe then never reaches routing, and an application request pays a path check and
+    /// the drain's count, where three `Router::layer` calls run after routing, once per route;
+    /// see the [`axum` module docs](crate::axum).
+    pub fn around<S>(&self, app: S) -> Stack<S> {
+        Stack::new(app, Arc::clone(self.reader()))
+    }
+}

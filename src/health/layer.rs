@@ -153,21 +153,11 @@ impl HealthLayer {
         self.reader.handle.follow_drain(drain.as_ref());
         self
     }
-}
 
-#[cfg(feature = "axum")]
-impl HealthLayer {
-    /// `app` (an axum `Router`, say) with this layer's probes and ping answered in front of
-    /// it, outside routing, and its requests counted in the drain this monitor follows (see
-    /// [`drain`](Self::drain)): the whole stack in one
-    /// service, which [`axum::serve()`] takes as it takes the router.
-    ///
-    /// A probe then never reaches routing, and an application request pays a path check and
-    /// the drain's count, where three `Router::layer` calls run after routing, once per route;
-    /// see the [`axum` module docs](crate::axum).
-    #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
-    pub fn around<S>(&self, app: S) -> crate::axum::Stack<S> {
-        crate::axum::Stack::new(app, self.reader.clone())
+    /// What answers the probes, for the fused axum stack.
+    #[cfg(feature = "axum")]
+    pub(crate) fn reader(&self) -> &Arc<Reader> {
+        &self.reader
     }
 }
 

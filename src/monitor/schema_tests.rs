@@ -641,12 +641,13 @@ async fn fixed_bodies_match_their_schema() {
 async fn admin_bodies_match_their_schema() {
     use crate::access::AccessKeys;
     use crate::admin::Control;
+    use crate::admin::fixed as admin;
 
     for (rendered, what) in [
-        (&*fixed::ADMIN_NOT_FOUND, "404"),
-        (&*fixed::ADMIN_FORBIDDEN, "403"),
-        (&*fixed::ADMIN_MISSING_KEY, "401, no key"),
-        (&*fixed::ADMIN_INVALID_KEY, "401, a wrong key"),
+        (&*admin::ADMIN_NOT_FOUND, "404"),
+        (&*admin::ADMIN_FORBIDDEN, "403"),
+        (&*admin::ADMIN_MISSING_KEY, "401, no key"),
+        (&*admin::ADMIN_INVALID_KEY, "401, a wrong key"),
     ] {
         ERROR.check(&body_of(rendered, 0).await.1, what);
     }
