@@ -24,7 +24,7 @@
 //! # }
 //! ```
 //!
-//! [`Stack`] answers the probe paths of [`HealthLayer`](crate::HealthLayer) (ping included,
+//! [`Stack`] answers the probe paths of [`HealthLayer`] (ping included,
 //! under the same prefix) without the router ever seeing them. Every other request goes to the
 //! app, counted in flight in the drain the monitor follows until its response body ends,
 //! refused under [`DrainPolicy::Reject`](crate::drain::DrainPolicy::Reject) and answered with
