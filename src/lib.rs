@@ -144,6 +144,7 @@ pub mod check;
 pub mod component;
 pub mod config;
 pub mod drain;
+mod env;
 mod future;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]

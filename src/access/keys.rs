@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::role::KeyDigests;
-use crate::config::{ConfigError, Env, misspelt_key};
+use crate::env::{ConfigError, Env, misspelt_key};
 
 /// The shortest key accepted: 16 characters. Generate one with `openssl rand -hex 32`.
 pub const MIN_KEY_LEN: usize = 16;

@@ -8,7 +8,7 @@ use tokio::net::TcpStream;
 
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
-use crate::config::ConfigError;
+use crate::env::ConfigError;
 
 /// A [`Component`] that sends `GET <url>` to an HTTP dependency and expects a 2xx answer.
 ///

@@ -17,7 +17,7 @@ use redis::{Client, InfoDict};
 
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
-use crate::config::ConfigError;
+use crate::env::ConfigError;
 use crate::redis_client::{
     LazyConnection, Topology, cluster_state, error_kind, parse, query, single_target,
 };

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
-use crate::config::{Zero, assert_in_range};
+use crate::env::{Zero, assert_in_range};
 
 /// A [`Component`] that watches the Tokio runtime itself: a timer that fires late means a
 /// task is blocking a worker thread (a synchronous call, a long computation) and every task

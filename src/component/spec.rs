@@ -3,7 +3,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Component;
-use crate::config::{Zero, assert_in_range, is_valid_check_name};
+use crate::env::{Zero, assert_in_range, is_valid_check_name};
 
 /// A [`Component`] and how the monitor treats it; register it with
 /// [`HealthConfig::component`](crate::HealthConfig::component).

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{ConfigError, Env, HealthConfig};
+use super::{ConfigError, Env, HealthConfig, is_valid_check_name};
 use crate::check::DatabaseCheck;
 
 /// The name of the database the pool endpoint and the health status follow.
@@ -30,14 +30,6 @@ struct DatabaseVariable<'e> {
     variable: &'e str,
     name: String,
     url: &'e str,
-}
-
-pub(crate) fn is_valid_check_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
 }
 
 /// The check name a variable declares after its prefix (`TOWER_HEALTH_TCP_CACHE`: `cache`),

@@ -41,34 +41,26 @@
 
 mod components;
 mod databases;
-mod env;
-mod error;
 pub(crate) mod health;
 mod health_env;
-mod known;
-mod limits;
 #[cfg(test)]
 mod proptests;
 mod reader_defaults;
 mod registry;
 mod shared;
 mod timing;
-mod unknown;
-mod values;
-mod warning;
 
 pub use self::databases::DEFAULT_DATABASE;
-pub(crate) use self::databases::{DatabaseEntry, is_valid_check_name};
-pub(crate) use self::env::Env;
-pub use self::error::ConfigError;
+pub(crate) use self::databases::DatabaseEntry;
 pub(crate) use self::health::HealthConfig;
-pub use self::limits::{MAX_DURATION, MIN_DURATION};
-pub(crate) use self::limits::{Zero, assert_in_range};
 pub(crate) use self::reader_defaults::validate_prefix;
-#[cfg(feature = "redis")]
-pub(crate) use self::shared::validate_key_prefix;
 pub(crate) use self::timing::stale_bound;
-pub(crate) use self::unknown::{misspelt_key, refuse_unread_if_strict, unread_warnings};
-pub use self::values::{Details, FailDirection, NoCache, UnknownValue};
-pub use self::warning::ConfigWarning;
-pub(crate) use self::warning::log_warnings;
+// Defined in the settings' leaf (`crate::env`), public here only.
+pub use crate::env::{
+    ConfigError, ConfigWarning, Details, FailDirection, MAX_DURATION, MIN_DURATION, NoCache,
+    UnknownValue,
+};
+pub(crate) use crate::env::{
+    Env, Zero, assert_in_range, is_valid_check_name, log_warnings, refuse_unread_if_strict,
+    unread_warnings,
+};

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::databases::{DEFAULT_DATABASE, DatabaseEntry, is_valid_check_name};
-use super::{ConfigError, ConfigWarning, HealthConfig};
+use super::databases::{DEFAULT_DATABASE, DatabaseEntry};
+use super::{ConfigError, ConfigWarning, HealthConfig, is_valid_check_name};
 use crate::check::DatabaseCheck;
 use crate::component::{ComponentSpec, UnknownComponents};
 

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::{ConfigError, Env, HealthConfig};
+use crate::env::validate_key_prefix;
 
 /// The variables naming the shared cache's Redis: ours, then the compatibility name.
 const URL_VARIABLES: [&str; 2] = ["TOWER_HEALTH_REDIS_URL", "BALDUR_REDIS_URL"];
@@ -85,17 +86,6 @@ impl HealthConfig {
             None => Ok(self),
         }
     }
-}
-
-/// Why `prefix` cannot be a key prefix, if it cannot.
-pub(crate) fn validate_key_prefix(prefix: &str) -> Result<(), &'static str> {
-    if prefix.is_empty() || prefix.len() > 200 {
-        return Err("expected 1 to 200 bytes");
-    }
-    if prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("expected no whitespace or control characters");
-    }
-    Ok(())
 }
 
 #[cfg(feature = "redis")]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
-use crate::config::{ConfigError, Zero, assert_in_range, validate_key_prefix};
+use crate::env::{ConfigError, Zero, assert_in_range, validate_key_prefix};
 use crate::redis_client::{AnyConnection, LazyConnection, Topology, parse, single_target};
 
 /// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.

@@ -44,7 +44,7 @@ use sha2::{Digest, Sha256};
 
 use crate::check::{CheckError, CheckErrorKind};
 use crate::component::ComponentStatus;
-use crate::config::MAX_DURATION;
+use crate::env::MAX_DURATION;
 use crate::verdict::{CheckOutcome, CheckStatus, ComponentReport, TimeoutDetail};
 
 /// The format this build writes and reads; an entry of another is ignored and overwritten.

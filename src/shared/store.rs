@@ -92,7 +92,7 @@ impl SharedVerdicts {
             ttl = stale_after;
         }
         let wanted = cache.lock_expiry.unwrap_or(deadline.saturating_mul(2));
-        let lock_expiry = wanted.min(ttl / 2).max(crate::config::MIN_DURATION);
+        let lock_expiry = wanted.min(ttl / 2).max(crate::env::MIN_DURATION);
         if lock_expiry < wanted {
             tracing::warn!(
                 ?wanted,

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::check::{CheckError, CheckErrorKind};
-use crate::config::FailDirection;
+use crate::env::FailDirection;
 
 /// How one check ended in one round.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -3,7 +3,7 @@ use std::time::SystemTime;
 
 use super::{CheckOutcome, ComponentReport};
 use crate::component::UnknownComponents;
-use crate::config::FailDirection;
+use crate::env::FailDirection;
 
 /// Can this instance serve traffic? The answer of `/health/ready`.
 #[derive(Clone, Debug)]

@@ -13,7 +13,7 @@ use super::reserved::{AppPool, Reserved};
 use super::tls::{connector, split_tls_params};
 use super::{DEFAULT_CONNECT_TIMEOUT, PostgresCheckManager, PostgresConnection};
 use crate::check::{CheckFuture, CheckReport, DatabaseCheck, PoolStats};
-use crate::config::ConfigError;
+use crate::env::ConfigError;
 use crate::redact::redact;
 
 /// Checks a PostgreSQL database through a `bb8` pool with one `SELECT 1` (simple query

@@ -1,5 +1,5 @@
 //! Warnings about a configuration that works but is likely not what was meant, kept as data
-//! ([`HealthConfig::warnings`](super::HealthConfig::warnings)) and logged once per process.
+//! ([`HealthConfig::warnings`](crate::HealthConfig::warnings)) and logged once per process.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 /// Something in a configuration that works but is likely not what was meant: a set variable
 /// that no setting reads, or a database from the environment replaced by one added in code.
 ///
-/// [`HealthConfig::warnings`](super::HealthConfig::warnings) returns them; the monitor logs
+/// [`HealthConfig::warnings`](crate::HealthConfig::warnings) returns them; the monitor logs
 /// them when it starts, so that they are seen even when `from_env` ran before the tracing
 /// subscriber was installed.
 #[derive(Clone, Debug, PartialEq, Eq)]

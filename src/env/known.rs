@@ -34,7 +34,7 @@ impl Reader {
     }
 }
 
-/// [`HealthConfig`](super::HealthConfig).
+/// [`HealthConfig`](crate::HealthConfig).
 pub(crate) const HEALTH: Reader = Reader {
     what: "HealthConfig",
     feature: None,

@@ -1,0 +1,27 @@
+//! Settings' vocabulary, below every module that has settings: reading variables ([`Env`]),
+//! the one configuration error, the duration limits, the settings' values, the list of
+//! variables each settings type reads and the warnings about the others. A leaf: it imports
+//! nothing of the crate but `redact`, so that the backends, the access keys and the
+//! configuration all build on it without a cycle. Its public types are public at
+//! [`config`](crate::config) only.
+
+mod error;
+mod known;
+mod limits;
+mod names;
+mod read;
+mod unknown;
+mod values;
+mod warning;
+
+pub use self::error::ConfigError;
+#[cfg(test)]
+pub(crate) use self::known::READERS;
+pub use self::limits::{MAX_DURATION, MIN_DURATION};
+pub(crate) use self::limits::{Zero, assert_in_range};
+pub(crate) use self::names::{is_valid_check_name, validate_key_prefix};
+pub(crate) use self::read::Env;
+pub(crate) use self::unknown::{misspelt_key, refuse_unread_if_strict, unread_warnings};
+pub use self::values::{Details, FailDirection, NoCache, UnknownValue};
+pub use self::warning::ConfigWarning;
+pub(crate) use self::warning::log_warnings;
