@@ -61,20 +61,10 @@ pub(crate) static ADMIN_INVALID_KEY: LazyLock<Rendered> = LazyLock::new(|| {
 
 #[cfg(test)]
 mod tests {
-    use http_body_util::BodyExt;
-
     use super::*;
-    use crate::probe::BodyMode;
 
     async fn body(rendered: &Rendered) -> String {
-        let bytes = rendered
-            .response(BodyMode::Full)
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes();
-        String::from_utf8(bytes.to_vec()).unwrap()
+        rendered.body_text().await
     }
 
     #[tokio::test]

@@ -96,20 +96,11 @@ pub(crate) fn drain_rejected(retry_after: &HeaderValue) -> Rendered {
 
 #[cfg(test)]
 mod tests {
-    use http_body_util::BodyExt;
-
     use super::*;
     use crate::probe::BodyMode;
 
     async fn body(rendered: &Rendered) -> String {
-        let bytes = rendered
-            .response(BodyMode::Full)
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes();
-        String::from_utf8(bytes.to_vec()).unwrap()
+        rendered.body_text().await
     }
 
     #[tokio::test]

@@ -116,6 +116,15 @@ impl Rendered {
         self.status
     }
 
+    /// The body of a full response, as text.
+    #[cfg(test)]
+    pub(crate) async fn body_text(&self) -> String {
+        use http_body_util::BodyExt;
+
+        let body = self.response(BodyMode::Full).into_body().collect().await;
+        String::from_utf8(body.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
     /// The response to one request, for a response with no age in its body.
     pub(crate) fn response(&self, mode: BodyMode) -> Response<ProbeBody> {
         self.response_aged(mode, 0, None)
