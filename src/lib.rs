@@ -139,19 +139,18 @@ pub mod admin;
 #[cfg(feature = "axum")]
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub mod axum;
-mod body;
 pub mod check;
 pub mod component;
 pub mod config;
 pub mod drain;
 mod env;
-mod future;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
 pub mod guide;
 pub mod health;
 pub mod healthcheck;
+mod http;
 pub mod io;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
@@ -159,7 +158,6 @@ pub mod metrics;
 pub mod monitor;
 pub mod ping;
 mod probe;
-mod probe_response;
 mod redact;
 #[cfg(feature = "redis")]
 mod redis_client;
@@ -192,12 +190,12 @@ pub mod view;
 struct ReadmeDoctests;
 
 // The crate root's names: each is here only, never also under its module's path.
-pub use self::body::ResponseBody;
 pub use self::config::health::HealthConfig;
 pub use self::drain::config::DrainConfig;
 pub use self::drain::handle::DrainHandle;
 pub use self::drain::layer::DrainLayer;
 pub use self::health::layer::HealthLayer;
+pub use self::http::ResponseBody;
 pub use self::monitor::handle::HealthHandle;
 pub use self::monitor::runner::HealthMonitor;
 pub use self::monitor::source::MonitorSource;

@@ -4,10 +4,10 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 
-use crate::body::ProbeBody;
 use crate::check::{
     CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
 };
+use crate::rendered::ProbeBody;
 
 /// A database check with a fixed outcome, and no database behind it.
 #[derive(Copy, Clone, Debug)]

@@ -6,9 +6,9 @@ use http::{Method, Request, StatusCode};
 
 use super::fixed::{ADMIN_INVALID_KEY, ADMIN_MISSING_KEY};
 use crate::access::{Denied, KeyDigests, Role};
+use crate::http::ProbeResponse;
 use crate::monitor::HealthHandle;
 use crate::probe::BodyMode;
-use crate::probe_response::ProbeResponse;
 use crate::rendered::Rendered;
 
 /// The longest hold reason kept, in characters; the rest is cut.

@@ -8,11 +8,11 @@ use super::host::HostPolicy;
 use super::route::{Needs, Route};
 use super::strict;
 use crate::access::{Denied, KeyDigests, Role};
-use crate::body::ProbeBody;
 use crate::config::{Details, NoCache};
+use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Freshness};
-use crate::probe_response::{ProbeResponse, Respond};
+use crate::rendered::ProbeBody;
 use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 use crate::verdict::Audience;
 

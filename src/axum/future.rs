@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use super::service::Shared;
 use crate::drain::{Admitted, Counted};
-use crate::probe_response::ProbeResponse;
+use crate::http::ProbeResponse;
 
 pin_project! {
     /// Response future of [`Stack`].
@@ -42,7 +42,7 @@ pin_project! {
         App { #[pin] future: S::Future },
         // A probe's answer, or an application request that waits for the app, was shed, or
         // made the app fail: the probe layers' future.
-        Layers { #[pin] future: crate::future::ResponseFuture<S, ReqBody> },
+        Layers { #[pin] future: crate::http::ResponseFuture<S, ReqBody> },
     }
 }
 
@@ -51,7 +51,7 @@ where
     S: Service<Request<ReqBody>>,
 {
     pub(super) fn probe(response: ProbeResponse) -> Self {
-        Self::layers(crate::future::ResponseFuture::probe(response), None)
+        Self::layers(crate::http::ResponseFuture::probe(response), None)
     }
 
     #[inline]
@@ -63,7 +63,7 @@ where
     }
 
     pub(super) fn layers(
-        future: crate::future::ResponseFuture<S, ReqBody>,
+        future: crate::http::ResponseFuture<S, ReqBody>,
         admitted: Option<Admitted>,
     ) -> Self {
         Self {

@@ -10,7 +10,7 @@ use tower_service::Service;
 use super::future::{MakeFuture, ResponseFuture};
 use crate::drain::Admitted;
 use crate::health::{Reader, WhenBusy, call_busy, poll_inner};
-use crate::probe_response::ProbeResponse;
+use crate::http::ProbeResponse;
 
 /// An axum app with the probes, the ping and the drain around it, in one service that
 /// [`axum::serve()`] takes as it takes a `Router`.
@@ -111,7 +111,7 @@ impl<S> Stack<S> {
         S: Service<Request<ReqBody>> + Clone,
     {
         let future = match polled {
-            Poll::Ready(Err(error)) => crate::future::ResponseFuture::error(error),
+            Poll::Ready(Err(error)) => crate::http::ResponseFuture::error(error),
             Poll::Ready(Ok(())) | Poll::Pending => {
                 let when_busy = if self.shared.shed_load {
                     WhenBusy::Shed

@@ -9,8 +9,8 @@ use http::{Method, Request, Response, StatusCode, Version};
 
 use super::in_flight::InFlightGuard;
 use super::{DrainHandle, DrainPolicy};
-use crate::body::ProbeBody;
 use crate::probe::BodyMode;
+use crate::rendered::ProbeBody;
 
 /// A request the drain let in: in flight until the guard that [`Admitted::respond`] hands back
 /// is dropped.

@@ -7,7 +7,7 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
 use super::in_flight::InFlightGuard;
-use crate::body::ProbeBody;
+use crate::rendered::ProbeBody;
 
 pin_project! {
     /// Response body of [`Drain`](super::Drain): the inner body, holding the request's

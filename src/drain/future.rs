@@ -7,7 +7,7 @@ use pin_project_lite::pin_project;
 
 use super::DrainBody;
 use super::admission::Admitted;
-use crate::body::ProbeBody;
+use crate::rendered::ProbeBody;
 
 pin_project! {
     /// Response future of [`Drain`](super::Drain).

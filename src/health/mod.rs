@@ -62,4 +62,4 @@ pub use self::service::Health;
 pub(crate) use self::service::{ShedWhenBusy, WhenBusy, call_inner};
 #[cfg(feature = "axum")]
 pub(crate) use self::service::{call_busy, poll_inner};
-pub use crate::future::ResponseFuture;
+pub use crate::http::ResponseFuture;

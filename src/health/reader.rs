@@ -10,9 +10,9 @@ use http::{HeaderMap, Request, header};
 
 use crate::access::{AccessKeys, KeyDigests};
 use crate::config::{Details, NoCache};
+use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Freshness, Probe, ProbePaths};
-use crate::probe_response::{ProbeResponse, Respond};
 use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 use crate::verdict::Audience;
 

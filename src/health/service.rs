@@ -7,11 +7,11 @@ use tower_service::Service;
 
 use super::reader::Reader;
 use super::{HealthLayer, ResponseFuture};
-use crate::body::ResponseBody;
 use crate::drain::DrainHandle;
+use crate::http::ProbeResponse;
+use crate::http::ResponseBody;
 use crate::monitor::{HealthHandle, MonitorSource};
 use crate::probe::BodyMode;
-use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::OVERLOADED;
 
 /// Middleware that answers the probe paths from published verdicts and passes every other

@@ -13,10 +13,10 @@ use prometheus_client::registry::Registry;
 
 use super::collector::{LiveCollector, SnapshotCollector};
 use super::snapshot::Snapshot;
-use crate::body::ProbeBody;
 use crate::drain::DrainHandle;
 use crate::monitor::HealthHandle;
 use crate::probe::BodyMode;
+use crate::rendered::ProbeBody;
 use crate::rendered::Rendered;
 
 /// The OpenMetrics text format, version 1.0.0, which Prometheus reads.

@@ -7,8 +7,8 @@ use super::tests::{monitor, rounds};
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
+use crate::http::Respond;
 use crate::probe::{BodyMode, Freshness, Probe};
-use crate::probe_response::Respond;
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
 use crate::verdict::Audience;
 

@@ -16,8 +16,8 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolS
 use crate::component::{Component, ComponentSpec, UnknownComponents};
 use crate::config::{FailDirection, HealthConfig};
 use crate::drain::{DrainConfig, DrainHandle};
+use crate::http::Respond;
 use crate::probe::{BodyMode, Freshness, Probe};
-use crate::probe_response::Respond;
 use crate::rendered::fixed;
 use crate::rendered::{Rendered, render_health, render_pool, render_readiness};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};

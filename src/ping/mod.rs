@@ -55,8 +55,8 @@ pub(crate) use self::layer::PingLayer;
 use crate::ResponseBody;
 use crate::health::ResponseFuture;
 use crate::health::{ShedWhenBusy, WhenBusy, call_inner};
+use crate::http::ProbeResponse;
 use crate::probe::{BodyMode, trim_trailing_slash};
-use crate::probe_response::ProbeResponse;
 use crate::rendered::fixed::{METHOD_NOT_ALLOWED, PING};
 
 /// Middleware that answers the ping path before the inner service.

@@ -5,6 +5,7 @@
 //! are the only ones a GET probe costs) and two `Bytes` handles.
 
 mod age;
+mod body;
 pub(crate) mod fixed;
 mod verdicts;
 
@@ -12,8 +13,8 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
 
+pub(crate) use self::body::ProbeBody;
 pub(crate) use self::verdicts::{RenderedVerdict, render_health, render_pool, render_readiness};
-use crate::body::ProbeBody;
 use crate::probe::BodyMode;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");

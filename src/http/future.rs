@@ -8,9 +8,10 @@ use http::{Request, Response};
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
-use crate::body::{ProbeBody, ResponseBody};
+use super::ProbeResponse;
+use super::ResponseBody;
 use crate::drain::InFlightGuard;
-use crate::probe_response::ProbeResponse;
+use crate::rendered::ProbeBody;
 
 pin_project! {
     /// Response future of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):

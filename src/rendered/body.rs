@@ -1,87 +1,11 @@
-//! Response bodies: the inner service's body passed through untouched, or a probe answer.
+//! A probe answer's body: pre-rendered bytes, with the verdict's age spliced in.
 
 use std::convert::Infallible;
-use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use pin_project_lite::pin_project;
-
-pin_project! {
-    /// Response body of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):
-    /// either the inner service's body, streamed through frame by frame, or a probe answer.
-    pub struct ResponseBody<B> {
-        #[pin]
-        kind: Kind<B>,
-    }
-}
-
-pin_project! {
-    #[project = KindProj]
-    enum Kind<B> {
-        Inner { #[pin] body: B },
-        Probe { body: ProbeBody },
-    }
-}
-
-impl<B> ResponseBody<B> {
-    pub(crate) fn inner(body: B) -> Self {
-        Self {
-            kind: Kind::Inner { body },
-        }
-    }
-
-    pub(crate) fn probe(body: ProbeBody) -> Self {
-        Self {
-            kind: Kind::Probe { body },
-        }
-    }
-}
-
-impl<B> Body for ResponseBody<B>
-where
-    B: Body<Data = Bytes>,
-{
-    type Data = Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        match self.project().kind.project() {
-            KindProj::Inner { body } => body.poll_frame(cx),
-            KindProj::Probe { body } => Poll::Ready(body.next_frame().map(Ok)),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match &self.kind {
-            Kind::Inner { body } => body.is_end_stream(),
-            Kind::Probe { body } => body.is_end_stream(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match &self.kind {
-            Kind::Inner { body } => body.size_hint(),
-            Kind::Probe { body } => body.size_hint(),
-        }
-    }
-}
-
-impl<B> fmt::Debug for ResponseBody<B> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            Kind::Inner { .. } => f
-                .debug_struct("ResponseBody::Inner")
-                .finish_non_exhaustive(),
-            Kind::Probe { body } => f.debug_tuple("ResponseBody::Probe").field(body).finish(),
-        }
-    }
-}
 
 /// A probe's response body: bytes rendered once per round, followed, when the response
 /// carries the verdict's age, by its digits in milliseconds and a static tail. The digits
@@ -122,7 +46,7 @@ impl ProbeBody {
         Self::default()
     }
 
-    fn next_frame(&mut self) -> Option<Frame<Bytes>> {
+    pub(crate) fn next_frame(&mut self) -> Option<Frame<Bytes>> {
         let chunk = if !self.head.is_empty() {
             std::mem::take(&mut self.head)
         } else if let Some(group) = self.age.as_mut().and_then(AgeDigits::next_group) {

@@ -11,10 +11,10 @@ use std::time::Instant;
 use http::Response;
 use http::header::{self, HeaderValue};
 
-use crate::body::ProbeBody;
 use crate::drain::DrainHandle;
 use crate::monitor::HealthHandle;
 use crate::probe::{BodyMode, Freshness, Probe};
+use crate::rendered::ProbeBody;
 use crate::rendered::Rendered;
 use crate::rendered::fixed::{LIVE, PING};
 use crate::verdict::Audience;
