@@ -91,7 +91,7 @@ mod connections;
 mod control;
 pub(crate) mod fixed;
 mod host;
-mod route;
+pub(crate) mod route;
 mod server;
 mod service;
 mod strict;

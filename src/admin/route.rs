@@ -1,8 +1,27 @@
 //! What an admin path asks for, and who may ask: one exhaustive `match` per fact, so a new
 //! route cannot come out public by accident.
 
+use std::sync::LazyLock;
+
+use http::StatusCode;
+
 use super::control::Control;
 use crate::probe::Probe;
+use crate::rendered::Rendered;
+
+/// The admin server's answer to a path it does not serve: the paths it does, from the probe
+/// table.
+pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
+    let paths: Vec<&str> = Probe::ALL
+        .into_iter()
+        .map(Probe::admin_path)
+        .chain(Control::ALL.into_iter().map(Control::path))
+        .chain(cfg!(feature = "metrics").then_some("/metrics"))
+        .collect();
+    let body = serde_json::json!({ "error": "not found", "paths": paths });
+    let body = serde_json::to_vec(&body).expect("a serde_json::Value always serializes");
+    Rendered::fixed_bytes(StatusCode::NOT_FOUND, "no-store", body.into(), &[])
+});
 
 /// A path the admin server answers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -55,6 +74,18 @@ impl Route {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn admin_not_found_lists_every_admin_path() {
+        assert_eq!(
+            ADMIN_NOT_FOUND.body_text().await,
+            if cfg!(feature = "metrics") {
+                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/hold","/release","/metrics"]}"#
+            } else {
+                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/hold","/release"]}"#
+            }
+        );
+    }
 
     #[test]
     fn only_what_orchestrators_poll_is_public() {

@@ -3,8 +3,9 @@
 
 use http::{Request, Response};
 
-use super::fixed::{ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_NOT_FOUND};
+use super::fixed::{ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY};
 use super::host::HostPolicy;
+use super::route::ADMIN_NOT_FOUND;
 use super::route::{Needs, Route};
 use super::strict;
 use crate::access::{Denied, KeyDigests, Role};

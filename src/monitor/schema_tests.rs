@@ -644,7 +644,7 @@ async fn admin_bodies_match_their_schema() {
     use crate::admin::fixed as admin;
 
     for (rendered, what) in [
-        (&*admin::ADMIN_NOT_FOUND, "404"),
+        (&*crate::admin::route::ADMIN_NOT_FOUND, "404"),
         (&*admin::ADMIN_FORBIDDEN, "403"),
         (&*admin::ADMIN_MISSING_KEY, "401, no key"),
         (&*admin::ADMIN_INVALID_KEY, "401, a wrong key"),
