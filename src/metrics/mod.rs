@@ -81,6 +81,8 @@ mod exporter;
 mod families;
 mod snapshot;
 mod states;
+#[cfg(test)]
+mod tests;
 mod work;
 mod write;
 

@@ -64,8 +64,6 @@ mod hold;
 #[cfg(test)]
 mod hold_tests;
 mod lag;
-#[cfg(all(test, feature = "metrics"))]
-mod metrics_tests;
 #[cfg(test)]
 mod panic_tests;
 mod rounds;
@@ -82,9 +80,9 @@ mod state;
 #[cfg(test)]
 mod tests;
 /// A monitor whose rounds a unit test runs itself, for the other readers' tests.
-#[cfg(all(test, any(feature = "grpc", feature = "axum")))]
+#[cfg(all(test, any(feature = "grpc", feature = "axum", feature = "metrics")))]
 pub(crate) use self::tests::monitor as test_monitor;
-#[cfg(all(test, feature = "grpc"))]
+#[cfg(all(test, any(feature = "grpc", feature = "metrics")))]
 pub(crate) use self::tests::rounds as test_rounds;
 mod transitions;
 #[cfg(test)]

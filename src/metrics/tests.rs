@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use http::{StatusCode, header};
 
-use super::HealthHandle;
-use super::tests::{monitor, rounds};
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
 use crate::drain::{DrainConfig, DrainHandle};
 use crate::metrics::HealthMetrics;
+use crate::monitor::{HealthHandle, test_monitor as monitor, test_rounds as rounds};
 use crate::probe::BodyMode;
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::view::View;
@@ -353,7 +352,7 @@ async fn refused_then_held_then_draining() {
         "1"
     );
 
-    handle.state.set_monitor_running(false);
+    handle.state().set_monitor_running(false);
     let stopped = check(&metrics, &handle);
     assert_eq!(value(&stopped, "tower_health_monitor_running"), "0");
 }
@@ -363,8 +362,8 @@ async fn a_check_two_rounds_wait_for_fails_once() {
     let handle = monitor(config(FakeCheck::Panics));
     let metrics = HealthMetrics::new(&handle);
     // Both rounds claim before either waits: they share the one check.
-    crate::util::join(handle.state.readiness_round(), async {
-        handle.state.health_round().await;
+    crate::util::join(handle.state().readiness_round(), async {
+        handle.state().health_round().await;
     })
     .await;
     assert_eq!(handle.stats().checks_started, 1);
