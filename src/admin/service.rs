@@ -15,7 +15,6 @@ use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Freshness};
 use crate::rendered::ProbeBody;
 use crate::rendered::fixed::METHOD_NOT_ALLOWED;
-use crate::verdict::Audience;
 
 /// What every connection of one admin server shares.
 pub(crate) struct AdminState {
@@ -82,11 +81,7 @@ impl AdminState {
         } else {
             Freshness::Published
         };
-        let audience = match self.details {
-            Details::Always => Audience::Full,
-            Details::Authorized if role >= Role::Viewer => Audience::Full,
-            Details::Authorized | Details::Never => Audience::Minimal,
-        };
+        let audience = crate::access::audience(self.details, role >= Role::Viewer);
         self.health.probe_response(probe, mode, freshness, audience)
     }
 }

@@ -189,15 +189,12 @@ impl Reader {
     /// Who a request is, for the bodies: only `authorized` looks at its credentials (and
     /// only for the probes that carry details).
     pub(crate) fn audience(&self, headers: &HeaderMap) -> Audience {
-        match self.details {
-            Details::Always => {
-                self.public_details.look(headers);
-                Audience::Full
-            }
-            Details::Never => Audience::Minimal,
-            Details::Authorized if self.keys.grants_viewer(headers) => Audience::Full,
-            Details::Authorized => Audience::Minimal,
+        if self.details == Details::Always {
+            self.public_details.look(headers);
         }
+        // Only `authorized` looks at the credentials.
+        let viewer = self.details == Details::Authorized && self.keys.grants_viewer(headers);
+        crate::access::audience(self.details, viewer)
     }
 
     /// Whether a request that asks for `?nocache=true` gets a fresh computation. The
