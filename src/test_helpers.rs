@@ -1,4 +1,5 @@
-//! What the unit tests share: a fake database check, and reading a probe's response.
+//! What the unit tests share: a fake database check, reading a probe's response, and the
+//! log lines a test causes.
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -152,4 +153,45 @@ impl DatabaseCheck for FakeComponent {
     fn pool_stats(&self) -> Option<PoolStats> {
         Some(PoolStats::new(1, 1, 1))
     }
+}
+
+/// The log lines a `tracing` subscriber for the test's thread writes, kept for a search.
+#[derive(Clone, Default)]
+pub(crate) struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Logs {
+    /// Captures this thread's log lines until the guard is dropped.
+    pub(crate) fn capture() -> (tracing::subscriber::DefaultGuard, Self) {
+        let logs = Self::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        (tracing::subscriber::set_default(subscriber), logs)
+    }
+
+    /// Everything written so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The lines written on this thread while `run` runs.
+pub(crate) fn logged(run: impl FnOnce()) -> String {
+    let (guard, logs) = Logs::capture();
+    run();
+    drop(guard);
+    logs.text()
 }

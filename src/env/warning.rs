@@ -59,43 +59,9 @@ pub(crate) fn log_warnings(warnings: &[ConfigWarning]) {
 
 #[cfg(test)]
 mod tests {
-    use std::io;
-    use std::sync::{Arc, Mutex};
-
     use super::*;
+    use crate::test_helpers::Logs;
     use crate::{HealthConfig, HealthMonitor};
-
-    /// What a subscriber wrote, shared with the test.
-    #[derive(Clone, Default)]
-    struct Written(Arc<Mutex<Vec<u8>>>);
-
-    impl io::Write for Written {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Written {
-        fn text(&self) -> String {
-            String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-        }
-    }
-
-    /// A subscriber for this thread only, writing to the returned buffer.
-    fn subscriber() -> (tracing::subscriber::DefaultGuard, Written) {
-        let written = Written::default();
-        let writer = written.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        (tracing::subscriber::set_default(subscriber), written)
-    }
 
     #[test]
     fn without_a_subscriber_warnings_wait_for_one() {
@@ -105,7 +71,7 @@ mod tests {
             "TOWER_HEALTH_WAITS waits for a subscriber".to_owned(),
         )];
         log_warnings(&warnings);
-        let (_guard, written) = subscriber();
+        let (_guard, written) = Logs::capture();
         log_warnings(&warnings);
         log_warnings(&warnings);
         assert_eq!(
@@ -125,7 +91,7 @@ mod tests {
         let config = HealthConfig::from_vars([("TOWER_HEALTH_STARTS_LOGGED", "1")]).unwrap();
         let expected = "TOWER_HEALTH_STARTS_LOGGED is not read by any setting";
         assert_eq!(config.warnings()[0].to_string(), expected);
-        let (_guard, written) = subscriber();
+        let (_guard, written) = Logs::capture();
         let (handle, monitor) = HealthMonitor::new(config);
         // The current-thread runtime runs the monitor on this thread, under the subscriber.
         let run = tokio::spawn(monitor.run());

@@ -263,10 +263,10 @@ fn is_loopback(host: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
 
     use super::*;
     use crate::HealthConfig;
+    use crate::test_helpers::logged;
 
     #[test]
     fn loopback_hosts_are_told_apart() {
@@ -289,29 +289,6 @@ mod tests {
         ] {
             assert!(!is_loopback(host), "{host}");
         }
-    }
-
-    /// The lines written while `run` runs.
-    fn logged(run: impl FnOnce()) -> String {
-        #[derive(Clone, Default)]
-        struct Lines(Arc<Mutex<Vec<u8>>>);
-        impl std::io::Write for Lines {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::with_default(subscriber, run);
-        String::from_utf8(lines.0.lock().unwrap().clone()).unwrap()
     }
 
     fn probe(host: &str) -> Request<()> {

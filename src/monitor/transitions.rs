@@ -174,37 +174,15 @@ pub(super) fn log_health_transition(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
     use std::time::{Duration, SystemTime};
 
     use super::*;
     use crate::check::CheckError;
     use crate::component::UnknownComponents;
     use crate::config::FailDirection;
+    use crate::test_helpers::logged;
     use crate::verdict::CheckStatus;
-
-    /// The lines `log` writes.
-    fn logged(log: impl FnOnce()) -> String {
-        #[derive(Clone, Default)]
-        struct Lines(Arc<Mutex<Vec<u8>>>);
-        impl std::io::Write for Lines {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
-        let writer = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::with_default(subscriber, log);
-        String::from_utf8(lines.0.lock().unwrap().clone()).unwrap()
-    }
 
     fn readiness(outcomes: Vec<CheckOutcome>, held: Option<&str>) -> ReadinessVerdict {
         ReadinessVerdict::from_outcomes(
