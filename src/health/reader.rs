@@ -263,7 +263,6 @@ fn is_loopback(host: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
     use crate::HealthConfig;
     use crate::test_helpers::logged;
