@@ -165,6 +165,7 @@ mod rendered;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod shared;
+mod shutdown;
 mod status;
 #[cfg(test)]
 mod test_helpers;
@@ -191,14 +192,14 @@ struct ReadmeDoctests;
 
 // The crate root's names: each is here only, never also under its module's path.
 pub use self::config::health::HealthConfig;
-pub use self::drain::config::DrainConfig;
-pub use self::drain::handle::DrainHandle;
 pub use self::drain::layer::DrainLayer;
 pub use self::health::layer::HealthLayer;
-pub use self::http::ResponseBody;
+pub use self::http::{ResponseBody, ResponseFuture};
 pub use self::monitor::handle::HealthHandle;
 pub use self::monitor::runner::HealthMonitor;
 pub use self::monitor::source::MonitorSource;
 pub use self::ping::layer::PingLayer;
 pub use self::probe::Probe;
 pub use self::redact::redact;
+pub use self::shutdown::config::DrainConfig;
+pub use self::shutdown::handle::DrainHandle;

@@ -15,34 +15,19 @@ use super::Stack;
 use std::sync::Arc;
 
 use super::service::Shared;
-use crate::drain::{Admitted, Counted};
-use crate::http::ProbeResponse;
+use crate::http::{Admitted, Counted};
+use crate::shutdown::InFlightGuard;
 
 pin_project! {
-    /// Response future of [`Stack`].
+    /// Response future of [`Stack`]: the layers' one response future
+    /// ([`tower_health::ResponseFuture`](crate::ResponseFuture)), answering with axum's
+    /// response type.
     pub struct ResponseFuture<S, ReqBody>
     where
         S: Service<Request<ReqBody>>,
     {
         #[pin]
-        kind: Kind<S, ReqBody>,
-        // Counts an application request in the drain until its response body ends.
-        admitted: Option<Admitted>,
-    }
-}
-
-pin_project! {
-    #[project = KindProj]
-    enum Kind<S, ReqBody>
-    where
-        S: Service<Request<ReqBody>>,
-    {
-        // The app was ready and has the request: what nearly every application request
-        // does, polled here directly.
-        App { #[pin] future: S::Future },
-        // A probe's answer, or an application request that waits for the app, was shed, or
-        // made the app fail: the probe layers' future.
-        Layers { #[pin] future: crate::http::ResponseFuture<S, ReqBody> },
+        inner: crate::http::ResponseFuture<S, ReqBody>,
     }
 }
 
@@ -50,26 +35,9 @@ impl<S, ReqBody> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
-    pub(super) fn probe(response: ProbeResponse) -> Self {
-        Self::layers(crate::http::ResponseFuture::probe(response), None)
-    }
-
     #[inline]
-    pub(super) fn app(future: S::Future, admitted: Option<Admitted>) -> Self {
-        Self {
-            kind: Kind::App { future },
-            admitted,
-        }
-    }
-
-    pub(super) fn layers(
-        future: crate::http::ResponseFuture<S, ReqBody>,
-        admitted: Option<Admitted>,
-    ) -> Self {
-        Self {
-            kind: Kind::Layers { future },
-            admitted,
-        }
+    pub(super) fn new(inner: crate::http::ResponseFuture<S, ReqBody>) -> Self {
+        Self { inner }
     }
 }
 
@@ -81,20 +49,16 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let mut polled = match this.kind.project() {
-            KindProj::App { future } => future.poll(cx),
-            KindProj::Layers { future } => {
-                future.poll_with(cx, |response| response, |response| response.map(Body::new))
-            }
-        };
-        // The app's response is changed where it lies, not moved out and back (it is large).
-        if let Poll::Ready(Ok(response)) = &mut polled
-            && let Some(admitted) = this.admitted.take()
-        {
-            count(response, admitted);
-        }
-        polled
+        self.project().inner.poll_with(
+            cx,
+            |mut response, admitted| {
+                if let Some(admitted) = admitted {
+                    count(&mut response, admitted);
+                }
+                response
+            },
+            |response| response.map(Body::new),
+        )
     }
 }
 
@@ -117,7 +81,7 @@ fn count(response: &mut Response, admitted: Admitted) {
 
 /// The counting body around `response`'s.
 #[inline(always)]
-fn wrap(response: &mut Response, guard: crate::drain::InFlightGuard) {
+fn wrap(response: &mut Response, guard: InFlightGuard) {
     let body = std::mem::take(response.body_mut());
     // Boxed as axum boxes, so that `Body::new` takes it as it is (no second wrapper to map
     // its errors, which are already axum's).
@@ -129,15 +93,7 @@ where
     S: Service<Request<ReqBody>>,
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Self { kind, admitted } = self;
-        let kind = match kind {
-            Kind::App { .. } => "App",
-            Kind::Layers { .. } => "Layers",
-        };
-        f.debug_struct("ResponseFuture")
-            .field("kind", &kind)
-            .field("counted", &admitted.is_some())
-            .finish()
+        f.debug_tuple("ResponseFuture").field(&self.inner).finish()
     }
 }
 

@@ -46,8 +46,8 @@
 //!
 //! As with the layers: [`Stack`] is always ready, a probe never asks the app, and an
 //! application request asks it in `call` and, when it is not ready, waits for it inside its
-//! response future (counted in flight while it waits). With [`Stack::shed_load`] it gets 503
-//! with `Retry-After: 1` instead.
+//! response future (counted in flight while it waits). With
+//! [`HealthLayer::shed_load`] it gets 503 with `Retry-After: 1` instead.
 //!
 //! # Serving
 //!

@@ -8,15 +8,14 @@ use http::Request;
 use tower_service::Service;
 
 use super::future::{MakeFuture, ResponseFuture};
-use crate::drain::Admitted;
-use crate::health::{Reader, WhenBusy, call_busy, poll_inner};
-use crate::http::ProbeResponse;
+use crate::health::Reader;
+use crate::http::{Count, ProbeResponse, WhenBusy, admit, call_inner, rejection};
 
 /// An axum app with the probes, the ping and the drain around it, in one service that
 /// [`axum::serve()`] takes as it takes a `Router`.
 ///
-/// Made by [`HealthLayer::around`](crate::HealthLayer::around). Always ready: probes never wait on the app (see the
-/// [module docs](super#backpressure)).
+/// Made by [`HealthLayer::around`](crate::HealthLayer::around). Always ready: probes never
+/// wait on the app (see the [module docs](super#backpressure)).
 ///
 /// See the [module docs](super) for an example.
 #[derive(Debug, Clone)]
@@ -31,29 +30,14 @@ pub struct Stack<S> {
 #[derive(Debug, Clone)]
 pub(super) struct Shared {
     reader: Arc<Reader>,
-    shed_load: bool,
 }
 
 impl<S> Stack<S> {
     pub(crate) fn new(inner: S, reader: Arc<Reader>) -> Self {
         Self {
             inner,
-            shared: Arc::new(Shared {
-                reader,
-                shed_load: false,
-            }),
+            shared: Arc::new(Shared { reader }),
         }
-    }
-
-    /// Answers 503 with `Retry-After: 1` to an application request that arrives while the app
-    /// is not ready, instead of letting it wait (tower's `LoadShed`;
-    /// [`PingLayer::shed_load`](crate::PingLayer::shed_load) in the `ServiceBuilder` form).
-    ///
-    /// Defaults to off: application requests keep the app's backpressure.
-    #[must_use]
-    pub fn shed_load(mut self) -> Self {
-        Arc::make_mut(&mut self.shared).shed_load = true;
-        self
     }
 
     define_inner_service_accessors!();
@@ -72,57 +56,28 @@ where
         Poll::Ready(Ok(()))
     }
 
+    /// The three layers' rules in one service: `Health`'s (the probes and ping), then
+    /// `Drain`'s (admit or refuse), then the request to the app as every layer sends it.
     #[inline(always)]
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let reader = &*self.shared.reader;
         if let Some(asked) = reader.ask(&request) {
-            return ResponseFuture::probe(reader.answer(asked));
+            return ResponseFuture::new(crate::http::ResponseFuture::probe(reader.answer(asked)));
         }
-        // The drain this monitor follows (from `HealthLayer::drain` or `HealthHandle::follow_drain`), read per
-        // request so that a drain attached after `around` is followed too.
-        let admitted = match reader.handle.drain() {
-            None => None,
-            Some(drain) => match drain.admit(&request) {
-                Some(admitted) => Some(admitted),
-                None => return ResponseFuture::probe(ProbeResponse::ready(drain.rejection())),
+        // The drain this monitor follows, read per request so that a drain attached after
+        // `around` is followed too.
+        let count = match reader.handle.drain() {
+            None => Count::No,
+            Some(drain) => match admit(drain, &request) {
+                Some(admitted) => Count::Admitted(admitted),
+                None => {
+                    let refused = ProbeResponse::ready(rejection(drain));
+                    return ResponseFuture::new(crate::http::ResponseFuture::probe(refused));
+                }
             },
         };
-        match poll_inner(&mut self.inner) {
-            // What nearly every application request does: the app's own future, polled by
-            // ours directly. Inlined, so that the request and the app's future are moved as
-            // few times as the compiler manages without the stack.
-            Poll::Ready(Ok(())) => ResponseFuture::app(self.inner.call(request), admitted),
-            polled => self.not_ready(polled, request, admitted),
-        }
-    }
-}
-
-impl<S> Stack<S> {
-    /// An application request the app was not ready for (or failed to say): it waits, is
-    /// shed, or gets the error.
-    #[cold]
-    fn not_ready<ReqBody>(
-        &mut self,
-        polled: Poll<Result<(), S::Error>>,
-        request: Request<ReqBody>,
-        admitted: Option<Admitted>,
-    ) -> ResponseFuture<S, ReqBody>
-    where
-        S: Service<Request<ReqBody>> + Clone,
-    {
-        let future = match polled {
-            Poll::Ready(Err(error)) => crate::http::ResponseFuture::error(error),
-            Poll::Ready(Ok(())) | Poll::Pending => {
-                let when_busy = if self.shared.shed_load {
-                    WhenBusy::Shed
-                } else {
-                    WhenBusy::Wait
-                };
-                // A request that waits for the app is already counted, by `admitted`.
-                call_busy(&mut self.inner, request, when_busy, None)
-            }
-        };
-        ResponseFuture::layers(future, admitted)
+        let when_busy = WhenBusy::shed(reader.shed_load);
+        ResponseFuture::new(call_inner(&mut self.inner, request, when_busy, count))
     }
 }
 

@@ -17,8 +17,8 @@ use http_body_util::channel::{Channel, Sender};
 use tokio::sync::mpsc;
 use tower::ServiceExt;
 
-use crate::drain::{DrainConfig, DrainHandle};
 use crate::monitor::test_monitor;
+use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::{HealthConfig, HealthLayer};
 
 /// The stack around a router with `/` (`hello`), `/empty` (204) and `/stream` (a body the

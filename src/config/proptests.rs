@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::HealthConfig;
-use crate::drain::DrainConfig;
 use crate::env::READERS;
+use crate::shutdown::DrainConfig;
 
 /// The password in the connection strings the properties set.
 const PASSWORD: &str = "Pr0p-S3cret";

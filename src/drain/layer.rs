@@ -1,6 +1,7 @@
 use tower_layer::Layer;
 
-use super::{Drain, DrainHandle};
+use super::Drain;
+use crate::shutdown::DrainHandle;
 
 /// Layer that counts requests in flight for a [`DrainHandle`] and applies its drain policy.
 ///

@@ -72,26 +72,10 @@
 //! # }
 //! ```
 
-mod admission;
-mod body;
-pub(crate) mod config;
-mod future;
-pub(crate) mod handle;
-mod in_flight;
 pub(crate) mod layer;
 mod service;
-mod shutdown;
 
-#[cfg(feature = "axum")]
-pub(crate) use self::admission::Admitted;
-#[cfg(feature = "axum")]
-pub(crate) use self::body::Counted;
-pub use self::body::DrainBody;
-pub(crate) use self::config::DrainConfig;
-pub use self::config::DrainPolicy;
-pub use self::future::ResponseFuture;
-pub(crate) use self::handle::DrainHandle;
-pub use self::handle::{DrainPhase, Drained};
-pub(crate) use self::in_flight::InFlightGuard;
 pub use self::service::Drain;
-pub use self::shutdown::ShutdownSignal;
+pub use crate::shutdown::config::DrainPolicy;
+pub use crate::shutdown::handle::{DrainPhase, Drained};
+pub use crate::shutdown::signal::ShutdownSignal;

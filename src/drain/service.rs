@@ -4,7 +4,8 @@ use bytes::Bytes;
 use http::{Request, Response};
 use tower_service::Service;
 
-use super::{DrainBody, DrainHandle, ResponseFuture};
+use crate::http::{ProbeResponse, ResponseBody, ResponseFuture, admit, rejection};
+use crate::shutdown::DrainHandle;
 
 /// Middleware that counts requests in flight and applies the drain policy once the drain has
 /// started.
@@ -33,18 +34,18 @@ where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
     ResBody: http_body::Body<Data = Bytes>,
 {
-    type Response = Response<DrainBody<ResBody>>;
+    type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future>;
+    type Future = ResponseFuture<S, ReqBody>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        match self.handle.admit(&request) {
-            Some(admitted) => ResponseFuture::inner(self.inner.call(request), admitted),
-            None => ResponseFuture::rejected(self.handle.rejection()),
+        match admit(&self.handle, &request) {
+            Some(admitted) => ResponseFuture::inner(self.inner.call(request), Some(admitted)),
+            None => ResponseFuture::probe(ProbeResponse::ready(rejection(&self.handle))),
         }
     }
 }

@@ -10,9 +10,9 @@ use super::pb::{HealthCheckRequest, HealthListRequest};
 use super::{HealthService, MAX_LISTED, ServingStatus};
 use crate::component::ComponentSpec;
 use crate::config::{FailDirection, HealthConfig};
-use crate::drain::{DrainConfig, DrainHandle};
 use crate::monitor::{test_monitor, test_rounds};
 use crate::probe::Probe;
+use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent};
 use crate::view::Condition;
 

@@ -13,8 +13,8 @@ use super::pb::health_check_response::ServingStatus as Wire;
 use super::pb::health_server::Health;
 use super::{HealthService, ServingStatus, WatchStream};
 use crate::config::HealthConfig;
-use crate::drain::{DrainConfig, DrainHandle};
 use crate::monitor::{test_monitor, test_rounds};
+use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent};
 
 /// A bound against hanging, not a measurement.

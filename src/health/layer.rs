@@ -6,8 +6,8 @@ use super::Health;
 use super::reader::Reader;
 use crate::access::AccessKeys;
 use crate::config::{Details, NoCache, validate_prefix};
-use crate::drain::DrainHandle;
 use crate::monitor::{HealthHandle, MonitorSource};
+use crate::shutdown::DrainHandle;
 
 /// Layer that answers the probe paths from a monitor's published verdicts and passes every
 /// other request to the inner service untouched.
@@ -110,6 +110,22 @@ impl HealthLayer {
     /// `TOWER_HEALTH_ADMIN_KEY` and `TOWER_HEALTH_ADMIN_READONLY_KEY` with `from_env`).
     pub fn access_keys(mut self, keys: &AccessKeys) -> Self {
         Arc::make_mut(&mut self.reader).set_keys(keys);
+        self
+    }
+
+    /// Answers 503 with `Retry-After: 1` to an application request that arrives while the
+    /// inner service is not ready, instead of letting it wait (tower's `LoadShed`). Probes
+    /// are answered either way.
+    ///
+    /// The probe layers are always ready, so only the one nearest the application sees its
+    /// saturation: with [`PingLayer`](crate::PingLayer) outermost (the usual order), shed
+    /// here; with `PingLayer` below this layer, shed there
+    /// ([`PingLayer::shed_load`](crate::PingLayer::shed_load)). The axum stack
+    /// (`around`, feature `axum`) takes this setting.
+    ///
+    /// Defaults to off: application requests keep the inner service's backpressure.
+    pub fn shed_load(mut self) -> Self {
+        Arc::make_mut(&mut self.reader).shed_load = true;
         self
     }
 

@@ -59,7 +59,3 @@ pub(crate) use self::layer::HealthLayer;
 #[cfg(feature = "axum")]
 pub(crate) use self::reader::Reader;
 pub use self::service::Health;
-pub(crate) use self::service::{ShedWhenBusy, WhenBusy, call_inner};
-#[cfg(feature = "axum")]
-pub(crate) use self::service::{call_busy, poll_inner};
-pub use crate::http::ResponseFuture;

@@ -46,6 +46,9 @@ pub(crate) struct Reader {
     /// The warning about details shown on a port reached from elsewhere than loopback.
     public_details: PublicDetails,
     pub(crate) keys: KeyDigests,
+    /// Whether an application request that finds the inner service not ready gets 503 at
+    /// once instead of waiting ([`HealthLayer::shed_load`](crate::HealthLayer::shed_load)).
+    pub(crate) shed_load: bool,
     /// The opt-in metrics path and its exposition; `None` (the default) answers nothing.
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<(Box<str>, crate::metrics::HealthMetrics)>,
@@ -65,6 +68,7 @@ impl Reader {
             details: config.details,
             public_details: PublicDetails::default(),
             keys: config.access_keys.digests(),
+            shed_load: false,
             #[cfg(feature = "metrics")]
             metrics: None,
             handle,

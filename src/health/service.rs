@@ -1,18 +1,14 @@
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{Request, Response};
 use tower_service::Service;
 
+use super::HealthLayer;
 use super::reader::Reader;
-use super::{HealthLayer, ResponseFuture};
-use crate::drain::DrainHandle;
-use crate::http::ProbeResponse;
-use crate::http::ResponseBody;
+use crate::http::{Count, ResponseBody, ResponseFuture, WhenBusy, call_inner};
 use crate::monitor::{HealthHandle, MonitorSource};
-use crate::probe::BodyMode;
-use crate::rendered::fixed::OVERLOADED;
 
 /// Middleware that answers the probe paths from published verdicts and passes every other
 /// request to the inner service untouched.
@@ -67,93 +63,14 @@ where
         let reader = &*self.reader;
         match reader.ask(&request) {
             Some(asked) => ResponseFuture::probe(reader.answer(asked)),
-            // Queued work counts in the drain it will reach: `drained()` must not report a
-            // clean drain while a request waits here to run.
             None => call_inner(
                 &mut self.inner,
                 request,
-                WhenBusy::Wait,
-                reader.handle.drain(),
+                WhenBusy::shed(reader.shed_load),
+                reader.handle.drain().map_or(Count::No, Count::WhileQueued),
             ),
         }
     }
-}
-
-/// What an application request does when the inner service is not ready.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum WhenBusy {
-    /// Wait for it, in the response future (the inner service's backpressure, kept), unless
-    /// a layer above marked the request [`ShedWhenBusy`].
-    Wait,
-    /// Answer 503 at once, as tower's `LoadShed` does.
-    Shed,
-}
-
-/// Marks a request that a layer above asked to shed rather than queue
-/// ([`PingLayer::shed_load`](crate::PingLayer::shed_load)).
-///
-/// The probe layers are always ready, so a shedding layer above one of them sees nothing of
-/// the application's saturation: the decision is taken where the inner service's readiness
-/// is known, by the lowest probe layer, which reads this mark.
-#[derive(Copy, Clone, Debug)]
-pub(crate) struct ShedWhenBusy;
-
-/// Sends an application request to `inner`: at once if it is ready, else as `when_busy` says.
-///
-/// Readiness is asked here, with a no-op waker, rather than in `poll_ready`: a probe then
-/// never polls the inner service at all, and an application request polls it once either
-/// way. When it is not ready, the polled instance goes into the response future (which polls
-/// it again, with the task's waker) and a fresh clone stays behind, as routers do: readiness
-/// belongs to the instance that was polled. A request that waits is counted in flight in
-/// `drain`, if there is one, until it is handed to the inner service.
-pub(crate) fn call_inner<S, ReqBody>(
-    inner: &mut S,
-    request: Request<ReqBody>,
-    when_busy: WhenBusy,
-    drain: Option<&DrainHandle>,
-) -> ResponseFuture<S, ReqBody>
-where
-    S: Service<Request<ReqBody>> + Clone,
-{
-    match poll_inner(inner) {
-        Poll::Ready(Ok(())) => ResponseFuture::inner(inner.call(request)),
-        Poll::Ready(Err(error)) => ResponseFuture::error(error),
-        Poll::Pending => call_busy(inner, request, when_busy, drain),
-    }
-}
-
-/// Asks `inner` whether it is ready, with a no-op waker (see [`call_inner`]).
-#[inline]
-pub(crate) fn poll_inner<S, Request>(inner: &mut S) -> Poll<Result<(), S::Error>>
-where
-    S: Service<Request>,
-{
-    inner.poll_ready(&mut Context::from_waker(Waker::noop()))
-}
-
-/// [`call_inner`] for an inner service that was not ready: shed the request, or let it wait
-/// in its response future on the instance that was polled, a fresh clone staying behind.
-pub(crate) fn call_busy<S, ReqBody>(
-    inner: &mut S,
-    request: Request<ReqBody>,
-    when_busy: WhenBusy,
-    drain: Option<&DrainHandle>,
-) -> ResponseFuture<S, ReqBody>
-where
-    S: Service<Request<ReqBody>> + Clone,
-{
-    // Only a saturated application gets here: the extension lookup costs nothing on the path
-    // every request takes.
-    let shed = match when_busy {
-        WhenBusy::Shed => true,
-        WhenBusy::Wait => request.extensions().get::<ShedWhenBusy>().is_some(),
-    };
-    if shed {
-        return ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full));
-    }
-    let clone = inner.clone();
-    let polled = std::mem::replace(inner, clone);
-    ResponseFuture::waiting(polled, request, drain.map(DrainHandle::enter))
 }
 
 #[cfg(test)]

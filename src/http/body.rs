@@ -1,5 +1,5 @@
-//! The layers' response body: the inner service's body passed through untouched, or a probe
-//! answer.
+//! The layers' one response body: the inner service's body passed through untouched (counted
+//! in a drain until it ends, below a drain), or a probe answer.
 
 use std::fmt;
 use std::pin::Pin;
@@ -10,10 +10,14 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
 use crate::rendered::ProbeBody;
+use crate::shutdown::InFlightGuard;
 
 pin_project! {
-    /// Response body of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):
-    /// either the inner service's body, streamed through frame by frame, or a probe answer.
+    /// Response body of the three layers ([`Health`](crate::health::Health),
+    /// [`Ping`](crate::ping::Ping) and [`Drain`](crate::drain::Drain)): the inner service's
+    /// body, streamed through frame by frame (below a drain, holding the request's in-flight
+    /// count until its last frame has been sent or it is dropped), or a probe answer (a
+    /// drain's refusal included).
     pub struct ResponseBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -24,6 +28,7 @@ pin_project! {
     #[project = KindProj]
     enum Kind<B> {
         Inner { #[pin] body: B },
+        Counted { #[pin] body: Counted<B> },
         Probe { body: ProbeBody },
     }
 }
@@ -32,6 +37,14 @@ impl<B> ResponseBody<B> {
     pub(crate) fn inner(body: B) -> Self {
         Self {
             kind: Kind::Inner { body },
+        }
+    }
+
+    pub(crate) fn counted(body: B, guard: InFlightGuard) -> Self {
+        Self {
+            kind: Kind::Counted {
+                body: Counted::new(body, guard),
+            },
         }
     }
 
@@ -55,6 +68,7 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.project().kind.project() {
             KindProj::Inner { body } => body.poll_frame(cx),
+            KindProj::Counted { body } => body.poll_frame(cx),
             KindProj::Probe { body } => Poll::Ready(body.next_frame().map(Ok)),
         }
     }
@@ -62,6 +76,7 @@ where
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             Kind::Inner { body } => body.is_end_stream(),
+            Kind::Counted { body } => body.is_end_stream(),
             Kind::Probe { body } => body.is_end_stream(),
         }
     }
@@ -69,6 +84,7 @@ where
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             Kind::Inner { body } => body.size_hint(),
+            Kind::Counted { body } => body.size_hint(),
             Kind::Probe { body } => body.size_hint(),
         }
     }
@@ -80,7 +96,62 @@ impl<B> fmt::Debug for ResponseBody<B> {
             Kind::Inner { .. } => f
                 .debug_struct("ResponseBody::Inner")
                 .finish_non_exhaustive(),
+            Kind::Counted { body } => f
+                .debug_struct("ResponseBody::Counted")
+                .field("in_flight", &body.guard.is_counting())
+                .finish_non_exhaustive(),
             Kind::Probe { body } => f.debug_tuple("ResponseBody::Probe").field(body).finish(),
         }
+    }
+}
+
+pin_project! {
+    /// A body that holds its request's in-flight count until it ends, fails or is dropped
+    /// (servers drop a body once its last frame is sent): [`ResponseBody`]'s below a drain,
+    /// and the axum stack's.
+    pub(crate) struct Counted<B> {
+        #[pin]
+        body: B,
+        guard: InFlightGuard,
+    }
+}
+
+impl<B> Counted<B> {
+    pub(crate) fn new(body: B, guard: InFlightGuard) -> Self {
+        Self { body, guard }
+    }
+}
+
+impl<B: Body> Body for Counted<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    #[inline]
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let this = self.project();
+        // Returned as it is, not unpacked and packed again: a frame is large, and each move of
+        // it costs a copy on every frame of every response.
+        let polled = this.body.poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            // Finished or failed: no longer in flight. After its last frame the server drops
+            // the body (hyper does in the same poll, once `is_end_stream` says so), which drops
+            // the count with it; asking `is_end_stream` here again would cost every response
+            // another call through the inner body.
+            this.guard.release();
+        }
+        polled
+    }
+
+    #[inline]
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    #[inline]
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }

@@ -1,4 +1,4 @@
-//! The response future of the probe-answering layers.
+//! The one response future of the three layers and the fused axum stack.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,14 +10,16 @@ use tower_service::Service;
 
 use super::ProbeResponse;
 use super::ResponseBody;
-use crate::drain::InFlightGuard;
+use super::admission::Admitted;
 use crate::rendered::ProbeBody;
+use crate::shutdown::InFlightGuard;
 
 pin_project! {
-    /// Response future of [`Health`](crate::health::Health) and [`Ping`](crate::ping::Ping):
-    /// the inner service's response (once it is ready, when it was not at `poll_ready`), or a
-    /// probe's response that is ready at once (or, for `?nocache=true`, after a fresh
-    /// computation).
+    /// Response future of the three layers ([`Health`](crate::health::Health),
+    /// [`Ping`](crate::ping::Ping) and [`Drain`](crate::drain::Drain)): the inner service's
+    /// response (once it is ready, when it was not at `poll_ready`; below a drain, counted in
+    /// it until its body ends), or a probe's response that is ready at once (or, for
+    /// `?nocache=true`, after a fresh computation).
     pub struct ResponseFuture<S, ReqBody>
     where
         S: Service<Request<ReqBody>>,
@@ -33,7 +35,8 @@ pin_project! {
     where
         S: Service<Request<ReqBody>>,
     {
-        Inner { #[pin] future: S::Future },
+        // `admitted` counts the request in a drain from its admission to its body's end.
+        Inner { #[pin] future: S::Future, admitted: Option<Admitted> },
         // The inner service was not ready when the layer was polled: this request waits for
         // it here, on the instance that was polled, while probes are answered at once. Boxed:
         // a service and a request would make every response future (probes' included) that
@@ -51,24 +54,28 @@ struct Waiting<S, ReqBody> {
     request: Option<Request<ReqBody>>,
     /// Counts the request in the drain while it waits; dropped once the service has it.
     _queued: Option<InFlightGuard>,
+    /// Counts it from its admission by a drain to its body's end.
+    admitted: Option<Admitted>,
 }
 
 impl<S, ReqBody> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
-    pub(crate) fn inner(future: S::Future) -> Self {
+    #[inline]
+    pub(crate) fn inner(future: S::Future, admitted: Option<Admitted>) -> Self {
         Self {
-            kind: Kind::Inner { future },
+            kind: Kind::Inner { future, admitted },
         }
     }
 
     /// Waits for `service` to be ready, then calls it with `request`; `queued` counts the
-    /// request in a drain until then.
+    /// request in a drain until then, `admitted` until its body's end.
     pub(crate) fn waiting(
         service: S,
         request: Request<ReqBody>,
         queued: Option<InFlightGuard>,
+        admitted: Option<Admitted>,
     ) -> Self {
         Self {
             kind: Kind::Waiting {
@@ -76,6 +83,7 @@ where
                     service,
                     request: Some(request),
                     _queued: queued,
+                    admitted,
                 }),
             },
         }
@@ -98,19 +106,23 @@ impl<S, ReqBody> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
-    /// Polls for the response, handing the inner service's to `inner` and a probe's to
-    /// `probe`: each layer wraps the body its own way, with one move of the response.
+    /// Polls for the response, handing the inner service's (with its admission by a drain,
+    /// if any) to `inner` and a probe's to `probe`: the layers and the axum stack each wrap
+    /// the body their own way, with one move of the response.
     #[inline]
     pub(crate) fn poll_with<T>(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        inner: impl FnOnce(S::Response) -> T,
+        inner: impl FnOnce(S::Response, Option<Admitted>) -> T,
         probe: impl FnOnce(Response<ProbeBody>) -> T,
     ) -> Poll<Result<T, S::Error>> {
         loop {
             let mut kind = self.as_mut().project().kind;
             match kind.as_mut().project() {
-                KindProj::Inner { future } => return future.poll(cx).map_ok(inner),
+                KindProj::Inner { future, admitted } => {
+                    let response = ready!(future.poll(cx))?;
+                    return Poll::Ready(Ok(inner(response, admitted.take())));
+                }
                 KindProj::Waiting { waiting } => {
                     ready!(waiting.service.poll_ready(cx))?;
                     let request = waiting
@@ -118,7 +130,8 @@ where
                         .take()
                         .expect("future polled after completion");
                     let future = waiting.service.call(request);
-                    kind.set(Kind::Inner { future });
+                    let admitted = waiting.admitted.take();
+                    kind.set(Kind::Inner { future, admitted });
                 }
                 KindProj::Probe { response } => {
                     return Pin::new(response)
@@ -143,7 +156,13 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.poll_with(
             cx,
-            |response| response.map(ResponseBody::inner),
+            |mut response, admitted| match admitted {
+                None => response.map(ResponseBody::inner),
+                Some(admitted) => {
+                    let guard = admitted.respond(&mut response);
+                    response.map(|body| ResponseBody::counted(body, guard))
+                }
+            },
             |response| response.map(ResponseBody::probe),
         )
     }

@@ -1,11 +1,18 @@
-//! What every HTTP reader (the layers, the fused axum stack, the admin server) shares: the
-//! response built from a published verdict's pre-rendered bytes, the one response future of
-//! the probe layers, and their response body.
+//! What every HTTP reader (the three layers, the fused axum stack, the admin server) shares:
+//! the response built from a published verdict's pre-rendered bytes, the drain's admission of
+//! an application request, how that request reaches the inner service, and the layers' one
+//! response future and one body.
 
+mod admission;
 mod body;
+mod call;
 mod future;
 mod response;
 
+pub(crate) use self::admission::{Admitted, admit, rejection};
+#[cfg(feature = "axum")]
+pub(crate) use self::body::Counted;
 pub use self::body::ResponseBody;
+pub(crate) use self::call::{Count, WhenBusy, call_inner};
 pub use self::future::ResponseFuture;
 pub(crate) use self::response::{ProbeResponse, Respond};

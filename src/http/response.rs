@@ -11,12 +11,12 @@ use std::time::Instant;
 use http::Response;
 use http::header::{self, HeaderValue};
 
-use crate::drain::DrainHandle;
 use crate::monitor::HealthHandle;
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::rendered::ProbeBody;
 use crate::rendered::Rendered;
 use crate::rendered::fixed::{LIVE, PING};
+use crate::shutdown::DrainHandle;
 use crate::verdict::Audience;
 use crate::view::published::Published;
 use crate::view::{Condition, Judged, judge};

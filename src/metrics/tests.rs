@@ -8,10 +8,10 @@ use http::{StatusCode, header};
 
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
-use crate::drain::{DrainConfig, DrainHandle};
 use crate::metrics::HealthMetrics;
 use crate::monitor::{HealthHandle, test_monitor as monitor, test_rounds as rounds};
 use crate::probe::BodyMode;
+use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::view::View;
 

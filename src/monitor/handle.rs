@@ -3,7 +3,7 @@ use std::sync::{Arc, Weak};
 
 use super::state::MonitorState;
 use crate::config::HealthConfig;
-use crate::drain::DrainHandle;
+use crate::shutdown::DrainHandle;
 use crate::verdict::HealthVerdict;
 use crate::view::{Source, View, ViewWatch};
 
@@ -193,7 +193,7 @@ impl fmt::Debug for HealthHandle {
 
 #[cfg(test)]
 mod tests {
-    use crate::drain::{DrainConfig, DrainHandle};
+    use crate::shutdown::{DrainConfig, DrainHandle};
     use crate::{HealthConfig, HealthMonitor};
 
     #[test]

@@ -15,11 +15,11 @@ use super::tests::{monitor, rounds};
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 use crate::component::{Component, ComponentSpec, UnknownComponents};
 use crate::config::{FailDirection, HealthConfig};
-use crate::drain::{DrainConfig, DrainHandle};
 use crate::http::Respond;
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::rendered::fixed;
 use crate::rendered::{Rendered, render_health, render_pool, render_readiness};
+use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::verdict::Audience;
 

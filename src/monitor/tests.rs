@@ -7,9 +7,9 @@ use http::StatusCode;
 
 use super::{HealthHandle, HealthMonitor};
 use crate::config::{FailDirection, HealthConfig};
-use crate::drain::{DrainConfig, DrainHandle};
 use crate::http::Respond;
 use crate::probe::{BodyMode, Freshness, Probe};
+use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::status::Status;
 use crate::test_helpers::{FakeCheck, normalize, read};
 use crate::verdict::Audience;

@@ -32,6 +32,11 @@ impl PingLayer {
     /// Answers 503 with `Retry-After: 1` to an ordinary request that arrives while the inner
     /// service is not ready, instead of letting it wait (tower's `LoadShed`).
     ///
+    /// The probe layers are always ready, so only the one nearest the application sees its
+    /// saturation: set this when `PingLayer` is directly above the application (or its
+    /// limit); with a [`HealthLayer`](crate::HealthLayer) below it, shed there
+    /// ([`HealthLayer::shed_load`](crate::HealthLayer::shed_load)).
+    ///
     /// Defaults to off: ordinary requests keep the inner service's backpressure.
     pub fn shed_load(mut self) -> Self {
         self.shed_load = true;

@@ -37,9 +37,10 @@
 //! request waits for it in its response future (on the instance that was asked), as routers
 //! do, so adding `PingLayer` changes nothing for the application's own requests.
 //!
-//! To shed them instead, as tower's `LoadShed` does, ask for it with
-//! [`PingLayer::shed_load`]: a request that arrives while the inner service is not ready then
-//! gets 503 with `Retry-After: 1`.
+//! To shed them instead, as tower's `LoadShed` does, ask the probe layer nearest the
+//! application: [`PingLayer::shed_load`] when `PingLayer` is directly above it, else
+//! [`HealthLayer::shed_load`](crate::HealthLayer::shed_load). A request that arrives while
+//! the inner service is not ready then gets 503 with `Retry-After: 1`.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -52,10 +53,7 @@ use tower_service::Service;
 pub(crate) mod layer;
 
 pub(crate) use self::layer::PingLayer;
-use crate::ResponseBody;
-use crate::health::ResponseFuture;
-use crate::health::{ShedWhenBusy, WhenBusy, call_inner};
-use crate::http::ProbeResponse;
+use crate::http::{Count, ProbeResponse, ResponseBody, ResponseFuture, WhenBusy, call_inner};
 use crate::probe::{BodyMode, trim_trailing_slash};
 use crate::rendered::fixed::{METHOD_NOT_ALLOWED, PING};
 
@@ -101,7 +99,7 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         if self.is_ping(request.uri().path()) {
             let response = match BodyMode::of(request.method()) {
                 Some(mode) => ProbeResponse::fixed(&PING, mode),
@@ -109,14 +107,8 @@ where
             };
             return ResponseFuture::probe(response);
         }
-        let when_busy = if self.shed_load {
-            // For a probe layer below, always ready, which alone sees the saturation.
-            request.extensions_mut().insert(ShedWhenBusy);
-            WhenBusy::Shed
-        } else {
-            WhenBusy::Wait
-        };
-        call_inner(&mut self.inner, request, when_busy, None)
+        let when_busy = WhenBusy::shed(self.shed_load);
+        call_inner(&mut self.inner, request, when_busy, Count::No)
     }
 }
 

@@ -154,12 +154,12 @@ async fn probes_answer_while_the_application_is_saturated_without_ping_layer() {
     saturated_app_still_answers_probes(false).await;
 }
 
-/// Where the shedding layer sits relative to `HealthLayer`.
+/// Where `PingLayer` sits relative to `HealthLayer`; the one nearest the application sheds.
 #[derive(Clone, Copy, Debug)]
 enum ShedOrder {
-    /// The README's order: `PingLayer::new().shed_load()` outermost, `HealthLayer` inside it.
+    /// The serving guide's order: `PingLayer` outermost, `HealthLayer::shed_load` inside it.
     PingAboveHealth,
-    /// `PingLayer` directly above the application's limit, inside `HealthLayer`.
+    /// `PingLayer::shed_load` directly above the application's limit, inside `HealthLayer`.
     PingBelowHealth,
 }
 
@@ -180,8 +180,8 @@ async fn shed_load_sheds(order: ShedOrder) {
         ShedOrder::PingAboveHealth => {
             serve(
                 ServiceBuilder::new()
-                    .layer(PingLayer::new().shed_load())
-                    .layer(health)
+                    .layer(PingLayer::new())
+                    .layer(health.shed_load())
                     .layer(drain_layer)
                     .service(app),
             )

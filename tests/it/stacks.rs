@@ -685,7 +685,7 @@ mod around {
         assert!(settled, "{} still in flight", drain.in_flight());
     }
 
-    /// 5c. The same saturated router with `shed_load`: an application request gets 503 with
+    /// 5c. The same saturated router with the layer's `shed_load`: an application request gets 503 with
     ///     `Retry-After: 1` at once, the probes answer 200, and once the permit is free nothing is
     ///     shed.
     #[tokio::test]
@@ -700,7 +700,7 @@ mod around {
         let limited = ServiceBuilder::new()
             .layer(ConcurrencyLimitLayer::new(1))
             .service(slow_router(entered_tx, release.clone()));
-        let server = serve_made(health.around(limited).shed_load()).await;
+        let server = serve_made(health.clone().shed_load().around(limited)).await;
         first_rounds(&monitor).await;
         let client = Client::new();
         let addr = server.addr;

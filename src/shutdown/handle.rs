@@ -21,7 +21,7 @@ use crate::rendered::fixed::drain_rejected;
 /// Cheap to clone; give the same handle to [`DrainLayer`](crate::DrainLayer),
 /// [`HealthLayer::drain`](crate::HealthLayer::drain) and anything else that should know.
 ///
-/// See the [module docs](super) for an example.
+/// See the [module docs](crate::drain) for an example.
 #[derive(Clone)]
 pub struct DrainHandle {
     state: Arc<DrainState>,
@@ -144,7 +144,7 @@ impl DrainHandle {
         self.state.draining.load(Ordering::Acquire)
     }
 
-    /// Requests in flight through [`Drain`](super::Drain) services (and the axum stack),
+    /// Requests in flight through [`Drain`](crate::drain::Drain) services (and the axum stack),
     /// counted until their response bodies end or are dropped: the sum of the per-thread
     /// counts, exact for every request in flight while they are read.
     #[must_use]

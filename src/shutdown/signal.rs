@@ -20,9 +20,9 @@ impl DrainHandle {
     ///
     /// 1. SIGTERM or Ctrl-C (or [`start`](DrainHandle::start) from elsewhere) starts the
     ///    drain: readiness, health and pool answer 503 `draining`;
-    /// 2. the [drain delay](super::DrainConfig::delay) passes while requests are still served;
+    /// 2. the [drain delay](crate::DrainConfig::delay) passes while requests are still served;
     /// 3. the signal resolves and the server's graceful shutdown begins, bounded by the
-    ///    [drain timeout](super::DrainConfig::timeout): past it, the server future is dropped
+    ///    [drain timeout](crate::DrainConfig::timeout): past it, the server future is dropped
     ///    with whatever is still open;
     /// 4. [`drained`](DrainHandle::drained) is awaited, and its result returned. An admin
     ///    server following this drain closes on its own at this point.

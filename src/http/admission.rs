@@ -2,15 +2,15 @@
 //! the drain has started) or count it in flight, and ask an HTTP/1 client to close its
 //! connection if the drain has started by the time the response is ready.
 //!
-//! [`Drain`](super::Drain) and the axum stack both apply it, so the rules are written once.
+//! [`Drain`](crate::drain::Drain) and the axum stack both apply it, so the rules are written
+//! once.
 
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 
-use super::in_flight::InFlightGuard;
-use super::{DrainHandle, DrainPolicy};
 use crate::probe::BodyMode;
 use crate::rendered::ProbeBody;
+use crate::shutdown::{DrainHandle, DrainPolicy, InFlightGuard};
 
 /// A request the drain let in: in flight until the guard that [`Admitted::respond`] hands back
 /// is dropped.
@@ -21,30 +21,28 @@ pub(crate) struct Admitted {
     close_if_draining: bool,
 }
 
-impl DrainHandle {
-    /// Counts `request` in flight, or refuses it (`None`: the drain has started under
-    /// [`DrainPolicy::Reject`]; answer with [`rejection`](Self::rejection)).
-    #[inline]
-    pub(crate) fn admit<B>(&self, request: &Request<B>) -> Option<Admitted> {
-        let config = self.config();
-        if config.policy == DrainPolicy::Reject && self.is_draining() {
-            return None;
-        }
-        // `Connection` is a hop-by-hop header HTTP/2 forbids; a CONNECT tunnel's connection
-        // belongs to the tunnel once it is answered.
-        let close_if_draining = config.connection_close
-            && matches!(request.version(), Version::HTTP_11 | Version::HTTP_10)
-            && request.method() != Method::CONNECT;
-        Some(Admitted {
-            guard: self.enter(),
-            close_if_draining,
-        })
+/// Counts `request` in flight in `drain`, or refuses it (`None`: the drain has started under
+/// [`DrainPolicy::Reject`]; answer with [`rejection`]).
+#[inline]
+pub(crate) fn admit<B>(drain: &DrainHandle, request: &Request<B>) -> Option<Admitted> {
+    let config = drain.config();
+    if config.policy == DrainPolicy::Reject && drain.is_draining() {
+        return None;
     }
+    // `Connection` is a hop-by-hop header HTTP/2 forbids; a CONNECT tunnel's connection
+    // belongs to the tunnel once it is answered.
+    let close_if_draining = config.connection_close
+        && matches!(request.version(), Version::HTTP_11 | Version::HTTP_10)
+        && request.method() != Method::CONNECT;
+    Some(Admitted {
+        guard: drain.enter(),
+        close_if_draining,
+    })
+}
 
-    /// The answer to a request the drain refused: 503 `draining` with `Retry-After`.
-    pub(crate) fn rejection(&self) -> Response<ProbeBody> {
-        self.rejected().response(BodyMode::Full)
-    }
+/// The answer to a request `drain` refused: 503 `draining` with `Retry-After`.
+pub(crate) fn rejection(drain: &DrainHandle) -> Response<ProbeBody> {
+    drain.rejected().response(BodyMode::Full)
 }
 
 impl Admitted {

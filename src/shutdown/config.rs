@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use crate::config::{ConfigError, Env, UnknownValue, Zero, assert_in_range};
 
-/// What [`Drain`](super::Drain) does with ordinary requests once the drain has started.
+/// What [`Drain`](crate::drain::Drain) does with ordinary requests once the drain has started.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DrainPolicy {
     /// Keep serving them (the default). Right behind a load balancer or a Kubernetes Service:
@@ -82,7 +82,7 @@ impl DrainConfig {
         self
     }
 
-    /// The longest [`DrainHandle::drained`](super::DrainHandle::drained) waits for in-flight
+    /// The longest [`DrainHandle::drained`](crate::DrainHandle::drained) waits for in-flight
     /// requests, counted from the start of the drain (so it includes the delay). Keep it below
     /// the pod's `terminationGracePeriodSeconds`.
     ///

@@ -1,0 +1,95 @@
+//! How an application request reaches the inner service behind the always-ready probe
+//! layers: the one rule the three layers and the axum stack share.
+
+use std::task::{Context, Poll, Waker};
+
+use http::Request;
+use tower_service::Service;
+
+use super::admission::Admitted;
+use super::{ProbeResponse, ResponseFuture};
+use crate::probe::BodyMode;
+use crate::rendered::fixed::OVERLOADED;
+use crate::shutdown::DrainHandle;
+
+/// What an application request does when the inner service is not ready.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum WhenBusy {
+    /// Wait for it, in the response future (the inner service's backpressure, kept).
+    Wait,
+    /// Answer 503 at once, as tower's `LoadShed` does.
+    Shed,
+}
+
+impl WhenBusy {
+    pub(crate) fn shed(shed_load: bool) -> Self {
+        if shed_load { Self::Shed } else { Self::Wait }
+    }
+}
+
+/// How an application request counts in a drain on its way to the inner service.
+pub(crate) enum Count<'a> {
+    /// Not here: there is no drain, or a [`Drain`](crate::drain::Drain) below counts it.
+    No,
+    /// While it waits for the inner service (the health layer): queued work counts in the
+    /// drain it will reach, so that `drained()` never reports a clean drain while a request
+    /// waits to run; a `Drain` below counts it once it runs.
+    WhileQueued(&'a DrainHandle),
+    /// From its admission by the drain to its body's end (the `Drain` layer, the axum stack).
+    Admitted(Admitted),
+}
+
+/// Sends an application request to `inner`: at once if it is ready, else as `when_busy` says.
+///
+/// Readiness is asked here, with a no-op waker, rather than in `poll_ready`: a probe then
+/// never polls the inner service at all, and an application request polls it once either
+/// way. When it is not ready, the polled instance goes into the response future (which polls
+/// it again, with the task's waker) and a fresh clone stays behind, as routers do: readiness
+/// belongs to the instance that was polled.
+#[inline]
+pub(crate) fn call_inner<S, ReqBody>(
+    inner: &mut S,
+    request: Request<ReqBody>,
+    when_busy: WhenBusy,
+    count: Count<'_>,
+) -> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>> + Clone,
+{
+    match inner.poll_ready(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(Ok(())) => {
+            let admitted = match count {
+                Count::Admitted(admitted) => Some(admitted),
+                Count::No | Count::WhileQueued(_) => None,
+            };
+            ResponseFuture::inner(inner.call(request), admitted)
+        }
+        Poll::Ready(Err(error)) => ResponseFuture::error(error),
+        Poll::Pending => call_busy(inner, request, when_busy, count),
+    }
+}
+
+/// [`call_inner`] for an inner service that was not ready: shed the request, or let it wait
+/// in its response future on the instance that was polled, a fresh clone staying behind.
+#[cold]
+fn call_busy<S, ReqBody>(
+    inner: &mut S,
+    request: Request<ReqBody>,
+    when_busy: WhenBusy,
+    count: Count<'_>,
+) -> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>> + Clone,
+{
+    if when_busy == WhenBusy::Shed {
+        return ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full));
+    }
+    let (queued, admitted) = match count {
+        Count::No => (None, None),
+        Count::WhileQueued(drain) => (Some(drain.enter()), None),
+        Count::Admitted(admitted) => (None, Some(admitted)),
+    };
+    let clone = inner.clone();
+    let polled = std::mem::replace(inner, clone);
+    ResponseFuture::waiting(polled, request, queued, admitted)
+}
