@@ -78,8 +78,9 @@
 //! [`Details::Authorized`](crate::config::Details::Authorized)
 //! ([`HealthLayer::details`](crate::HealthLayer::details)), holders of a key see the details
 //! and others the statuses only (and only holders get the layer's opt-in metrics path, others
-//! 401); under [`NoCache::Authorized`](crate::config::NoCache::Authorized), only they may bypass the
-//! cache. The layers' keys are the monitor's
+//! 401). Once keys are set, only their holders may bypass the cache, under
+//! [`NoCache::Allowed`](crate::config::NoCache::Allowed) and `Authorized` alike, on both
+//! ports. The layers' keys are the monitor's
 //! ([`HealthConfig::access_keys`](crate::HealthConfig::access_keys), read by `from_env` from
 //! the same variables as this server's) unless
 //! [`HealthLayer::access_keys`](crate::HealthLayer::access_keys) sets others. Two things

@@ -71,11 +71,7 @@ impl AdminState {
             Role::Anonymous
         };
         let bypass = wants_nocache
-            && match self.nocache {
-                NoCache::Allowed => !self.keys.enabled() || role >= Role::Viewer,
-                NoCache::Authorized => role >= Role::Viewer,
-                NoCache::Off => false,
-            };
+            && crate::access::may_bypass(self.nocache, self.keys.enabled(), role >= Role::Viewer);
         let freshness = if bypass {
             Freshness::Bypass
         } else {

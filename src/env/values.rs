@@ -42,11 +42,12 @@ impl FromStr for FailDirection {
 /// Who may bypass the cache with `?nocache=true`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NoCache {
-    /// Anyone (the default). Bypasses are coalesced and rate-limited either way.
+    /// Anyone (the default), or, on a reader with keys (the admin server's, or a layer's
+    /// [access keys](crate::HealthConfig::access_keys)), their holders. Bypasses are
+    /// coalesced and rate-limited either way.
     #[default]
     Allowed,
-    /// Only callers that present a key to the admin server. The layers have no notion of a
-    /// caller, so for them this is the same as [`NoCache::Off`].
+    /// Only callers that present a key (the viewer's or the operator's), on every reader.
     Authorized,
     /// Nobody: the parameter is ignored and the published verdict is served.
     Off,

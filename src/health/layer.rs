@@ -82,7 +82,8 @@ impl HealthLayer {
 
     /// Who may bypass the cache with `?nocache=true` on health and pool:
     /// [`NoCache::Authorized`] means holders of an admin key (see
-    /// [`access_keys`](Self::access_keys)).
+    /// [`access_keys`](Self::access_keys)), and so does [`NoCache::Allowed`] once keys are
+    /// set, as on the admin server.
     ///
     /// Defaults to the monitor's [`HealthConfig::nocache`](crate::HealthConfig::nocache)
     /// ([`NoCache::Allowed`]).

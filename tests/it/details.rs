@@ -194,4 +194,19 @@ async fn authorized_shows_the_detail_to_key_holders_only_on_both_ports() {
     let shown = admin_port.get("/health", &[viewer.as_bytes()]).await.body;
     assert!(shown.contains("no_such_role_for_details"), "{shown}");
     assert!(!shown.contains("s3cret-pw"), "{shown}");
+
+    // One bypass rule on both ports: with keys (and `nocache` at its default, allowed), only
+    // their holders compute a fresh verdict; anyone else gets the published one.
+    let published = app.get("/health/pool?nocache=true", &[]).await.body;
+    assert!(!published.contains("bypassed"), "{published}");
+    let fresh = app
+        .get("/health/pool?nocache=true", &[viewer.as_bytes()])
+        .await
+        .body;
+    assert!(fresh.contains(r#""hit":"bypassed""#), "{fresh}");
+    let fresh = admin_port
+        .get("/health/pool?nocache=true", &[viewer.as_bytes()])
+        .await
+        .body;
+    assert!(fresh.contains(r#""hit":"bypassed""#), "{fresh}");
 }
