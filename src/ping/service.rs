@@ -1,0 +1,143 @@
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::PingLayer;
+use crate::http::{Count, ProbeResponse, ResponseBody, ResponseFuture, WhenBusy, call_inner};
+use crate::probe::{BodyMode, trim_trailing_slash};
+use crate::rendered::fixed::{METHOD_NOT_ALLOWED, PING};
+
+/// Middleware that answers the ping path before the inner service.
+///
+/// See the [module docs](super) for an example.
+#[derive(Debug, Clone)]
+pub struct Ping<S> {
+    pub(super) inner: S,
+    pub(super) path: Arc<str>,
+    pub(super) shed_load: bool,
+}
+
+impl<S> Ping<S> {
+    /// Wraps `inner`, answering `/health/ping`.
+    pub fn new(inner: S) -> Self {
+        PingLayer::new().layer(inner)
+    }
+
+    define_inner_service_accessors!();
+
+    fn is_ping(&self, path: &str) -> bool {
+        trim_trailing_slash(path) == &*self.path
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Ping<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    ResBody: http_body::Body<Data = Bytes>,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, ReqBody>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Always ready: the inner service is asked in `call`, for ordinary requests only.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        if self.is_ping(request.uri().path()) {
+            let response = match BodyMode::of(request.method()) {
+                Some(mode) => ProbeResponse::fixed(&PING, mode),
+                None => ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full),
+            };
+            return ResponseFuture::probe(response);
+        }
+        let when_busy = WhenBusy::shed(self.shed_load);
+        call_inner(&mut self.inner, request, when_busy, Count::No)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::future::Ready;
+
+    use http::StatusCode;
+    use http_body_util::{BodyExt, Empty};
+
+    use super::*;
+
+    /// An inner service that is never ready, as one behind a saturated concurrency limit.
+    #[derive(Clone)]
+    struct Saturated;
+
+    impl Service<Request<Empty<Bytes>>> for Saturated {
+        type Response = Response<Empty<Bytes>>;
+        type Error = Infallible;
+        type Future = Ready<Result<Self::Response, Infallible>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Pending
+        }
+
+        fn call(&mut self, _: Request<Empty<Bytes>>) -> Self::Future {
+            unreachable!("never ready, never called")
+        }
+    }
+
+    async fn send(service: &mut Ping<Saturated>, path: &str) -> (StatusCode, String) {
+        std::future::poll_fn(|cx| service.poll_ready(cx))
+            .await
+            .unwrap();
+        let request = Request::get(path).body(Empty::new()).unwrap();
+        let response = service.call(request).await.unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn ping_answers_while_other_requests_wait_for_the_inner_service() {
+        let mut service = PingLayer::new().layer(Saturated);
+        let (status, body) = send(&mut service, "/health/ping/").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, r#"{"ping":"pong","status":"alive"}"#);
+        // Anything else keeps the inner service's backpressure: it waits, it is not shed.
+        std::future::poll_fn(|cx| service.poll_ready(cx))
+            .await
+            .unwrap();
+        let mut work =
+            std::pin::pin!(service.call(Request::get("/work").body(Empty::new()).unwrap()));
+        let polled = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await;
+        assert!(
+            polled.is_pending(),
+            "an ordinary request was answered by PingLayer"
+        );
+    }
+
+    #[tokio::test]
+    async fn shedding_is_asked_for() {
+        let mut service = PingLayer::new().shed_load().layer(Saturated);
+        assert_eq!(send(&mut service, "/health/ping").await.0, StatusCode::OK);
+        let (status, body) = send(&mut service, "/work").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, r#"{"error":"service overloaded"}"#);
+    }
+
+    #[tokio::test]
+    async fn the_path_is_configurable() {
+        let mut service = PingLayer::new()
+            .path("/_ping/")
+            .shed_load()
+            .layer(Saturated);
+        assert_eq!(send(&mut service, "/_ping").await.0, StatusCode::OK);
+        assert_eq!(
+            send(&mut service, "/health/ping").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+}
