@@ -33,7 +33,7 @@
 //! # #[cfg(feature = "axum")]
 //! # mod run {
 //! use axum::{Router, routing::get};
-//! use tower_health::check::PostgresCheck;
+//! use tower_health::postgres::PostgresCheck;
 //! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer};
 //!
 //! # pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -76,9 +76,10 @@
 //! with their [`ResponseBody`], the drain's [`DrainConfig`] and [`DrainHandle`], the
 //! [`Probe`] paths, and [`redact`]. Each of these is at the root only; everything else is at
 //! one path in its module: settings values in [`config`], verdicts and their
-//! [`Status`](verdict::Status) in [`verdict`], checks in [`check`], components in
-//! [`component`], what a probe answers in [`view`], and each reader (`admin`, `axum`, `grpc`,
-//! `metrics`, `healthcheck`) in its own.
+//! [`Status`](verdict::Status) in [`verdict`], the check and component traits in [`check`]
+//! and [`component`], each backend in its own (`postgres`: bb8, deadpool, sqlx), what a probe
+//! answers in [`view`], and each reader (`admin`, `axum`, `grpc`, `metrics`, `healthcheck`) in
+//! its own.
 //!
 //! # Guide
 //!
@@ -105,11 +106,11 @@
 //!
 //! | Name | Description | Default? |
 //! |---|---|---|
-//! | `postgres` | `check::PostgresCheck`, through `bb8` and `bb8-postgres` | Yes |
+//! | `postgres` | `postgres::PostgresCheck`, through `bb8` and `bb8-postgres` | Yes |
 //! | `admin` | `admin::AdminServer`: the probes on a loopback port, with keys (hyper) | No |
-//! | `deadpool` | `check::DeadpoolCheck`: PostgreSQL beside a `deadpool-postgres` pool | No |
-//! | `sqlx-0-8` | `check::sqlx_0_8::SqlxCheck`: PostgreSQL beside an sqlx 0.8 `PgPool` | No |
-//! | `sqlx-0-9` | `check::sqlx_0_9::SqlxCheck`: PostgreSQL beside an sqlx 0.9 `PgPool` (Rust 1.94) | No |
+//! | `deadpool` | `postgres::DeadpoolCheck`: PostgreSQL beside a `deadpool-postgres` pool | No |
+//! | `sqlx-0-8` | `postgres::sqlx_0_8::SqlxCheck`: PostgreSQL beside an sqlx 0.8 `PgPool` | No |
+//! | `sqlx-0-9` | `postgres::sqlx_0_9::SqlxCheck`: PostgreSQL beside an sqlx 0.9 `PgPool` (Rust 1.94) | No |
 //! | `disk` | `component::DiskSpace`: free space where the application writes (fs4) | No |
 //! | `http-check` | `component::Http`: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | `component::Tcp`: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
@@ -157,6 +158,22 @@ pub mod io;
 pub mod metrics;
 pub mod monitor;
 pub mod ping;
+#[cfg(any(
+    feature = "postgres",
+    feature = "deadpool",
+    feature = "sqlx-0-8",
+    feature = "sqlx-0-9"
+))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(
+        feature = "postgres",
+        feature = "deadpool",
+        feature = "sqlx-0-8",
+        feature = "sqlx-0-9"
+    )))
+)]
+pub mod postgres;
 mod probe;
 mod redact;
 #[cfg(feature = "redis")]

@@ -60,8 +60,6 @@ use tonic::transport::{Channel, Endpoint};
 use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminHandle, AdminServer};
-use tower_health::check::PostgresCheck;
-use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::check::{
     CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
 };
@@ -70,6 +68,8 @@ use tower_health::grpc::pb::health_check_response::ServingStatus as Wire;
 use tower_health::grpc::pb::health_client::HealthClient;
 use tower_health::grpc::pb::{HealthCheckRequest, HealthCheckResponse};
 use tower_health::grpc::{HealthService, ServingStatus};
+use tower_health::postgres::PostgresCheck;
+use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::verdict::{Cause, CheckStatus};
 use tower_health::{
     HealthConfig, HealthHandle, HealthLayer, HealthMonitor, config::Details, verdict::Status,

@@ -41,7 +41,7 @@ pub struct MonitorStats {
     /// Fresh computations run for `?nocache=true` (concurrent bypasses share one).
     pub fresh_rounds: u64,
     /// Database checks started, over every database. Each is one checkout and one
-    /// `SELECT 1` for `check::PostgresCheck`; a round that finds a
+    /// `SELECT 1` for `postgres::PostgresCheck`; a round that finds a
     /// check still running joins it instead of starting another.
     pub checks_started: u64,
     /// [Component](crate::component) checks started, over every component. A component on a
