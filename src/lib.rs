@@ -77,9 +77,9 @@
 //! [`Probe`] paths, and [`redact`]. Each of these is at the root only; everything else is at
 //! one path in its module: settings values in [`config`], verdicts and their
 //! [`Status`](verdict::Status) in [`verdict`], the check and component traits in [`check`]
-//! and [`component`], each backend in its own (`postgres`: bb8, deadpool, sqlx), what a probe
-//! answers in [`view`], and each reader (`admin`, `axum`, `grpc`, `metrics`, `healthcheck`) in
-//! its own.
+//! and [`component`], each backend in its own (`postgres`: bb8, deadpool, sqlx; `redis`: the
+//! Redis component and the verdict a fleet shares), what a probe answers in [`view`], and each
+//! reader (`admin`, `axum`, `grpc`, `metrics`, `healthcheck`) in its own.
 //!
 //! # Guide
 //!
@@ -115,7 +115,7 @@
 //! | `http-check` | `component::Http`: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | `component::Tcp`: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
 //! | `rustls` | TLS for the backends that are on, without turning any on: PostgreSQL's `sslmode=require`, `verify-ca`, `verify-full` (with `postgres`); `https://` for `component::Http` (with `http-check`); `rediss://` (with `redis`) | No |
-//! | `redis` | `component::Redis` (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, `shared::SharedCache` (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
+//! | `redis` | `redis::Redis` (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, `redis::SharedCache` (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
 //! | `redis-cluster` | Redis Cluster for both: `redis-cluster://` URLs (implies `redis`) | No |
 //! | `redis-sentinel` | Redis Sentinel for both: `redis-sentinel://` URLs, following failovers (implies `redis`) | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
@@ -177,11 +177,9 @@ pub mod postgres;
 mod probe;
 mod redact;
 #[cfg(feature = "redis")]
-mod redis_client;
-mod rendered;
-#[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub mod shared;
+pub mod redis;
+mod rendered;
 mod status;
 #[cfg(test)]
 mod test_helpers;

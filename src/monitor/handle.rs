@@ -25,10 +25,10 @@ pub struct HealthHandle {
 pub struct MonitorStats {
     /// Readiness rounds completed.
     pub readiness_rounds: u64,
-    /// Health rounds that ran the checks (with a shared cache, `shared::SharedCache`, the rounds
+    /// Health rounds that ran the checks (with a shared cache, `redis::SharedCache`, the rounds
     /// that computed the verdict rather than serving another process's).
     pub health_rounds: u64,
-    /// Health rounds that served the shared cache's entry (`shared::SharedCache`), computed by
+    /// Health rounds that served the shared cache's entry (`redis::SharedCache`), computed by
     /// another process (or an earlier round of this one), instead of running the checks.
     pub shared_rounds: u64,
     /// Health rounds in which Redis failed (refused, slow, gone) or the shared cache's entry

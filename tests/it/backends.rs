@@ -153,7 +153,7 @@ macro_rules! sqlx_backend {
 sqlx_backend!(Sqlx08, "sqlx-0.8", sqlx_0_8);
 sqlx_backend!(Sqlx09, "sqlx-0.9", sqlx_0_9);
 
-/// `component::Redis`: a component, not a database.
+/// `redis::Redis`: a component, not a database.
 struct Redis;
 
 impl Backend for Redis {
@@ -180,7 +180,7 @@ impl Backend for Redis {
     }
 
     fn add(config: HealthConfig, url: &str) -> (HealthConfig, String) {
-        let redis = tower_health::component::Redis::connect(url).unwrap();
+        let redis = tower_health::redis::Redis::connect(url).unwrap();
         let debug = format!("{redis:?}");
         let spec = tower_health::component::ComponentSpec::new(COMPONENT, redis);
         (config.component(spec), debug)

@@ -14,7 +14,7 @@ use tower_health::check::{CheckFuture, DatabaseCheck, PoolStats};
 use tower_health::component::{self, ComponentSpec};
 use tower_health::monitor::MonitorStats;
 use tower_health::postgres::PostgresCheck;
-use tower_health::shared::SharedCache;
+use tower_health::redis::SharedCache;
 use tower_health::{HealthConfig, HealthHandle, HealthMonitor};
 
 /// A process of the fleet: a monitor on a database proxy of its own.

@@ -1,7 +1,7 @@
 //! One more send of a command whose connection was gone.
 
-use redis::aio::ConnectionLike;
-use redis::{Cmd, FromRedisValue, Pipeline, RedisResult};
+use ::redis::aio::ConnectionLike;
+use ::redis::{Cmd, FromRedisValue, Pipeline, RedisResult};
 
 use super::error_kind;
 use crate::check::CheckErrorKind;
