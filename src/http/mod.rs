@@ -5,6 +5,8 @@
 mod body;
 mod future;
 mod response;
+#[cfg(test)]
+mod response_tests;
 
 pub use self::body::ResponseBody;
 pub use self::future::ResponseFuture;
