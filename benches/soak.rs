@@ -49,10 +49,10 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower_health::admin::{AdminConfig, AdminServer};
-use tower_health::check::PostgresCheck;
-use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
-use tower_health::component::{ComponentSpec, Redis};
-use tower_health::shared::SharedCache;
+use tower_health::component::ComponentSpec;
+use tower_health::postgres::PostgresCheck;
+use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
+use tower_health::redis::{Redis, SharedCache};
 use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
 use tower_health::{DrainHandle, DrainLayer};
 

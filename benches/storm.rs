@@ -79,7 +79,7 @@ use tonic::transport::server::TcpIncoming;
 use tower::ServiceBuilder;
 use tower_health::DrainHandle;
 use tower_health::admin::{AdminConfig, AdminServer};
-use tower_health::check::PostgresCheck;
+use tower_health::postgres::PostgresCheck;
 use tower_health::{
     DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
     config::Details,

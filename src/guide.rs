@@ -42,13 +42,13 @@ macro_rules! page {
             )]
             #![cfg_attr(
                 feature = "redis",
-                doc = "[`shared`]: crate::shared\n\
-                       [`SharedCache`]: crate::shared::SharedCache\n\
+                doc = "[`redis`]: crate::redis\n\
+                       [`SharedCache`]: crate::redis::SharedCache\n\
                        [`HealthConfig::shared_cache`]: crate::HealthConfig::shared_cache"
             )]
             #![cfg_attr(
                 not(feature = "redis"),
-                doc = "[`shared`]: crate#feature-flags\n\
+                doc = "[`redis`]: crate#feature-flags\n\
                        [`SharedCache`]: crate#feature-flags\n\
                        [`HealthConfig::shared_cache`]: crate#feature-flags"
             )]

@@ -33,7 +33,7 @@
 //! # #[cfg(feature = "axum")]
 //! # mod run {
 //! use axum::{Router, routing::get};
-//! use tower_health::check::PostgresCheck;
+//! use tower_health::postgres::PostgresCheck;
 //! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer};
 //!
 //! # pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -76,9 +76,10 @@
 //! with their [`ResponseBody`], the drain's [`DrainConfig`] and [`DrainHandle`], the
 //! [`Probe`] paths, and [`redact`]. Each of these is at the root only; everything else is at
 //! one path in its module: settings values in [`config`], verdicts and their
-//! [`Status`](verdict::Status) in [`verdict`], checks in [`check`], components in
-//! [`component`], what a probe answers in [`view`], and each reader (`admin`, `axum`, `grpc`,
-//! `metrics`, `healthcheck`) in its own.
+//! [`Status`](verdict::Status) in [`verdict`], the check and component traits in [`check`]
+//! and [`component`], each backend in its own (`postgres`: bb8, deadpool, sqlx; `redis`: the
+//! Redis component and the verdict a fleet shares), what a probe answers in [`view`], and each
+//! reader (`admin`, `axum`, `grpc`, `metrics`, `healthcheck`) in its own.
 //!
 //! # Guide
 //!
@@ -105,16 +106,16 @@
 //!
 //! | Name | Description | Default? |
 //! |---|---|---|
-//! | `postgres` | `check::PostgresCheck`, through `bb8` and `bb8-postgres` | Yes |
+//! | `postgres` | `postgres::PostgresCheck`, through `bb8` and `bb8-postgres` | Yes |
 //! | `admin` | `admin::AdminServer`: the probes on a loopback port, with keys (hyper) | No |
-//! | `deadpool` | `check::DeadpoolCheck`: PostgreSQL beside a `deadpool-postgres` pool | No |
-//! | `sqlx-0-8` | `check::sqlx_0_8::SqlxCheck`: PostgreSQL beside an sqlx 0.8 `PgPool` | No |
-//! | `sqlx-0-9` | `check::sqlx_0_9::SqlxCheck`: PostgreSQL beside an sqlx 0.9 `PgPool` (Rust 1.94) | No |
+//! | `deadpool` | `postgres::DeadpoolCheck`: PostgreSQL beside a `deadpool-postgres` pool | No |
+//! | `sqlx-0-8` | `postgres::sqlx_0_8::SqlxCheck`: PostgreSQL beside an sqlx 0.8 `PgPool` | No |
+//! | `sqlx-0-9` | `postgres::sqlx_0_9::SqlxCheck`: PostgreSQL beside an sqlx 0.9 `PgPool` (Rust 1.94) | No |
 //! | `disk` | `component::DiskSpace`: free space where the application writes (fs4) | No |
 //! | `http-check` | `component::Http`: an HTTP dependency answering 2xx (`TOWER_HEALTH_HTTP_<NAME>`; hyper) | No |
 //! | `tcp` | `component::Tcp`: TCP reachability of a dependency (`TOWER_HEALTH_TCP_<NAME>`) | No |
 //! | `rustls` | TLS for the backends that are on, without turning any on: PostgreSQL's `sslmode=require`, `verify-ca`, `verify-full` (with `postgres`); `https://` for `component::Http` (with `http-check`); `rediss://` (with `redis`) | No |
-//! | `redis` | `component::Redis` (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, `shared::SharedCache` (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
+//! | `redis` | `redis::Redis` (`TOWER_HEALTH_REDIS_<NAME>`) and the health verdict shared across processes, `redis::SharedCache` (`TOWER_HEALTH_REDIS_URL`), through the `redis` crate | No |
 //! | `redis-cluster` | Redis Cluster for both: `redis-cluster://` URLs (implies `redis`) | No |
 //! | `redis-sentinel` | Redis Sentinel for both: `redis-sentinel://` URLs, following failovers (implies `redis`) | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
@@ -157,14 +158,28 @@ pub mod io;
 pub mod metrics;
 pub mod monitor;
 pub mod ping;
+#[cfg(any(
+    feature = "postgres",
+    feature = "deadpool",
+    feature = "sqlx-0-8",
+    feature = "sqlx-0-9"
+))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(
+        feature = "postgres",
+        feature = "deadpool",
+        feature = "sqlx-0-8",
+        feature = "sqlx-0-9"
+    )))
+)]
+pub mod postgres;
 mod probe;
 mod redact;
 #[cfg(feature = "redis")]
-mod redis_client;
-mod rendered;
-#[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub mod shared;
+pub mod redis;
+mod rendered;
 mod shutdown;
 mod status;
 #[cfg(test)]

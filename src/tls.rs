@@ -2,7 +2,7 @@
 //! roots a client trusts, and how a failed handshake is recognised.
 //!
 //! Each backend builds its own client from these: PostgreSQL keeps libpq's `sslmode`
-//! meanings (`check::postgres`), `component::Http` verifies `https://` servers in full, and
+//! meanings (`postgres`), `component::Http` verifies `https://` servers in full, and
 //! Redis (`rediss://`) goes through the `redis` crate's own rustls support.
 
 #[cfg(any(feature = "postgres", feature = "http-check"))]

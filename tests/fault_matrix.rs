@@ -17,7 +17,7 @@
 //! The Redis cells put the fault proxy in front of a `redis-server` of the test's own, started
 //! with a password (`--requirepass`, so that the secret search has a Redis password to look
 //! for; the shared Redis has none, and is not reconfigured), used both by a check
-//! (`component::Redis`, component `sessions`) and as the shared cache (declared as operators
+//! (`redis::Redis`, component `sessions`) and as the shared cache (declared as operators
 //! do, with `TOWER_HEALTH_REDIS_URL`): both must read `degraded` with the reason while the
 //! local verdict is served and readiness stays ready, and after recovery Redis holds one
 //! connection of each, none left behind by the fault.
@@ -60,16 +60,17 @@ use tonic::transport::{Channel, Endpoint};
 use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminHandle, AdminServer};
-use tower_health::check::PostgresCheck;
-use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::check::{
     CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
 };
-use tower_health::component::{self, ComponentSpec, ComponentStatus, Redis};
+use tower_health::component::{self, ComponentSpec, ComponentStatus};
 use tower_health::grpc::pb::health_check_response::ServingStatus as Wire;
 use tower_health::grpc::pb::health_client::HealthClient;
 use tower_health::grpc::pb::{HealthCheckRequest, HealthCheckResponse};
 use tower_health::grpc::{HealthService, ServingStatus};
+use tower_health::postgres::PostgresCheck;
+use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
+use tower_health::redis::Redis;
 use tower_health::verdict::{Cause, CheckStatus};
 use tower_health::{
     HealthConfig, HealthHandle, HealthLayer, HealthMonitor, config::Details, verdict::Status,

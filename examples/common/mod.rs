@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use tower_health::HealthConfig;
-use tower_health::check::PostgresCheck;
+use tower_health::postgres::PostgresCheck;
 use tracing_subscriber::EnvFilter;
 
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";

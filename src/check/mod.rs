@@ -6,12 +6,13 @@
 //! check on a database while the first is still running. A check that runs past the
 //! [check limit](crate::HealthConfig::check_limit) (10 s by default) is dropped, and the
 //! next round starts a new one; a check should therefore release what it holds when dropped
-//! ([`PostgresCheck`], `DeadpoolCheck` and `SqlxCheck` close the connection they were using).
+//! (the [PostgreSQL checks] close the connection they were using).
 //!
 #![doc = include_str!("../docs/database_or_component.md")]
 //!
-//! With the `postgres` feature, [`PostgresCheck`] checks a PostgreSQL database through a `bb8`
-//! pool. Other databases or pools implement [`DatabaseCheck`] themselves:
+//! The PostgreSQL checks (through `bb8`, `deadpool-postgres` or sqlx) are in
+//! [`postgres`]. Other databases or pools implement [`DatabaseCheck`]
+//! themselves:
 //!
 //! ```
 //! use tower_health::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck};
@@ -30,61 +31,38 @@
 //! }
 //! ```
 //!
-// Without its feature, `PostgresCheck` above links to the crate's feature table (a link
+// Without a PostgreSQL feature, the links above go to the crate's feature table (a link
 // reference definition, which must not follow a paragraph line: hence the `//!` above).
 #![cfg_attr(
-    not(feature = "postgres"),
-    doc = "[`PostgresCheck`]: crate#feature-flags"
+    any(
+        feature = "postgres",
+        feature = "deadpool",
+        feature = "sqlx-0-8",
+        feature = "sqlx-0-9"
+    ),
+    doc = "[PostgreSQL checks]: crate::postgres\n[`postgres`]: crate::postgres"
+)]
+#![cfg_attr(
+    not(any(
+        feature = "postgres",
+        feature = "deadpool",
+        feature = "sqlx-0-8",
+        feature = "sqlx-0-9"
+    )),
+    doc = "[PostgreSQL checks]: crate#feature-flags\n[`postgres`]: crate#feature-flags"
 )]
 
-#[cfg(feature = "deadpool")]
-mod deadpool;
-mod error;
+// `pub(crate)`: the PostgreSQL backends read an error's chain of sources as the checks here do.
+pub(crate) mod error;
 mod pool_stats;
-#[cfg(feature = "postgres")]
-#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub mod postgres;
-// What PostgreSQL's errors mean, for each PostgreSQL backend: `deadpool` and `sqlx` build
-// without the `postgres` feature (bb8), so the file is declared here.
-#[cfg(any(
-    feature = "postgres",
-    feature = "deadpool",
-    feature = "sqlx-0-8",
-    feature = "sqlx-0-9"
-))]
-#[path = "postgres/classify.rs"]
-mod postgres_classify;
-// The connection every pool backend reserves beside the application's pool.
 mod report;
-#[cfg(any(
-    feature = "postgres",
-    feature = "deadpool",
-    feature = "sqlx-0-8",
-    feature = "sqlx-0-9"
-))]
-mod reserved;
-#[cfg(feature = "sqlx-0-8")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sqlx-0-8")))]
-pub mod sqlx_0_8;
-#[cfg(feature = "sqlx-0-9")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sqlx-0-9")))]
-pub mod sqlx_0_9;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-#[cfg(feature = "deadpool")]
-#[cfg_attr(docsrs, doc(cfg(feature = "deadpool")))]
-pub use self::deadpool::DeadpoolCheck;
 pub use self::error::{CheckError, CheckErrorKind};
 pub use self::pool_stats::PoolStats;
-#[cfg(feature = "postgres")]
-pub use self::postgres::check::PostgresCheck;
-#[cfg(feature = "postgres")]
-pub use self::postgres::error::PostgresConnectError;
-#[cfg(feature = "postgres")]
-pub use self::postgres::manager::{PostgresCheckClient, PostgresCheckManager, PostgresConnection};
 pub use self::report::CheckReport;
 
 /// The future a [`DatabaseCheck`] or a [`Component`](crate::component::Component) returns:

@@ -78,6 +78,7 @@
 // (a link reference definition, which must not follow a paragraph line: hence the `//!` above).
 #![cfg_attr(not(feature = "tcp"), doc = "[`Tcp`]: crate#feature-flags")]
 #![cfg_attr(not(feature = "http-check"), doc = "[`Http`]: crate#feature-flags")]
+#![cfg_attr(feature = "redis", doc = "[`Redis`]: crate::redis::Redis")]
 #![cfg_attr(not(feature = "redis"), doc = "[`Redis`]: crate#feature-flags")]
 #![cfg_attr(not(feature = "disk"), doc = "[`DiskSpace`]: crate#feature-flags")]
 
@@ -87,8 +88,6 @@ mod disk;
 mod from_fn;
 #[cfg(feature = "http-check")]
 mod http;
-#[cfg(feature = "redis")]
-mod redis;
 mod runtime;
 mod spec;
 mod status;
@@ -103,9 +102,6 @@ pub use self::from_fn::{FromFn, from_fn};
 #[cfg(feature = "http-check")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http-check")))]
 pub use self::http::Http;
-#[cfg(feature = "redis")]
-#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub use self::redis::Redis;
 pub use self::runtime::RuntimeWatcher;
 pub use self::spec::ComponentSpec;
 pub use self::status::{ComponentStatus, UnknownComponents};

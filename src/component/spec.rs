@@ -129,7 +129,7 @@ impl ComponentSpec {
     }
 
     /// Whether the component's result is the same for every process, so that with a
-    /// shared cache (`shared::SharedCache`) one process checks it per window and the others serve
+    /// shared cache (`redis::SharedCache`) one process checks it per window and the others serve
     /// its result: for an expensive check of a dependency the whole fleet uses. Leave it off
     /// for anything about this process (its disk, its runtime, its own connections). Its
     /// hysteresis counts across the fleet's checks; a shared component that gates readiness

@@ -101,7 +101,7 @@ fn http(variable: &str, name: &str, url: &str) -> Result<ComponentSpec, ConfigEr
 #[cfg(feature = "redis")]
 fn redis(variable: &str, name: &str, url: &str) -> Result<ComponentSpec, ConfigError> {
     let component =
-        crate::component::Redis::connect(url).map_err(|error| error.for_variable(variable))?;
+        crate::redis::Redis::connect(url).map_err(|error| error.for_variable(variable))?;
     Ok(ComponentSpec::new(name, component))
 }
 

@@ -143,7 +143,7 @@ fn connect(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, Co
 
 #[cfg(feature = "postgres")]
 fn postgres(database: &DatabaseVariable<'_>) -> Result<Arc<dyn DatabaseCheck>, ConfigError> {
-    let check = crate::check::PostgresCheck::connect(database.url)
+    let check = crate::postgres::PostgresCheck::connect(database.url)
         .map_err(|error| error.for_variable(database.variable))?;
     Ok(Arc::new(check))
 }

@@ -47,7 +47,7 @@ pub struct HealthConfig {
     pub(crate) self_monitoring: bool,
     /// The health verdict shared across processes through Redis, if configured.
     #[cfg(feature = "redis")]
-    pub(crate) shared_cache: Option<crate::shared::SharedCache>,
+    pub(crate) shared_cache: Option<crate::redis::SharedCache>,
     /// What [`warnings`](Self::warnings) returns.
     pub(crate) warnings: Vec<ConfigWarning>,
 }

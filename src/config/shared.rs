@@ -26,13 +26,13 @@ struct SharedVariables<'e> {
 
 impl HealthConfig {
     /// Shares the health verdict across the processes on one Redis: see
-    /// [`shared`](crate::shared). Environment: `TOWER_HEALTH_REDIS_URL` (or
+    /// [`redis`](crate::redis). Environment: `TOWER_HEALTH_REDIS_URL` (or
     /// `BALDUR_REDIS_URL`) and the `TOWER_HEALTH_SHARED_*` variables.
     ///
     /// Defaults to none: each process computes its own verdict.
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-    pub fn shared_cache(mut self, cache: crate::shared::SharedCache) -> Self {
+    pub fn shared_cache(mut self, cache: crate::redis::SharedCache) -> Self {
         self.shared_cache = Some(cache);
         self
     }
@@ -96,7 +96,7 @@ fn with_url(
     variables: &SharedVariables<'_>,
 ) -> Result<HealthConfig, ConfigError> {
     let mut cache =
-        crate::shared::SharedCache::connect(url).map_err(|error| error.for_variable(variable))?;
+        crate::redis::SharedCache::connect(url).map_err(|error| error.for_variable(variable))?;
     if let Some(prefix) = variables.prefix {
         cache = cache.key_prefix(prefix);
     }

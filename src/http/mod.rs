@@ -8,6 +8,8 @@ mod body;
 mod call;
 mod future;
 mod response;
+#[cfg(test)]
+mod response_tests;
 
 pub(crate) use self::admission::{Admitted, admit, rejection};
 #[cfg(feature = "axum")]

@@ -88,8 +88,8 @@ impl TrackedComponent {
 
     /// What the shared cache's fingerprint knows of it.
     #[cfg(feature = "redis")]
-    pub(crate) fn subject(&self) -> crate::shared::Subject {
-        crate::shared::Subject {
+    pub(crate) fn subject(&self) -> crate::redis::Subject {
+        crate::redis::Subject {
             name: self.spec.name.clone(),
             target: self.target.as_deref().map(std::sync::Arc::from),
             critical: self.spec.critical,

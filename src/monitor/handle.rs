@@ -25,10 +25,10 @@ pub struct HealthHandle {
 pub struct MonitorStats {
     /// Readiness rounds completed.
     pub readiness_rounds: u64,
-    /// Health rounds that ran the checks (with a shared cache, `shared::SharedCache`, the rounds
+    /// Health rounds that ran the checks (with a shared cache, `redis::SharedCache`, the rounds
     /// that computed the verdict rather than serving another process's).
     pub health_rounds: u64,
-    /// Health rounds that served the shared cache's entry (`shared::SharedCache`), computed by
+    /// Health rounds that served the shared cache's entry (`redis::SharedCache`), computed by
     /// another process (or an earlier round of this one), instead of running the checks.
     pub shared_rounds: u64,
     /// Health rounds in which Redis failed (refused, slow, gone) or the shared cache's entry
@@ -41,7 +41,7 @@ pub struct MonitorStats {
     /// Fresh computations run for `?nocache=true` (concurrent bypasses share one).
     pub fresh_rounds: u64,
     /// Database checks started, over every database. Each is one checkout and one
-    /// `SELECT 1` for `check::PostgresCheck`; a round that finds a
+    /// `SELECT 1` for `postgres::PostgresCheck`; a round that finds a
     /// check still running joins it instead of starting another.
     pub checks_started: u64,
     /// [Component](crate::component) checks started, over every component. A component on a

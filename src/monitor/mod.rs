@@ -68,8 +68,6 @@ mod lag;
 mod panic_tests;
 mod rounds;
 pub(crate) mod runner;
-#[cfg(test)]
-mod schema_tests;
 #[cfg(feature = "redis")]
 mod shared_round;
 mod slot;
@@ -77,8 +75,9 @@ pub(crate) mod source;
 mod spawner;
 mod startup;
 mod state;
+// `pub(crate)`: the renderer's and the HTTP response's tests drive a monitor by hand too.
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 /// A monitor whose rounds a unit test runs itself, for the other readers' tests.
 #[cfg(all(test, any(feature = "grpc", feature = "axum", feature = "metrics")))]
 pub(crate) use self::tests::monitor as test_monitor;

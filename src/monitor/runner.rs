@@ -118,14 +118,14 @@ where
 
 /// Runs `round` at once, then after a random part of `period` (processes started together
 /// spread over the period), then every `period` give or take 10 %, until the shared state is
-/// gone: the health rounds of a fleet that shares one verdict (see [`crate::shared`]).
+/// gone: the health rounds of a fleet that shares one verdict (see [`crate::redis`]).
 #[cfg(feature = "redis")]
 async fn every_jittered<F, Fut>(period: Duration, shared: &Weak<MonitorState>, mut round: F)
 where
     F: FnMut(Arc<MonitorState>) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let mut wait = crate::shared::first_round_phase(period);
+    let mut wait = crate::redis::first_round_phase(period);
     loop {
         let started = tokio::time::Instant::now();
         let Some(state) = shared.upgrade() else {
@@ -133,7 +133,7 @@ where
         };
         round(state).await;
         tokio::time::sleep_until(started + wait).await;
-        wait = crate::shared::next_round_wait(period);
+        wait = crate::redis::next_round_wait(period);
     }
 }
 

@@ -1,6 +1,6 @@
 //! The health round with a shared cache: serve the fleet's entry when it is fresh, else race
 //! for the lock and compute, falling back to this process's own verdict whenever Redis is in
-//! trouble. See [`crate::shared`].
+//! trouble. See [`crate::redis`].
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -12,7 +12,7 @@ use super::state::{HealthRound, MonitorState};
 use crate::check::CheckError;
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
-use crate::shared::{
+use crate::redis::{
     CacheStatus, Entry, Expected, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts, Subject,
 };
 use crate::verdict::{ComponentReport, HealthVerdict};

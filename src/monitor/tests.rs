@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use super::rounds::Cadence;
 use super::{HealthHandle, HealthMonitor};
 use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
@@ -46,6 +47,13 @@ fn config_with(check: FakeCheck) -> HealthConfig {
 pub(crate) async fn rounds(handle: &HealthHandle) {
     handle.state.readiness_round().await;
     handle.state.health_round().await;
+}
+
+/// Publishes what a readiness round that panicked with `readiness` and a health round that
+/// panicked with `health` conclude.
+pub(crate) fn rounds_panicked(handle: &HealthHandle, readiness: &str, health: &str) {
+    handle.state.round_panicked(Cadence::Readiness, readiness);
+    handle.state.round_panicked(Cadence::Health, health);
 }
 
 pub(super) async fn get(handle: &HealthHandle, probe: Probe) -> (StatusCode, String) {

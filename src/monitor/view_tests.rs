@@ -1,20 +1,15 @@
 //! The view: drain, hold, startup and staleness decide one answer, and every reader gives
-//! it. The HTTP responses (which the layers and the admin server serve) are checked against
-//! the view in each state, and the watch is checked to wake on each change.
+//! it; the watch wakes on each change. That the HTTP response (which the layers and the
+//! admin server serve) agrees with the view in each of these states is tested beside the
+//! response builder (`http/response_tests.rs`).
 
 use std::time::Duration;
 
-use http::StatusCode;
-use serde_json::Value;
-
-use super::HealthHandle;
 use super::tests::{monitor, rounds};
 use crate::config::HealthConfig;
-use crate::http::Respond;
-use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
-use crate::test_helpers::{FakeCheck, read};
-use crate::verdict::Audience;
+use crate::test_helpers::FakeCheck;
 use crate::view::{Condition, View};
 
 fn config(check: FakeCheck) -> HealthConfig {
@@ -22,30 +17,6 @@ fn config(check: FakeCheck) -> HealthConfig {
         .readiness_timeout(Duration::from_secs(10))
         .database("default", check)
         .unwrap()
-}
-
-/// Every probe's HTTP response agrees with the view: 200 exactly when it passes, and the
-/// body's `status` is the answer's.
-async fn http_agrees_with_the_view(handle: &HealthHandle, view: &View, state: &str) {
-    for answer in view.answers() {
-        let response = handle
-            .probe_response(
-                answer.probe,
-                BodyMode::Full,
-                Freshness::Published,
-                Audience::Full,
-            )
-            .await;
-        let (status, _, body) = read(response).await;
-        let expected = if answer.passing {
-            StatusCode::OK
-        } else {
-            StatusCode::SERVICE_UNAVAILABLE
-        };
-        assert_eq!(status, expected, "{state}: {answer:?}: {body}");
-        let body: Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(body["status"], answer.status, "{state}: {answer:?}");
-    }
 }
 
 /// The conditions of readiness, health and pool, in that order.
@@ -61,7 +32,6 @@ async fn every_state_decides_one_answer_for_every_reader() {
     assert!(!view.answer(Probe::Startup).passing);
     assert_eq!(view.answer(Probe::Startup).condition, Condition::Starting);
     assert!(view.answer(Probe::Live).passing && view.answer(Probe::Ping).passing);
-    http_agrees_with_the_view(&handle, &view, "before the first round").await;
 
     rounds(&handle).await;
     let view = handle.view();
@@ -71,7 +41,6 @@ async fn every_state_decides_one_answer_for_every_reader() {
         "{view:?}"
     );
     assert!(view.answer(Probe::Ready).age.is_some());
-    http_agrees_with_the_view(&handle, &view, "healthy").await;
 
     handle.hold("maintenance");
     let view = handle.view();
@@ -82,7 +51,6 @@ async fn every_state_decides_one_answer_for_every_reader() {
         view.answer(Probe::Health).passing,
         "a hold is about traffic only"
     );
-    http_agrees_with_the_view(&handle, &view, "held").await;
     handle.release();
 
     let drain = DrainHandle::new(DrainConfig::new());
@@ -94,7 +62,6 @@ async fn every_state_decides_one_answer_for_every_reader() {
     for probe in [Probe::Live, Probe::Ping, Probe::Startup] {
         assert!(view.answer(probe).passing, "{probe} passes through a drain");
     }
-    http_agrees_with_the_view(&handle, &view, "draining").await;
 }
 
 #[tokio::test]
@@ -106,14 +73,12 @@ async fn a_refused_database_and_a_stopped_monitor() {
     assert_eq!(view.answer(Probe::Ready).status, "not_ready");
     assert_eq!(view.answer(Probe::Health).status, "unhealthy");
     assert_eq!(view.answer(Probe::Pool).status, "error");
-    http_agrees_with_the_view(&handle, &view, "refused").await;
 
     handle.state.set_monitor_running(false);
     let view = handle.view();
     assert!(!view.monitor_running);
     assert_eq!(conditions(&view), [Condition::Unavailable; 3]);
     assert_eq!(view.answer(Probe::Health).status, "unavailable");
-    http_agrees_with_the_view(&handle, &view, "stopped").await;
 }
 
 #[tokio::test]
@@ -141,7 +106,6 @@ async fn a_stale_verdict_fails_for_every_reader() {
     .expect("the watch saw the verdicts go stale");
     assert_eq!(stale.answer(Probe::Ready).status, "not_ready");
     assert_eq!(stale.answer(Probe::Health).status, "unavailable");
-    http_agrees_with_the_view(&handle, &stale, "stale").await;
 }
 
 #[tokio::test]

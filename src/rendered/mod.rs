@@ -7,6 +7,8 @@
 mod age;
 mod body;
 pub(crate) mod fixed;
+#[cfg(test)]
+mod schema_tests;
 mod verdicts;
 
 use bytes::Bytes;

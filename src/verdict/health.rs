@@ -51,7 +51,7 @@ pub struct HealthVerdict {
     /// Whether the process had finished starting when the verdict was published.
     pub started: bool,
     /// The process that computed the databases' outcomes and the shared components, when
-    /// this process serves a verdict from the shared cache, `shared::SharedCache` (`"_cache":
+    /// this process serves a verdict from the shared cache, `redis::SharedCache` (`"_cache":
     /// {"hit": "shared", "computed_by": ...}`); `None` for a verdict of its own.
     pub computed_by: Option<Arc<str>>,
 }

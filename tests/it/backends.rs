@@ -12,8 +12,9 @@ use std::net::SocketAddr;
 
 use support::contract::{self, Backend, COMPONENT, DATABASE, Kind, PoolBackend};
 use tower_health::HealthConfig;
-use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
-use tower_health::check::{DatabaseCheck, PostgresCheck};
+use tower_health::check::DatabaseCheck;
+use tower_health::postgres::PostgresCheck;
+use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
 
 /// A PostgreSQL URL to `addr` (in clear: the proxy is in the path).
 fn pg_url(addr: SocketAddr, credentials: Option<(&str, &str)>) -> String {
@@ -113,7 +114,7 @@ impl PoolBackend for Deadpool {
     }
 
     fn check_beside(pool: Self::Pool, url: &str) -> impl DatabaseCheck {
-        tower_health::check::DeadpoolCheck::new(pool).with_target(url)
+        tower_health::postgres::DeadpoolCheck::new(pool).with_target(url)
     }
 
     async fn checkout(pool: Self::Pool) -> Box<dyn Any + Send> {
@@ -129,17 +130,17 @@ macro_rules! sqlx_backend {
         postgres_backend!($backend, $name, beside_pool::<$backend>);
 
         impl PoolBackend for $backend {
-            type Pool = tower_health::check::$line::sqlx::PgPool;
+            type Pool = tower_health::postgres::$line::sqlx::PgPool;
 
             fn pool(url: &str, max_size: u32) -> Self::Pool {
-                tower_health::check::$line::sqlx::postgres::PgPoolOptions::new()
+                tower_health::postgres::$line::sqlx::postgres::PgPoolOptions::new()
                     .max_connections(max_size)
                     .connect_lazy(url)
                     .unwrap()
             }
 
             fn check_beside(pool: Self::Pool, _url: &str) -> impl DatabaseCheck {
-                tower_health::check::$line::SqlxCheck::new(pool)
+                tower_health::postgres::$line::SqlxCheck::new(pool)
             }
 
             async fn checkout(pool: Self::Pool) -> Box<dyn Any + Send> {
@@ -152,7 +153,7 @@ macro_rules! sqlx_backend {
 sqlx_backend!(Sqlx08, "sqlx-0.8", sqlx_0_8);
 sqlx_backend!(Sqlx09, "sqlx-0.9", sqlx_0_9);
 
-/// `component::Redis`: a component, not a database.
+/// `redis::Redis`: a component, not a database.
 struct Redis;
 
 impl Backend for Redis {
@@ -179,7 +180,7 @@ impl Backend for Redis {
     }
 
     fn add(config: HealthConfig, url: &str) -> (HealthConfig, String) {
-        let redis = tower_health::component::Redis::connect(url).unwrap();
+        let redis = tower_health::redis::Redis::connect(url).unwrap();
         let debug = format!("{redis:?}");
         let spec = tower_health::component::ComponentSpec::new(COMPONENT, redis);
         (config.component(spec), debug)

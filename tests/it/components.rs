@@ -521,7 +521,7 @@ async fn query_string_credentials_show_in_no_body_log_metric_or_shared_entry() {
     use support::redis_server::{redis_url, unique_prefix};
     use tower_health::admin::{AdminConfig, AdminServer};
     use tower_health::component::Http;
-    use tower_health::shared::SharedCache;
+    use tower_health::redis::SharedCache;
 
     require_postgres!();
     require_redis!();

@@ -12,7 +12,7 @@ use support::{Client, LIMIT, StalledListener, eventually, first_rounds, refused_
 use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminServer};
-use tower_health::check::PostgresCheck;
+use tower_health::postgres::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, config::Details};
 
 const OPERATOR: &str = "operator-key-0123456789abcdef";

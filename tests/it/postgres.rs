@@ -14,9 +14,8 @@ use support::{
     Client, PgProxy, StalledListener, eventually, first_rounds, health_server, pg_addr, pg_url,
     postgres, refused_addr,
 };
-use tower_health::check::{
-    CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PostgresCheck,
-};
+use tower_health::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck};
+use tower_health::postgres::PostgresCheck;
 use tower_health::verdict::{CheckStatus, TimeoutDetail};
 use tower_health::{HealthMonitor, config::FailDirection, verdict::Status};
 
@@ -222,7 +221,7 @@ async fn a_stall_stays_timed_out_when_connection_attempts_give_up() {
     // must still read `timed_out` (and stay in rotation under fail direction `ready`), not
     // flip to `not_ready`.
     let stalled = StalledListener::start().await;
-    let manager = tower_health::check::PostgresCheckManager::new(stalled.url().parse().unwrap())
+    let manager = tower_health::postgres::PostgresCheckManager::new(stalled.url().parse().unwrap())
         .connect_timeout(Duration::from_millis(400));
     let pool = bb8::Pool::builder()
         .max_size(1)
@@ -542,7 +541,7 @@ async fn a_panicking_check_is_an_error_not_a_dead_monitor() {
 /// What one check of `url` through a pool of its own fails with, bounded: every fault here is
 /// answered at once, or within the 300 ms connect timeout.
 async fn failure_of(url: &str) -> CheckError {
-    let manager = tower_health::check::PostgresCheckManager::new(url.parse().unwrap())
+    let manager = tower_health::postgres::PostgresCheckManager::new(url.parse().unwrap())
         .connect_timeout(Duration::from_millis(300));
     let pool = bb8::Pool::builder()
         .max_size(1)
@@ -579,7 +578,7 @@ async fn a_listener_that_never_answers_is_a_timeout_reported_timed_out() {
     assert!(error.kind().is_timeout());
 
     // Through the monitor, the check giving up inside the budget: `timed_out`, with its kind.
-    let manager = tower_health::check::PostgresCheckManager::new(stalled.url().parse().unwrap())
+    let manager = tower_health::postgres::PostgresCheckManager::new(stalled.url().parse().unwrap())
         .connect_timeout(Duration::from_millis(200));
     let pool = bb8::Pool::builder()
         .max_size(1)

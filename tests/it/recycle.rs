@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use http::StatusCode;
 use support::{Client, eventually, fast, first_rounds, health_server, pg_client, postgres};
-use tower_health::check::postgres::bb8::{self, ManageConnection};
-use tower_health::check::postgres::{bb8_postgres, tokio_postgres};
-use tower_health::check::{
-    CheckErrorKind, DatabaseCheck, PostgresCheck, PostgresCheckClient, PostgresCheckManager,
-    PostgresConnectError, PostgresConnection,
+use tower_health::check::{CheckErrorKind, DatabaseCheck};
+use tower_health::postgres::bb8::{self, ManageConnection};
+use tower_health::postgres::{
+    PostgresCheck, PostgresCheckClient, PostgresCheckManager, PostgresConnectError,
+    PostgresConnection,
 };
+use tower_health::postgres::{bb8_postgres, tokio_postgres};
 use tower_health::verdict::CheckStatus;
 use tower_health::{HealthConfig, HealthHandle};
 

@@ -1,4 +1,4 @@
-//! `component::Redis` against real servers, beyond the contract every backend keeps
+//! `redis::Redis` against real servers, beyond the contract every backend keeps
 //! (`tests/it/backends.rs`: refused, stalled, recovered, secret-free, first-round failure): the
 //! application's own connection, a server of the test's own stopped and started again, with a
 //! password, with TLS, and a name that does not resolve.
@@ -10,7 +10,8 @@ use std::time::Duration;
 use support::redis_server::{RedisServer, redis_url};
 use support::{LIMIT, eventually};
 use tower_health::check::CheckErrorKind;
-use tower_health::component::{Component, ComponentSpec, ComponentStatus, Redis};
+use tower_health::component::{Component, ComponentSpec, ComponentStatus};
+use tower_health::redis::Redis;
 use tower_health::verdict::ComponentReport;
 use tower_health::{HealthConfig, HealthHandle, HealthMonitor};
 

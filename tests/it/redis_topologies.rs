@@ -1,4 +1,4 @@
-//! `component::Redis` and the shared cache beyond one Redis: on a Redis Cluster of three
+//! `redis::Redis` and the shared cache beyond one Redis: on a Redis Cluster of three
 //! primaries, and on a primary behind Redis Sentinel through a failover. Every server is the
 //! test's own, on free ports (never the shared Redis on 6379), killed when the test ends.
 
@@ -12,8 +12,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::redis_topologies::{RedisCluster, RedisSentinel, command};
 use support::{LIMIT, eventually};
 use tower_health::check::CheckErrorKind;
-use tower_health::component::{self, Component, ComponentSpec, ComponentStatus, Redis};
-use tower_health::shared::SharedCache;
+use tower_health::component::{self, Component, ComponentSpec, ComponentStatus};
+use tower_health::redis::Redis;
+use tower_health::redis::SharedCache;
 use tower_health::verdict::ComponentReport;
 use tower_health::{HealthConfig, HealthHandle, HealthMonitor};
 

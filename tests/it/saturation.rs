@@ -10,8 +10,8 @@ use std::time::Duration;
 use http::StatusCode;
 use support::{Client, eventually, fast, first_rounds, health_server, pg_client};
 use tokio::sync::watch;
-use tower_health::check::PostgresCheck;
-use tower_health::check::postgres::{bb8, bb8_postgres, tokio_postgres};
+use tower_health::postgres::PostgresCheck;
+use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
 
 #[tokio::test]
 async fn a_saturated_application_pool_is_degraded_and_stays_ready() {

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use support::redis_server::{connect, redis_url, unique_prefix};
 use support::{LIMIT, PgProxy, eventually, pg_addr};
-use tower_health::check::{CheckFuture, DatabaseCheck, PoolStats, PostgresCheck};
+use tower_health::check::{CheckFuture, DatabaseCheck, PoolStats};
 use tower_health::component::{self, ComponentSpec};
 use tower_health::monitor::MonitorStats;
-use tower_health::shared::SharedCache;
+use tower_health::postgres::PostgresCheck;
+use tower_health::redis::SharedCache;
 use tower_health::{HealthConfig, HealthHandle, HealthMonitor};
 
 /// A process of the fleet: a monitor on a database proxy of its own.

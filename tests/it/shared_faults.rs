@@ -13,7 +13,7 @@ use support::tcp_proxy::TcpProxy;
 use support::{Client, StalledListener, TestServer};
 use tower_health::check::CheckErrorKind;
 use tower_health::component::{self, ComponentSpec, ComponentStatus};
-use tower_health::shared::SharedCache;
+use tower_health::redis::SharedCache;
 use tower_health::verdict::ComponentReport;
 use tower_health::{HealthHandle, verdict::HealthVerdict};
 

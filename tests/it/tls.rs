@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use support::{eventually, fast, pg_client};
 use tower_health::HealthMonitor;
-use tower_health::check::{CheckErrorKind, PostgresCheck};
+use tower_health::check::CheckErrorKind;
+use tower_health::postgres::PostgresCheck;
 use tower_health::verdict::CheckStatus;
 
 const LIMIT: Duration = Duration::from_secs(10);

@@ -28,7 +28,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
 use tower::BoxError;
-use tower_health::check::PostgresCheck;
+use tower_health::postgres::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
 // The fleet (`redis`) starts the `server` example by its path only; the malformed corpus

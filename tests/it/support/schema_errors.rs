@@ -1,6 +1,6 @@
 //! A schema's errors for a body, readably: one line each, the branches of `anyOf` and `oneOf`
 //! indented under them. Shared by the integration tests (`support::schema`) and the crate's
-//! own schema unit tests (`src/monitor/schema_tests.rs`, which include this file by path).
+//! own schema unit tests (`src/rendered/schema_tests.rs`, which include this file by path).
 
 /// Appends `error` (and, under it, why each branch of an `anyOf` or `oneOf` failed) to `out`.
 pub(crate) fn describe(error: &jsonschema::ValidationError<'_>, depth: usize, out: &mut String) {

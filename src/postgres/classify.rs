@@ -3,8 +3,7 @@
 //!
 //! Shared by every PostgreSQL backend, each of which builds without the others' features:
 //! the bb8 `PostgresCheck` (feature `postgres`), `DeadpoolCheck` (`deadpool`: tokio-postgres
-//! without bb8) and `SqlxCheck` (`sqlx-0-8`, `sqlx-0-9`: SQLSTATEs only). So `check/mod.rs`
-//! declares this file, not `check/postgres/mod.rs`.
+//! without bb8) and `SqlxCheck` (`sqlx-0-8`, `sqlx-0-9`: SQLSTATEs only).
 
 use crate::check::CheckErrorKind;
 
@@ -73,7 +72,7 @@ pub(crate) fn tokio_postgres(error: &tokio_postgres::Error, phase: Phase) -> Che
         "timeout waiting for server" => return CheckErrorKind::Timeout,
         _ => {}
     }
-    let io = super::error::chain(error).find_map(|error| error.downcast_ref::<io::Error>());
+    let io = crate::check::error::chain(error).find_map(|error| error.downcast_ref::<io::Error>());
     match phase {
         Phase::Connect => {
             if let Some(kind) = CheckErrorKind::from_io_chain(error) {

@@ -2,10 +2,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionLike;
+use ::redis::aio::ConnectionLike;
 
 use crate::env::{ConfigError, Zero, assert_in_range, validate_key_prefix};
-use crate::redis_client::{AnyConnection, LazyConnection, Topology, parse, single_target};
+use crate::redis::client::{AnyConnection, LazyConnection, Topology, parse, single_target};
 
 /// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.
 pub const DEFAULT_KEY_PREFIX: &str = "tower-health:";
@@ -15,7 +15,7 @@ pub const DEFAULT_KEY_PREFIX: &str = "tower-health:";
 /// [`HealthConfig::shared_cache`](crate::HealthConfig::shared_cache), or set
 /// `TOWER_HEALTH_REDIS_URL`.
 ///
-/// See the [module docs](super) for what is shared and an example.
+/// See the [module docs](crate::redis) for what is shared and an example.
 #[derive(Clone)]
 #[must_use]
 pub struct SharedCache {
@@ -55,7 +55,7 @@ impl SharedCache {
     /// Redis Cluster's `redis-cluster://host[:port]?node=host[:port]&...` (feature
     /// `redis-cluster`), or the primary behind Sentinel,
     /// `redis-sentinel://host[:port][/db]?sentinelServiceName=<name>&node=host[:port]&...`
-    /// (feature `redis-sentinel`). See [Beyond one Redis](super#beyond-one-redis).
+    /// (feature `redis-sentinel`). See [Beyond one Redis](crate::redis#beyond-one-redis).
     ///
     /// # Errors
     ///
@@ -69,7 +69,7 @@ impl SharedCache {
 
     /// Shares through a connection of its own to one server, opened from `client` on the
     /// first health round.
-    pub fn from_client(client: redis::Client) -> Self {
+    pub fn from_client(client: ::redis::Client) -> Self {
         let target = single_target(&client);
         Self::own(Topology::Single(client), target)
     }

@@ -1,6 +1,6 @@
 //! One check through a pool of the check's own, on a connection that may have been closed
 //! since the last one (the reserved connection beside an application's pool has the same
-//! rules, in `check/reserved.rs`).
+//! rules, in `postgres/reserved.rs`).
 //!
 //! A connection kept between checks (idle in the pool) can be closed
 //! by the server while it waits: a restart, `pg_terminate_backend`, `idle_session_timeout`, a
@@ -13,8 +13,8 @@ use std::future::Future;
 use std::ops::Deref;
 
 use super::PostgresConnection;
+use super::classify::{self, Phase};
 use crate::check::CheckError;
-use crate::check::postgres_classify::{self, Phase};
 
 /// A connection lent to one check.
 pub(super) enum Leased<K, C> {
@@ -70,7 +70,7 @@ pub(super) async fn check<S: ConnectionSource>(source: &S) -> Result<(), CheckEr
             }
             Err(error) => error,
         };
-        if !postgres_classify::is_connection_gone(&error) {
+        if !classify::is_connection_gone(&error) {
             // A SQL error on a healthy connection: the connection itself is still good.
             source.keep(leased);
             return Err(query_error(&error));
@@ -86,10 +86,7 @@ pub(super) async fn check<S: ConnectionSource>(source: &S) -> Result<(), CheckEr
 }
 
 fn query_error(error: &tokio_postgres::Error) -> CheckError {
-    CheckError::from_error(
-        postgres_classify::tokio_postgres(error, Phase::Query),
-        error,
-    )
+    CheckError::from_error(classify::tokio_postgres(error, Phase::Query), error)
 }
 
 /// Marks a connection broken if dropped before [`MarkBrokenOnDrop::disarm`].

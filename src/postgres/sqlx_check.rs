@@ -8,9 +8,9 @@ use super::sqlx;
 use sqlx::postgres::{PgConnection, PgDatabaseError, PgSeverity};
 use sqlx::{Connection, PgPool};
 
-use crate::check::postgres_classify::{self, Phase};
-use crate::check::reserved::{PingFailure, Reserved, ReservedBackend};
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
+use crate::postgres::classify::{self, Phase};
+use crate::postgres::reserved::{PingFailure, Reserved, ReservedBackend};
 
 /// A [`DatabaseCheck`] of PostgreSQL beside an sqlx `PgPool`: one ping (a `Sync`
 /// message, one round trip) per check, on a connection of the check's own; the pool's figures
@@ -143,7 +143,7 @@ fn sqlx_error(error: &sqlx::Error, phase: Phase) -> CheckError {
         sqlx::Error::PoolTimedOut => CheckErrorKind::Timeout,
         sqlx::Error::PoolClosed => CheckErrorKind::Other,
         sqlx::Error::Database(database) => match database.code() {
-            Some(code) => postgres_classify::sqlstate(&code, is_fatal(database.as_ref()), phase),
+            Some(code) => classify::sqlstate(&code, is_fatal(database.as_ref()), phase),
             None if phase == Phase::Connect => CheckErrorKind::Refused,
             None => CheckErrorKind::Query,
         },

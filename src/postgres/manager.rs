@@ -10,7 +10,7 @@ use tokio_postgres::{Client, Config};
 use super::tls::{Connector, TlsSettings, connector};
 use super::{DEFAULT_CONNECT_TIMEOUT, PostgresConnectError};
 
-/// The connection manager of the pools [`PostgresCheck::connect`](crate::check::PostgresCheck::connect)
+/// The connection manager of the pools [`PostgresCheck::connect`](crate::postgres::PostgresCheck::connect)
 /// builds: `bb8-postgres`'s manager's work, with TLS as the connection string asks (feature
 /// `rustls`; see the [module docs](super#tls)), every connection attempt bounded as a whole,
 /// and connections that close their socket when dropped.
@@ -30,7 +30,7 @@ pub struct PostgresCheckManager {
 impl PostgresCheckManager {
     /// A manager for the given configuration. With the `rustls` feature, TLS follows the
     /// configuration's `ssl_mode` (`prefer` by default) without verifying the certificate, as
-    /// libpq's `require` does; [`PostgresCheck::connect`](crate::check::PostgresCheck::connect) reads
+    /// libpq's `require` does; [`PostgresCheck::connect`](crate::postgres::PostgresCheck::connect) reads
     /// `verify-ca` and `verify-full` from a connection string.
     #[must_use]
     pub fn new(config: Config) -> Self {
@@ -102,7 +102,7 @@ impl fmt::Debug for PostgresCheckManager {
     }
 }
 
-/// A pooled connection [`PostgresCheck`](crate::check::PostgresCheck) can run its query on.
+/// A pooled connection [`PostgresCheck`](crate::postgres::PostgresCheck) can run its query on.
 pub trait PostgresConnection: Send + Sync + 'static {
     /// The client to query.
     fn client(&self) -> &Client;

@@ -4,7 +4,7 @@
 //! `verify-full` and `sslrootcert` when it parses a connection string. So the TLS parameters
 //! are read and removed here first, and the rest is left to tokio-postgres.
 //!
-#![doc = include_str!("../../docs/sslmode.md")]
+#![doc = include_str!("../docs/sslmode.md")]
 
 use std::fmt;
 
@@ -289,13 +289,15 @@ mod tests {
             assert_eq!(error.variable(), "TOWER_HEALTH_DATABASE_URL");
             assert!(error.reason().contains("`rustls` feature"), "{error}");
         }
-        assert!(crate::check::PostgresCheck::connect("postgres://db/app?sslmode=prefer").is_ok());
+        assert!(
+            crate::postgres::PostgresCheck::connect("postgres://db/app?sslmode=prefer").is_ok()
+        );
     }
 
     #[test]
     fn the_readme_shows_the_sslmode_table_of_the_docs() {
-        let readme = include_str!("../../docs/databases.md");
-        assert!(readme.contains(include_str!("../../docs/sslmode.md")));
+        let readme = include_str!("../docs/databases.md");
+        assert!(readme.contains(include_str!("../docs/sslmode.md")));
     }
 
     #[test]

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use deadpool::managed::Manager as _;
 use deadpool_postgres::{ClientWrapper, Pool};
 
-use super::postgres_classify::{self, Phase};
+use super::classify::{self, Phase};
 use super::reserved::{PingFailure, Reserved, ReservedBackend};
-use super::{CheckError, CheckFuture, DatabaseCheck, PoolStats};
+use crate::check::{CheckError, CheckFuture, DatabaseCheck, PoolStats};
 use crate::redact::redact;
 
 /// A [`DatabaseCheck`] of PostgreSQL beside a `deadpool-postgres` pool: one empty simple query
@@ -28,7 +28,7 @@ use crate::redact::redact;
 ///
 /// ```no_run
 /// use tower_health::HealthConfig;
-/// use tower_health::check::DeadpoolCheck;
+/// use tower_health::postgres::DeadpoolCheck;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use deadpool_postgres::tokio_postgres;
@@ -146,10 +146,7 @@ impl ReservedBackend for AppPool {
 
     async fn open(&self) -> Result<ReservedClient, CheckError> {
         let client = self.0.manager().create().await.map_err(|error| {
-            CheckError::from_error(
-                postgres_classify::tokio_postgres(&error, Phase::Connect),
-                &error,
-            )
+            CheckError::from_error(classify::tokio_postgres(&error, Phase::Connect), &error)
         })?;
         Ok(ReservedClient {
             client: Some(client),
@@ -165,9 +162,9 @@ impl ReservedBackend for AppPool {
         match connection.simple_query("").await {
             Ok(_) => Ok(()),
             Err(error) => Err(PingFailure {
-                gone: postgres_classify::is_connection_gone(&error),
+                gone: classify::is_connection_gone(&error),
                 error: CheckError::from_error(
-                    postgres_classify::tokio_postgres(&error, Phase::Query),
+                    classify::tokio_postgres(&error, Phase::Query),
                     &error,
                 ),
             }),

@@ -1,14 +1,14 @@
 //! Checks beside the application's bb8 pool on a connection reserved for them (the shared
-//! design is in `check/reserved.rs`): opened by the pool's own connection manager (same
+//! design is in `postgres/reserved.rs`): opened by the pool's own connection manager (same
 //! configuration, TLS and customizer), never taken from the pool.
 
 use bb8::{ManageConnection, Pool};
 
 use super::PostgresConnection;
+use super::classify::{self, Phase};
 use super::error::connect_error;
-use crate::check::postgres_classify::{self, Phase};
-use crate::check::reserved::{PingFailure, ReservedBackend};
-use crate::check::{CheckError, reserved};
+use super::reserved::{self, PingFailure, ReservedBackend};
+use crate::check::CheckError;
 
 /// The application's pool: only its manager is used, to open the reserved connection.
 pub(super) struct AppPool<M: ManageConnection>(pub(super) Pool<M>);
@@ -45,9 +45,9 @@ where
         match connection.client().simple_query("SELECT 1").await {
             Ok(_) => Ok(()),
             Err(error) => Err(PingFailure {
-                gone: postgres_classify::is_connection_gone(&error),
+                gone: classify::is_connection_gone(&error),
                 error: CheckError::from_error(
-                    postgres_classify::tokio_postgres(&error, Phase::Query),
+                    classify::tokio_postgres(&error, Phase::Query),
                     &error,
                 ),
             }),

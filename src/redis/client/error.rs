@@ -3,7 +3,7 @@
 use std::io;
 use std::sync::Arc;
 
-use redis::{ErrorKind, RedisError};
+use ::redis::{ErrorKind, RedisError};
 
 use crate::check::{CheckError, CheckErrorKind};
 
@@ -117,7 +117,7 @@ mod tests {
             error_kind(&io(io::ErrorKind::UnexpectedEof)),
             CheckErrorKind::Closed
         );
-        let server = |code: &str| redis::make_extension_error(code.to_owned(), None);
+        let server = |code: &str| ::redis::make_extension_error(code.to_owned(), None);
         assert_eq!(error_kind(&server("NOAUTH")), CheckErrorKind::Auth);
         assert_eq!(error_kind(&server("WRONGPASS")), CheckErrorKind::Auth);
         assert_eq!(error_kind(&server("LOADING")), CheckErrorKind::Refused);

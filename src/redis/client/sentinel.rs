@@ -34,9 +34,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 
-use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::sentinel::SentinelClient;
-use redis::{
+use ::redis::aio::{ConnectionLike, MultiplexedConnection};
+use ::redis::sentinel::SentinelClient;
+use ::redis::{
     AsyncConnectionConfig, Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult,
     Role, Value,
 };
@@ -210,7 +210,7 @@ fn ask_kept(
             let mut connection = primary
                 .get_multiplexed_async_connection_with_config(&config)
                 .await?;
-            let role: Role = redis::cmd("ROLE").query_async(&mut connection).await?;
+            let role: Role = ::redis::cmd("ROLE").query_async(&mut connection).await?;
             match role {
                 Role::Primary { .. } => Ok((primary, connection)),
                 _ => Err(RedisError::from((
@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn which_errors_put_the_primary_in_doubt() {
-        let server = |code: &str| redis::make_extension_error(code.to_owned(), None);
+        let server = |code: &str| ::redis::make_extension_error(code.to_owned(), None);
         assert!(primary_in_doubt(&server("READONLY")));
         assert!(primary_in_doubt(&server("MASTERDOWN")));
         assert!(!primary_in_doubt(&server("WRONGTYPE")));

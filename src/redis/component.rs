@@ -1,6 +1,6 @@
 //! Redis through the `redis` crate: a `PING` per check. The pieces it shares with the
-//! [shared cache](crate::shared) (the URL, the target, the connection, what an error means)
-//! are in `redis_client/`.
+//! shared cache (`shared/`: the URL, the target, the connection, what an error means) are in
+//! `client/`.
 //!
 //! The `redis` crate (redis-rs) over `fred`: it is the client most Rust services already
 //! hold (so [`Redis::new`] takes the application's own connection), it is maintained by an
@@ -12,13 +12,13 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use redis::aio::ConnectionLike;
-use redis::{Client, InfoDict};
+use ::redis::aio::ConnectionLike;
+use ::redis::{Client, InfoDict};
 
-use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
+use crate::component::Component;
 use crate::env::ConfigError;
-use crate::redis_client::{
+use crate::redis::client::{
     LazyConnection, Topology, cluster_state, error_kind, parse, query, single_target,
 };
 
@@ -43,7 +43,8 @@ use crate::redis_client::{
 ///
 /// ```
 /// use tower_health::HealthConfig;
-/// use tower_health::component::{ComponentSpec, Redis};
+/// use tower_health::component::ComponentSpec;
+/// use tower_health::redis::Redis;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let cache = Redis::connect("redis://:secret@127.0.0.1:6379/0")?;
@@ -88,7 +89,7 @@ impl Redis {
     /// Redis Cluster's `redis-cluster://host[:port]?node=host[:port]&...` (feature
     /// `redis-cluster`), or the primary behind Sentinel,
     /// `redis-sentinel://host[:port][/db]?sentinelServiceName=<name>&node=host[:port]&...`
-    /// (feature `redis-sentinel`). See [`shared`](crate::shared#beyond-one-redis) for the
+    /// (feature `redis-sentinel`). See [the module docs](crate::redis#beyond-one-redis) for the
     /// forms in full.
     ///
     /// # Errors
@@ -165,12 +166,12 @@ impl fmt::Debug for Redis {
 struct ServerInfo(OnceLock<Option<(String, String)>>);
 
 /// One `PING` (sent once more on a new connection when the kept one was refused or dropped:
-/// see `redis_client::query`), then, once in the component's life, the server's version.
+/// see `client::query`), then, once in the component's life, the server's version.
 async fn ping<C: ConnectionLike>(
     connection: &mut C,
     server: &ServerInfo,
 ) -> Result<CheckReport, CheckError> {
-    let pong: String = query(connection, &redis::cmd("PING"))
+    let pong: String = query(connection, &::redis::cmd("PING"))
         .await
         .map_err(|error| CheckError::from_error(error_kind(&error), &error))?;
     if pong != "PONG" {
@@ -184,7 +185,7 @@ async fn ping<C: ConnectionLike>(
         None => {
             // One query in the life of the component; a refusal (an ACL without `INFO`) or
             // an answer without the fields is kept too, so it is not asked again.
-            let info: Option<InfoDict> = redis::cmd("INFO")
+            let info: Option<InfoDict> = ::redis::cmd("INFO")
                 .arg("server")
                 .query_async(connection)
                 .await

@@ -1,4 +1,9 @@
-//! One health verdict for the whole fleet, shared through Redis.
+//! Redis (feature `redis`), through the `redis` crate: [`Redis`], a component that checks a
+//! Redis server, and [`SharedCache`], one health verdict for the whole fleet, shared through
+//! Redis. Both take the same URLs, one server, a Redis Cluster or a primary found through
+//! Sentinel ([Beyond one Redis](#beyond-one-redis)), and sort Redis's errors the same way.
+//!
+//! # One verdict for the fleet
 //!
 //! With a [`SharedCache`] configured (or `TOWER_HEALTH_REDIS_URL` set), the part of the
 //! health verdict that is the same for every process is one entry in Redis: the databases'
@@ -22,7 +27,7 @@
 //! random, then drift by up to 10 % each, so that a fleet started together does not read,
 //! race and compute in lockstep.
 //!
-//! # What stays this process's own
+//! ## What stays this process's own
 //!
 //! - **Readiness**, always: each process's readiness follows its own connections, so a pod
 //!   whose own network path to the database broke leaves rotation alone.
@@ -32,14 +37,14 @@
 //! - `?nocache=true`: this process's verdict, computed fresh; it does not overwrite the
 //!   entry unless [`SharedCache::nocache_writes`] says so.
 //!
-//! # When Redis is in trouble
+//! ## When Redis is in trouble
 //!
 //! Redis never fails a probe. Every Redis command is bounded by the round's deadline;
 //! refused, slow, stalled or gone, the round falls back to computing its own verdict (a
 //! round then takes at most two deadlines), and the component `shared_cache` reads
 //! `degraded` with the reason until a round gets through again.
 //!
-//! # The entry, an untrusted input
+//! ## The entry, an untrusted input
 //!
 //! Under `<prefix>health` (default prefix `tower-health:`), JSON, kept twice the TTL:
 //! `format` (2), `fingerprint` (of the configuration that computed it), `computed_at_ms`
@@ -72,7 +77,7 @@
 //!
 //! # Beyond one Redis
 //!
-//! [`SharedCache::connect`] and [`Redis::connect`](crate::component::Redis::connect) take
+//! [`SharedCache::connect`] and [`Redis::connect`] take
 //! any of these URLs (`TOWER_HEALTH_REDIS_URL` and `TOWER_HEALTH_REDIS_<NAME>` too):
 //!
 //! | topology | URL | feature |
@@ -108,7 +113,7 @@
 //! ```
 //! use std::time::Duration;
 //! use tower_health::HealthConfig;
-//! use tower_health::shared::SharedCache;
+//! use tower_health::redis::SharedCache;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let cache = SharedCache::connect("redis://127.0.0.1:6379/0")?
@@ -121,14 +126,13 @@
 //! # }
 //! ```
 
-mod config;
-mod entry;
-mod jitter;
-mod status;
-mod store;
+mod client;
+mod component;
+mod shared;
 
-pub use self::config::{DEFAULT_KEY_PREFIX, SharedCache};
-pub(crate) use self::entry::{Entry, Expected, Subject};
-pub(crate) use self::jitter::{next as next_round_wait, phase as first_round_phase};
-pub(crate) use self::status::{CacheStatus, SHARED_CACHE_COMPONENT};
-pub(crate) use self::store::{Lock, Read, SharedVerdicts};
+pub use self::component::Redis;
+pub(crate) use self::shared::{
+    CacheStatus, Entry, Expected, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts, Subject,
+    first_round_phase, next_round_wait,
+};
+pub use self::shared::{DEFAULT_KEY_PREFIX, SharedCache};

@@ -10,12 +10,12 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::HealthHandle;
-use super::tests::{monitor, rounds};
+use crate::HealthHandle;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 use crate::component::{Component, ComponentSpec, UnknownComponents};
 use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
+use crate::monitor::tests::{monitor, rounds, rounds_panicked};
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::rendered::fixed;
 use crate::rendered::{Rendered, render_health, render_pool, render_readiness};
@@ -364,12 +364,12 @@ async fn every_probe_in_every_state_matches_its_schema() {
         .database("default", FakeCheck::Hangs)
         .unwrap();
     let handle = monitor(stalled.clone());
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     every_body(&handle, "timed out", &mut seen).await;
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     every_body(&handle, "timed out, joined", &mut seen).await;
     let handle = monitor(stalled.fail_direction(FailDirection::Ready));
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     every_body(&handle, "timed out under fail direction ready", &mut seen).await;
 
     let handle = monitor(HealthConfig::new());
@@ -424,19 +424,13 @@ async fn every_probe_in_every_state_matches_its_schema() {
     // The monitor stopped.
     let handle = monitor(config_with(FakeCheck::Ready));
     rounds(&handle).await;
-    handle.state.set_monitor_running(false);
+    handle.state().set_monitor_running(false);
     every_body(&handle, "monitor stopped", &mut seen).await;
 
     // A round of each cadence panicked.
     let handle = monitor(config_with(FakeCheck::Ready));
     rounds(&handle).await;
-    handle.state.round_panicked(
-        super::rounds::Cadence::Readiness,
-        "a user's callback panicked",
-    );
-    handle
-        .state
-        .round_panicked(super::rounds::Cadence::Health, "a renderer panicked");
+    rounds_panicked(&handle, "a user's callback panicked", "a renderer panicked");
     every_body(&handle, "rounds that panicked", &mut seen).await;
 
     // Startup waiting for the application.
@@ -528,25 +522,25 @@ async fn components_in_every_state_match_their_schema() {
         ));
     let handle = monitor(config.clone());
     // Readiness before any health round: the gating components have no result yet.
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     let mut seen = Seen::default();
     every_body(&handle, "components before their first check", &mut seen).await;
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     every_body_and_a_bypass(&handle, "components in trouble", &mut seen).await;
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     every_body(&handle, "components, a check still running", &mut seen).await;
     cache.set(FakeCheck::Ready);
     queue.set(FakeCheck::Ready);
     slow.set(FakeCheck::Ready);
     rounds(&handle).await;
     // Readiness reads the components as the last health round left them.
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     every_body(&handle, "components recovering", &mut seen).await;
 
     // `unknown` counted as trouble: readiness lists the gating component `unknown`, 503.
     let handle = monitor(config.unknown_components(UnknownComponents::InTrouble));
-    handle.state.readiness_round().await;
-    handle.state.health_round().await;
+    handle.state().readiness_round().await;
+    handle.state().health_round().await;
     every_body(&handle, "unknown components in trouble", &mut seen).await;
     // Before the first health round, readiness lists the gating components with no check
     // yet.

@@ -7,12 +7,12 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use redis::RedisError;
+use ::redis::RedisError;
 
 use super::config::{DEFAULT_KEY_PREFIX, SharedCache, SharedConnection, default_process_id};
 use super::entry::{Entry, Expected, MAX_ENTRY_BYTES, Refusal};
 use crate::check::{CheckError, CheckErrorKind};
-use crate::redis_client::{check_error, has_code, query};
+use crate::redis::client::{check_error, has_code, query};
 
 /// The shared cache of one monitor: its settings, resolved against the monitor's, and its
 /// one connection.
@@ -120,7 +120,7 @@ impl SharedVerdicts {
     /// Reads the entry: at most [`MAX_ENTRY_BYTES`] of it, with the time Redis keeps it
     /// still, in one round trip.
     pub(crate) async fn read(&self, deadline: Instant) -> Read {
-        let read = redis::pipe()
+        let read = ::redis::pipe()
             .cmd("GETRANGE")
             .arg(&self.entry_key)
             .arg(0)
@@ -219,7 +219,7 @@ impl SharedVerdicts {
             self.process_id,
             super::jitter::fraction().to_bits()
         );
-        let set = redis::cmd("SET")
+        let set = ::redis::cmd("SET")
             .arg(&self.lock_key)
             .arg(&token)
             .arg("NX")
@@ -243,7 +243,7 @@ impl SharedVerdicts {
         deadline: Instant,
     ) -> Result<bool, CheckError> {
         if let Some(lock) = lock {
-            let get = redis::cmd("GET").arg(&self.lock_key).clone();
+            let get = ::redis::cmd("GET").arg(&self.lock_key).clone();
             let holder: Option<String> = self
                 .query(&get, deadline)
                 .await
@@ -256,7 +256,7 @@ impl SharedVerdicts {
                 return Ok(false);
             }
         }
-        let set = redis::cmd("SET")
+        let set = ::redis::cmd("SET")
             .arg(&self.entry_key)
             .arg(entry.encode(&self.expected.fingerprint))
             .arg("PX")
@@ -269,9 +269,9 @@ impl SharedVerdicts {
     }
 
     /// Sends `command` (a command or a pipeline), bounded by `deadline`.
-    async fn query<T: redis::FromRedisValue>(
+    async fn query<T: ::redis::FromRedisValue>(
         &self,
-        command: &impl crate::redis_client::Command,
+        command: &impl crate::redis::client::Command,
         deadline: Instant,
     ) -> Result<T, Failure> {
         // Connecting to a cluster (its seed node, then the slots) counts against the

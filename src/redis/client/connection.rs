@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use ::redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::sync::OnceCell;
 
 use super::{CLIENT_TIMEOUT, Topology, check_error, has_code};
@@ -28,7 +28,7 @@ enum Connection {
     /// A cluster: one multiplexed connection per node, routed by key slot, following the
     /// cluster's redirections.
     #[cfg(feature = "redis-cluster")]
-    Cluster(redis::cluster_async::ClusterConnection),
+    Cluster(::redis::cluster_async::ClusterConnection),
     /// The primary the Sentinels name, asked again after a failover.
     #[cfg(feature = "redis-sentinel")]
     Sentinel(super::sentinel::SentinelConnection),
@@ -70,7 +70,7 @@ impl LazyConnection {
 /// slot has no server (a primary is gone and no replica took over), though every node the
 /// client still knows answers `PING`.
 pub(crate) async fn cluster_state<C: ConnectionLike>(connection: &mut C) -> Result<(), CheckError> {
-    let info: String = redis::cmd("CLUSTER")
+    let info: String = ::redis::cmd("CLUSTER")
         .arg("INFO")
         .query_async(connection)
         .await
@@ -116,13 +116,13 @@ async fn connect(topology: &Topology) -> Result<Connection, CheckError> {
 pub(crate) struct SingleConnection(Arc<SingleState>);
 
 struct SingleState {
-    client: redis::Client,
+    client: ::redis::Client,
     /// The manager in use, numbered: a command that saw `READONLY` replaces only its own.
     current: Mutex<(u64, ConnectionManager)>,
 }
 
 impl SingleConnection {
-    fn new(client: redis::Client) -> redis::RedisResult<Self> {
+    fn new(client: ::redis::Client) -> ::redis::RedisResult<Self> {
         let manager = manager(&client)?;
         Ok(Self(Arc::new(SingleState {
             client,
@@ -163,7 +163,7 @@ fn is_readonly(value: &Value) -> bool {
     matches!(value, Value::ServerError(error) if error.code() == "READONLY")
 }
 
-fn manager(client: &redis::Client) -> redis::RedisResult<ConnectionManager> {
+fn manager(client: &::redis::Client) -> ::redis::RedisResult<ConnectionManager> {
     let config = ConnectionManagerConfig::new()
         .set_number_of_retries(0)
         .set_connection_timeout(Some(CLIENT_TIMEOUT))

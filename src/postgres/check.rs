@@ -7,9 +7,9 @@ use std::time::Duration;
 use bb8::{ManageConnection, Pool};
 use tokio_postgres::Config;
 
+use super::bb8_reserved::{AppPool, Reserved};
 use super::own_pool::OwnPool;
 use super::recycle;
-use super::reserved::{AppPool, Reserved};
 use super::tls::{connector, split_tls_params};
 use super::{DEFAULT_CONNECT_TIMEOUT, PostgresCheckManager, PostgresConnection};
 use crate::check::{CheckFuture, CheckReport, DatabaseCheck, PoolStats};
@@ -43,7 +43,7 @@ use crate::redact::redact;
 /// A check abandoned mid-query (it ran past the monitor's check limit) discards the connection
 /// it was using, which never serves again (for a pool of your own given to
 /// `with_dedicated_pool`, when its connections can be marked broken, as
-/// [`PostgresCheckClient`](crate::check::PostgresCheckClient)s can). A `PostgresCheckClient` also
+/// [`PostgresCheckClient`](crate::postgres::PostgresCheckClient)s can). A `PostgresCheckClient` also
 /// closes its socket then; a plain `tokio_postgres::Client` (a `bb8-postgres` pool's) leaves it
 /// to its connection task, which keeps it while the query is unanswered, until the network
 /// gives up: give such pools a `tcp_user_timeout`.
@@ -53,7 +53,7 @@ use crate::redact::redact;
 /// `connection_timeout`, and a database that refuses must fail fast.
 ///
 /// ```
-/// use tower_health::{HealthConfig, check::PostgresCheck};
+/// use tower_health::{HealthConfig, postgres::PostgresCheck};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let config = HealthConfig::new()

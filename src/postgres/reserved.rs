@@ -24,13 +24,13 @@
 //! Each backend keeps its own error classification: [`ReservedBackend`] hands over
 //! [`CheckError`]s already sorted.
 //!
-//! [`PostgresCheck::new`]: crate::check::PostgresCheck::new
+//! [`PostgresCheck::new`]: crate::postgres::PostgresCheck::new
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{CheckError, CheckFuture, CheckReport};
+use crate::check::{CheckError, CheckFuture, CheckReport};
 
 /// How one backend opens, inspects and pings its reserved connection.
 pub(crate) trait ReservedBackend: Clone + Send + Sync + 'static {

@@ -1,7 +1,7 @@
 //! One more send of a command whose connection was gone.
 
-use redis::aio::ConnectionLike;
-use redis::{Cmd, FromRedisValue, Pipeline, RedisResult};
+use ::redis::aio::ConnectionLike;
+use ::redis::{Cmd, FromRedisValue, Pipeline, RedisResult};
 
 use super::error_kind;
 use crate::check::CheckErrorKind;
@@ -13,7 +13,7 @@ use crate::check::CheckErrorKind;
 /// `ConnectionManager` whose reconnection failed hands that failure to the next command, and
 /// only then starts a new attempt. Either way the error is about the connection the command
 /// was handed, not Redis now: the manager starts a new connection on it, and the command is
-/// sent once more on that one (as a PostgreSQL query is, see `check::postgres`). Without
+/// sent once more on that one (as a PostgreSQL query is, see `postgres`). Without
 /// this, the first check after Redis came back reported the refusal of the check before, and
 /// the first after Redis went away the drop rather than the refusal, each a round late. A
 /// refused or dropped connection almost never carried the command, and the commands sent here

@@ -14,7 +14,7 @@
 //! the same in both clients. A form whose feature is not built is refused, never read as
 //! something else.
 
-use redis::Client;
+use ::redis::Client;
 
 use super::InvalidRedisUrl;
 
@@ -31,7 +31,7 @@ pub(crate) enum Topology {
     Single(Client),
     /// A Redis Cluster, reached through its seed nodes.
     #[cfg(feature = "redis-cluster")]
-    Cluster(redis::cluster::ClusterClient),
+    Cluster(::redis::cluster::ClusterClient),
     /// The primary the Sentinels name, followed through failovers.
     #[cfg(feature = "redis-sentinel")]
     Sentinel(super::sentinel::SentinelConnection),
@@ -99,7 +99,7 @@ fn cluster(url: &str, tls: bool) -> Result<(Topology, String), InvalidRedisUrl> 
         .iter()
         .map(|(host, port)| spec.node_url(host, *port, true))
         .collect();
-    let client = redis::cluster::ClusterClient::builder(seeds)
+    let client = ::redis::cluster::ClusterClient::builder(seeds)
         .connection_timeout(super::CLIENT_TIMEOUT)
         .response_timeout(super::CLIENT_TIMEOUT)
         // A redirection (MOVED, ASK) or a reconnection is a retry; the round's deadline
@@ -125,8 +125,8 @@ fn cluster(_url: &str, _tls: bool) -> Result<(Topology, String), InvalidRedisUrl
 #[cfg_attr(feature = "rustls", allow(clippy::unnecessary_to_owned))]
 #[cfg(feature = "redis-sentinel")]
 fn sentinel(url: &str, tls: bool) -> Result<(Topology, String), InvalidRedisUrl> {
-    use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-    use redis::{IntoConnectionInfo, RedisConnectionInfo, TlsMode};
+    use ::redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
+    use ::redis::{IntoConnectionInfo, RedisConnectionInfo, TlsMode};
 
     const SERVICE: &str = "sentinelServiceName";
     const USERNAME: &str = "sentinelUsername";
@@ -137,7 +137,7 @@ fn sentinel(url: &str, tls: bool) -> Result<(Topology, String), InvalidRedisUrl>
             "a redis-sentinel:// URL needs sentinelServiceName=<the name the Sentinels monitor the primary under>",
         )
     })?;
-    let invalid = |error: redis::RedisError| {
+    let invalid = |error: ::redis::RedisError| {
         InvalidRedisUrl::new(format!("not a Redis Sentinel URL: {error}"))
     };
     // The primary's user, password and database, decoded as the `redis` crate decodes them.
@@ -172,7 +172,7 @@ fn sentinel(url: &str, tls: bool) -> Result<(Topology, String), InvalidRedisUrl>
                 SentinelServerType::Master,
             )
         })
-        .collect::<Result<Vec<_>, redis::RedisError>>()
+        .collect::<Result<Vec<_>, ::redis::RedisError>>()
         .map_err(invalid)?;
     let target = format!("sentinel {service}/{} at {}", spec.db, spec.addresses());
     Ok((

@@ -1,4 +1,4 @@
-//! PostgreSQL beside an sqlx 0.8 `PgPool` (feature `sqlx-0-8`; Rust 1.88, the crate's own).
+//! PostgreSQL beside an sqlx 0.9 `PgPool` (feature `sqlx-0-9`; Rust 1.94, sqlx 0.9's).
 //!
 //! [`SqlxCheck`] pings the database on a connection of its own kept beside your application's
 //! pool, and reports that pool's figures (see its docs).
@@ -7,11 +7,11 @@
 //!
 // A docs.rs link and a plain `sqlx`: an intra-doc link to another crate's item renders as
 // raw brackets when that crate's docs are not built beside (`cargo doc --no-deps`).
-//! The pool must come from [sqlx 0.8](https://docs.rs/sqlx/0.8), the sqlx this module
+//! The pool must come from [sqlx 0.9](https://docs.rs/sqlx/0.9), the sqlx this module
 //! re-exports as `sqlx`; a pool
 //! from the other line fails to compile with "multiple different versions of crate
-//! `sqlx_core`". With sqlx 0.9 in your `Cargo.toml`, use
-//! `tower_health::check::sqlx_0_9` (feature `sqlx-0-9`) instead. Both lines
+//! `sqlx_core`". With sqlx 0.8 in your `Cargo.toml`, use
+//! `tower_health::postgres::sqlx_0_8` (feature `sqlx-0-8`) instead. Both lines
 //! can be on at once, each check taking its own line's pools.
 //!
 //! # Example
@@ -19,7 +19,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use tower_health::HealthConfig;
-//! use tower_health::check::sqlx_0_8::{SqlxCheck, sqlx};
+//! use tower_health::postgres::sqlx_0_9::{SqlxCheck, sqlx};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The application's own pool.
@@ -33,9 +33,9 @@
 //! # }
 //! ```
 
-/// The sqlx 0.8 this module is built on: build the pools you hand to [`SqlxCheck`] through
+/// The sqlx 0.9 this module is built on: build the pools you hand to [`SqlxCheck`] through
 /// it, or depend on the same line.
-pub use ::sqlx_0_8 as sqlx;
+pub use ::sqlx_0_9 as sqlx;
 
 // The same file for both lines, on purpose: each compiles it against its own `sqlx` above.
 #[allow(clippy::duplicate_mod)]

@@ -1,8 +1,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::classify::{self, Phase};
 use crate::check::error::chain;
-use crate::check::postgres_classify::{self, Phase};
 use crate::check::{CheckError, CheckErrorKind};
 
 /// The error of a [`PostgresCheckManager`](super::PostgresCheckManager) connection attempt.
@@ -47,13 +47,13 @@ fn connect_kind(error: &(dyn std::error::Error + 'static)) -> CheckErrorKind {
         if let Some(error) = link.downcast_ref::<PostgresConnectError>() {
             return match error {
                 PostgresConnectError::Postgres(error) => {
-                    postgres_classify::tokio_postgres(error, Phase::Connect)
+                    classify::tokio_postgres(error, Phase::Connect)
                 }
                 PostgresConnectError::TimedOut(_) => CheckErrorKind::Timeout,
             };
         }
         if let Some(error) = link.downcast_ref::<tokio_postgres::Error>() {
-            return postgres_classify::tokio_postgres(error, Phase::Connect);
+            return classify::tokio_postgres(error, Phase::Connect);
         }
         if super::tls::is_tls_failure(link) {
             return CheckErrorKind::Tls;
