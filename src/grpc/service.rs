@@ -12,6 +12,7 @@ use super::pb::{HealthCheckRequest, HealthCheckResponse, HealthListRequest, Heal
 use super::services::{AppStatuses, MAX_LISTED, Services};
 use super::{HealthReporter, ServingStatus, WatchStream};
 use crate::monitor::{HealthHandle, MonitorSource};
+use crate::probe::Probe;
 
 /// `grpc.health.v1.Health` (`Check`, `Watch` and `List`), answered from the same
 /// [view](crate::view) as the HTTP probes: it reads what the monitor published and never runs
@@ -88,6 +89,16 @@ impl HealthService {
     /// (`NOT_FOUND`).
     #[must_use]
     pub fn status(&self, service: &str) -> Option<ServingStatus> {
+        if service.is_empty() {
+            // The overall status, which load balancers ask for on every check: readiness's
+            // answer alone (a pointer load), the rule the whole view's answer follows.
+            let handle = &self.shared.handle;
+            let answer = handle.answer(Probe::Ready);
+            return Some(ServingStatus::of_answer(
+                &answer,
+                handle.is_monitor_running(),
+            ));
+        }
         self.with_services(|services| services.status(service))
     }
 

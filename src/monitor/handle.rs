@@ -3,9 +3,10 @@ use std::sync::{Arc, Weak};
 
 use super::state::MonitorState;
 use crate::config::HealthConfig;
+use crate::probe::Probe;
 use crate::shutdown::DrainHandle;
 use crate::verdict::HealthVerdict;
-use crate::view::{Source, View, ViewWatch};
+use crate::view::{Answer, Source, View, ViewWatch};
 
 /// A handle on the verdicts a [`HealthMonitor`](super::HealthMonitor) publishes.
 ///
@@ -171,6 +172,12 @@ impl HealthHandle {
     #[must_use]
     pub fn view(&self) -> View {
         self.state.view()
+    }
+
+    /// One probe's answer now, as [`view`](Self::view)`().answer(probe)` says it, read from
+    /// that probe's verdict alone (one pointer load, not the whole view's).
+    pub(crate) fn answer(&self, probe: Probe) -> Answer {
+        self.state.answer(probe)
     }
 
     /// Follows the [`View`]: wakes on each publication, the drain starting, a hold, the

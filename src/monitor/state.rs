@@ -18,11 +18,12 @@ use super::slot::CheckSlot;
 use super::spawner::Spawner;
 use super::startup::Startup;
 use crate::config::{HealthConfig, stale_bound};
+use crate::probe::Probe;
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::shutdown::DrainHandle;
 use crate::verdict::{CheckOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
 use crate::view::published::Published;
-use crate::view::{Source, View, ViewInputs};
+use crate::view::{Answer, Source, View, ViewInputs, alive, decide, startup};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
@@ -234,6 +235,20 @@ impl MonitorState {
             monitor_running: self.is_monitor_running(),
         };
         View::new(inputs, Instant::now())
+    }
+
+    /// One probe's answer now, read from that probe's verdict alone: what
+    /// `view().answer(probe)` says, for a reader that needs no more on its hot path (gRPC's
+    /// overall `Check`, which a load balancer sends every few seconds per connection).
+    pub(crate) fn answer(&self, probe: Probe) -> Answer {
+        let draining = || self.drain.get().is_some_and(DrainHandle::is_draining);
+        match probe {
+            Probe::Live | Probe::Ping => alive(probe),
+            Probe::Startup => startup(self.startup.is_started()),
+            Probe::Ready => decide(probe, &self.readiness.load(), draining(), Instant::now()),
+            Probe::Health => decide(probe, &self.health.load(), draining(), Instant::now()),
+            Probe::Pool => decide(probe, &self.pool.load(), draining(), Instant::now()),
+        }
     }
 
     /// A receiver woken on every change of what the view is read from.

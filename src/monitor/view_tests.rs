@@ -19,6 +19,21 @@ fn config(check: FakeCheck) -> HealthConfig {
         .unwrap()
 }
 
+/// One probe's answer read alone (gRPC's overall `Check` reads readiness's so) is the
+/// view's answer to it, in every state.
+fn agrees_alone(handle: &super::HealthHandle, view: &View) {
+    for probe in Probe::ALL {
+        let alone = handle.answer(probe);
+        let whole = view.answer(probe);
+        assert_eq!(
+            (alone.passing, alone.condition, alone.status),
+            (whole.passing, whole.condition, whole.status),
+            "{probe}"
+        );
+        assert_eq!(alone.age.is_some(), whole.age.is_some(), "{probe}");
+    }
+}
+
 /// The conditions of readiness, health and pool, in that order.
 fn conditions(view: &View) -> [Condition; 3] {
     [Probe::Ready, Probe::Health, Probe::Pool].map(|probe| view.answer(probe).condition)
@@ -28,6 +43,7 @@ fn conditions(view: &View) -> [Condition; 3] {
 async fn every_state_decides_one_answer_for_every_reader() {
     let handle = monitor(config(FakeCheck::Ready));
     let view = handle.view();
+    agrees_alone(&handle, &view);
     assert_eq!(conditions(&view), [Condition::Unavailable; 3]);
     assert!(!view.answer(Probe::Startup).passing);
     assert_eq!(view.answer(Probe::Startup).condition, Condition::Starting);
@@ -35,6 +51,7 @@ async fn every_state_decides_one_answer_for_every_reader() {
 
     rounds(&handle).await;
     let view = handle.view();
+    agrees_alone(&handle, &view);
     assert_eq!(conditions(&view), [Condition::Verdict; 3]);
     assert!(
         view.answers().iter().all(|answer| answer.passing),
@@ -44,6 +61,7 @@ async fn every_state_decides_one_answer_for_every_reader() {
 
     handle.hold("maintenance");
     let view = handle.view();
+    agrees_alone(&handle, &view);
     assert_eq!(view.held.as_deref(), Some("maintenance"));
     assert_eq!(view.answer(Probe::Ready).condition, Condition::Held);
     assert!(!view.answer(Probe::Ready).passing);
@@ -57,6 +75,7 @@ async fn every_state_decides_one_answer_for_every_reader() {
     handle.follow_drain(&drain);
     drain.start();
     let view = handle.view();
+    agrees_alone(&handle, &view);
     assert!(view.draining);
     assert_eq!(conditions(&view), [Condition::Draining; 3]);
     for probe in [Probe::Live, Probe::Ping, Probe::Startup] {
@@ -69,6 +88,7 @@ async fn a_refused_database_and_a_stopped_monitor() {
     let handle = monitor(config(FakeCheck::Refused));
     rounds(&handle).await;
     let view = handle.view();
+    agrees_alone(&handle, &view);
     assert_eq!(conditions(&view), [Condition::Verdict; 3]);
     assert_eq!(view.answer(Probe::Ready).status, "not_ready");
     assert_eq!(view.answer(Probe::Health).status, "unhealthy");
@@ -76,6 +96,7 @@ async fn a_refused_database_and_a_stopped_monitor() {
 
     handle.state.set_monitor_running(false);
     let view = handle.view();
+    agrees_alone(&handle, &view);
     assert!(!view.monitor_running);
     assert_eq!(conditions(&view), [Condition::Unavailable; 3]);
     assert_eq!(view.answer(Probe::Health).status, "unavailable");
