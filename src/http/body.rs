@@ -62,6 +62,7 @@ where
     type Data = Bytes;
     type Error = B::Error;
 
+    #[inline]
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -73,6 +74,7 @@ where
         }
     }
 
+    #[inline]
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             Kind::Inner { body } => body.is_end_stream(),
@@ -81,6 +83,7 @@ where
         }
     }
 
+    #[inline]
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             Kind::Inner { body } => body.size_hint(),

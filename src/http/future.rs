@@ -35,8 +35,9 @@ pin_project! {
     where
         S: Service<Request<ReqBody>>,
     {
-        // `admitted` counts the request in a drain from its admission to its body's end.
-        Inner { #[pin] future: S::Future, admitted: Option<Admitted> },
+        Inner { #[pin] future: S::Future },
+        // Below a drain: `admitted` counts the request from its admission to its body's end.
+        Counted { #[pin] future: S::Future, admitted: Option<Admitted> },
         // The inner service was not ready when the layer was polled: this request waits for
         // it here, on the instance that was polled, while probes are answered at once. Boxed:
         // a service and a request would make every response future (probes' included) that
@@ -64,9 +65,11 @@ where
 {
     #[inline]
     pub(crate) fn inner(future: S::Future, admitted: Option<Admitted>) -> Self {
-        Self {
-            kind: Kind::Inner { future, admitted },
-        }
+        let kind = match admitted {
+            None => Kind::Inner { future },
+            admitted @ Some(_) => Kind::Counted { future, admitted },
+        };
+        Self { kind }
     }
 
     /// Waits for `service` to be ready, then calls it with `request`; `queued` counts the
@@ -119,7 +122,10 @@ where
         loop {
             let mut kind = self.as_mut().project().kind;
             match kind.as_mut().project() {
-                KindProj::Inner { future, admitted } => {
+                KindProj::Inner { future } => {
+                    return future.poll(cx).map_ok(|response| inner(response, None));
+                }
+                KindProj::Counted { future, admitted } => {
                     let response = ready!(future.poll(cx))?;
                     return Poll::Ready(Ok(inner(response, admitted.take())));
                 }
@@ -131,7 +137,10 @@ where
                         .expect("future polled after completion");
                     let future = waiting.service.call(request);
                     let admitted = waiting.admitted.take();
-                    kind.set(Kind::Inner { future, admitted });
+                    kind.set(match admitted {
+                        None => Kind::Inner { future },
+                        admitted @ Some(_) => Kind::Counted { future, admitted },
+                    });
                 }
                 KindProj::Probe { response } => {
                     return Pin::new(response)
@@ -153,6 +162,7 @@ where
 {
     type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.poll_with(
             cx,
@@ -175,6 +185,7 @@ where
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.kind {
             Kind::Inner { .. } => "Inner",
+            Kind::Counted { .. } => "Counted",
             Kind::Waiting { .. } => "Waiting",
             Kind::Probe { .. } => "Probe",
             Kind::Error { .. } => "Error",
