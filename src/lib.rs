@@ -198,7 +198,6 @@ pub use self::health::layer::HealthLayer;
 pub use self::http::ResponseBody;
 pub use self::monitor::handle::HealthHandle;
 pub use self::monitor::runner::HealthMonitor;
-pub use self::monitor::source::MonitorSource;
 pub use self::ping::layer::PingLayer;
 pub use self::probe::Probe;
 pub use self::redact::redact;

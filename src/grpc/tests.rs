@@ -47,7 +47,7 @@ fn fixture_with(fail_direction: FailDirection, deadline: Duration) -> Fixture {
         .component(ComponentSpec::new("cache", cache.clone()))
         .component(ComponentSpec::new("queue", queue.clone()).critical(true));
     Fixture {
-        service: HealthService::new(test_monitor(config)),
+        service: HealthService::new(&test_monitor(config)),
         replica,
         cache,
         queue,
@@ -129,7 +129,7 @@ async fn a_stale_verdict_fails_the_databases_and_readiness_in_either_fail_direct
                 "cache",
                 FakeComponent::new(FakeCheck::Ready),
             ));
-        let service = HealthService::new(test_monitor(config));
+        let service = HealthService::new(&test_monitor(config));
         let names = ["", "database/default", "component/cache"];
         test_rounds(service.handle()).await;
         assert_eq!(

@@ -25,7 +25,7 @@ fn service(database: &FakeComponent) -> HealthService {
         .readiness_timeout(Duration::from_secs(10))
         .database("default", database.clone())
         .unwrap();
-    HealthService::new(test_monitor(config))
+    HealthService::new(&test_monitor(config))
 }
 
 async fn watch(service: &HealthService, name: &str) -> WatchStream {

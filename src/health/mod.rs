@@ -1,6 +1,6 @@
 //! Middleware that answers the probe paths before the inner service.
 //!
-//! [`HealthLayer`] answers, under the configured prefix (default `/health`):
+//! [`HealthLayer`](crate::HealthLayer) answers, under the configured prefix (default `/health`):
 //!
 #![doc = include_str!("../docs/endpoints.md")]
 //!
@@ -55,7 +55,6 @@ pub(crate) mod layer;
 mod reader;
 mod service;
 
-pub(crate) use self::layer::HealthLayer;
 #[cfg(feature = "axum")]
 pub(crate) use self::reader::Reader;
 pub use self::service::Health;

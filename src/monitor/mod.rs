@@ -73,7 +73,6 @@ mod schema_tests;
 #[cfg(feature = "redis")]
 mod shared_round;
 mod slot;
-pub(crate) mod source;
 mod spawner;
 mod startup;
 mod state;
@@ -90,5 +89,4 @@ mod view_tests;
 
 pub(crate) use self::handle::HealthHandle;
 pub use self::handle::MonitorStats;
-pub(crate) use self::runner::HealthMonitor;
-pub(crate) use self::source::MonitorSource;
+

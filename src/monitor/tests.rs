@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use super::{HealthHandle, HealthMonitor};
+use super::HealthHandle;
+use crate::HealthMonitor;
 use crate::config::{FailDirection, HealthConfig};
 use crate::drain::{DrainConfig, DrainHandle};
 use crate::http::Respond;
@@ -16,7 +17,7 @@ use crate::verdict::Audience;
 
 /// A monitor whose rounds the test runs by hand.
 pub(crate) fn monitor(config: HealthConfig) -> HealthHandle {
-    let (handle, _run) = HealthMonitor::new(config);
+    let (handle, _run) = HealthMonitor::new(config).unwrap();
     handle.state.set_monitor_running(true);
     handle
 }
@@ -666,7 +667,7 @@ fn work_dropped_before_it_ever_ran_leaves_no_slot_or_bypass_taken() {
 fn a_request_runtime_that_dies_costs_the_running_monitor_nothing() {
     let monitor_runtime = runtime();
     let config = config_with(FakeCheck::Ready).readiness_interval(Duration::from_millis(10));
-    let handle = monitor_runtime.block_on(async { HealthMonitor::spawn(config) });
+    let handle = monitor_runtime.block_on(async { HealthMonitor::spawn(config).unwrap() });
     // The bypass and the checks it starts run on the monitor's runtime, not the one that
     // asked and died (which is why they may even have finished within the one poll).
     let _ = poll_once_on_a_runtime_that_dies(handle.refresh());
