@@ -38,7 +38,7 @@
 //!
 //! # pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = HealthConfig::from_env()?
-//!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?)?;
+//!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?);
 //! let drain = DrainHandle::new(DrainConfig::from_env()?);
 //! let health = HealthLayer::new(config).drain(&drain); // starts the monitor
 //!

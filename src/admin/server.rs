@@ -46,7 +46,8 @@ pub struct AdminServer {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum AdminError {
-    /// The settings do not fit together (see [`AdminConfig::validate`]).
+    /// A setter of the [`AdminConfig`] was given a value it cannot take, or the settings do
+    /// not fit together (a non-loopback bind without an operator key, say).
     Config(ConfigError),
     /// The address could not be bound.
     Bind {
@@ -90,8 +91,9 @@ impl AdminServer {
     ///
     /// # Errors
     ///
-    /// When the settings do not fit together (a non-loopback bind without an operator key,
-    /// say) or the address cannot be bound.
+    /// When a setter of the [`AdminConfig`] was given a value it cannot take (the first one,
+    /// naming the setter), the settings do not fit together (a non-loopback bind without an
+    /// operator key, say), or the address cannot be bound.
     pub async fn start(self) -> Result<AdminHandle, AdminError> {
         let config = self.config;
         config.validate().map_err(AdminError::Config)?;

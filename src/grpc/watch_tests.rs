@@ -23,8 +23,7 @@ const LIMIT: Duration = Duration::from_secs(10);
 fn service(database: &FakeComponent) -> HealthService {
     let config = HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
-        .database("default", database.clone())
-        .unwrap();
+        .database("default", database.clone());
     HealthService::new(&test_monitor(config))
 }
 

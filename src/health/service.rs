@@ -5,8 +5,8 @@ use bytes::Bytes;
 use http::{Request, Response};
 use tower_service::Service;
 
-use super::reader::Reader;
 use super::ResponseFuture;
+use super::reader::Reader;
 use crate::drain::DrainHandle;
 use crate::http::ProbeResponse;
 use crate::http::ResponseBody;
@@ -197,7 +197,8 @@ mod tests {
     #[tokio::test]
     async fn a_probe_is_answered_without_waiting_for_the_inner_service() {
         let inner = ReadyOnSecondPoll::default();
-        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap()).layer(inner.clone());
+        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+            .layer(inner.clone());
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         let response = service.call(get("/health/live")).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
@@ -208,7 +209,8 @@ mod tests {
     #[tokio::test]
     async fn an_application_request_waits_for_the_inner_service_then_goes_through() {
         let inner = ReadyOnSecondPoll::default();
-        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap()).layer(inner.clone());
+        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+            .layer(inner.clone());
         // The layer is ready although the inner service is not, and does not ask it.
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         assert_eq!(inner.polls.load(Ordering::SeqCst), 0);
@@ -226,7 +228,8 @@ mod tests {
     async fn a_ready_inner_service_is_called_directly() {
         let inner = ReadyOnSecondPoll::default();
         inner.polls.store(1, Ordering::SeqCst);
-        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap()).layer(inner.clone());
+        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+            .layer(inner.clone());
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         let response = service.call(get("/work")).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
@@ -240,9 +243,7 @@ mod tests {
         use crate::config::Details;
         use crate::test_helpers::FakeCheck;
 
-        let config = HealthConfig::new()
-            .database("default", FakeCheck::Refused)
-            .unwrap();
+        let config = HealthConfig::new().database("default", FakeCheck::Refused);
         let layer = HealthLayer::new(&HealthMonitor::spawn(config).unwrap());
         let mut watch = layer.handle().watch();
         while !watch.changed().await.unwrap().started {}

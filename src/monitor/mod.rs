@@ -89,4 +89,3 @@ mod view_tests;
 
 pub(crate) use self::handle::HealthHandle;
 pub use self::handle::MonitorStats;
-

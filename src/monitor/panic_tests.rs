@@ -51,7 +51,6 @@ fn config(check: PanickyStats) -> HealthConfig {
         .health_interval(Duration::from_millis(20))
         .readiness_timeout(Duration::from_secs(5))
         .database("default", check)
-        .unwrap()
 }
 
 #[tokio::test]

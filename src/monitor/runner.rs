@@ -33,6 +33,7 @@ impl HealthMonitor {
     /// cache's setters included), naming the setter: the setters never fail, this is where
     /// a configuration built in code is checked.
     pub fn new(config: HealthConfig) -> Result<(HealthHandle, Self), ConfigError> {
+        config.checked()?;
         let shared = Arc::new(MonitorState::new(config));
         let monitor = Self {
             shared: Arc::downgrade(&shared),

@@ -41,7 +41,6 @@ fn config_with(check: FakeCheck) -> HealthConfig {
     HealthConfig::new()
         .readiness_timeout(deadline)
         .database("default", check)
-        .unwrap()
 }
 
 pub(crate) async fn rounds(handle: &HealthHandle) {
