@@ -78,7 +78,7 @@ where
         if let Some(asked) = reader.ask(&request) {
             return ResponseFuture::probe(reader.answer(asked));
         }
-        // The drain this monitor follows (from `HealthLayer::drain` or `HealthHandle::follow_drain`), read per
+        // The drain this monitor follows (from `HealthHandle::follow_drain`), read per
         // request so that a drain attached after `around` is followed too.
         let admitted = match reader.handle.drain() {
             None => None,

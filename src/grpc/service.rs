@@ -44,6 +44,7 @@ pub(crate) struct Shared {
 impl HealthService {
     /// Answers from the verdicts of `health`'s monitor (started once with
     /// [`HealthMonitor::spawn`](crate::HealthMonitor::spawn), and read by the HTTP layers too).
+    #[must_use]
     pub fn new(health: &HealthHandle) -> Self {
         Self {
             shared: Arc::new(Shared {

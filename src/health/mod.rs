@@ -19,15 +19,16 @@
 //! use http_body_util::Full;
 //! use bytes::Bytes;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//! use tower_health::{HealthConfig, HealthLayer};
+//! use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let health = HealthMonitor::spawn(HealthConfig::new())?;
 //! let app = service_fn(|_request: Request<Full<Bytes>>| async {
 //!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
 //! });
 //! let service = ServiceBuilder::new()
-//!     .layer(HealthLayer::new(HealthConfig::new()))
+//!     .layer(HealthLayer::new(&health))
 //!     .service(app);
 //!
 //! let response = service
