@@ -86,7 +86,7 @@ fn start(which: Kind) -> Running {
             let stopped = async {
                 let _ = stopped.await;
             };
-            let health = HealthMonitor::spawn(HealthConfig::new());
+            let health = HealthMonitor::spawn(HealthConfig::new()).unwrap();
             let mut watch = health.watch();
             while !watch.changed().await.unwrap().answer(Probe::Ready).passing {}
             match which {
@@ -97,8 +97,8 @@ fn start(which: Kind) -> Running {
                 Kind::Stack => Server::builder()
                     .accept_http1(true)
                     .layer(PingLayer::new())
-                    .layer(HealthLayer::new(health.clone()))
-                    .add_service(HealthService::new(health).server())
+                    .layer(HealthLayer::new(&health))
+                    .add_service(HealthService::new(&health).server())
                     .serve_with_incoming_shutdown(incoming, stopped)
                     .await
                     .unwrap(),
@@ -204,10 +204,10 @@ fn median(mut values: Vec<f64>) -> f64 {
 fn in_process(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let service = runtime.block_on(async {
-        let health = HealthMonitor::spawn(HealthConfig::new());
+        let health = HealthMonitor::spawn(HealthConfig::new()).unwrap();
         let mut watch = health.watch();
         while !watch.changed().await.unwrap().answer(Probe::Ready).passing {}
-        HealthService::new(health)
+        HealthService::new(&health)
     });
     let mut group = c.benchmark_group("grpc/service");
     group.bench_function("constant", |b| {

@@ -148,7 +148,7 @@ fn request(path: &'static str) -> Request<()> {
 /// A monitor with one always-ready database, its first rounds done.
 fn monitor(runtime: &tokio::runtime::Runtime, config: HealthConfig) -> HealthHandle {
     let _entered = runtime.enter();
-    let health = HealthMonitor::spawn(config.database("default", Instant).unwrap());
+    let health = HealthMonitor::spawn(config.database("default", Instant)).unwrap();
     runtime.block_on(async {
         while health.view().readiness.checked_at.is_none()
             || health.view().health.checked_at.is_none()
@@ -212,7 +212,7 @@ fn with_components(config: HealthConfig) -> HealthConfig {
 fn components(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let health = monitor(&runtime, with_components(HealthConfig::new()));
-    let mut service = HealthLayer::new(health).layer(Inner);
+    let mut service = HealthLayer::new(&health).layer(Inner);
     let mut group = c.benchmark_group("components");
     for (name, path) in [("health", "/health"), ("ready", "/health/ready")] {
         group.bench_function(name, |b| {
@@ -229,7 +229,7 @@ fn components(c: &mut Criterion) {
 fn probes(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let health = monitor(&runtime, HealthConfig::new());
-    let mut service = HealthLayer::new(health).layer(Inner);
+    let mut service = HealthLayer::new(&health).layer(Inner);
     let swap = floor();
 
     let mut group = c.benchmark_group("probe");
@@ -256,12 +256,10 @@ fn passthrough(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let health = monitor(&runtime, HealthConfig::new());
     let drain = DrainHandle::new(DrainConfig::new());
+    health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
-    let mut stack = PingLayer::new().layer(
-        HealthLayer::new(health)
-            .drain(drain)
-            .layer(drain_layer.layer(Inner)),
-    );
+    let mut stack =
+        PingLayer::new().layer(HealthLayer::new(&health).layer(drain_layer.layer(Inner)));
     let mut bare = Inner;
 
     let mut group = c.benchmark_group("passthrough");
@@ -291,7 +289,7 @@ fn noise(c: &mut Criterion) {
         .readiness_interval(Duration::from_millis(1))
         .nocache_min_interval(Duration::ZERO);
     let health = monitor(&runtime, config);
-    let mut service = HealthLayer::new(health.clone()).layer(Inner);
+    let mut service = HealthLayer::new(&health).layer(Inner);
 
     let mut group = c.benchmark_group("noise");
     for (name, path) in [("ready", "/health/ready"), ("health", "/health")] {
@@ -363,14 +361,12 @@ fn report_allocations() {
             .readiness_interval(hour)
             .health_interval(hour),
     );
-    let mut service = HealthLayer::new(health.clone()).layer(Inner);
+    let mut service = HealthLayer::new(&health).layer(Inner);
     let drain = DrainHandle::new(DrainConfig::new());
+    health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
-    let mut stack = PingLayer::new().layer(
-        HealthLayer::new(health)
-            .drain(drain)
-            .layer(drain_layer.layer(Inner)),
-    );
+    let mut stack =
+        PingLayer::new().layer(HealthLayer::new(&health).layer(drain_layer.layer(Inner)));
     let swap = floor();
 
     eprintln!("allocations per answer (request construction excluded):");
@@ -396,7 +392,7 @@ fn report_allocations() {
             path,
         );
     }
-    let mut with_components = HealthLayer::new(monitor(
+    let mut with_components = HealthLayer::new(&monitor(
         &runtime,
         with_components(
             HealthConfig::new()
@@ -443,7 +439,7 @@ fn metrics(c: &mut Criterion) {
             .health_interval(hour),
     );
     let metrics = HealthMetrics::new(&health);
-    let mut service = HealthLayer::new(health).layer(Inner);
+    let mut service = HealthLayer::new(&health).layer(Inner);
 
     let mut group = c.benchmark_group("metrics");
     group.bench_function("ready", |b| {
@@ -476,7 +472,7 @@ fn axum_pair(
     let config = HealthConfig::new()
         .readiness_interval(hour)
         .health_interval(hour);
-    let health = HealthLayer::new(monitor(runtime, config));
+    let health = HealthLayer::new(&monitor(runtime, config));
     let drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&drain);
     // `with_state` prepares the routes once, as `axum::serve` does for each connection.
@@ -545,12 +541,10 @@ fn pass_through_loop(case: &str, requests: usize) {
         .health_interval(hour);
     let health = monitor(&runtime, config);
     let drain = DrainHandle::new(DrainConfig::new());
+    health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
-    let mut stack = PingLayer::new().layer(
-        HealthLayer::new(health)
-            .drain(drain)
-            .layer(drain_layer.layer(Inner)),
-    );
+    let mut stack =
+        PingLayer::new().layer(HealthLayer::new(&health).layer(drain_layer.layer(Inner)));
     match case {
         "bare" => {
             let mut pending: Vec<_> = (0..requests).map(|_| request("/")).collect();

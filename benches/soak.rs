@@ -53,7 +53,7 @@ use tower_health::component::ComponentSpec;
 use tower_health::postgres::PostgresCheck;
 use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::redis::{Redis, SharedCache};
-use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
+use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, PingLayer};
 use tower_health::{DrainHandle, DrainLayer};
 
 use self::process::{open_fds, rss_kib};
@@ -159,9 +159,7 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
             "default",
             PostgresCheck::connect(&via_proxy("check")).unwrap(),
         )
-        .unwrap()
         .database("app", PostgresCheck::new(pool.clone()))
-        .unwrap()
         .component(ComponentSpec::new(
             "cache",
             Redis::connect(&redis_url).expect("a Redis URL"),
@@ -171,11 +169,12 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
                 .expect("a Redis URL")
                 .process_id("soak"),
         );
-    let health = HealthLayer::new(config);
+    let monitor = HealthMonitor::spawn(config).expect("a valid configuration");
+    let health = HealthLayer::new(&monitor);
     let _drain = DrainHandle::new(DrainConfig::new());
-    health.handle().follow_drain(&_drain);
+    monitor.follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
-    let admin = AdminServer::new(AdminConfig::new().port(0), health.handle())
+    let admin = AdminServer::new(AdminConfig::new().port(0), &monitor)
         .start()
         .await
         .expect("the admin server starts");

@@ -126,12 +126,12 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
             _ => None,
         };
         let checked = health.clone();
-        let health = health.unwrap_or_else(|| HealthMonitor::new(HealthConfig::new()).0);
+        let health = health.unwrap_or_else(|| HealthMonitor::new(HealthConfig::new()).unwrap().0);
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         // The admin server binds its own port, before the port is announced.
         let admin = match kind {
             "admin" => Some(
-                AdminServer::new(AdminConfig::new().port(0), health.clone())
+                AdminServer::new(AdminConfig::new().port(0), &health)
                     .start()
                     .await?,
             ),
@@ -169,8 +169,9 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     });
                     let drain = DrainHandle::new(DrainConfig::new());
+                    health.follow_drain(&drain);
                     let drain_layer = DrainLayer::new(&drain);
-                    let layer = HealthLayer::new(health.clone()).drain(drain);
+                    let layer = HealthLayer::new(&health);
                     let layer = match kind {
                         "stack-hyper-metrics" => layer.metrics_path("/metrics"),
                         "stack-hyper-never" => layer.details(Details::Never),
@@ -185,7 +186,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 }
                 "around-axum" => {
                     // The README's form.
-                    let health = HealthLayer::new(health.clone());
+                    let health = HealthLayer::new(&health);
                     let _drain = DrainHandle::new(DrainConfig::new());
                     health.handle().follow_drain(&_drain);
                     let app = health.around(router());
@@ -197,7 +198,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 }
                 "layered-axum" => {
                     // 0.2.0's README form: three `Router::layer` calls.
-                    let health = HealthLayer::new(health.clone());
+                    let health = HealthLayer::new(&health);
                     let _drain = DrainHandle::new(DrainConfig::new());
                     health.handle().follow_drain(&_drain);
                     let drain_layer = DrainLayer::new(&_drain);
@@ -244,11 +245,12 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 }
                 "stack-axum" => {
                     let drain = DrainHandle::new(DrainConfig::new());
+                    health.follow_drain(&drain);
                     let drain_layer = DrainLayer::new(&drain);
                     let stack = ServiceBuilder::new()
                         .map_response(IntoResponse::into_response)
                         .layer(PingLayer::new())
-                        .layer(HealthLayer::new(health.clone()).drain(drain))
+                        .layer(HealthLayer::new(&health))
                         .layer(drain_layer)
                         .service(router());
                     axum_serve(listener, stack).await
@@ -320,7 +322,7 @@ async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
         } else {
             format!("db{index}")
         };
-        config = config.database(&name, PostgresCheck::connect(&bench_url())?)?;
+        config = config.database(&name, PostgresCheck::connect(&bench_url())?);
     }
     for index in 0..stalled {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -331,9 +333,9 @@ async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
                 held.push(stream);
             }
         });
-        config = config.database(&format!("stalled{index}"), PostgresCheck::connect(&url)?)?;
+        config = config.database(&format!("stalled{index}"), PostgresCheck::connect(&url)?);
     }
-    let health = HealthMonitor::spawn(config);
+    let health = HealthMonitor::spawn(config).unwrap();
     while health.view().readiness.checked_at.is_none() || health.view().health.checked_at.is_none()
     {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -348,7 +350,7 @@ async fn rendered_readiness(health: &HealthHandle) -> (StatusCode, http::HeaderM
         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
     });
     let request = Request::get("/health/ready").body(Empty::new()).unwrap();
-    let response = HealthLayer::new(health.clone())
+    let response = HealthLayer::new(health)
         .layer(inner)
         .oneshot(request)
         .await

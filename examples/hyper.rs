@@ -35,7 +35,7 @@ use tokio::net::TcpListener;
 use tower::{ServiceBuilder, service_fn};
 use tower_health::config::{MAX_DURATION, MIN_DURATION};
 use tower_health::io::WriteTimeout;
-use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer};
 use tower_health::{DrainHandle, DrainLayer};
 
 #[tokio::main]
@@ -46,8 +46,10 @@ async fn main() -> ExitCode {
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let client_timeout = client_timeout()?;
+    let monitor = HealthMonitor::spawn(common::health_config()?)?;
     let drain = DrainHandle::new(DrainConfig::from_env()?);
-    let health = HealthLayer::new(common::health_config()?).drain(&drain);
+    monitor.follow_drain(&drain);
+    let health = HealthLayer::new(&monitor);
     let drain_layer = DrainLayer::new(&drain);
 
     let app = service_fn(|_request: Request<Incoming>| async {

@@ -44,7 +44,7 @@ use axum::serve::ListenerExt;
 use bytes::Bytes;
 use http::StatusCode;
 use tokio::net::TcpListener;
-use tower_health::{DrainConfig, DrainHandle, HealthLayer};
+use tower_health::{DrainConfig, DrainHandle, HealthLayer, HealthMonitor};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -63,9 +63,12 @@ fn main() -> ExitCode {
 
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
+    // The one monitor: every reader takes its handle.
+    let monitor = HealthMonitor::spawn(common::health_config()?)?;
     let drain = DrainHandle::new(DrainConfig::from_env()?);
-    // Starts the monitor; readiness answers 503 `draining` once the drain starts.
-    let health = HealthLayer::new(common::health_config()?).drain(&drain);
+    // Readiness answers 503 `draining` once the drain starts.
+    monitor.follow_drain(&drain);
+    let health = HealthLayer::new(&monitor);
 
     // The app's own tracing and timeout go on the router, as usual.
     let app = Router::new()

@@ -37,7 +37,7 @@ use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tower_health::grpc::HealthService;
-use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer};
 use tower_health::{DrainHandle, DrainLayer};
 use tower_layer::Layer;
 
@@ -53,12 +53,14 @@ fn main() -> ExitCode {
 
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
+    let monitor = HealthMonitor::spawn(common::health_config()?)?;
     let drain = DrainHandle::new(DrainConfig::from_env()?);
-    let health = HealthLayer::new(common::health_config()?).drain(&drain);
+    monitor.follow_drain(&drain);
+    let health = HealthLayer::new(&monitor);
     let drain_layer = DrainLayer::new(&drain);
 
     // grpc.health.v1 from the monitor the HTTP layer answers from: the two never disagree.
-    let grpc_health = HealthService::new(health.handle());
+    let grpc_health = HealthService::new(&monitor);
     grpc_health
         .reporter()
         .set_serving::<GreeterServer<Greeter>>();

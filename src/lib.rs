@@ -34,18 +34,19 @@
 //! # mod run {
 //! use axum::{Router, routing::get};
 //! use tower_health::postgres::PostgresCheck;
-//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer};
+//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer, HealthMonitor};
 //!
 //! # pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = HealthConfig::from_env()?
-//!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?)?;
+//!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?);
+//! let health = HealthMonitor::spawn(config)?; // the one monitor: every reader takes its handle
 //! let drain = DrainHandle::new(DrainConfig::from_env()?);
-//! let health = HealthLayer::new(config).drain(&drain); // starts the monitor
+//! health.follow_drain(&drain);
 //!
 //! let app = Router::new().route("/", get(|| async { "hello" }));
 //! // Around the router, outside routing: the probes (ping included) are answered before it,
 //! // and every other request is counted in the drain until its response has been sent.
-//! let app = health.around(app);
+//! let app = HealthLayer::new(&health).around(app);
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! // SIGTERM: drain, wait the drain delay, shut down gracefully within the drain timeout.
@@ -58,23 +59,22 @@
 //! # fn main() {}
 //! ```
 //!
-//! `HealthLayer::new` takes a [`HealthConfig`] (and starts a monitor) or a [`HealthHandle`]
-//! (and shares a running one, say with the admin server); see [`HealthLayer::new`].
-//! `health.around(router)` (the `axum` module) answers the probes before routing, so a probe
-//! never reaches the router and an application request pays a path check and the drain's
-//! count; a layer added with `Router::layer` runs after routing, once per route. On any other
-//! Tower server (hyper-util, tonic), stack the layers with `ServiceBuilder`: `PingLayer`, then
-//! `HealthLayer` (following the drain, [`HealthLayer::drain`]), then a
-//! [`DrainLayer`] counting the application's requests in it (see the
-//! [guide](guide::serving)).
+//! [`HealthMonitor::spawn`] is where the configuration is checked (its setters never fail)
+//! and the one monitor starts; every reader ([`HealthLayer::new`], the admin server, gRPC,
+//! metrics) takes its [`HealthHandle`], and [`HealthHandle::follow_drain`] attaches the drain
+//! to all of them. `layer.around(router)` (the `axum` module) answers the probes before
+//! routing, so a probe never reaches the router and an application request pays a path check
+//! and the drain's count; a layer added with `Router::layer` runs after routing, once per
+//! route. On any other Tower server (hyper-util, tonic), stack the layers with
+//! `ServiceBuilder`: `PingLayer`, then `HealthLayer`, then a [`DrainLayer`] counting the
+//! application's requests in the drain (see the [guide](guide::serving)).
 //!
 //! # What is where
 //!
 //! The crate root holds what a service's `main` touches, and nothing else: [`HealthConfig`],
-//! [`HealthMonitor`] and its [`HealthHandle`] ([`MonitorSource`]: a handle or a config,
-//! wherever a reader is made), the layers [`HealthLayer`], [`DrainLayer`] and [`PingLayer`]
-//! with their [`ResponseBody`], the drain's [`DrainConfig`] and [`DrainHandle`], the
-//! [`Probe`] paths, and [`redact`]. Each of these is at the root only; everything else is at
+//! [`HealthMonitor`] and its [`HealthHandle`] (what every reader is made from), the layers
+//! [`HealthLayer`], [`DrainLayer`] and [`PingLayer`] with their [`ResponseBody`], the drain's
+//! [`DrainConfig`] and [`DrainHandle`], the [`Probe`] paths, and [`redact`]. Each of these is at the root only; everything else is at
 //! one path in its module: settings values in [`config`], verdicts and their
 //! [`Status`](verdict::Status) in [`verdict`], the check and component traits in [`check`]
 //! and [`component`], each backend in its own (`postgres`: bb8, deadpool, sqlx; `redis`: the
@@ -212,7 +212,6 @@ pub use self::health::layer::HealthLayer;
 pub use self::http::{ResponseBody, ResponseFuture};
 pub use self::monitor::handle::HealthHandle;
 pub use self::monitor::runner::HealthMonitor;
-pub use self::monitor::source::MonitorSource;
 pub use self::ping::layer::PingLayer;
 pub use self::probe::Probe;
 pub use self::redact::redact;

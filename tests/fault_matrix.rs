@@ -634,7 +634,7 @@ struct GrpcRig {
 
 impl GrpcRig {
     async fn start(health: &HealthHandle) -> Self {
-        let service = HealthService::new(health.clone());
+        let service = HealthService::new(health);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the gRPC port");
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
@@ -849,8 +849,7 @@ impl Rig {
                     config.database(&name, PostgresCheck::new(pool))
                 }
                 Checks::ApplicationPool => config.database(&name, connect(&url)),
-            }
-            .unwrap();
+            };
             urls.push(url);
             names.push(name);
             proxies.push(proxy);
@@ -858,13 +857,13 @@ impl Rig {
         }
         let component = Arc::new(AtomicU8::new(OK));
         config = config.component(ComponentSpec::new("worker", switchable(&component)));
-        let health = HealthMonitor::spawn(config);
+        let health = HealthMonitor::spawn(config).unwrap();
         let keys = AccessKeys::new()
             .operator(OPERATOR_KEY)
             .readonly(VIEWER_KEY);
         let mut servers = Vec::new();
         for level in [Level::Always, Level::Authorized, Level::Never] {
-            let layer = HealthLayer::new(health.clone()).details(level.details());
+            let layer = HealthLayer::new(&health).details(level.details());
             let layer = match level {
                 Level::Authorized => layer.access_keys(&keys),
                 _ => layer,

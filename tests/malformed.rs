@@ -82,10 +82,8 @@ impl LayerServer {
         let keys = AccessKeys::new()
             .operator(OPERATOR_KEY)
             .readonly(VIEWER_KEY);
-        let config = support::fast()
-            .database("default", support::postgres(&support::pg_url()))
-            .unwrap();
-        let health = HealthLayer::new(config)
+        let config = support::fast().database("default", support::postgres(&support::pg_url()));
+        let health = HealthLayer::new(&tower_health::HealthMonitor::spawn(config).unwrap())
             .details(tower_health::config::Details::Authorized)
             .access_keys(&keys);
         let drain = DrainHandle::new(DrainConfig::new());
@@ -747,10 +745,9 @@ async fn corpus_against_the_layer_stack() {
 async fn corpus_against_the_admin_server() {
     require_postgres!();
     panics();
-    let config: HealthConfig = support::fast()
-        .database("default", support::postgres(&support::pg_url()))
-        .unwrap();
-    let health = tower_health::HealthMonitor::spawn(config);
+    let config: HealthConfig =
+        support::fast().database("default", support::postgres(&support::pg_url()));
+    let health = tower_health::HealthMonitor::spawn(config).unwrap();
     support::first_rounds(&health).await;
     let admin = AdminServer::new(
         AdminConfig::new()

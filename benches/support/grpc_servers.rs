@@ -70,7 +70,7 @@ pub(crate) async fn serve_health_service(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
     Server::builder()
-        .add_service(HealthService::new(health).server())
+        .add_service(HealthService::new(&health).server())
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
 }

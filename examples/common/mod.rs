@@ -63,10 +63,10 @@ pub(crate) fn health_config() -> Result<HealthConfig, Box<dyn Error>> {
     let mut config = HealthConfig::from_env()?;
     match env::var("DATABASE_URL") {
         Ok(url) if url.trim().is_empty() => return Ok(config.without_databases()),
-        Ok(url) => config = config.database("default", connect("DATABASE_URL", &url)?)?,
+        Ok(url) => config = config.database("default", connect("DATABASE_URL", &url)?),
         // `TOWER_HEALTH_DATABASE_URL` or `BALDUR_SQL_DSN` may have set one already.
         Err(_) if config.database_names().next().is_some() => {}
-        Err(_) => config = config.database("default", connect("default", DEFAULT_DATABASE_URL)?)?,
+        Err(_) => config = config.database("default", connect("default", DEFAULT_DATABASE_URL)?),
     }
     let mut named: Vec<_> = env::vars()
         .filter_map(|(key, url)| {
@@ -77,7 +77,7 @@ pub(crate) fn health_config() -> Result<HealthConfig, Box<dyn Error>> {
     named.sort();
     for (name, url) in named {
         let check = connect(&format!("DATABASE_URL_{name}"), &url)?;
-        config = config.database(&name.to_ascii_lowercase(), check)?;
+        config = config.database(&name.to_ascii_lowercase(), check);
     }
     tracing::info!(databases = ?config.database_names().collect::<Vec<_>>(), "checking");
     Ok(config)

@@ -3,7 +3,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use crate::access::AccessKeys;
-use crate::config::{ConfigError, Details, Env, NoCache, Zero, assert_in_range};
+use crate::config::{ConfigError, Details, Env, FirstError, NoCache, Zero, check_in_range};
 
 /// A setting and where it came from: the environment variable, or the builder method.
 #[derive(Clone)]
@@ -13,6 +13,10 @@ pub(crate) struct Sourced<T> {
 }
 
 /// Settings of the [`AdminServer`](super::AdminServer).
+///
+/// Its setters never fail: a value a setter cannot take is recorded (the first one, naming
+/// the setter), and [`AdminServer::start`](super::AdminServer::start) returns it, as it does
+/// settings that do not fit together.
 ///
 /// [`AdminConfig::from_env`] reads the `TOWER_HEALTH_ADMIN_*` variables listed with the others
 /// in [the environment table](crate::config#adminconfigfrom_env-feature-admin).
@@ -30,6 +34,9 @@ pub struct AdminConfig {
     pub(crate) header_timeout: Duration,
     pub(crate) write_timeout: Duration,
     pub(crate) max_connections: usize,
+    /// The first invalid value a setter was given, for
+    /// [`AdminServer::start`](super::AdminServer::start) to return.
+    pub(crate) error: FirstError,
 }
 
 impl Default for AdminConfig {
@@ -54,6 +61,7 @@ impl AdminConfig {
             header_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(10),
             max_connections: 64,
+            error: FirstError::default(),
         }
     }
 
@@ -137,14 +145,18 @@ impl AdminConfig {
     ///
     /// Defaults to 10 seconds.
     ///
-    /// # Panics
-    ///
-    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`AdminServer::start`](super::AdminServer::start).
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
-        assert_in_range("AdminConfig::header_timeout", timeout, Zero::Refused);
-        self.header_timeout = timeout;
+        if self.error.passes(check_in_range(
+            "AdminConfig::header_timeout",
+            timeout,
+            Zero::Refused,
+        )) {
+            self.header_timeout = timeout;
+        }
         self
     }
 
@@ -154,14 +166,18 @@ impl AdminConfig {
     ///
     /// Defaults to 10 seconds.
     ///
-    /// # Panics
-    ///
-    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`AdminServer::start`](super::AdminServer::start).
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
-        assert_in_range("AdminConfig::write_timeout", timeout, Zero::Refused);
-        self.write_timeout = timeout;
+        if self.error.passes(check_in_range(
+            "AdminConfig::write_timeout",
+            timeout,
+            Zero::Refused,
+        )) {
+            self.write_timeout = timeout;
+        }
         self
     }
 
@@ -174,12 +190,17 @@ impl AdminConfig {
     ///
     /// Defaults to 64.
     ///
-    /// # Panics
-    ///
-    /// When `max` is zero.
+    /// A `max` of zero is an error of [`AdminServer::start`](super::AdminServer::start).
     pub fn max_connections(mut self, max: usize) -> Self {
-        assert!(max > 0, "max_connections must be non-zero");
-        self.max_connections = max;
+        if max == 0 {
+            self.error.passes(Err(ConfigError::new(
+                "AdminConfig::max_connections",
+                "0",
+                "must be non-zero",
+            )));
+        } else {
+            self.max_connections = max;
+        }
         self
     }
 
@@ -248,14 +269,13 @@ impl AdminConfig {
         Ok(config)
     }
 
-    /// Checks that the settings fit together: keys at least 16 characters, a read-only key
-    /// only beside an operator key and different from it, and an operator key for any bind
-    /// that is not loopback. [`AdminServer::start`](super::AdminServer::start) runs it too.
-    ///
-    /// # Errors
-    ///
-    /// The first problem found, naming the variable (or builder method) at fault.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// Checks the settings, for [`AdminServer::start`](super::AdminServer::start) and
+    /// `from_env`: the first invalid value a setter was given, then whether they fit
+    /// together (keys at least 16 characters, a read-only key only beside an operator key
+    /// and different from it, and an operator key for any bind that is not loopback). The
+    /// error names the variable (or builder method) at fault.
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        self.error.check()?;
         self.keys.validate()?;
         if !self.bind.value.is_loopback() && !self.keys.is_enabled() {
             return Err(ConfigError::new(
@@ -282,6 +302,7 @@ impl fmt::Debug for AdminConfig {
             header_timeout,
             write_timeout,
             max_connections,
+            error,
         } = self;
         f.debug_struct("AdminConfig")
             .field("bind", &bind.value)
@@ -293,6 +314,7 @@ impl fmt::Debug for AdminConfig {
             .field("header_timeout", header_timeout)
             .field("write_timeout", write_timeout)
             .field("max_connections", max_connections)
+            .field("error", error)
             .finish()
     }
 }
@@ -300,6 +322,7 @@ impl fmt::Debug for AdminConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admin::{AdminError, AdminServer};
 
     const OPERATOR: &str = "operator-key-0123456789";
     const VIEWER: &str = "viewer-key-0123456789";
@@ -381,16 +404,47 @@ mod tests {
         }
     }
 
-    #[test]
-    #[should_panic(expected = "AdminConfig::header_timeout must be from 1ms to 1year")]
-    fn a_header_timeout_longer_than_a_year_panics() {
-        let _ = AdminConfig::new().header_timeout(Duration::MAX);
+    /// The error [`AdminServer::start`] returns for `config`.
+    async fn refused(config: AdminConfig) -> ConfigError {
+        let health = crate::HealthMonitor::spawn(crate::HealthConfig::new()).unwrap();
+        match AdminServer::new(config.port(0), &health).start().await {
+            Err(AdminError::Config(error)) => error,
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
     }
 
-    #[test]
-    #[should_panic(expected = "AdminConfig::write_timeout must be from 1ms to 1year")]
-    fn a_zero_write_timeout_panics() {
-        let _ = AdminConfig::new().write_timeout(Duration::ZERO);
+    #[tokio::test]
+    async fn a_header_timeout_longer_than_a_year_is_refused_at_start() {
+        let error = refused(AdminConfig::new().header_timeout(Duration::MAX)).await;
+        assert_eq!(error.variable(), "AdminConfig::header_timeout");
+        assert_eq!(error.reason(), "must be from 1ms to 1year");
+    }
+
+    #[tokio::test]
+    async fn a_zero_write_timeout_is_refused_at_start() {
+        let error = refused(AdminConfig::new().write_timeout(Duration::ZERO)).await;
+        assert_eq!(
+            error.to_string(),
+            r#"AdminConfig::write_timeout="0ns": must be from 1ms to 1year"#
+        );
+    }
+
+    #[tokio::test]
+    async fn no_connections_is_refused_at_start() {
+        let error = refused(AdminConfig::new().max_connections(0)).await;
+        assert_eq!(
+            (error.variable(), error.value(), error.reason()),
+            ("AdminConfig::max_connections", "0", "must be non-zero")
+        );
+        // The first bad value, before the settings are checked together.
+        let error = refused(
+            AdminConfig::new()
+                .bind(IpAddr::from([10, 0, 0, 1]))
+                .max_connections(0)
+                .write_timeout(Duration::ZERO),
+        )
+        .await;
+        assert_eq!(error.variable(), "AdminConfig::max_connections");
     }
 
     #[test]
@@ -407,15 +461,13 @@ mod tests {
         );
     }
 
-    #[test]
-    fn builder_errors_name_the_method() {
-        let error = AdminConfig::new()
-            .bind(IpAddr::from([10, 0, 0, 1]))
-            .validate()
-            .unwrap_err();
+    #[tokio::test]
+    async fn builder_errors_name_the_method() {
+        let error = refused(AdminConfig::new().bind(IpAddr::from([10, 0, 0, 1]))).await;
         assert_eq!(error.variable(), "AdminConfig::bind");
-        let error = AdminConfig::new().operator_key("").validate().unwrap_err();
+        let error = refused(AdminConfig::new().operator_key("")).await;
         assert_eq!(error.variable(), "AdminConfig::operator_key");
+        // Checked, not bound: 10.0.0.1 is not this host's (a bind error, not a settings one).
         assert!(
             AdminConfig::new()
                 .bind(IpAddr::from([10, 0, 0, 1]))

@@ -48,13 +48,14 @@
 //!
 //! ```
 //! use tower_health::admin::{AdminConfig, AdminServer};
-//! use tower_health::{HealthConfig, HealthLayer};
+//! use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthLayer::new(HealthConfig::new());
+//! let health = HealthMonitor::spawn(HealthConfig::new())?;
+//! let layer = HealthLayer::new(&health);
 //! // The same monitor as the layer's: one set of checks, two readers.
-//! let admin = AdminServer::new(AdminConfig::new().port(0), health.handle())
+//! let admin = AdminServer::new(AdminConfig::new().port(0), &health)
 //!     .start()
 //!     .await?;
 //! println!("admin server on http://{}", admin.local_addr());
@@ -66,9 +67,8 @@
 //!
 //! # Drain
 //!
-//! When its monitor follows a drain ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain),
-//! or [`HealthLayer::drain`](crate::HealthLayer::drain) on a layer of the same monitor),
-//! readiness, health and pool answer 503 `draining` once the drain starts, while liveness,
+//! When its monitor follows a drain
+//! ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)), readiness, health and pool answer 503 `draining` once the drain starts, while liveness,
 //! startup and ping keep answering, so that the orchestrator never restarts a pod that is
 //! only draining; the server closes when the drain is over.
 //!

@@ -22,7 +22,7 @@ use super::host::HostPolicy;
 use super::service::AdminState;
 use crate::config::ConfigError;
 use crate::io::{StallWatch, WriteTimeout};
-use crate::monitor::{HealthHandle, MonitorSource};
+use crate::monitor::HealthHandle;
 use crate::util::race;
 
 /// How long open connections get to finish when the server closes.
@@ -46,7 +46,8 @@ pub struct AdminServer {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum AdminError {
-    /// The settings do not fit together (see [`AdminConfig::validate`]).
+    /// A setter of the [`AdminConfig`] was given a value it cannot take, or the settings do
+    /// not fit together (a non-loopback bind without an operator key, say).
     Config(ConfigError),
     /// The address could not be bound.
     Bind {
@@ -76,18 +77,13 @@ impl std::error::Error for AdminError {
 }
 
 impl AdminServer {
-    /// An admin server answering from a monitor's verdicts: a [`HealthHandle`] (for example
-    /// `layer.handle()` of a [`HealthLayer`](crate::HealthLayer), to share its monitor), or a
-    /// [`HealthConfig`](crate::HealthConfig) for a monitor of its own. It follows the
-    /// monitor's drain, if one is attached (see [`HealthHandle::follow_drain`]).
-    ///
-    /// # Panics
-    ///
-    /// With a `HealthConfig`, when called outside a Tokio runtime.
-    pub fn new(config: AdminConfig, health: impl MonitorSource) -> Self {
+    /// An admin server answering from the verdicts of `health`'s monitor (started once with
+    /// [`HealthMonitor::spawn`](crate::HealthMonitor::spawn), and read by the layers too). It
+    /// follows the monitor's drain, if one is attached (see [`HealthHandle::follow_drain`]).
+    pub fn new(config: AdminConfig, health: &HealthHandle) -> Self {
         Self {
             config,
-            health: health.into_handle(),
+            health: health.clone(),
         }
     }
 
@@ -95,8 +91,9 @@ impl AdminServer {
     ///
     /// # Errors
     ///
-    /// When the settings do not fit together (a non-loopback bind without an operator key,
-    /// say) or the address cannot be bound.
+    /// When a setter of the [`AdminConfig`] was given a value it cannot take (the first one,
+    /// naming the setter), the settings do not fit together (a non-loopback bind without an
+    /// operator key, say), or the address cannot be bound.
     pub async fn start(self) -> Result<AdminHandle, AdminError> {
         let config = self.config;
         config.validate().map_err(AdminError::Config)?;

@@ -6,15 +6,17 @@
 //!
 //! ```no_run
 //! use axum::{Router, routing::get};
-//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer};
+//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer, HealthMonitor};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let health = HealthMonitor::spawn(HealthConfig::from_env()?)?;
 //! let drain = DrainHandle::new(DrainConfig::from_env()?);
-//! let health = HealthLayer::new(HealthConfig::from_env()?).drain(&drain); // starts the monitor
+//! health.follow_drain(&drain);
 //!
 //! let app = Router::new().route("/", get(|| async { "hello" }));
-//! let app = health.around(app); // probes and ping before routing; the app's work is counted
+//! // Probes and ping before routing; the app's work is counted.
+//! let app = HealthLayer::new(&health).around(app);
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! drain
@@ -73,8 +75,8 @@ mod tests;
 impl HealthLayer {
     /// `app` (an axum `Router`, say) with this layer's probes and ping answered in front of
     /// it, outside routing, and its requests counted in the drain this monitor follows (see
-    /// [`drain`](Self::drain)): the whole stack in one
-    /// service, which [`axum::serve()`] takes as it takes the router.
+    /// [`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)): the whole stack in
+    /// one service, which [`axum::serve()`] takes as it takes the router.
     ///
     /// A probe then never reaches routing, and an application request pays a path check and
     /// the drain's count, where three `Router::layer` calls run after routing, once per route;

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Component;
-use crate::env::{Zero, assert_in_range, is_valid_check_name};
+use crate::env::{ConfigError, FirstError, Zero, check_in_range, is_valid_check_name};
 
 /// A [`Component`] and how the monitor treats it; register it with
 /// [`HealthConfig::component`](crate::HealthConfig::component).
@@ -21,20 +21,27 @@ pub struct ComponentSpec {
     pub(crate) failures_before_trouble: u32,
     pub(crate) successes_before_recovery: u32,
     pub(crate) shared: bool,
+    /// The first invalid value a setter was given, for
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new) to return.
+    pub(crate) error: FirstError,
 }
 
 impl ComponentSpec {
     /// A non-critical component named `name`, with every default.
     ///
-    /// # Panics
-    ///
-    /// When `name` is empty, longer than 63 bytes, or has characters other than ASCII
-    /// letters, digits, `_` and `-` (it becomes a JSON key and a log field).
+    /// A `name` that is empty, longer than 63 bytes, or has characters other than ASCII
+    /// letters, digits, `_` and `-` (it becomes a JSON key and a log field) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new), as is any invalid value given to
+    /// the setters below.
     pub fn new(name: &str, component: impl Component) -> Self {
-        assert!(
-            is_valid_check_name(name),
-            "a component name must be 1 to 63 ASCII letters, digits, '_' or '-', not {name:?}"
-        );
+        let mut error = FirstError::default();
+        if !is_valid_check_name(name) {
+            error.passes(Err(ConfigError::new(
+                "ComponentSpec::new",
+                name,
+                "a component name must be 1 to 63 ASCII letters, digits, '_' or '-'",
+            )));
+        }
         Self {
             name: name.into(),
             component: Arc::new(component),
@@ -45,6 +52,7 @@ impl ComponentSpec {
             failures_before_trouble: 1,
             successes_before_recovery: 1,
             shared: false,
+            error,
         }
     }
 
@@ -75,12 +83,16 @@ impl ComponentSpec {
     ///
     /// Defaults to the round's deadline.
     ///
-    /// # Panics
-    ///
-    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year.
+    /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        assert_in_range("ComponentSpec::timeout", timeout, Zero::Refused);
-        self.timeout = Some(timeout);
+        if self.error.passes(check_in_range(
+            "ComponentSpec::timeout",
+            timeout,
+            Zero::Refused,
+        )) {
+            self.timeout = Some(timeout);
+        }
         self
     }
 
@@ -89,12 +101,16 @@ impl ComponentSpec {
     ///
     /// Defaults to every health round.
     ///
-    /// # Panics
-    ///
-    /// When `cadence` is shorter than 1 ms (zero included) or longer than 1 year.
+    /// A `cadence` shorter than 1 ms (zero included) or longer than 1 year is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn cadence(mut self, cadence: Duration) -> Self {
-        assert_in_range("ComponentSpec::cadence", cadence, Zero::Refused);
-        self.cadence = Some(cadence);
+        if self.error.passes(check_in_range(
+            "ComponentSpec::cadence",
+            cadence,
+            Zero::Refused,
+        )) {
+            self.cadence = Some(cadence);
+        }
         self
     }
 
@@ -102,12 +118,14 @@ impl ComponentSpec {
     ///
     /// Defaults to 1.
     ///
-    /// # Panics
-    ///
-    /// When `failures` is 0.
+    /// A `failures` of 0 is an error of [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn failures_before_trouble(mut self, failures: u32) -> Self {
-        assert!(failures > 0, "failures_before_trouble must be at least 1");
-        self.failures_before_trouble = failures;
+        if self.error.passes(at_least_one(
+            "ComponentSpec::failures_before_trouble",
+            failures,
+        )) {
+            self.failures_before_trouble = failures;
+        }
         self
     }
 
@@ -116,15 +134,14 @@ impl ComponentSpec {
     ///
     /// Defaults to 1.
     ///
-    /// # Panics
-    ///
-    /// When `successes` is 0.
+    /// A `successes` of 0 is an error of [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn successes_before_recovery(mut self, successes: u32) -> Self {
-        assert!(
-            successes > 0,
-            "successes_before_recovery must be at least 1"
-        );
-        self.successes_before_recovery = successes;
+        if self.error.passes(at_least_one(
+            "ComponentSpec::successes_before_recovery",
+            successes,
+        )) {
+            self.successes_before_recovery = successes;
+        }
         self
     }
 
@@ -160,6 +177,20 @@ impl fmt::Debug for ComponentSpec {
             .field("failures_before_trouble", &self.failures_before_trouble)
             .field("successes_before_recovery", &self.successes_before_recovery)
             .field("shared", &self.shared)
+            .field("error", &self.error)
             .finish()
+    }
+}
+
+/// Whether `count` is at least 1, as the error of `setter`.
+fn at_least_one(setter: &str, count: u32) -> Result<(), ConfigError> {
+    if count > 0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            setter,
+            &count.to_string(),
+            "must be at least 1",
+        ))
     }
 }

@@ -3,12 +3,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::databases::DatabaseEntry;
-use super::{ConfigWarning, Details, FailDirection, NoCache};
+use super::{ConfigError, ConfigWarning, Details, FailDirection, FirstError, NoCache};
 
 use crate::access::AccessKeys;
 use crate::component::{ComponentSpec, UnknownComponents};
 
 /// Settings of the monitor, and the defaults of its readers' own settings.
+///
+/// Its setters never fail: a value a setter cannot take is recorded (the first one, naming
+/// the setter) and returned by [`HealthMonitor::new`](crate::HealthMonitor::new) and
+/// [`HealthMonitor::spawn`](crate::HealthMonitor::spawn), the one place the configuration
+/// is checked. [`from_env`](Self::from_env) refuses a bad variable at once, naming it.
 ///
 /// The setters live beside what they set: the databases and components in
 /// `config/registry.rs`, the monitor's timing in `config/timing.rs`, the readers' defaults in
@@ -50,6 +55,9 @@ pub struct HealthConfig {
     pub(crate) shared_cache: Option<crate::redis::SharedCache>,
     /// What [`warnings`](Self::warnings) returns.
     pub(crate) warnings: Vec<ConfigWarning>,
+    /// The first invalid value a setter was given (its components' and shared cache's
+    /// included): what [`HealthMonitor::new`](crate::HealthMonitor::new) returns.
+    pub(crate) error: FirstError,
 }
 
 impl Default for HealthConfig {
@@ -83,6 +91,7 @@ impl HealthConfig {
             #[cfg(feature = "redis")]
             shared_cache: None,
             warnings: Vec::new(),
+            error: FirstError::default(),
         }
     }
 
@@ -100,6 +109,12 @@ impl HealthConfig {
                 None
             }
         }
+    }
+
+    /// The first invalid value a setter was given, naming the setter: checked once, where
+    /// the monitor is made.
+    pub(crate) fn checked(&self) -> Result<(), ConfigError> {
+        self.error.check()
     }
 
     /// What in this configuration is likely not what was meant: the set variables that no
@@ -137,6 +152,7 @@ impl fmt::Debug for HealthConfig {
             #[cfg(feature = "redis")]
             shared_cache,
             warnings,
+            error,
         } = self;
         let mut f = f.debug_struct("HealthConfig");
         f
@@ -161,7 +177,7 @@ impl fmt::Debug for HealthConfig {
             .field("self_monitoring", self_monitoring);
         #[cfg(feature = "redis")]
         f.field("shared_cache", shared_cache);
-        f.field("warnings", warnings).finish()
+        f.field("warnings", warnings).field("error", error).finish()
     }
 }
 

@@ -1,6 +1,8 @@
 //! [`HealthConfig`] from the environment: the variables of the [module docs](super).
 
-use super::{ConfigError, Env, HealthConfig, unread_warnings, validate_prefix};
+use super::{
+    ConfigError, Env, HealthConfig, is_valid_check_name, unread_warnings, validate_prefix,
+};
 use crate::access::AccessKeys;
 
 impl HealthConfig {
@@ -78,13 +80,14 @@ impl HealthConfig {
                 .filter(|name| !name.is_empty())
             {
                 let name = name.to_ascii_lowercase();
-                config = config.optional_database(&name).map_err(|_| {
-                    ConfigError::new(
+                if !is_valid_check_name(&name) {
+                    return Err(ConfigError::new(
                         variable,
                         names,
                         "expected database names separated by commas (ASCII letters, digits, '_' or '-')",
-                    )
-                })?;
+                    ));
+                }
+                config.add_optional(&name);
             }
         }
         config

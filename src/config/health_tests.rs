@@ -33,24 +33,61 @@ fn defaults() {
 fn default_database_is_named_default_or_first() {
     let config = HealthConfig::new()
         .database("replica", Nothing)
-        .unwrap()
-        .database("default", Nothing)
-        .unwrap();
+        .database("default", Nothing);
     assert_eq!(config.default_database_index(), Some(1));
     let config = HealthConfig::new()
         .database("a", Nothing)
-        .unwrap()
-        .database("b", Nothing)
-        .unwrap();
+        .database("b", Nothing);
     assert_eq!(config.default_database_index(), Some(0));
-    let config = config.database("a", Nothing).unwrap();
+    let config = config.database("a", Nothing);
     assert_eq!(config.database_names().collect::<Vec<_>>(), ["a", "b"]);
 }
 
+/// The error the one fallible point returns for `config`.
+fn refused(config: HealthConfig) -> crate::config::ConfigError {
+    crate::HealthMonitor::new(config).unwrap_err()
+}
+
 #[test]
-#[should_panic(expected = "database name")]
-fn bad_database_name_panics() {
-    let _ = HealthConfig::new().database("no spaces", Nothing).unwrap();
+fn a_bad_database_name_is_refused_where_the_monitor_is_made() {
+    let error = refused(HealthConfig::new().database("no spaces", Nothing));
+    assert!(error.to_string().contains("database name"), "{error}");
+    assert_eq!(
+        (error.variable(), error.value()),
+        ("HealthConfig::database", "no spaces")
+    );
+    assert_eq!(
+        HealthConfig::new()
+            .database("no spaces", Nothing)
+            .database_names()
+            .count(),
+        0,
+        "not added"
+    );
+}
+
+#[test]
+fn the_first_bad_value_is_the_one_returned() {
+    let error = refused(
+        HealthConfig::new()
+            .readiness_interval(Duration::ZERO)
+            .database("no spaces", Nothing)
+            .path_prefix("health"),
+    );
+    assert_eq!(error.variable(), "HealthConfig::readiness_interval");
+    let error = refused(
+        HealthConfig::new()
+            .path_prefix("health")
+            .readiness_interval(Duration::ZERO),
+    );
+    assert_eq!(
+        (error.variable(), error.value(), error.reason()),
+        (
+            "HealthConfig::path_prefix",
+            "health",
+            "the path prefix must start with '/' and not be '/' alone"
+        )
+    );
 }
 
 #[test]
@@ -104,11 +141,12 @@ fn optional_databases_from_the_environment_and_the_builder() {
         HealthConfig::from_vars([("TOWER_HEALTH_OPTIONAL", "Replica, analytics,")]).unwrap();
     assert!(config.is_optional("replica") && config.is_optional("analytics"));
     assert!(!config.is_optional("default"));
-    let config = config.optional_database("reports").unwrap();
+    let config = config.optional_database("reports");
     assert!(config.is_optional("reports"));
     let error = HealthConfig::from_vars([("TOWER_HEALTH_OPTIONAL", "no spaces")]).unwrap_err();
     assert_eq!(error.variable(), "TOWER_HEALTH_OPTIONAL");
-    assert!(HealthConfig::new().optional_database("").is_err());
+    let error = refused(HealthConfig::new().optional_database(""));
+    assert_eq!(error.variable(), "HealthConfig::optional_database");
 }
 
 #[test]
@@ -173,21 +211,55 @@ fn from_vars_refuses_durations_out_of_range() {
 }
 
 #[test]
-#[should_panic(expected = "HealthConfig::readiness_interval must be from 1ms to 1year")]
-fn an_interval_longer_than_a_year_panics() {
-    let _ = HealthConfig::new().readiness_interval(Duration::from_secs(1_000_000_000_000_000));
+fn an_interval_longer_than_a_year_is_refused() {
+    let error =
+        refused(HealthConfig::new().readiness_interval(Duration::from_secs(1_000_000_000_000_000)));
+    assert!(
+        error
+            .to_string()
+            .starts_with("HealthConfig::readiness_interval=")
+            && error.reason() == "must be from 1ms to 1year",
+        "{error}"
+    );
 }
 
 #[test]
-#[should_panic(expected = "HealthConfig::readiness_timeout must be from 1ms to 1year")]
-fn a_timeout_shorter_than_a_millisecond_panics() {
-    let _ = HealthConfig::new().readiness_timeout(Duration::from_nanos(100));
+fn a_timeout_shorter_than_a_millisecond_is_refused() {
+    let error = refused(HealthConfig::new().readiness_timeout(Duration::from_nanos(100)));
+    assert_eq!(
+        error.to_string(),
+        r#"HealthConfig::readiness_timeout="100ns": must be from 1ms to 1year"#
+    );
 }
 
 #[test]
-#[should_panic(expected = "HealthConfig::nocache_min_interval must be zero or from 1ms to 1year")]
-fn a_rate_limit_longer_than_a_year_panics() {
-    let _ = HealthConfig::new().nocache_min_interval(Duration::MAX);
+fn a_rate_limit_longer_than_a_year_is_refused() {
+    let error = refused(HealthConfig::new().nocache_min_interval(Duration::MAX));
+    assert_eq!(error.variable(), "HealthConfig::nocache_min_interval");
+    assert_eq!(error.reason(), "must be zero or from 1ms to 1year");
+}
+
+#[test]
+fn every_duration_setter_is_checked_where_the_monitor_is_made() {
+    for (setter, config) in [
+        (
+            "HealthConfig::readiness_timeout",
+            HealthConfig::new().readiness_timeout(Duration::ZERO),
+        ),
+        (
+            "HealthConfig::health_interval",
+            HealthConfig::new().health_interval(Duration::ZERO),
+        ),
+        (
+            "HealthConfig::check_limit",
+            HealthConfig::new().check_limit(Duration::MAX),
+        ),
+    ] {
+        assert_eq!(refused(config).variable(), setter);
+    }
+    assert!(
+        crate::HealthMonitor::new(HealthConfig::new().nocache_min_interval(Duration::ZERO)).is_ok()
+    );
 }
 
 #[cfg(feature = "postgres")]
@@ -296,8 +368,7 @@ fn a_database_from_the_environment_replaced_in_code_is_a_warning_naming_both() {
         let config =
             HealthConfig::from_vars([(variable, "postgres://postgres@127.0.0.1/postgres")])
                 .unwrap()
-                .database("default", Nothing)
-                .unwrap();
+                .database("default", Nothing);
         let warnings: Vec<_> = config
             .warnings()
             .iter()
@@ -319,8 +390,7 @@ fn a_database_from_the_environment_replaced_in_code_is_a_warning_naming_both() {
         "postgres://postgres@127.0.0.1/test",
     )])
     .unwrap()
-    .database("replica", Nothing)
-    .unwrap();
+    .database("replica", Nothing);
     assert_eq!(
         config.warnings()[0].variable(),
         "TOWER_HEALTH_DATABASE_URL_REPLICA"
@@ -333,8 +403,93 @@ fn a_database_from_the_environment_replaced_in_code_is_a_warning_naming_both() {
     .unwrap()
     .without_databases()
     .database("default", Nothing)
-    .unwrap()
-    .database("default", Nothing)
-    .unwrap();
+    .database("default", Nothing);
     assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+}
+
+#[test]
+fn a_components_bad_values_are_refused_where_the_monitor_is_made() {
+    use crate::component::ComponentSpec;
+    use crate::test_helpers::FakeComponent;
+
+    let component = || FakeComponent::new(crate::test_helpers::FakeCheck::Ready);
+    for (setter, value, spec) in [
+        (
+            "ComponentSpec::new",
+            "no spaces",
+            ComponentSpec::new("no spaces", component()),
+        ),
+        (
+            "ComponentSpec::timeout",
+            "0ns",
+            ComponentSpec::new("a", component()).timeout(Duration::ZERO),
+        ),
+        (
+            "ComponentSpec::cadence",
+            "0ns",
+            ComponentSpec::new("a", component()).cadence(Duration::ZERO),
+        ),
+        (
+            "ComponentSpec::failures_before_trouble",
+            "0",
+            ComponentSpec::new("a", component()).failures_before_trouble(0),
+        ),
+        (
+            "ComponentSpec::successes_before_recovery",
+            "0",
+            ComponentSpec::new("a", component())
+                .successes_before_recovery(0)
+                .failures_before_trouble(0),
+        ),
+    ] {
+        let error = refused(HealthConfig::new().component(spec));
+        assert_eq!(
+            (error.variable(), error.value()),
+            (setter, value),
+            "{error}"
+        );
+    }
+    let error = refused(
+        HealthConfig::new()
+            .component(ComponentSpec::new("a", component()).failures_before_trouble(0)),
+    );
+    assert_eq!(error.reason(), "must be at least 1");
+    let error =
+        refused(HealthConfig::new().component(ComponentSpec::new("no spaces", component())));
+    assert!(
+        error.reason().starts_with("a component name must be"),
+        "{error}"
+    );
+    // The configuration's own error came first.
+    let error = refused(
+        HealthConfig::new()
+            .check_limit(Duration::ZERO)
+            .component(ComponentSpec::new("a", component()).cadence(Duration::ZERO)),
+    );
+    assert_eq!(error.variable(), "HealthConfig::check_limit");
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn a_shared_caches_bad_values_are_refused_where_the_monitor_is_made() {
+    use crate::redis::SharedCache;
+
+    let cache = || SharedCache::connect("redis://127.0.0.1:6379/0").unwrap();
+    for (setter, value, cache) in [
+        ("SharedCache::key_prefix", "", cache().key_prefix("")),
+        ("SharedCache::key_prefix", "a b", cache().key_prefix("a b")),
+        ("SharedCache::ttl", "0ns", cache().ttl(Duration::ZERO)),
+        (
+            "SharedCache::lock_expiry",
+            "0ns",
+            cache().lock_expiry(Duration::ZERO).ttl(Duration::ZERO),
+        ),
+    ] {
+        let error = refused(HealthConfig::new().shared_cache(cache));
+        assert_eq!(
+            (error.variable(), error.value()),
+            (setter, value),
+            "{error}"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! Each reader ([`HealthLayer`](crate::HealthLayer), the admin server) has the same setters
 //! of its own; these are their defaults, for every reader of a monitor.
 
-use super::{Details, HealthConfig, NoCache};
+use super::{ConfigError, Details, HealthConfig, NoCache};
 use crate::access::AccessKeys;
 
 impl HealthConfig {
@@ -11,11 +11,19 @@ impl HealthConfig {
     ///
     /// Defaults to `/health`.
     ///
-    /// # Panics
-    ///
-    /// When `prefix` does not start with `/`, is only `/`, or has a `?` or `#`.
+    /// A `prefix` that does not start with `/`, is only `/`, or has a `?` or `#` is an error
+    /// of [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn path_prefix(mut self, prefix: &str) -> Self {
-        self.path_prefix = validate_prefix(prefix).unwrap_or_else(|reason| panic!("{reason}"));
+        match validate_prefix(prefix) {
+            Ok(prefix) => self.path_prefix = prefix,
+            Err(reason) => {
+                self.error.passes(Err(ConfigError::new(
+                    "HealthConfig::path_prefix",
+                    prefix,
+                    reason,
+                )));
+            }
+        }
         self
     }
     /// Who may bypass the cache with `?nocache=true` on the health and pool endpoints.

@@ -18,17 +18,15 @@ impl HealthConfig {
     /// Defaults to no database. With none, readiness answers 200 with no checks, while health
     /// (unhealthy) and pool (degraded) answer 503: do not route traffic on those two then.
     ///
-    /// # Errors
-    ///
-    /// When `name` is empty, longer than 63 bytes, or has characters other than ASCII letters,
-    /// digits, `_` and `-` (it becomes part of JSON keys and metric labels).
-    pub fn database(mut self, name: &str, check: impl DatabaseCheck) -> Result<Self, ConfigError> {
-        if !is_valid_check_name(name) {
-            return Err(ConfigError::new(
-                "HealthConfig::database",
-                name,
-                "a database name must be 1 to 63 ASCII letters, digits, '_' or '-'",
-            ));
+    /// A `name` that is empty, longer than 63 bytes, or has characters other than ASCII
+    /// letters, digits, `_` and `-` (it becomes part of JSON keys and metric labels) is an
+    /// error of [`HealthMonitor::new`](crate::HealthMonitor::new).
+    pub fn database(mut self, name: &str, check: impl DatabaseCheck) -> Self {
+        if !self
+            .error
+            .passes(check_name("HealthConfig::database", name))
+        {
+            return self;
         }
         let entry = DatabaseEntry {
             name: name.into(),
@@ -43,7 +41,7 @@ impl HealthConfig {
                 ),
             ));
         }
-        Ok(self)
+        self
     }
     /// Declares the database `name` optional (non-critical): down, it makes `/health`
     /// answer 200 `degraded` and leaves readiness alone, for a read replica, say, whose loss
@@ -54,21 +52,22 @@ impl HealthConfig {
     /// Defaults to none: every database gates readiness, and the default one decides
     /// `unhealthy`.
     ///
-    /// # Errors
-    ///
-    /// When `name` is not a valid database name (see [`HealthConfig::database`]).
-    pub fn optional_database(mut self, name: &str) -> Result<Self, ConfigError> {
-        if !is_valid_check_name(name) {
-            return Err(ConfigError::new(
-                "HealthConfig::optional_database",
-                name,
-                "a database name must be 1 to 63 ASCII letters, digits, '_' or '-'",
-            ));
+    /// A `name` that is not a valid database name (see [`HealthConfig::database`]) is an
+    /// error of [`HealthMonitor::new`](crate::HealthMonitor::new).
+    pub fn optional_database(mut self, name: &str) -> Self {
+        if self
+            .error
+            .passes(check_name("HealthConfig::optional_database", name))
+        {
+            self.add_optional(name);
         }
+        self
+    }
+    /// Declares the database `name`, known to be valid, optional.
+    pub(super) fn add_optional(&mut self, name: &str) {
         if !self.is_optional(name) {
             self.optional_databases.push(name.into());
         }
-        Ok(self)
     }
     /// Whether the database `name` was declared optional.
     pub(crate) fn is_optional(&self, name: &str) -> bool {
@@ -89,7 +88,11 @@ impl HealthConfig {
     /// see [`component`](crate::component).
     ///
     /// Defaults to no component; `components` is then `null` in the health body.
+    ///
+    /// The first invalid value `spec`'s setters were given is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn component(mut self, spec: ComponentSpec) -> Self {
+        self.error.absorb(&spec.error);
         match self
             .components
             .iter_mut()
@@ -134,5 +137,18 @@ impl HealthConfig {
                 .position(|entry| &*entry.name == DEFAULT_DATABASE)
                 .unwrap_or(0),
         )
+    }
+}
+
+/// Whether `name` can name a database, as the error of `setter`.
+fn check_name(setter: &str, name: &str) -> Result<(), ConfigError> {
+    if is_valid_check_name(name) {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            setter,
+            name,
+            "a database name must be 1 to 63 ASCII letters, digits, '_' or '-'",
+        ))
     }
 }

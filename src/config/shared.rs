@@ -30,9 +30,13 @@ impl HealthConfig {
     /// `BALDUR_REDIS_URL`) and the `TOWER_HEALTH_SHARED_*` variables.
     ///
     /// Defaults to none: each process computes its own verdict.
+    ///
+    /// The first invalid value `cache`'s setters were given is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn shared_cache(mut self, cache: crate::redis::SharedCache) -> Self {
+        self.error.absorb(&cache.error);
         self.shared_cache = Some(cache);
         self
     }

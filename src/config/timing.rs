@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{FailDirection, HealthConfig, Zero, assert_in_range};
+use super::{FailDirection, HealthConfig, Zero, check_in_range};
 
 /// The staleness bound of verdicts refreshed every `interval` under `deadline`: three
 /// missed rounds. Saturating, so that no setting can make it panic.
@@ -16,42 +16,54 @@ impl HealthConfig {
     ///
     /// Defaults to 500 milliseconds.
     ///
-    /// # Panics
-    ///
-    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// A `timeout` that is shorter than 1 ms (zero included) or longer than 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn readiness_timeout(mut self, timeout: Duration) -> Self {
-        assert_in_range("HealthConfig::readiness_timeout", timeout, Zero::Refused);
-        self.readiness_timeout = timeout;
+        if self.error.passes(check_in_range(
+            "HealthConfig::readiness_timeout",
+            timeout,
+            Zero::Refused,
+        )) {
+            self.readiness_timeout = timeout;
+        }
         self
     }
     /// How often the readiness round runs; it also refreshes the pool endpoint's verdict.
     ///
     /// Defaults to 1 second.
     ///
-    /// # Panics
-    ///
-    /// When `interval` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// An `interval` that is shorter than 1 ms (zero included) or longer than 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn readiness_interval(mut self, interval: Duration) -> Self {
-        assert_in_range("HealthConfig::readiness_interval", interval, Zero::Refused);
-        self.readiness_interval = interval;
+        if self.error.passes(check_in_range(
+            "HealthConfig::readiness_interval",
+            interval,
+            Zero::Refused,
+        )) {
+            self.readiness_interval = interval;
+        }
         self
     }
     /// How often the health round runs.
     ///
     /// Defaults to 10 seconds.
     ///
-    /// # Panics
-    ///
-    /// When `interval` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// An `interval` that is shorter than 1 ms (zero included) or longer than 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn health_interval(mut self, interval: Duration) -> Self {
-        assert_in_range("HealthConfig::health_interval", interval, Zero::Refused);
-        self.health_interval = interval;
+        if self.error.passes(check_in_range(
+            "HealthConfig::health_interval",
+            interval,
+            Zero::Refused,
+        )) {
+            self.health_interval = interval;
+        }
         self
     }
     /// What readiness answers when a database check times out.
@@ -67,18 +79,18 @@ impl HealthConfig {
     ///
     /// Defaults to 1 second.
     ///
-    /// # Panics
-    ///
-    /// When `interval` is neither zero nor from 1 ms to 1 year: see
+    /// An `interval` that is neither zero nor from 1 ms to 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn nocache_min_interval(mut self, interval: Duration) -> Self {
-        assert_in_range(
+        if self.error.passes(check_in_range(
             "HealthConfig::nocache_min_interval",
             interval,
             Zero::Allowed,
-        );
-        self.nocache_min_interval = interval;
+        )) {
+            self.nocache_min_interval = interval;
+        }
         self
     }
     /// How long one database check may keep running in the background after its round has
@@ -89,14 +101,18 @@ impl HealthConfig {
     ///
     /// Defaults to 10 seconds.
     ///
-    /// # Panics
-    ///
-    /// When `limit` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// A `limit` that is shorter than 1 ms (zero included) or longer than 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn check_limit(mut self, limit: Duration) -> Self {
-        assert_in_range("HealthConfig::check_limit", limit, Zero::Refused);
-        self.check_limit = limit;
+        if self.error.passes(check_in_range(
+            "HealthConfig::check_limit",
+            limit,
+            Zero::Refused,
+        )) {
+            self.check_limit = limit;
+        }
         self
     }
     /// Whether `/health/startup` also waits for the application to call

@@ -16,8 +16,8 @@ impl DrainLayer {
     /// A layer counting the requests it sees in `drain`.
     ///
     /// The probes follow a drain through their monitor, not through this layer: attach it
-    /// there too ([`HealthLayer::drain`](crate::HealthLayer::drain)), or readiness never
-    /// reports draining.
+    /// there too ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)), or
+    /// readiness never reports draining.
     pub fn new(drain: &DrainHandle) -> Self {
         Self {
             handle: drain.clone(),

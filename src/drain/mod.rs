@@ -44,14 +44,17 @@
 //! use http::{Request, StatusCode};
 //! use http_body_util::Full;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer, PingLayer};
+//! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer};
+//! use tower_health::{HealthMonitor, PingLayer};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let monitor = HealthMonitor::spawn(HealthConfig::new())?;
 //! let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
 //! // The monitor follows the drain, so that its probes report it; the drain layer counts
 //! // the application's requests in it.
-//! let health = HealthLayer::new(HealthConfig::new()).drain(&drain);
+//! monitor.follow_drain(&drain);
+//! let health = HealthLayer::new(&monitor);
 //! let drain_layer = DrainLayer::new(&drain);
 //! let app = service_fn(|_request: Request<Full<Bytes>>| async {
 //!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))

@@ -57,3 +57,34 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// The first invalid value a configuration's setters were given. The setters never fail:
+/// they record the error here, leave the setting as it was, and the configuration's one
+/// fallible point (`HealthMonitor::new`, `AdminServer::start`) returns it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FirstError(Option<ConfigError>);
+
+impl FirstError {
+    /// Whether `check` passed; if not, its error is recorded unless one already is.
+    pub(crate) fn passes(&mut self, check: Result<(), ConfigError>) -> bool {
+        match check {
+            Ok(()) => true,
+            Err(error) => {
+                self.0.get_or_insert(error);
+                false
+            }
+        }
+    }
+
+    /// Records `other`'s error (a part's, such as a component's), unless one already is.
+    pub(crate) fn absorb(&mut self, other: &Self) {
+        if let (None, Some(error)) = (&self.0, &other.0) {
+            self.0 = Some(error.clone());
+        }
+    }
+
+    /// The recorded error, if any.
+    pub(crate) fn check(&self) -> Result<(), ConfigError> {
+        self.0.clone().map_or(Ok(()), Err)
+    }
+}

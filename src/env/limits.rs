@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::ConfigError;
+
 /// The shortest duration a setting takes, zero aside where a setting allows it: one
 /// millisecond.
 ///
@@ -37,15 +39,37 @@ pub(crate) fn out_of_range(duration: Duration, zero: Zero) -> Option<&'static st
     }
 }
 
-/// The check of a builder setter: panics, naming the setting, when `duration` is out of range.
+/// The range a setting must lie in, as a setter's error says it.
+fn range(zero: Zero) -> &'static str {
+    match zero {
+        Zero::Allowed => "zero or from 1ms to 1year",
+        Zero::Refused => "from 1ms to 1year",
+    }
+}
+
+/// The check of a builder setter that never fails: the error, naming the setting, the value
+/// and the range, when `duration` is out of range.
+pub(crate) fn check_in_range(
+    setting: &str,
+    duration: Duration,
+    zero: Zero,
+) -> Result<(), ConfigError> {
+    match out_of_range(duration, zero) {
+        Some(_) => Err(ConfigError::new(
+            setting,
+            &format!("{duration:?}"),
+            format!("must be {}", range(zero)),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The check of a setter with no configuration to carry its error (a backend's, a wrapper's):
+/// panics, naming the setting, when `duration` is out of range.
 #[track_caller]
 pub(crate) fn assert_in_range(setting: &str, duration: Duration, zero: Zero) {
     if out_of_range(duration, zero).is_some() {
-        let range = match zero {
-            Zero::Allowed => "zero or from 1ms to 1year",
-            Zero::Refused => "from 1ms to 1year",
-        };
-        panic!("{setting} must be {range}, got {duration:?}");
+        panic!("{setting} must be {}, got {duration:?}", range(zero));
     }
 }
 
@@ -87,6 +111,29 @@ mod tests {
             Duration::ZERO,
             Zero::Refused,
         );
+    }
+
+    #[test]
+    fn a_setter_that_never_fails_names_itself_the_value_and_the_range() {
+        let error = check_in_range(
+            "HealthConfig::readiness_timeout",
+            Duration::ZERO,
+            Zero::Refused,
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"HealthConfig::readiness_timeout="0ns": must be from 1ms to 1year"#
+        );
+        let error = check_in_range(
+            "HealthConfig::nocache_min_interval",
+            Duration::from_micros(10),
+            Zero::Allowed,
+        )
+        .unwrap_err();
+        assert_eq!(error.reason(), "must be zero or from 1ms to 1year");
+        assert!(check_in_range("x", Duration::ZERO, Zero::Allowed).is_ok());
+        assert!(check_in_range("x", MAX_DURATION, Zero::Refused).is_ok());
     }
 
     #[test]

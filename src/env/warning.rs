@@ -92,7 +92,7 @@ mod tests {
         let expected = "TOWER_HEALTH_STARTS_LOGGED is not read by any setting";
         assert_eq!(config.warnings()[0].to_string(), expected);
         let (_guard, written) = Logs::capture();
-        let (handle, monitor) = HealthMonitor::new(config);
+        let (handle, monitor) = HealthMonitor::new(config).unwrap();
         // The current-thread runtime runs the monitor on this thread, under the subscriber.
         let run = tokio::spawn(monitor.run());
         tokio::task::yield_now().await;

@@ -35,17 +35,18 @@
 //! use tower_health::grpc::pb::HealthCheckRequest;
 //! use tower_health::grpc::pb::health_server::Health;
 //! use tower_health::grpc::{HealthService, ServingStatus};
-//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer, Probe};
+//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthMonitor, Probe};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let health = HealthMonitor::spawn(HealthConfig::new())?;
 //! let drain = DrainHandle::new(DrainConfig::new());
-//! let health = HealthLayer::new(HealthConfig::new()).drain(&drain);
-//! let grpc = HealthService::new(health.handle());
+//! health.follow_drain(&drain);
+//! let grpc = HealthService::new(&health);
 //! grpc.reporter().set_service_status("greeter.v1.Greeter", ServingStatus::Serving);
 //!
 //! // No database configured: readiness passes once the first round is done.
-//! let mut watch = health.handle().watch();
+//! let mut watch = health.watch();
 //! while !watch.changed().await?.answer(Probe::Startup).passing {}
 //! let check = |service: &str| {
 //!     let request = Request::new(HealthCheckRequest { service: service.into() });
@@ -80,15 +81,18 @@
 //! # }
 //! use tonic::transport::Server;
 //! use tower_health::grpc::HealthService;
-//! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer, PingLayer};
+//! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer};
+//! use tower_health::{HealthMonitor, PingLayer};
 //! use tower_layer::Layer;
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let monitor = HealthMonitor::spawn(HealthConfig::from_env()?)?;
 //! let drain = DrainHandle::new(DrainConfig::from_env()?);
-//! let health = HealthLayer::new(HealthConfig::from_env()?).drain(&drain);
+//! monitor.follow_drain(&drain);
+//! let health = HealthLayer::new(&monitor);
 //! let drain_layer = DrainLayer::new(&drain);
-//! let grpc_health = HealthService::new(health.handle());
+//! let grpc_health = HealthService::new(&monitor);
 //! grpc_health.reporter().set_serving::<GreeterServer>();
 //!
 //! let addr = "127.0.0.1:50051".parse()?;

@@ -11,7 +11,7 @@ use super::pb::health_server::{Health, HealthServer};
 use super::pb::{HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse};
 use super::services::{AppStatuses, MAX_LISTED, Services};
 use super::{HealthReporter, ServingStatus, WatchStream};
-use crate::monitor::{HealthHandle, MonitorSource};
+use crate::monitor::HealthHandle;
 use crate::probe::Probe;
 
 /// `grpc.health.v1.Health` (`Check`, `Watch` and `List`), answered from the same
@@ -43,17 +43,13 @@ pub(crate) struct Shared {
 }
 
 impl HealthService {
-    /// Answers from a [`HealthHandle`] (a monitor already running, the one of your
-    /// [`HealthLayer`](crate::HealthLayer): [`HealthLayer::handle`](crate::HealthLayer::handle)),
-    /// or from a [`HealthConfig`](crate::HealthConfig), for which it starts a monitor.
-    ///
-    /// # Panics
-    ///
-    /// With a `HealthConfig`, when called outside a Tokio runtime.
-    pub fn new(source: impl MonitorSource) -> Self {
+    /// Answers from the verdicts of `health`'s monitor (started once with
+    /// [`HealthMonitor::spawn`](crate::HealthMonitor::spawn), and read by the HTTP layers too).
+    #[must_use]
+    pub fn new(health: &HealthHandle) -> Self {
         Self {
             shared: Arc::new(Shared {
-                handle: source.into_handle(),
+                handle: health.clone(),
                 app: Arc::new(watch::Sender::new(AppStatuses::default())),
                 closed: watch::Sender::new(false),
             }),

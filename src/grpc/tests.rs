@@ -41,13 +41,11 @@ fn fixture_with(fail_direction: FailDirection, deadline: Duration) -> Fixture {
         .readiness_timeout(deadline)
         .fail_direction(fail_direction)
         .database("default", FakeCheck::Ready)
-        .unwrap()
         .database("replica", replica.clone())
-        .unwrap()
         .component(ComponentSpec::new("cache", cache.clone()))
         .component(ComponentSpec::new("queue", queue.clone()).critical(true));
     Fixture {
-        service: HealthService::new(test_monitor(config)),
+        service: HealthService::new(&test_monitor(config)),
         replica,
         cache,
         queue,
@@ -124,12 +122,11 @@ async fn a_stale_verdict_fails_the_databases_and_readiness_in_either_fail_direct
             .readiness_timeout(Duration::from_millis(20))
             .fail_direction(direction)
             .database("default", FakeCheck::Ready)
-            .unwrap()
             .component(ComponentSpec::new(
                 "cache",
                 FakeComponent::new(FakeCheck::Ready),
             ));
-        let service = HealthService::new(test_monitor(config));
+        let service = HealthService::new(&test_monitor(config));
         let names = ["", "database/default", "component/cache"];
         test_rounds(service.handle()).await;
         assert_eq!(

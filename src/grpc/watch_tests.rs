@@ -23,9 +23,8 @@ const LIMIT: Duration = Duration::from_secs(10);
 fn service(database: &FakeComponent) -> HealthService {
     let config = HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
-        .database("default", database.clone())
-        .unwrap();
-    HealthService::new(test_monitor(config))
+        .database("default", database.clone());
+    HealthService::new(&test_monitor(config))
 }
 
 async fn watch(service: &HealthService, name: &str) -> WatchStream {

@@ -6,8 +6,7 @@ use super::Health;
 use super::reader::Reader;
 use crate::access::AccessKeys;
 use crate::config::{Details, NoCache, validate_prefix};
-use crate::monitor::{HealthHandle, MonitorSource};
-use crate::shutdown::DrainHandle;
+use crate::monitor::HealthHandle;
 
 /// Layer that answers the probe paths from a monitor's published verdicts and passes every
 /// other request to the inner service untouched.
@@ -25,24 +24,13 @@ pub struct HealthLayer {
 
 impl HealthLayer {
     /// Answers the probes, on the paths under the configured
-    /// [`path_prefix`](crate::HealthConfig::path_prefix), from:
-    ///
-    /// - a [`HealthConfig`](crate::HealthConfig): the layer starts a monitor of its own on the
-    ///   current Tokio runtime. The monitor stops when this layer, every service it made and
-    ///   every handle on it are gone. Two `HealthLayer::new(config)` calls start two
-    ///   monitors, each checking every database.
-    /// - a [`HealthHandle`]: the layer reads a monitor that is already running, so that one
-    ///   monitor feeds several readers (this layer, the admin server, your own code).
-    ///
-    /// [`HealthLayer::handle`] returns the handle either way.
-    ///
-    /// # Panics
-    ///
-    /// With a `HealthConfig`, when called outside a Tokio runtime (as
-    /// `tower::buffer::Buffer::new` does).
-    pub fn new(source: impl MonitorSource) -> Self {
+    /// [`path_prefix`](crate::HealthConfig::path_prefix), from the monitor of `health`
+    /// (started once with [`HealthMonitor::spawn`](crate::HealthMonitor::spawn)): every
+    /// reader of that monitor (this layer, others, the admin server, gRPC, your own code)
+    /// answers from the same verdicts, and the databases are checked once.
+    pub fn new(health: &HealthHandle) -> Self {
         Self {
-            reader: Arc::new(Reader::new(source.into_handle())),
+            reader: Arc::new(Reader::new(health.clone())),
         }
     }
 
@@ -151,23 +139,6 @@ impl HealthLayer {
         let path = crate::probe::trim_trailing_slash(path).into();
         let metrics = crate::metrics::HealthMetrics::new(&self.reader.handle);
         Arc::make_mut(&mut self.reader).metrics = Some((path, metrics));
-        self
-    }
-
-    /// Answers readiness, health and pool with 503 `draining` (and `Retry-After`) once
-    /// `drain` has started; liveness, startup and ping keep answering 200. Every other reader
-    /// of the same monitor follows the drain too: this is the layer's spelling of
-    /// [`HealthHandle::follow_drain`], the one way a drain is attached. On a tower stack, count
-    /// the application's requests in the same drain with a
-    /// [`DrainLayer::new(&drain)`](crate::DrainLayer::new) below this layer.
-    ///
-    /// Defaults to no drain: the probes never report draining.
-    ///
-    /// # Panics
-    ///
-    /// When the monitor already follows a different drain.
-    pub fn drain(self, drain: impl AsRef<DrainHandle>) -> Self {
-        self.reader.handle.follow_drain(drain.as_ref());
         self
     }
 

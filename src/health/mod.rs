@@ -1,6 +1,6 @@
 //! Middleware that answers the probe paths before the inner service.
 //!
-//! [`HealthLayer`] answers, under the configured prefix (default `/health`):
+//! [`HealthLayer`](crate::HealthLayer) answers, under the configured prefix (default `/health`):
 //!
 #![doc = include_str!("../docs/endpoints.md")]
 //!
@@ -19,15 +19,16 @@
 //! use http_body_util::Full;
 //! use bytes::Bytes;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//! use tower_health::{HealthConfig, HealthLayer};
+//! use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let health = HealthMonitor::spawn(HealthConfig::new())?;
 //! let app = service_fn(|_request: Request<Full<Bytes>>| async {
 //!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
 //! });
 //! let service = ServiceBuilder::new()
-//!     .layer(HealthLayer::new(HealthConfig::new()))
+//!     .layer(HealthLayer::new(&health))
 //!     .service(app);
 //!
 //! let response = service
@@ -55,7 +56,6 @@ pub(crate) mod layer;
 mod reader;
 mod service;
 
-pub(crate) use self::layer::HealthLayer;
 #[cfg(feature = "axum")]
 pub(crate) use self::reader::Reader;
 pub use self::service::Health;

@@ -1,4 +1,4 @@
-//! What one [`HealthLayer`](super::HealthLayer) answers with: the monitor's handle and the
+//! What one [`HealthLayer`](crate::HealthLayer) answers with: the monitor's handle and the
 //! layer's own settings (paths, `?nocache` policy, who sees details), which default to the
 //! monitor's configuration and can differ between two layers of one monitor.
 
@@ -300,7 +300,7 @@ mod tests {
 
     #[tokio::test]
     async fn details_always_on_a_host_that_is_not_loopback_is_a_warning_once() {
-        let (health, _monitor) = crate::HealthMonitor::new(HealthConfig::new());
+        let (health, _monitor) = crate::HealthMonitor::new(HealthConfig::new()).unwrap();
         let reader = Reader::new(health.clone());
         let local = logged(|| {
             for _ in 0..3 {

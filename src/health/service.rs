@@ -5,10 +5,9 @@ use bytes::Bytes;
 use http::{Request, Response};
 use tower_service::Service;
 
-use super::HealthLayer;
 use super::reader::Reader;
 use crate::http::{Count, ResponseBody, ResponseFuture, WhenBusy, call_inner};
-use crate::monitor::{HealthHandle, MonitorSource};
+use crate::monitor::HealthHandle;
 
 /// Middleware that answers the probe paths from published verdicts and passes every other
 /// request to the inner service untouched.
@@ -25,20 +24,14 @@ pub struct Health<S> {
 }
 
 impl<S> Health<S> {
-    /// Wraps `inner`, answering the probes with `handle`'s verdicts and the settings of its
-    /// configuration.
-    pub fn new(inner: S, handle: HealthHandle) -> Self {
-        Self::with_reader(inner, Arc::new(Reader::new(handle)))
+    /// Wraps `inner`, answering the probes with the verdicts of `health`'s monitor and the
+    /// settings of its configuration.
+    pub fn new(inner: S, health: &HealthHandle) -> Self {
+        Self::with_reader(inner, Arc::new(Reader::new(health.clone())))
     }
 
     pub(crate) fn with_reader(inner: S, reader: Arc<Reader>) -> Self {
         Self { inner, reader }
-    }
-
-    /// Returns a new [`Layer`](tower_layer::Layer) that wraps services with a [`Health`]
-    /// middleware; see [`HealthLayer::new`].
-    pub fn layer(source: impl MonitorSource) -> HealthLayer {
-        HealthLayer::new(source)
     }
 
     define_inner_service_accessors!();
@@ -85,7 +78,7 @@ mod tests {
     use tower_layer::Layer;
 
     use super::*;
-    use crate::HealthConfig;
+    use crate::{HealthConfig, HealthLayer, HealthMonitor};
 
     /// Not ready at its first poll (and wakes itself), ready from then on; counts its calls.
     #[derive(Clone, Default)]
@@ -120,7 +113,8 @@ mod tests {
     #[tokio::test]
     async fn a_probe_is_answered_without_waiting_for_the_inner_service() {
         let inner = ReadyOnSecondPoll::default();
-        let mut service = HealthLayer::new(HealthConfig::new()).layer(inner.clone());
+        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+            .layer(inner.clone());
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         let response = service.call(get("/health/live")).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
@@ -131,7 +125,8 @@ mod tests {
     #[tokio::test]
     async fn an_application_request_waits_for_the_inner_service_then_goes_through() {
         let inner = ReadyOnSecondPoll::default();
-        let mut service = HealthLayer::new(HealthConfig::new()).layer(inner.clone());
+        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+            .layer(inner.clone());
         // The layer is ready although the inner service is not, and does not ask it.
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         assert_eq!(inner.polls.load(Ordering::SeqCst), 0);
@@ -149,7 +144,8 @@ mod tests {
     async fn a_ready_inner_service_is_called_directly() {
         let inner = ReadyOnSecondPoll::default();
         inner.polls.store(1, Ordering::SeqCst);
-        let mut service = HealthLayer::new(HealthConfig::new()).layer(inner.clone());
+        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+            .layer(inner.clone());
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         let response = service.call(get("/work")).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
@@ -163,10 +159,8 @@ mod tests {
         use crate::config::Details;
         use crate::test_helpers::FakeCheck;
 
-        let config = HealthConfig::new()
-            .database("default", FakeCheck::Refused)
-            .unwrap();
-        let layer = HealthLayer::new(config);
+        let config = HealthConfig::new().database("default", FakeCheck::Refused);
+        let layer = HealthLayer::new(&HealthMonitor::spawn(config).unwrap());
         let mut watch = layer.handle().watch();
         while !watch.changed().await.unwrap().started {}
         let keys = AccessKeys::new().operator("operator-key-0123456789");

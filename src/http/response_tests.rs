@@ -22,7 +22,6 @@ fn config(check: FakeCheck) -> HealthConfig {
     HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
         .database("default", check)
-        .unwrap()
 }
 
 /// Every probe's HTTP response agrees with the view: 200 exactly when it passes, and the

@@ -20,7 +20,7 @@
 //!
 //! # #[tokio::main]
 //! # async fn main() {
-//! let health = HealthMonitor::spawn(HealthConfig::new());
+//! let health = HealthMonitor::spawn(HealthConfig::new()).unwrap();
 //! let metrics = HealthMetrics::new(&health);
 //!
 //! // No database configured: ready once the first round is done.

@@ -20,7 +20,6 @@ fn config(check: FakeCheck) -> HealthConfig {
     HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
         .database("default", check)
-        .unwrap()
         .component(ComponentSpec::new(
             "cache",
             FakeComponent::new(FakeCheck::Ready),
@@ -380,8 +379,7 @@ async fn a_stale_verdict_shows_without_a_round() {
         .readiness_interval(Duration::from_millis(1))
         .health_interval(Duration::from_millis(1))
         .readiness_timeout(Duration::from_millis(200))
-        .database("default", FakeCheck::Ready)
-        .unwrap();
+        .database("default", FakeCheck::Ready);
     let handle = monitor(config);
     rounds(&handle).await;
     let metrics = HealthMetrics::new(&handle);

@@ -20,7 +20,6 @@ fn config() -> HealthConfig {
     HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
         .database("default", FakeCheck::Ready)
-        .unwrap()
 }
 
 fn with_component(spec: ComponentSpec) -> HealthHandle {
@@ -251,7 +250,6 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
     let config = HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
         .database("default", database.clone())
-        .unwrap()
         .component(ComponentSpec::new("cache", cache.clone()));
     let handle = monitor(config);
     let mut seen = Vec::new();

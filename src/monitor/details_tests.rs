@@ -53,11 +53,8 @@ async fn body(
 fn chatty() -> HealthConfig {
     HealthConfig::new()
         .database("default", Chatty)
-        .unwrap()
         .database("replica", Chatty)
-        .unwrap()
         .optional_database("replica")
-        .unwrap()
         .component(ComponentSpec::new(
             "cache",
             FakeComponent::new(FakeCheck::Refused),
@@ -105,11 +102,7 @@ async fn the_short_form_carries_no_driver_text_target_figures_or_timings() {
 
 #[tokio::test]
 async fn a_hold_names_its_reason_only_where_details_are_shown() {
-    let handle = monitor(
-        HealthConfig::new()
-            .database("default", FakeCheck::Ready)
-            .unwrap(),
-    );
+    let handle = monitor(HealthConfig::new().database("default", FakeCheck::Ready));
     rounds(&handle).await;
     handle.hold("db migration by alice");
     for probe in [Probe::Ready, Probe::Health] {
@@ -128,7 +121,6 @@ async fn a_hold_names_its_reason_only_where_details_are_shown() {
 fn reporting() -> HealthConfig {
     HealthConfig::new()
         .database("default", FakeCheck::Reports)
-        .unwrap()
         .component(ComponentSpec::new(
             "cache",
             FakeComponent::new(FakeCheck::Reports),
@@ -191,7 +183,6 @@ async fn a_failed_check_shows_its_own_target_and_no_details() {
     let handle = monitor(
         HealthConfig::new()
             .database("default", FakeCheck::Ready)
-            .unwrap()
             .component(ComponentSpec::new("cache", Targeted(cache.clone()))),
     );
     rounds(&handle).await;

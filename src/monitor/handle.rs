@@ -8,7 +8,7 @@ use crate::shutdown::DrainHandle;
 use crate::verdict::HealthVerdict;
 use crate::view::{Answer, Source, View, ViewWatch};
 
-/// A handle on the verdicts a [`HealthMonitor`](super::HealthMonitor) publishes.
+/// A handle on the verdicts a [`HealthMonitor`](crate::HealthMonitor) publishes.
 ///
 /// Cheap to clone; give one to every reader (a [`HealthLayer`](crate::HealthLayer), the admin
 /// server, your own code). The monitor stops once every handle, and every layer and service
@@ -102,7 +102,7 @@ impl HealthHandle {
         self.state.held()
     }
 
-    /// Whether the monitor is running (its [`run`](super::HealthMonitor::run) future is being
+    /// Whether the monitor is running (its [`run`](crate::HealthMonitor::run) future is being
     /// polled and has not finished).
     #[must_use]
     pub fn is_monitor_running(&self) -> bool {
@@ -133,13 +133,16 @@ impl HealthHandle {
         self.state.startup.is_started()
     }
 
-    /// Makes every reader of this monitor (its layers, the admin server) follow `drain`:
-    /// readiness, health and pool answer 503 `draining` once it starts.
+    /// Makes every reader of this monitor (its layers, the admin server, gRPC, metrics)
+    /// follow `drain`: readiness, health and pool answer 503 `draining` once it starts. The
+    /// one way a drain is attached; on a tower stack, count the application's requests in the
+    /// same drain with a [`DrainLayer::new(&drain)`](crate::DrainLayer::new) below the
+    /// [`HealthLayer`](crate::HealthLayer).
     ///
-    /// # Panics
-    ///
-    /// When the monitor already follows a different drain: one process drains once.
-    pub fn follow_drain(&self, drain: &DrainHandle) {
+    /// One process drains once: a monitor follows one drain for its life. Returns whether it
+    /// follows `drain` (attached now, or already); `false` when it already follows a
+    /// different drain, which it keeps following (logged at error level).
+    pub fn follow_drain(&self, drain: &DrainHandle) -> bool {
         let mut attached = false;
         let followed = self.state.drain.get_or_init(|| {
             attached = true;
@@ -149,10 +152,13 @@ impl HealthHandle {
             // Watchers start following the drain's start from here.
             self.state.notify_view();
         }
-        assert!(
-            followed.same_drain(drain),
-            "this health monitor already follows another drain"
-        );
+        let follows = followed.same_drain(drain);
+        if !follows {
+            tracing::error!(
+                "this health monitor already follows another drain: it keeps following that one"
+            );
+        }
+        follows
     }
 
     /// The drain this monitor follows, if one was attached.
@@ -201,17 +207,18 @@ impl fmt::Debug for HealthHandle {
 #[cfg(test)]
 mod tests {
     use crate::shutdown::{DrainConfig, DrainHandle};
+    use crate::test_helpers::logged;
     use crate::{HealthConfig, HealthMonitor};
 
     #[test]
     fn a_monitor_follows_one_drain() {
-        let (health, _monitor) = HealthMonitor::new(HealthConfig::new());
+        let (health, _monitor) = HealthMonitor::new(HealthConfig::new()).unwrap();
         assert!(health.drain().is_none());
         let drain = DrainHandle::new(DrainConfig::new());
-        health.follow_drain(&drain);
+        assert!(health.follow_drain(&drain));
         // Again, or through another handle on either: the same drain.
         let (other_health, other_drain) = (health.clone(), drain.clone());
-        other_health.follow_drain(&other_drain);
+        assert!(other_health.follow_drain(&other_drain));
         assert!(
             health
                 .drain()
@@ -220,10 +227,21 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "already follows another drain")]
     fn a_second_drain_is_refused() {
-        let (health, _monitor) = HealthMonitor::new(HealthConfig::new());
-        health.follow_drain(&DrainHandle::new(DrainConfig::new()));
-        health.follow_drain(&DrainHandle::new(DrainConfig::new()));
+        let (health, _monitor) = HealthMonitor::new(HealthConfig::new()).unwrap();
+        let first = DrainHandle::new(DrainConfig::new());
+        assert!(health.follow_drain(&first));
+        let mut refused = true;
+        let logged = logged(|| {
+            refused = !health.follow_drain(&DrainHandle::new(DrainConfig::new()));
+        });
+        assert!(refused);
+        assert!(logged.contains("already follows another drain"), "{logged}");
+        assert!(
+            health
+                .drain()
+                .is_some_and(|followed| followed.same_drain(&first)),
+            "the first drain stays"
+        );
     }
 }

@@ -13,7 +13,6 @@ fn config() -> HealthConfig {
     HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
         .database("default", FakeCheck::Ready)
-        .unwrap()
 }
 
 const READY: &str = r#"{"checks":{"database_default":"ready"},"status":"ready"}"#;

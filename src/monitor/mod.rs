@@ -1,6 +1,6 @@
 //! The background monitor and the handle on its verdicts.
 //!
-//! [`HealthMonitor`] runs two cadences: a readiness round (default every second) and a health
+//! [`HealthMonitor`](crate::HealthMonitor) runs two cadences: a readiness round (default every second) and a health
 //! round (default every ten seconds). Each round checks every configured database in parallel
 //! under one deadline (default 500 ms), builds the verdicts, renders every answer the probe
 //! endpoints may give, and publishes them through an `ArcSwap`. Answering a probe is then a
@@ -11,8 +11,10 @@
 //!
 //! # Example
 //!
-//! [`HealthLayer::new`](crate::HealthLayer::new) with a [`HealthConfig`](crate::HealthConfig)
-//! starts a monitor for you. Start one yourself to share it between several readers, or to
+//! [`HealthMonitor::spawn`](crate::HealthMonitor::spawn) starts the monitor of a
+//! [`HealthConfig`](crate::HealthConfig) on the current runtime; every reader (the layers,
+//! the admin server, gRPC, metrics) takes its handle.
+//! [`HealthMonitor::new`](crate::HealthMonitor::new) makes the monitor without running it, to
 //! run it where you choose:
 //!
 //! ```
@@ -20,7 +22,7 @@
 //!
 //! # #[tokio::main]
 //! # async fn main() {
-//! let (health, monitor) = HealthMonitor::new(HealthConfig::new());
+//! let (health, monitor) = HealthMonitor::new(HealthConfig::new()).unwrap();
 //! tokio::spawn(monitor.run());
 //!
 //! // No database configured: health has nothing to follow, and says so.
@@ -71,7 +73,6 @@ pub(crate) mod runner;
 #[cfg(feature = "redis")]
 mod shared_round;
 mod slot;
-pub(crate) mod source;
 mod spawner;
 mod startup;
 mod state;
@@ -89,5 +90,3 @@ mod view_tests;
 
 pub(crate) use self::handle::HealthHandle;
 pub use self::handle::MonitorStats;
-pub(crate) use self::runner::HealthMonitor;
-pub(crate) use self::source::MonitorSource;

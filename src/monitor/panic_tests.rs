@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::HealthMonitor;
+use crate::HealthMonitor;
 use crate::check::{CheckFuture, CheckReport, DatabaseCheck, PoolStats};
 use crate::config::HealthConfig;
 use crate::probe::Probe;
@@ -51,13 +51,12 @@ fn config(check: PanickyStats) -> HealthConfig {
         .health_interval(Duration::from_millis(20))
         .readiness_timeout(Duration::from_secs(5))
         .database("default", check)
-        .unwrap()
 }
 
 #[tokio::test]
 async fn a_round_that_panics_costs_that_round_only() {
     let check = PanickyStats::default();
-    let health = HealthMonitor::spawn(config(check.clone()));
+    let health = HealthMonitor::spawn(config(check.clone())).unwrap();
     let mut views = health.watch();
     views.wait_for(|view| view.readiness.ready).await.unwrap();
     views
@@ -123,7 +122,7 @@ async fn a_round_that_panics_costs_that_round_only() {
 /// it, a panic included.
 #[tokio::test]
 async fn a_monitor_whose_task_is_gone_is_unavailable_and_liveness_answers() {
-    let (health, monitor) = HealthMonitor::new(config(PanickyStats::default()));
+    let (health, monitor) = HealthMonitor::new(config(PanickyStats::default())).unwrap();
     let task = tokio::spawn(monitor.run());
     let mut views = health.watch();
     bounded("ready", views.wait_for(|view| view.readiness.ready))

@@ -8,7 +8,7 @@ use tokio::time::{MissedTickBehavior, interval};
 use super::handle::HealthHandle;
 use super::rounds::Cadence;
 use super::state::MonitorState;
-use crate::config::HealthConfig;
+use crate::config::{ConfigError, HealthConfig};
 use crate::util::join;
 
 /// The background task that checks the databases and publishes the verdicts.
@@ -22,29 +22,39 @@ pub struct HealthMonitor {
 }
 
 impl HealthMonitor {
-    /// Creates the monitor and the first handle on its verdicts. Until the first round
-    /// completes, every verdict is `unavailable` and probes that depend on one answer 503.
-    #[must_use]
-    pub fn new(config: HealthConfig) -> (HealthHandle, Self) {
+    /// Creates the monitor and the first handle on its verdicts: the one monitor of `config`,
+    /// whose handle every reader takes (the layers, the admin server, gRPC, metrics). Until
+    /// the first round completes, every verdict is `unavailable` and probes that depend on one
+    /// answer 503.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid value a setter of `config` was given (its components' and shared
+    /// cache's setters included), naming the setter: the setters never fail, this is where
+    /// a configuration built in code is checked.
+    pub fn new(config: HealthConfig) -> Result<(HealthHandle, Self), ConfigError> {
+        config.checked()?;
         let shared = Arc::new(MonitorState::new(config));
         let monitor = Self {
             shared: Arc::downgrade(&shared),
         };
-        (HealthHandle::new(shared), monitor)
+        Ok((HealthHandle::new(shared), monitor))
     }
 
     /// Creates the monitor, spawns it on the current Tokio runtime, and returns the handle.
-    /// [`HealthLayer::new`](crate::HealthLayer::new) with a [`HealthConfig`] does this for
-    /// you.
+    /// Start it once, and give its handle to every reader.
+    ///
+    /// # Errors
+    ///
+    /// As [`HealthMonitor::new`]: the first invalid value a setter of `config` was given.
     ///
     /// # Panics
     ///
     /// When called outside a Tokio runtime, as `tokio::spawn` does.
-    #[must_use]
-    pub fn spawn(config: HealthConfig) -> HealthHandle {
-        let (handle, monitor) = Self::new(config);
+    pub fn spawn(config: HealthConfig) -> Result<HealthHandle, ConfigError> {
+        let (handle, monitor) = Self::new(config)?;
         tokio::spawn(monitor.run());
-        handle
+        Ok(handle)
     }
 
     /// Runs readiness rounds and health rounds, each on its own cadence, until every
@@ -57,9 +67,8 @@ impl HealthMonitor {
     /// If this future is dropped (its task aborted, its runtime shut down), the verdicts
     /// become `unavailable` at once, rather than being served as if they were fresh;
     /// liveness keeps answering 200, as it does for any state of the verdicts (see
-    /// [Staleness](super#staleness)). Spawned by [`HealthMonitor::spawn`] (as
-    /// [`HealthLayer::new`](crate::HealthLayer::new) with a configuration does), it runs
-    /// until its runtime shuts down: nothing else holds its task.
+    /// [Staleness](super#staleness)). Spawned by [`HealthMonitor::spawn`], it runs until its
+    /// runtime shuts down: nothing else holds its task.
     pub async fn run(self) {
         let Some(shared) = self.shared.upgrade() else {
             return;

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use super::HealthHandle;
 use super::rounds::Cadence;
-use super::{HealthHandle, HealthMonitor};
+use crate::HealthMonitor;
 use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
 use crate::probe::{BodyMode, Freshness, Probe};
@@ -17,7 +18,7 @@ use crate::verdict::Audience;
 
 /// A monitor whose rounds the test runs by hand.
 pub(crate) fn monitor(config: HealthConfig) -> HealthHandle {
-    let (handle, _run) = HealthMonitor::new(config);
+    let (handle, _run) = HealthMonitor::new(config).unwrap();
     handle.state.set_monitor_running(true);
     handle
 }
@@ -41,7 +42,6 @@ fn config_with(check: FakeCheck) -> HealthConfig {
     HealthConfig::new()
         .readiness_timeout(deadline)
         .database("default", check)
-        .unwrap()
 }
 
 pub(crate) async fn rounds(handle: &HealthHandle) {
@@ -674,7 +674,7 @@ fn work_dropped_before_it_ever_ran_leaves_no_slot_or_bypass_taken() {
 fn a_request_runtime_that_dies_costs_the_running_monitor_nothing() {
     let monitor_runtime = runtime();
     let config = config_with(FakeCheck::Ready).readiness_interval(Duration::from_millis(10));
-    let handle = monitor_runtime.block_on(async { HealthMonitor::spawn(config) });
+    let handle = monitor_runtime.block_on(async { HealthMonitor::spawn(config).unwrap() });
     // The bypass and the checks it starts run on the monitor's runtime, not the one that
     // asked and died (which is why they may even have finished within the one poll).
     let _ = poll_once_on_a_runtime_that_dies(handle.refresh());

@@ -16,7 +16,6 @@ fn config(check: FakeCheck) -> HealthConfig {
     HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
         .database("default", check)
-        .unwrap()
 }
 
 /// One probe's answer read alone (gRPC's overall `Check` reads readiness's so) is the

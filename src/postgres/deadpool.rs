@@ -37,7 +37,7 @@ use crate::redact::redact;
 /// let pg: tokio_postgres::Config = "postgres://postgres@127.0.0.1/postgres".parse()?;
 /// let manager = deadpool_postgres::Manager::new(pg, tokio_postgres::NoTls);
 /// let pool = deadpool_postgres::Pool::builder(manager).max_size(16).build()?;
-/// let config = HealthConfig::new().database("default", DeadpoolCheck::new(pool.clone()))?;
+/// let config = HealthConfig::new().database("default", DeadpoolCheck::new(pool.clone()));
 /// # let _ = config;
 /// # Ok(())
 /// # }

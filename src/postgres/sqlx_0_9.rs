@@ -27,7 +27,7 @@
 //!     .max_connections(10)
 //!     .acquire_timeout(Duration::from_secs(2))
 //!     .connect_lazy("postgres://postgres@127.0.0.1/postgres")?;
-//! let config = HealthConfig::new().database("default", SqlxCheck::new(pool.clone()))?;
+//! let config = HealthConfig::new().database("default", SqlxCheck::new(pool.clone()));
 //! # let _ = config;
 //! # Ok(())
 //! # }

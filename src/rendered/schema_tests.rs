@@ -285,7 +285,6 @@ fn config_with(check: impl DatabaseCheck) -> HealthConfig {
     HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
         .database("default", check)
-        .unwrap()
 }
 
 /// A check that fails with one category, and names its target.
@@ -361,8 +360,7 @@ async fn every_probe_in_every_state_matches_its_schema() {
     // (`running_for_ms`).
     let stalled = HealthConfig::new()
         .readiness_timeout(Duration::from_millis(50))
-        .database("default", FakeCheck::Hangs)
-        .unwrap();
+        .database("default", FakeCheck::Hangs);
     let handle = monitor(stalled.clone());
     handle.state().readiness_round().await;
     every_body(&handle, "timed out", &mut seen).await;
@@ -391,9 +389,7 @@ async fn every_probe_in_every_state_matches_its_schema() {
         let component = FakeComponent::new(FakeCheck::Ready);
         let config = config_with(Failing(kind))
             .database("replica", Failing(kind))
-            .unwrap()
             .optional_database("replica")
-            .unwrap()
             .component(ComponentSpec::new("cache", Targeted(component)));
         let handle = monitor(config);
         rounds(&handle).await;
@@ -405,19 +401,12 @@ async fn every_probe_in_every_state_matches_its_schema() {
     let handle = monitor(
         config_with(FakeCheck::Ready)
             .database("replica", FakeCheck::Refused)
-            .unwrap()
             .database("analytics", FakeCheck::Saturated)
-            .unwrap()
-            .optional_database("replica")
-            .unwrap(),
+            .optional_database("replica"),
     );
     rounds(&handle).await;
     every_body_and_a_bypass(&handle, "an optional database down", &mut seen).await;
-    let handle = monitor(
-        config_with(FakeCheck::Refused)
-            .optional_database("default")
-            .unwrap(),
-    );
+    let handle = monitor(config_with(FakeCheck::Refused).optional_database("default"));
     rounds(&handle).await;
     every_body(&handle, "the optional default database down", &mut seen).await;
 
@@ -500,7 +489,6 @@ async fn components_in_every_state_match_their_schema() {
     let config = HealthConfig::new()
         .readiness_timeout(Duration::from_millis(50))
         .database("default", FakeCheck::Ready)
-        .unwrap()
         .component(ComponentSpec::new("cache", Targeted(cache.clone())).critical(false))
         .component(
             ComponentSpec::new("queue", queue.clone())
@@ -585,7 +573,6 @@ async fn stale_verdicts_match_their_schema() {
     let with_database = config
         .clone()
         .database("default", FakeCheck::Refused)
-        .unwrap()
         .component(ComponentSpec::new(
             "cache",
             FakeComponent::new(FakeCheck::Refused),

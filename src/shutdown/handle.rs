@@ -19,7 +19,8 @@ use crate::rendered::fixed::drain_rejected;
 /// The shared drain state: start the drain, watch its phase, wait for it to finish.
 ///
 /// Cheap to clone; give the same handle to [`DrainLayer`](crate::DrainLayer),
-/// [`HealthLayer::drain`](crate::HealthLayer::drain) and anything else that should know.
+/// [`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain) and anything else that
+/// should know.
 ///
 /// See the [module docs](crate::drain) for an example.
 #[derive(Clone)]

@@ -20,7 +20,7 @@
 //!
 //! # #[tokio::main]
 //! # async fn main() {
-//! let health = HealthMonitor::spawn(HealthConfig::new());
+//! let health = HealthMonitor::spawn(HealthConfig::new()).unwrap();
 //! let mut watch = health.watch();
 //! // No database configured: readiness passes with nothing to check once a round is done.
 //! let view = loop {

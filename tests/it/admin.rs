@@ -24,13 +24,14 @@ const VIEWER: &str = "viewer-key-0123456789abcdef";
 
 async fn monitor() -> HealthHandle {
     let health =
-        HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)));
+        HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)))
+            .unwrap();
     first_rounds(&health).await;
     health
 }
 
 async fn start(config: AdminConfig) -> AdminHandle {
-    AdminServer::new(config.port(0), monitor().await)
+    AdminServer::new(config.port(0), &monitor().await)
         .start()
         .await
         .unwrap()
@@ -182,7 +183,7 @@ async fn a_misspelt_key_variable_stops_the_admin_server_from_starting_keyless() 
         ("TOWER_HEALTH_ADMIN_KEY", OPERATOR),
     ])
     .unwrap();
-    let admin = AdminServer::new(config, monitor().await)
+    let admin = AdminServer::new(config, &monitor().await)
         .start()
         .await
         .unwrap();
@@ -214,7 +215,7 @@ async fn very_long_headers_are_refused_without_harm() {
 async fn a_non_loopback_bind_needs_an_operator_key() {
     let health = monitor().await;
     let any = IpAddr::from([0, 0, 0, 0]);
-    let refused = AdminServer::new(AdminConfig::new().bind(any).port(0), health.clone())
+    let refused = AdminServer::new(AdminConfig::new().bind(any).port(0), &health)
         .start()
         .await
         .unwrap_err();
@@ -226,7 +227,7 @@ async fn a_non_loopback_bind_needs_an_operator_key() {
 
     let admin = AdminServer::new(
         AdminConfig::new().bind(any).port(0).operator_key(OPERATOR),
-        health,
+        &health,
     )
     .start()
     .await
@@ -300,7 +301,7 @@ async fn liveness_answers_through_the_drain_and_the_server_closes_after_it() {
     );
     let health = monitor().await;
     health.follow_drain(&drain);
-    let admin = AdminServer::new(AdminConfig::new().port(0), health)
+    let admin = AdminServer::new(AdminConfig::new().port(0), &health)
         .start()
         .await
         .unwrap();
@@ -553,7 +554,7 @@ async fn shutdown_closes_the_server() {
 #[tokio::test]
 async fn the_operator_holds_and_releases_readiness() {
     let health = monitor().await;
-    let admin = AdminServer::new(keyed().port(0), health.clone())
+    let admin = AdminServer::new(keyed().port(0), &health)
         .start()
         .await
         .unwrap();

@@ -24,7 +24,7 @@ fn pg_url(addr: SocketAddr, credentials: Option<(&str, &str)>) -> String {
 
 fn add_database(config: HealthConfig, check: impl DatabaseCheck) -> (HealthConfig, String) {
     let debug = format!("{check:?}");
-    (config.database(DATABASE, check).unwrap(), debug)
+    (config.database(DATABASE, check), debug)
 }
 
 /// The `Backend` of a PostgreSQL check: the real PostgreSQL, its URLs, and how `$add` adds the

@@ -16,7 +16,7 @@ use support::{Client, eventually, fast, serve};
 use tokio::sync::{Notify, mpsc};
 use tower::ServiceBuilder;
 use tower::limit::ConcurrencyLimitLayer;
-use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer};
 use tower_health::{DrainHandle, DrainLayer};
 
 /// A bound against hanging, not a measurement.
@@ -68,7 +68,7 @@ async fn saturated_app_still_answers_probes(with_ping: bool) {
     let events = Events::default();
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
@@ -169,7 +169,7 @@ async fn shed_load_sheds(order: ShedOrder) {
     let events = Events::default();
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
@@ -250,7 +250,7 @@ async fn a_queued_request_counts_in_the_drain_until_it_has_run() {
     let events = Events::default();
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
     health.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);

@@ -43,7 +43,7 @@ fn switchable(behaviour: &Arc<AtomicU8>) -> impl Component {
 }
 
 fn config() -> HealthConfig {
-    fast().database("default", postgres(&pg_url())).unwrap()
+    fast().database("default", postgres(&pg_url()))
 }
 
 #[tokio::test]
@@ -240,9 +240,7 @@ async fn an_optional_database_refused_degrades_health_and_leaves_readiness_ready
             "replica",
             postgres(&format!("postgres://postgres@{refused}/postgres")),
         )
-        .unwrap()
-        .optional_database("replica")
-        .unwrap();
+        .optional_database("replica");
     let (health, server) = health_server(settings).await;
     first_rounds(&health).await;
     let client = Client::new();
@@ -336,7 +334,6 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
     let cache = Arc::new(AtomicU8::new(REFUSED));
     let settings = fast()
         .database("default", postgres(&proxy.url()))
-        .unwrap()
         .component(ComponentSpec::new("cache", switchable(&cache)));
     let (health, server) = health_server(settings).await;
     first_rounds(&health).await;
@@ -384,7 +381,8 @@ async fn a_hand_written_component_reports_its_target_and_details_where_details_a
     const VIEWER: &str = "viewer-key-0123456789abcdef";
     let health = HealthMonitor::spawn(
         config().component(ComponentSpec::new("search", reporting()).critical(true)),
-    );
+    )
+    .unwrap();
     let healthy = eventually(LIMIT, || async {
         health
             .view()
@@ -399,7 +397,7 @@ async fn a_hand_written_component_reports_its_target_and_details_where_details_a
         .operator("operator-key-0123456789abcdef")
         .readonly(VIEWER);
     let layer = |details| {
-        HealthLayer::new(health.clone())
+        HealthLayer::new(&health)
             .details(details)
             .access_keys(&keys)
     };
@@ -566,11 +564,10 @@ async fn query_string_credentials_show_in_no_body_log_metric_or_shared_entry() {
         .health_interval(Duration::from_millis(200))
         .readiness_timeout(Duration::from_millis(300))
         .database("default", postgres(&pg_url()))
-        .unwrap()
         .component(ComponentSpec::new("payments", Http::new(&payments).unwrap()).shared(true))
         .component(ComponentSpec::new("billing", billing).shared(true))
         .shared_cache(cache);
-    let health = HealthMonitor::spawn(settings);
+    let health = HealthMonitor::spawn(settings).unwrap();
     first_rounds(&health).await;
 
     // The shared entry, once it holds both shared components' results.
@@ -603,7 +600,7 @@ async fn query_string_credentials_show_in_no_body_log_metric_or_shared_entry() {
     let viewer = format!("Bearer {VIEWER}");
     let mut always = None;
     for details in [Details::Always, Details::Authorized, Details::Never] {
-        let layer = HealthLayer::new(health.clone())
+        let layer = HealthLayer::new(&health)
             .details(details)
             .access_keys(&keys);
         let server = serve(ServiceBuilder::new().layer(layer).service(app())).await;

@@ -13,7 +13,7 @@ use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::postgres::PostgresCheck;
-use tower_health::{HealthConfig, HealthHandle, HealthLayer, config::Details};
+use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor, config::Details};
 
 const OPERATOR: &str = "operator-key-0123456789abcdef";
 const VIEWER: &str = "viewer-key-0123456789abcdef";
@@ -53,7 +53,6 @@ async fn faults(stalled: &StalledListener) -> HealthConfig {
                 "postgres://no_such_role_for_details@127.0.0.1:{port}/postgres"
             )),
         )
-        .unwrap()
         .database(
             "stalled",
             check(format!(
@@ -61,12 +60,10 @@ async fn faults(stalled: &StalledListener) -> HealthConfig {
                 stalled.addr
             )),
         )
-        .unwrap()
         .database(
             "replica",
             check(format!("postgres://app_user:s3cret-pw@{refused}/orders_db")),
         )
-        .unwrap()
 }
 
 /// Waits until every fault shows in readiness: login refused, stalled timed out, refused.
@@ -101,7 +98,8 @@ fn assert_short(path: &str, body: &str) {
 async fn never_shows_statuses_categories_and_names_only_on_both_ports() {
     require_postgres!();
     let stalled = StalledListener::start().await;
-    let layer = HealthLayer::new(faults(&stalled).await).details(Details::Never);
+    let layer = HealthLayer::new(&HealthMonitor::spawn(faults(&stalled).await).unwrap())
+        .details(Details::Never);
     let health = layer.handle();
     settled(&health).await;
     let server = serve(ServiceBuilder::new().layer(layer).service(support::app())).await;
@@ -148,7 +146,7 @@ async fn authorized_shows_the_detail_to_key_holders_only_on_both_ports() {
     require_postgres!();
     let stalled = StalledListener::start().await;
     let keys = AccessKeys::new().operator(OPERATOR).readonly(VIEWER);
-    let layer = HealthLayer::new(faults(&stalled).await)
+    let layer = HealthLayer::new(&HealthMonitor::spawn(faults(&stalled).await).unwrap())
         .details(Details::Authorized)
         .access_keys(&keys);
     let health = layer.handle();

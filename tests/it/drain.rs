@@ -97,14 +97,16 @@ impl Server {
 /// here, instead of a real signal, so that tests do not signal each other).
 async fn server(config: DrainConfig) -> Server {
     let health =
-        HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)));
+        HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)))
+            .unwrap();
     first_rounds(&health).await;
     let drain = DrainHandle::new(config);
+    health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let (gate, gate_rx) = watch::channel(false);
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
-        .layer(HealthLayer::new(health).drain(drain.clone()))
+        .layer(HealthLayer::new(&health))
         .layer(drain_layer)
         .service(app(gate_rx));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

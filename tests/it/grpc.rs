@@ -50,11 +50,11 @@ struct TestServer {
 }
 
 async fn start(health: HealthHandle, drain: DrainConfig, around: DrainAround) -> TestServer {
-    let layer = HealthLayer::new(health.clone());
+    let layer = HealthLayer::new(&health);
     let drain = DrainHandle::new(drain);
     layer.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
-    let grpc = HealthService::new(health);
+    let grpc = HealthService::new(&health);
     grpc.reporter().set_serving::<GreeterServer<Greeter>>();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -97,7 +97,6 @@ fn config() -> HealthConfig {
     support::fast()
         .check_limit(Duration::from_secs(300))
         .database("default", postgres(&pg_url()))
-        .unwrap()
 }
 
 async fn client(addr: SocketAddr) -> HealthClient<Channel> {
@@ -137,7 +136,7 @@ async fn until(client: &mut HealthClient<Channel>, service: &str, status: Wire) 
 async fn check_answers_readiness_a_database_and_not_found() {
     require_postgres!();
     let server = start(
-        HealthMonitor::spawn(config()),
+        HealthMonitor::spawn(config()).unwrap(),
         DrainConfig::new(),
         DrainAround::Application,
     )
@@ -164,11 +163,9 @@ async fn check_answers_readiness_a_database_and_not_found() {
 async fn watch_sees_a_stall_and_the_recovery_each_transition_once() {
     require_postgres!();
     let proxy = PgProxy::start(pg_addr()).await;
-    let config = config()
-        .database("replica", postgres(&proxy.url()))
-        .unwrap();
+    let config = config().database("replica", postgres(&proxy.url()));
     let server = start(
-        HealthMonitor::spawn(config),
+        HealthMonitor::spawn(config).unwrap(),
         DrainConfig::new(),
         DrainAround::Application,
     )
@@ -205,7 +202,7 @@ async fn watch_sees_a_stall_and_the_recovery_each_transition_once() {
 async fn watch_on_an_unknown_name_stays_open_until_it_appears() {
     require_postgres!();
     let server = start(
-        HealthMonitor::spawn(config()),
+        HealthMonitor::spawn(config()).unwrap(),
         DrainConfig::new(),
         DrainAround::Application,
     )
@@ -225,7 +222,7 @@ async fn list_returns_every_service_and_refuses_past_the_limit() {
     require_postgres!();
     let cache = ComponentSpec::new("cache", from_fn(|| async { Ok(()) }));
     let server = start(
-        HealthMonitor::spawn(config().component(cache)),
+        HealthMonitor::spawn(config().component(cache)).unwrap(),
         DrainConfig::new(),
         DrainAround::Application,
     )
@@ -268,7 +265,7 @@ async fn drain_flips_everything_and_the_streams_end(around: DrainAround) {
     let drain = DrainConfig::new()
         .delay(Duration::from_millis(300))
         .timeout(support::LIMIT * 4);
-    let server = start(HealthMonitor::spawn(config()), drain, around).await;
+    let server = start(HealthMonitor::spawn(config()).unwrap(), drain, around).await;
     let mut client = client(server.addr).await;
     let names = ["", "database/default", "greeter.v1.Greeter"];
     until(&mut client, "", Wire::Serving).await;
@@ -324,7 +321,7 @@ async fn with_the_drain_around_the_whole_server_the_streams_end_all_the_same() {
 async fn the_greeter_is_served_beside_the_probes() {
     require_postgres!();
     let server = start(
-        HealthMonitor::spawn(config()),
+        HealthMonitor::spawn(config()).unwrap(),
         DrainConfig::new(),
         DrainAround::Application,
     )
@@ -402,11 +399,9 @@ async fn agree(
 async fn http_probes_and_grpc_agree_at_every_step() {
     require_postgres!();
     let proxy = PgProxy::start(pg_addr()).await;
-    let config = config()
-        .database("replica", postgres(&proxy.url()))
-        .unwrap();
+    let config = config().database("replica", postgres(&proxy.url()));
     // Not running yet: no round has completed.
-    let (health, monitor) = HealthMonitor::new(config);
+    let (health, monitor) = HealthMonitor::new(config).unwrap();
     let server = start(health.clone(), DrainConfig::new(), DrainAround::Application).await;
     let mut client = client(server.addr).await;
     let status = |statuses: &BTreeMap<String, Wire>, name: &str| statuses.get(name).copied();

@@ -196,10 +196,8 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
     let mut replica = ClosablePort::open(pg_addr()).await;
     let config = fast()
         .database("default", postgres(&support::pg_url()))
-        .unwrap()
-        .database("replica", postgres(&replica.url()))
-        .unwrap();
-    let health = HealthMonitor::spawn(config);
+        .database("replica", postgres(&replica.url()));
+    let health = HealthMonitor::spawn(config).unwrap();
     let admin = AdminServer::new(AdminConfig::new().port(0), &health)
         .start()
         .await
@@ -293,9 +291,8 @@ async fn a_thousand_scrapes_send_no_query() {
     let config = HealthConfig::new()
         .readiness_interval(hour)
         .health_interval(hour)
-        .database("default", postgres(&proxy.url()))
-        .unwrap();
-    let health = HealthMonitor::spawn(config);
+        .database("default", postgres(&proxy.url()));
+    let health = HealthMonitor::spawn(config).unwrap();
     first_rounds(&health).await;
     let admin = AdminServer::new(AdminConfig::new().port(0), &health)
         .start()
@@ -332,7 +329,7 @@ const OPERATOR: &str = "operator-key-0123456789abcdef";
 
 #[tokio::test]
 async fn metrics_need_the_viewer_key_on_a_keyed_admin_server() {
-    let health = HealthMonitor::spawn(fast());
+    let health = HealthMonitor::spawn(fast()).unwrap();
     first_rounds(&health).await;
     let admin = AdminServer::new(AdminConfig::new().port(0).operator_key(OPERATOR), &health)
         .start()
@@ -352,8 +349,7 @@ async fn metrics_need_the_viewer_key_on_a_keyed_admin_server() {
 
 #[tokio::test]
 async fn the_layers_metrics_path_is_opt_in() {
-    let config = fast();
-    let off = HealthLayer::new(config);
+    let off = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let health = off.handle();
     first_rounds(&health).await;
     let on = off.clone().metrics_path("/_health/metrics");

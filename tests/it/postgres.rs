@@ -25,8 +25,7 @@ async fn through_proxy(
     config: tower_health::HealthConfig,
 ) -> (PgProxy, tower_health::HealthHandle, support::TestServer) {
     let proxy = PgProxy::start(pg_addr()).await;
-    let (health, server) =
-        health_server(config.database("default", postgres(&proxy.url())).unwrap()).await;
+    let (health, server) = health_server(config.database("default", postgres(&proxy.url()))).await;
     first_rounds(&health).await;
     assert!(
         health.view().readiness.ready,
@@ -48,8 +47,7 @@ async fn until_timed_out(health: &tower_health::HealthHandle) {
 #[tokio::test]
 async fn a_healthy_database_answers_200_on_every_probe() {
     require_postgres!();
-    let (health, server) =
-        health_server(fast().database("default", postgres(&pg_url())).unwrap()).await;
+    let (health, server) = health_server(fast().database("default", postgres(&pg_url()))).await;
     first_rounds(&health).await;
     let client = Client::new();
 
@@ -108,7 +106,7 @@ async fn a_healthy_database_answers_200_on_every_probe() {
 async fn a_refused_port_fails_fast_with_a_redacted_error() {
     let addr = refused_addr().await;
     let url = format!("postgres://app:s3cret-pw@{addr}/app");
-    let (health, server) = health_server(fast().database("default", postgres(&url)).unwrap()).await;
+    let (health, server) = health_server(fast().database("default", postgres(&url))).await;
     first_rounds(&health).await;
     let client = Client::new();
 
@@ -153,8 +151,7 @@ async fn a_stalled_database_is_reported_timed_out_on_time_and_never_stacked() {
     let budget = Duration::from_millis(300);
     let config = fast()
         .readiness_timeout(budget)
-        .database("default", postgres(&stalled.url()))
-        .unwrap();
+        .database("default", postgres(&stalled.url()));
     let started = Instant::now();
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
@@ -201,8 +198,7 @@ async fn fail_direction_ready_keeps_a_stalled_database_in_rotation() {
     let stalled = StalledListener::start().await;
     let config = fast()
         .fail_direction(FailDirection::Ready)
-        .database("default", postgres(&stalled.url()))
-        .unwrap();
+        .database("default", postgres(&stalled.url()));
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
     let ready = Client::new().get(server.addr, "/health/ready").await;
@@ -231,8 +227,7 @@ async fn a_stall_stays_timed_out_when_connection_attempts_give_up() {
         .readiness_interval(Duration::from_millis(50))
         .readiness_timeout(Duration::from_millis(100))
         .fail_direction(FailDirection::Ready)
-        .database("default", PostgresCheck::new(pool))
-        .unwrap();
+        .database("default", PostgresCheck::new(pool));
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
     let mut seen = std::collections::HashSet::new();
@@ -264,9 +259,7 @@ async fn only_readiness_fails_on_a_stalled_second_database() {
     let stalled = StalledListener::start().await;
     let config = fast()
         .database("default", postgres(&pg_url()))
-        .unwrap()
-        .database("replica", postgres(&stalled.url()))
-        .unwrap();
+        .database("replica", postgres(&stalled.url()));
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
     let client = Client::new();
@@ -307,11 +300,8 @@ async fn every_database_is_checked_in_parallel_under_one_deadline() {
     let config = fast()
         .readiness_timeout(budget)
         .database("default", postgres(&pg_url()))
-        .unwrap()
         .database("a", postgres(&stalls[0].url()))
-        .unwrap()
-        .database("b", postgres(&stalls[1].url()))
-        .unwrap();
+        .database("b", postgres(&stalls[1].url()));
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
     let verdict = health.view().readiness;
@@ -475,7 +465,7 @@ async fn a_slow_query_times_out_and_is_not_run_twice_at_once() {
         seconds: 60.0,
     };
     let config = fast().check_limit(Duration::from_secs(3600));
-    let (health, _server) = health_server(config.database("default", check).unwrap()).await;
+    let (health, _server) = health_server(config.database("default", check)).await;
     first_rounds(&health).await;
     assert_eq!(
         health.view().readiness.databases[0].status,
@@ -527,7 +517,7 @@ async fn a_panicking_check_is_an_error_not_a_dead_monitor() {
             panic!("boom")
         }
     }
-    let (health, monitor) = HealthMonitor::new(fast().database("default", Panics).unwrap());
+    let (health, monitor) = HealthMonitor::new(fast().database("default", Panics)).unwrap();
     tokio::spawn(monitor.run());
     first_rounds(&health).await;
     let verdict = health.view().health;
@@ -586,8 +576,7 @@ async fn a_listener_that_never_answers_is_a_timeout_reported_timed_out() {
         .build_unchecked(manager);
     let config = fast()
         .readiness_timeout(Duration::from_secs(2))
-        .database("default", PostgresCheck::with_dedicated_pool(pool))
-        .unwrap();
+        .database("default", PostgresCheck::with_dedicated_pool(pool));
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
     let body = Client::new().get(server.addr, "/health/ready").await.json();

@@ -149,7 +149,7 @@ async fn the_prefix_is_configurable() {
 
 #[tokio::test]
 async fn ordinary_responses_stream_through_unbuffered() {
-    let health = HealthMonitor::spawn(fast());
+    let health = HealthMonitor::spawn(fast()).unwrap();
     let (sender, receiver) =
         tokio::sync::mpsc::channel::<http_body_util::channel::Sender<Bytes, Infallible>>(1);
     let app = tower::service_fn(move |_request: Request<Incoming>| {
@@ -162,7 +162,7 @@ async fn ordinary_responses_stream_through_unbuffered() {
     });
     let server = serve(
         tower::ServiceBuilder::new()
-            .layer(HealthLayer::new(health))
+            .layer(HealthLayer::new(&health))
             .service(app),
     )
     .await;
@@ -198,8 +198,7 @@ async fn ordinary_responses_stream_through_unbuffered() {
 #[tokio::test]
 async fn nocache_computes_fresh_and_marks_the_answer_bypassed() {
     require_postgres!();
-    let (health, server) =
-        health_server(fast().database("default", postgres(&pg_url())).unwrap()).await;
+    let (health, server) = health_server(fast().database("default", postgres(&pg_url()))).await;
     first_rounds(&health).await;
     let client = Client::new();
     for path in ["/health", "/health/pool"] {
@@ -236,9 +235,8 @@ async fn concurrent_bypasses_share_one_computation() {
         .health_interval(hour)
         .readiness_timeout(Duration::from_secs(5))
         .nocache_min_interval(Duration::ZERO)
-        .database("default", postgres(&proxy.url()))
-        .unwrap();
-    let health = HealthMonitor::spawn(config);
+        .database("default", postgres(&proxy.url()));
+    let health = HealthMonitor::spawn(config).unwrap();
     let arrived = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = arrived.clone();
     let server = serve(
@@ -247,7 +245,7 @@ async fn concurrent_bypasses_share_one_computation() {
                 counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 request
             })
-            .layer(HealthLayer::new(health.clone()))
+            .layer(HealthLayer::new(&health))
             .service(support::app()),
     )
     .await;
@@ -329,8 +327,7 @@ async fn probe_traffic_never_reaches_the_database() {
     let idle = HealthConfig::new()
         .readiness_interval(hour)
         .health_interval(hour)
-        .database("default", postgres(&proxy.url()))
-        .unwrap();
+        .database("default", postgres(&proxy.url()));
     let (health, server) = health_server(idle).await;
     first_rounds(&health).await;
     let (checks, queries) = (health.stats().checks_started, proxy.queries());
@@ -341,8 +338,7 @@ async fn probe_traffic_never_reaches_the_database() {
 
     // At the test cadences the storm spans several rounds of both, and the queries follow
     // the rounds (one check per round at most, plus the rounds in flight at either end).
-    let (health, server) =
-        health_server(fast().database("default", postgres(&proxy.url())).unwrap()).await;
+    let (health, server) = health_server(fast().database("default", postgres(&proxy.url()))).await;
     first_rounds(&health).await;
     let (stats_before, queries_before) = (health.stats(), proxy.queries());
     let rounds_since = || {
@@ -397,7 +393,7 @@ async fn a_stuck_monitor_is_not_served_as_fresh() {
         .readiness_interval(interval)
         .health_interval(interval)
         .readiness_timeout(Duration::from_millis(100));
-    let (health, monitor) = HealthMonitor::new(config);
+    let (health, monitor) = HealthMonitor::new(config).unwrap();
     // The monitor gets a runtime of its own, which the test then blocks: a hung monitor.
     let monitor_runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -414,7 +410,7 @@ async fn a_stuck_monitor_is_not_served_as_fresh() {
     });
     let server = serve(
         tower::ServiceBuilder::new()
-            .layer(HealthLayer::new(health.clone()))
+            .layer(HealthLayer::new(&health))
             .service(support::app()),
     )
     .await;
@@ -444,7 +440,7 @@ async fn a_stuck_monitor_is_not_served_as_fresh() {
 
 #[tokio::test]
 async fn a_stopped_monitor_makes_the_verdicts_unavailable_at_once() {
-    let (health, monitor) = HealthMonitor::new(fast());
+    let (health, monitor) = HealthMonitor::new(fast()).unwrap();
     let task = tokio::spawn(monitor.run());
     first_rounds(&health).await;
     assert!(health.view().readiness.ready);
@@ -461,10 +457,10 @@ async fn a_stopped_monitor_makes_the_verdicts_unavailable_at_once() {
 
 #[tokio::test]
 async fn before_the_first_round_everything_but_live_and_ping_is_unavailable() {
-    let (health, _monitor) = HealthMonitor::new(fast());
+    let (health, _monitor) = HealthMonitor::new(fast()).unwrap();
     let server = serve(
         tower::ServiceBuilder::new()
-            .layer(HealthLayer::new(health))
+            .layer(HealthLayer::new(&health))
             .service(support::app()),
     )
     .await;
@@ -489,7 +485,7 @@ async fn before_the_first_round_everything_but_live_and_ping_is_unavailable() {
 
 #[tokio::test]
 async fn the_monitor_stops_when_every_handle_is_gone() {
-    let (health, monitor) = HealthMonitor::new(fast());
+    let (health, monitor) = HealthMonitor::new(fast()).unwrap();
     let task = tokio::spawn(monitor.run());
     first_rounds(&health).await;
     let server_handle = health.clone();
@@ -511,7 +507,10 @@ async fn the_monitor_stops_when_every_handle_is_gone() {
 
 #[tokio::test]
 async fn startup_waits_for_the_first_round_and_the_application_then_stays_started() {
-    let health = HealthLayer::new(fast().startup_waits_for_mark(true).kubernetes_aliases(true));
+    let health = HealthLayer::new(
+        &HealthMonitor::spawn(fast().startup_waits_for_mark(true).kubernetes_aliases(true))
+            .unwrap(),
+    );
     let handle = health.handle().clone();
     let drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&drain);
@@ -557,7 +556,7 @@ async fn startup_waits_for_the_first_round_and_the_application_then_stays_starte
 async fn the_aliases_are_off_by_default() {
     let server = serve(
         tower::ServiceBuilder::new()
-            .layer(HealthLayer::new(fast()))
+            .layer(HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap()))
             .service(app()),
     )
     .await;
@@ -570,7 +569,7 @@ async fn the_aliases_are_off_by_default() {
 
 #[tokio::test]
 async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_gone() {
-    let layer = HealthLayer::new(fast());
+    let layer = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let mut updates = layer.handle().watch();
     let service = layer.layer(app());
     drop(layer);

@@ -106,8 +106,7 @@ async fn terminated_backends_never_fail_readiness() {
     // how fast a loaded machine reconnects.
     let config = fast()
         .readiness_timeout(Duration::from_secs(2))
-        .database("default", check)
-        .unwrap();
+        .database("default", check);
     let (health, terminated, failures) = poll_under_terminations(config, name).await;
     assert!(terminated > 0, "no backend was terminated");
     assert!(
@@ -139,8 +138,7 @@ async fn terminated_reserved_connections_never_fail_readiness() {
         .unwrap();
     let config = fast()
         .readiness_timeout(Duration::from_secs(2))
-        .database("default", PostgresCheck::new(pool))
-        .unwrap();
+        .database("default", PostgresCheck::new(pool));
     let (health, terminated, failures) = poll_under_terminations(config, name).await;
     assert!(terminated > 0, "no backend was terminated");
     assert!(
@@ -169,8 +167,7 @@ async fn idle_session_timeout_never_fails_readiness() {
         .readiness_interval(Duration::from_millis(400))
         .health_interval(Duration::from_secs(1))
         .readiness_timeout(Duration::from_secs(2))
-        .database("default", postgres(&url))
-        .unwrap();
+        .database("default", postgres(&url));
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
     let failures = readiness_failures(&server).await;
@@ -357,9 +354,7 @@ async fn a_refused_database_fails_in_the_first_round_through_a_reserved_connecti
     .unwrap();
     // bb8's own 30 s wait would read `timed_out`; the reserved connection does not wait in it.
     let pool = bb8::Pool::builder().build_unchecked(manager);
-    let config = fast()
-        .database("default", PostgresCheck::new(pool))
-        .unwrap();
+    let config = fast().database("default", PostgresCheck::new(pool));
     let (health, _server) = health_server(config).await;
     first_rounds(&health).await;
     let outcome = health.view().readiness.databases[0].clone();

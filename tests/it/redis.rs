@@ -24,6 +24,7 @@ fn monitor(redis: Redis) -> HealthHandle {
             .readiness_timeout(Duration::from_millis(300))
             .component(ComponentSpec::new("cache", redis)),
     )
+    .unwrap()
 }
 
 /// Waits until the component `cache` is reported as `wanted`; returns its report.

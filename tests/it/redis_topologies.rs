@@ -27,6 +27,7 @@ fn component_monitor(redis: Redis) -> HealthHandle {
             .readiness_timeout(Duration::from_millis(300))
             .component(ComponentSpec::new("cache", redis)),
     )
+    .unwrap()
 }
 
 fn report(health: &HealthHandle, name: &str) -> Option<ComponentReport> {
@@ -139,7 +140,7 @@ async fn on_a_redis_cluster_the_component_checks_the_cluster_state_and_the_fleet
     let checks = Arc::new(AtomicU64::new(0));
     let hour = Duration::from_secs(3600);
     let cache = || SharedCache::connect(&url).unwrap().key_prefix(prefix);
-    let first = HealthMonitor::spawn(process("first", cache(), hour, &checks));
+    let first = HealthMonitor::spawn(process("first", cache(), hour, &checks)).unwrap();
     first_health_round(&first).await;
     assert_eq!(first.view().health.computed_by, None, "the first computes");
     assert_eq!(checks.load(Ordering::Relaxed), 1);
@@ -163,7 +164,7 @@ async fn on_a_redis_cluster_the_component_checks_the_cluster_state_and_the_fleet
         .await
         .unwrap();
     let through_the_app = SharedCache::with_connection(application.clone()).key_prefix(prefix);
-    let third = HealthMonitor::spawn(process("third", through_the_app, hour, &checks));
+    let third = HealthMonitor::spawn(process("third", through_the_app, hour, &checks)).unwrap();
     first_health_round(&third).await;
     assert_eq!(third.view().health.computed_by.as_deref(), Some("first"));
     assert_eq!(
@@ -188,7 +189,7 @@ async fn on_a_redis_cluster_the_component_checks_the_cluster_state_and_the_fleet
             let cache = SharedCache::connect(&url)
                 .unwrap()
                 .key_prefix("topologies:cluster-fast:");
-            HealthMonitor::spawn(process(name, cache, Duration::from_millis(100), &checks))
+            HealthMonitor::spawn(process(name, cache, Duration::from_millis(100), &checks)).unwrap()
         })
         .collect();
     share_again(&fast, 2).await;
@@ -246,7 +247,7 @@ async fn behind_sentinel_the_component_and_the_shared_cache_follow_a_failover() 
             let cache = SharedCache::connect(&url)
                 .unwrap()
                 .key_prefix("topologies:sentinel:");
-            HealthMonitor::spawn(process(name, cache, interval, &checks))
+            HealthMonitor::spawn(process(name, cache, interval, &checks)).unwrap()
         })
         .collect();
     share_again(&fleet, 3).await;
@@ -310,7 +311,8 @@ async fn the_passwords_of_a_cluster_and_of_sentinel_are_used_and_never_shown() {
                 .key_prefix("topologies:auth:"),
             Duration::from_millis(200),
             &Arc::new(AtomicU64::new(0)),
-        )),
+        ))
+        .unwrap(),
         HealthMonitor::spawn(process(
             "b",
             SharedCache::connect(&url)
@@ -318,7 +320,8 @@ async fn the_passwords_of_a_cluster_and_of_sentinel_are_used_and_never_shown() {
                 .key_prefix("topologies:auth:"),
             Duration::from_millis(200),
             &Arc::new(AtomicU64::new(0)),
-        )),
+        ))
+        .unwrap(),
     ];
     share_again(&fleet, 2).await;
     for secret in ["primary-secret", "sentinel-secret"] {
@@ -349,7 +352,7 @@ async fn behind_sentinel_one_listed_first_that_never_answers_costs_nothing() {
                 .unwrap()
                 .key_prefix("topologies:stalled-sentinel:");
             let checks = Arc::new(AtomicU64::new(0));
-            HealthMonitor::spawn(process(name, cache, Duration::from_millis(200), &checks))
+            HealthMonitor::spawn(process(name, cache, Duration::from_millis(200), &checks)).unwrap()
         })
         .collect();
     share_again(&fleet, 3).await;

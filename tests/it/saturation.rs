@@ -29,8 +29,7 @@ async fn a_saturated_application_pool_is_degraded_and_stays_ready() {
         .unwrap();
     let config = fast()
         .readiness_timeout(Duration::from_secs(2))
-        .database("default", PostgresCheck::new(pool.clone()))
-        .unwrap();
+        .database("default", PostgresCheck::new(pool.clone()));
     let (health, server) = health_server(config).await;
     first_rounds(&health).await;
     let client = Client::new();

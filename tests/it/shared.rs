@@ -55,7 +55,6 @@ fn config(proxy: &PgProxy, name: &str, readiness: Duration, cache: SharedCache) 
         .health_interval(Duration::from_millis(200))
         .readiness_timeout(Duration::from_millis(500))
         .database("default", ThroughOwnProxy(support::postgres(&url)))
-        .unwrap()
         .shared_cache(
             cache
                 .process_id(name)
@@ -76,7 +75,7 @@ async fn fleet(
             .unwrap()
             .key_prefix(prefix);
         let name = format!("process-{index}");
-        let health = HealthMonitor::spawn(add(config(&proxy, &name, readiness, cache)));
+        let health = HealthMonitor::spawn(add(config(&proxy, &name, readiness, cache))).unwrap();
         fleet.push(Process { health, proxy });
     }
     for process in &fleet {
@@ -257,7 +256,6 @@ async fn slow_process(
     let config = HealthConfig::new()
         .health_interval(Duration::from_secs(3600))
         .database("default", support::postgres(&support::pg_url()))
-        .unwrap()
         .shared_cache(cache);
     let (health, server) = support::health_server(config).await;
     support::first_rounds(&health).await;
@@ -333,10 +331,9 @@ async fn application(
 ) -> (HealthHandle, support::TestServer) {
     let mut config = support::fast()
         .database("default", support::postgres(database))
-        .unwrap()
         .shared_cache(cache.process_id(name));
     if optional {
-        config = config.optional_database("default").unwrap();
+        config = config.optional_database("default");
     }
     support::health_server(config).await
 }

@@ -22,7 +22,6 @@ async fn process(cache: SharedCache) -> (HealthHandle, TestServer) {
     let config = support::fast()
         .health_interval(Duration::from_millis(200))
         .database("default", support::postgres(&support::pg_url()))
-        .unwrap()
         .shared_cache(cache.process_id("this-process"));
     support::health_server(config).await
 }
@@ -374,7 +373,6 @@ async fn an_entry_from_the_year_10000_is_refused_and_the_monitor_runs_on() {
     let config = support::fast()
         .health_interval(Duration::from_millis(200))
         .database("default", support::postgres(&support::pg_url()))
-        .unwrap()
         .component(ComponentSpec::new("search", search).shared(true))
         .shared_cache(cache.clone().process_id("this-process"));
     let (health, server) = support::health_server(config).await;
@@ -422,7 +420,6 @@ async fn a_corpus_of_hostile_entries_is_ignored_with_one_warning_each() {
     let config = support::fast()
         .health_interval(Duration::from_millis(200))
         .database("default", support::postgres(&support::pg_url()))
-        .unwrap()
         .component(ComponentSpec::new("search", search).shared(true))
         .shared_cache(cache.clone().process_id("this-process"));
     let (health, server) = support::health_server(config).await;

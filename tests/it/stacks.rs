@@ -29,7 +29,7 @@ use tower::ServiceBuilder;
 use tower::buffer::BufferLayer;
 use tower::limit::ConcurrencyLimitLayer;
 use tower::load_shed::LoadShedLayer;
-use tower_health::{DrainConfig, HealthLayer, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer};
 use tower_health::{DrainHandle, DrainLayer};
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{Any, CorsLayer};
@@ -166,7 +166,7 @@ async fn assert_probes(client: &Client, addr: SocketAddr) {
 #[tokio::test]
 async fn axum_router_layers_served_by_axum_serve() {
     support::init_tracing();
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&drain);
@@ -218,7 +218,7 @@ async fn axum_router_layers_served_by_axum_serve() {
 #[tokio::test]
 async fn tower_http_layers_inside_the_probes() {
     support::init_tracing();
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
@@ -274,7 +274,7 @@ async fn tower_http_layers_inside_the_probes() {
 #[tokio::test]
 async fn compression_outside_the_probes_compresses_them() {
     support::init_tracing();
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
@@ -320,7 +320,7 @@ async fn compression_outside_the_probes_compresses_them() {
 #[tokio::test]
 async fn cors_inside_the_probes() {
     support::init_tracing();
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
@@ -378,7 +378,7 @@ async fn assert_stack_under_limits(server: &TestServer) {
 #[tokio::test]
 async fn concurrency_limit_under_the_stack() {
     support::init_tracing();
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
@@ -398,7 +398,7 @@ async fn concurrency_limit_under_the_stack() {
 #[tokio::test]
 async fn buffer_under_the_stack() {
     support::init_tracing();
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
@@ -418,7 +418,7 @@ async fn buffer_under_the_stack() {
 #[tokio::test]
 async fn load_shed_and_concurrency_limit_under_the_stack() {
     support::init_tracing();
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
@@ -434,7 +434,7 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
     first_rounds(&monitor).await;
     assert_stack_under_limits(&server).await;
 
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&_drain);
@@ -458,7 +458,7 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
 #[tokio::test]
 async fn timeout_inside_the_probes_times_out_the_app_not_the_probes() {
     support::init_tracing();
-    let health = HealthLayer::new(fast());
+    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&drain);
@@ -578,7 +578,7 @@ mod around {
         support::init_tracing();
         let (entered_tx, mut entered) = mpsc::unbounded_channel();
         let release = Arc::new(Notify::new());
-        let health = HealthLayer::new(fast());
+        let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
         let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
         health.handle().follow_drain(&drain);
@@ -645,7 +645,7 @@ mod around {
         support::init_tracing();
         let (entered_tx, mut entered) = mpsc::unbounded_channel();
         let release = Arc::new(Notify::new());
-        let health = HealthLayer::new(fast());
+        let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
         let drain = DrainHandle::new(DrainConfig::new());
         health.handle().follow_drain(&drain);
@@ -693,7 +693,7 @@ mod around {
         support::init_tracing();
         let (entered_tx, mut entered) = mpsc::unbounded_channel();
         let release = Arc::new(Notify::new());
-        let health = HealthLayer::new(fast());
+        let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
         let drain = DrainHandle::new(DrainConfig::new());
         health.handle().follow_drain(&drain);

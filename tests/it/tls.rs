@@ -46,9 +46,9 @@ async fn first_outcome_kept(
     let health = HealthMonitor::spawn(
         fast()
             .readiness_timeout(Duration::from_secs(5))
-            .database("default", check)
-            .unwrap(),
-    );
+            .database("default", check),
+    )
+    .unwrap();
     let checked = eventually(LIMIT, || async {
         health.view().readiness.checked_at.is_some()
     })

@@ -13,7 +13,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceBuilder;
-use tower_health::{DrainConfig, HealthConfig, HealthLayer};
+use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor};
 use tower_health::{DrainHandle, DrainLayer};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -68,7 +68,7 @@ async fn read_head(stream: &mut TcpStream) -> String {
 
 #[tokio::test]
 async fn an_upgrade_during_the_drain_keeps_its_connection() {
-    let health = HealthLayer::new(HealthConfig::new());
+    let health = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap());
     let drain = DrainHandle::new(DrainConfig::new());
     health.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);

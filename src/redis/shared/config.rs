@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use ::redis::aio::ConnectionLike;
 
-use crate::env::{ConfigError, Zero, assert_in_range, validate_key_prefix};
+use crate::env::{ConfigError, FirstError, Zero, check_in_range, validate_key_prefix};
 use crate::redis::client::{AnyConnection, LazyConnection, Topology, parse, single_target};
 
 /// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.
@@ -28,6 +28,9 @@ pub struct SharedCache {
     pub(crate) lock_expiry: Option<Duration>,
     pub(crate) process_id: Option<Arc<str>>,
     pub(crate) nocache_writes: bool,
+    /// The first invalid value a setter was given, for
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new) to return.
+    pub(crate) error: FirstError,
 }
 
 /// The one multiplexed connection the shared cache uses.
@@ -101,6 +104,7 @@ impl SharedCache {
             lock_expiry: None,
             process_id: None,
             nocache_writes: false,
+            error: FirstError::default(),
         }
     }
 
@@ -109,16 +113,15 @@ impl SharedCache {
     ///
     /// Defaults to `tower-health:`.
     ///
-    /// # Panics
-    ///
-    /// When `prefix` is empty, longer than 200 bytes, or holds whitespace or control
-    /// characters.
+    /// A `prefix` that is empty, longer than 200 bytes, or holds whitespace or control
+    /// characters is an error of [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         let prefix = prefix.into();
-        if let Err(reason) = validate_key_prefix(&prefix) {
-            panic!("SharedCache::key_prefix: {reason}, got {prefix:?}");
+        let check = validate_key_prefix(&prefix)
+            .map_err(|reason| ConfigError::new("SharedCache::key_prefix", &prefix, reason));
+        if self.error.passes(check) {
+            self.key_prefix = prefix;
         }
-        self.key_prefix = prefix;
         self
     }
 
@@ -133,12 +136,15 @@ impl SharedCache {
     /// readiness timeout), so that an entry served as fresh is never older than this
     /// process's own verdict may get.
     ///
-    /// # Panics
-    ///
-    /// When `ttl` is shorter than 1 ms or longer than 1 year.
+    /// A `ttl` shorter than 1 ms or longer than 1 year is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        assert_in_range("SharedCache::ttl", ttl, Zero::Refused);
-        self.ttl = Some(ttl);
+        if self
+            .error
+            .passes(check_in_range("SharedCache::ttl", ttl, Zero::Refused))
+        {
+            self.ttl = Some(ttl);
+        }
         self
     }
 
@@ -149,12 +155,16 @@ impl SharedCache {
     /// ([`HealthConfig::readiness_timeout`](crate::HealthConfig::readiness_timeout)): the
     /// computation and the write each take one at most.
     ///
-    /// # Panics
-    ///
-    /// When `expiry` is shorter than 1 ms or longer than 1 year.
+    /// An `expiry` shorter than 1 ms or longer than 1 year is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn lock_expiry(mut self, expiry: Duration) -> Self {
-        assert_in_range("SharedCache::lock_expiry", expiry, Zero::Refused);
-        self.lock_expiry = Some(expiry);
+        if self.error.passes(check_in_range(
+            "SharedCache::lock_expiry",
+            expiry,
+            Zero::Refused,
+        )) {
+            self.lock_expiry = Some(expiry);
+        }
         self
     }
 
@@ -213,6 +223,7 @@ impl fmt::Debug for SharedCache {
             lock_expiry,
             process_id,
             nocache_writes,
+            error,
         } = self;
         let connection = match connection {
             SharedConnection::Own(_) => "own",
@@ -226,6 +237,7 @@ impl fmt::Debug for SharedCache {
             .field("lock_expiry", lock_expiry)
             .field("process_id", process_id)
             .field("nocache_writes", nocache_writes)
+            .field("error", error)
             .finish()
     }
 }

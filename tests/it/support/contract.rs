@@ -125,7 +125,7 @@ pub fn seen<B: Backend>(verdict: &HealthVerdict) -> Option<Seen> {
 /// budget) and waits for its first health round: what it said, and when.
 async fn first_round<B: Backend>(config: HealthConfig) -> (HealthHandle, Seen, Duration) {
     let started = Instant::now();
-    let health = HealthMonitor::spawn(config);
+    let health = HealthMonitor::spawn(config).unwrap();
     let mut views = health.watch();
     let first = bounded("the first health round", async {
         views
@@ -219,7 +219,7 @@ pub async fn recovered<B: Backend>() {
     }
     let proxy = FaultProxy::tcp(B::upstream()).await;
     let (config, _) = config_with::<B>(&B::url(proxy.addr, None));
-    let health = HealthMonitor::spawn(config);
+    let health = HealthMonitor::spawn(config).unwrap();
     round_where::<B>(&health, "healthy through the proxy", Seen::ok).await;
     proxy.cut();
     proxy.refuse().await;
@@ -252,7 +252,7 @@ pub async fn closed_while_idle<B: Backend>() {
     }
     let proxy = FaultProxy::tcp(B::upstream()).await;
     let (config, _) = config_with::<B>(&B::url(proxy.addr, None));
-    let health = HealthMonitor::spawn(config);
+    let health = HealthMonitor::spawn(config).unwrap();
     round_where::<B>(&health, "healthy through the proxy", Seen::ok).await;
     for _ in 0..5 {
         let (seen, _) = round_where::<B>(&health, "a round", |_| true).await;
@@ -286,7 +286,7 @@ pub async fn abandoned<B: Backend>() {
         fast().check_limit(Duration::from_secs(1)),
         &B::url(proxy.addr, None),
     );
-    let health = HealthMonitor::spawn(config);
+    let health = HealthMonitor::spawn(config).unwrap();
     round_where::<B>(&health, "healthy through the proxy", Seen::ok).await;
     proxy.blackhole();
     let (dark, _) = round_where::<B>(&health, "timed out", |s| s.last == "timed_out").await;
@@ -363,9 +363,7 @@ pub async fn pool_exhausted<B: PoolBackend>() {
     }
     let url = B::url(B::upstream(), None);
     let pool = B::pool(&url, 2);
-    let config = fast()
-        .database(DATABASE, B::check_beside(pool.clone(), &url))
-        .unwrap();
+    let config = fast().database(DATABASE, B::check_beside(pool.clone(), &url));
     let (health, server) = health_server(config).await;
     round_where::<B>(&health, "healthy", Seen::ok).await;
 

@@ -260,10 +260,10 @@ pub fn fast() -> HealthConfig {
 
 /// Spawns a monitor for `config` and serves `HealthLayer` over [`app`].
 pub async fn health_server(config: HealthConfig) -> (HealthHandle, TestServer) {
-    let health = HealthMonitor::spawn(config);
+    let health = HealthMonitor::spawn(config).unwrap();
     let server = serve(
         tower::ServiceBuilder::new()
-            .layer(HealthLayer::new(health.clone()))
+            .layer(HealthLayer::new(&health))
             .service(app()),
     )
     .await;
