@@ -73,9 +73,10 @@
 //!
 //! The crate root holds what a service's `main` touches, and nothing else: [`HealthConfig`],
 //! [`HealthMonitor`] and its [`HealthHandle`] (what every reader is made from), the layers
-//! [`HealthLayer`], [`DrainLayer`] and [`PingLayer`] with their [`ResponseBody`], the drain's
-//! [`DrainConfig`] and [`DrainHandle`], the [`Probe`] paths, and [`redact`]. Each of these is at the root only; everything else is at
-//! one path in its module: settings values in [`config`], verdicts and their
+//! [`HealthLayer`], [`DrainLayer`] and [`PingLayer`] with their one [`ResponseFuture`] and
+//! one [`ResponseBody`], the drain's [`DrainConfig`] and [`DrainHandle`], the [`Probe`] paths,
+//! and [`redact`]: twelve names, each at the root only. Everything else is at one path in its
+//! module: settings values in [`config`], verdicts and their
 //! [`Status`](verdict::Status) in [`verdict`], the check and component traits in [`check`]
 //! and [`component`], each backend in its own (`postgres`: bb8, deadpool, sqlx; `redis`: the
 //! Redis component and the verdict a fleet shares), what a probe answers in [`view`], and each

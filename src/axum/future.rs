@@ -35,7 +35,7 @@ impl<S, ReqBody> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
-    #[inline]
+    #[inline(always)]
     pub(super) fn new(inner: crate::http::ResponseFuture<S, ReqBody>) -> Self {
         Self { inner }
     }
@@ -47,7 +47,7 @@ where
 {
     type Output = Result<Response, S::Error>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.project().inner.poll_with(
             cx,

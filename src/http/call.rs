@@ -46,7 +46,9 @@ pub(crate) enum Count<'a> {
 /// way. When it is not ready, the polled instance goes into the response future (which polls
 /// it again, with the task's waker) and a fresh clone stays behind, as routers do: readiness
 /// belongs to the instance that was polled.
-#[inline]
+// Inlined always: the request and the inner service's future are large, and each call
+// boundary that returns them by value is another copy on every application request.
+#[inline(always)]
 pub(crate) fn call_inner<S, ReqBody>(
     inner: &mut S,
     request: Request<ReqBody>,

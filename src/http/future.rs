@@ -63,7 +63,7 @@ impl<S, ReqBody> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn inner(future: S::Future, admitted: Option<Admitted>) -> Self {
         let kind = match admitted {
             None => Kind::Inner { future },
@@ -92,6 +92,7 @@ where
         }
     }
 
+    #[inline(always)]
     pub(crate) fn probe(response: ProbeResponse) -> Self {
         Self {
             kind: Kind::Probe { response },
@@ -112,7 +113,7 @@ where
     /// Polls for the response, handing the inner service's (with its admission by a drain,
     /// if any) to `inner` and a probe's to `probe`: the layers and the axum stack each wrap
     /// the body their own way, with one move of the response.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn poll_with<T>(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -162,7 +163,7 @@ where
 {
     type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.poll_with(
             cx,
