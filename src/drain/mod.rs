@@ -7,13 +7,13 @@
 //! 1. SIGTERM arrives ([`DrainHandle::shutdown_signal`]) and the drain starts. Readiness,
 //!    health and pool answer 503 `draining` with `Retry-After`; liveness, startup and ping
 //!    keep answering 200, so the orchestrator does not restart a pod that is merely draining.
-//! 2. For the [drain delay](DrainConfig::delay) the server keeps serving ordinary requests
+//! 2. For the [drain delay](crate::DrainConfig::delay) the server keeps serving ordinary requests
 //!    (under [`DrainPolicy::Serve`]), adding `Connection: close` to HTTP/1 responses so that
 //!    keep-alive clients move on, while load balancers notice and stop sending traffic.
 //! 3. The delay over, `shutdown_signal` resolves and the server's graceful shutdown begins:
 //!    no new connections, in-flight requests finish.
 //! 4. [`DrainHandle::drained`] resolves when nothing is in flight, or at the
-//!    [drain timeout](DrainConfig::timeout) with the number of abandoned requests.
+//!    [drain timeout](crate::DrainConfig::timeout) with the number of abandoned requests.
 //!
 //! [`Drain`] (and the axum stack, `HealthLayer::around`) counts a request as in flight until
 //! its response body has ended or is dropped, streaming bodies included. The count is kept per
@@ -27,7 +27,7 @@
 //! it as in flight (its response body, empty, has ended) and the server's graceful shutdown
 //! does not wait for it. An application with long-lived upgraded connections should watch
 //! [`DrainHandle::started`] and close them itself (a WebSocket close frame, then the socket),
-//! within the [drain timeout](DrainConfig::timeout).
+//! within the [drain timeout](crate::DrainConfig::timeout).
 //!
 //! # Layer order
 //!
@@ -74,6 +74,13 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! [`DrainHandle`]: crate::DrainHandle
+//! [`DrainHandle::serve`]: crate::DrainHandle::serve
+//! [`DrainHandle::shutdown_signal`]: crate::DrainHandle::shutdown_signal
+//! [`DrainHandle::drained`]: crate::DrainHandle::drained
+//! [`DrainHandle::started`]: crate::DrainHandle::started
+//! [`DrainConfig`]: crate::DrainConfig
 
 pub(crate) mod layer;
 mod service;
