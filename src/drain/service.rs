@@ -44,7 +44,7 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         match admit(&self.handle, &request) {
-            Some(admitted) => ResponseFuture::inner(self.inner.call(request), Some(admitted)),
+            Some(admitted) => ResponseFuture::counted(self.inner.call(request), admitted),
             None => ResponseFuture::probe(ProbeResponse::ready(rejection(&self.handle))),
         }
     }

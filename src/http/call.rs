@@ -59,13 +59,12 @@ where
     S: Service<Request<ReqBody>> + Clone,
 {
     match inner.poll_ready(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(Ok(())) => {
-            let admitted = match count {
-                Count::Admitted(admitted) => Some(admitted),
-                Count::No | Count::WhileQueued(_) => None,
-            };
-            ResponseFuture::inner(inner.call(request), admitted)
-        }
+        // Each arm builds its variant around the inner future where it lies: choosing the
+        // variant after the call would copy the (large) future once more.
+        Poll::Ready(Ok(())) => match count {
+            Count::Admitted(admitted) => ResponseFuture::counted(inner.call(request), admitted),
+            Count::No | Count::WhileQueued(_) => ResponseFuture::inner(inner.call(request)),
+        },
         Poll::Ready(Err(error)) => ResponseFuture::error(error),
         Poll::Pending => call_busy(inner, request, when_busy, count),
     }

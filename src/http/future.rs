@@ -64,12 +64,22 @@ where
     S: Service<Request<ReqBody>>,
 {
     #[inline(always)]
-    pub(crate) fn inner(future: S::Future, admitted: Option<Admitted>) -> Self {
-        let kind = match admitted {
-            None => Kind::Inner { future },
-            admitted @ Some(_) => Kind::Counted { future, admitted },
-        };
-        Self { kind }
+    pub(crate) fn inner(future: S::Future) -> Self {
+        Self {
+            kind: Kind::Inner { future },
+        }
+    }
+
+    /// The inner service's future below a drain: `admitted` counts the request until its
+    /// response body ends.
+    #[inline(always)]
+    pub(crate) fn counted(future: S::Future, admitted: Admitted) -> Self {
+        Self {
+            kind: Kind::Counted {
+                future,
+                admitted: Some(admitted),
+            },
+        }
     }
 
     /// Waits for `service` to be ready, then calls it with `request`; `queued` counts the
