@@ -51,11 +51,14 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.project().inner.poll_with(
             cx,
-            |mut response, admitted| {
-                if let Some(admitted) = admitted {
-                    count(&mut response, admitted);
+            |mut polled, admitted| {
+                // The app's response is changed where it lies, not moved out and back.
+                if let Poll::Ready(Ok(response)) = &mut polled
+                    && let Some(admitted) = admitted.take()
+                {
+                    count(response, admitted);
                 }
-                response
+                polled
             },
             |response| response.map(Body::new),
         )

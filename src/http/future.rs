@@ -120,26 +120,26 @@ impl<S, ReqBody> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
-    /// Polls for the response, handing the inner service's (with its admission by a drain,
-    /// if any) to `inner` and a probe's to `probe`: the layers and the axum stack each wrap
-    /// the body their own way, with one move of the response.
+    /// Polls for the response, handing the inner service's poll (with its admission by a
+    /// drain, if any, to take once the response is ready) to `inner` and a probe's response
+    /// to `probe`: the layers and the axum stack each wrap the body their own way. `inner`
+    /// takes the poll whole, so that the axum stack changes the response where it lies
+    /// instead of moving it out and back (it is large, and each move is a copy).
     #[inline(always)]
     pub(crate) fn poll_with<T>(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        inner: impl FnOnce(S::Response, Option<Admitted>) -> T,
+        inner: impl FnOnce(
+            Poll<Result<S::Response, S::Error>>,
+            &mut Option<Admitted>,
+        ) -> Poll<Result<T, S::Error>>,
         probe: impl FnOnce(Response<ProbeBody>) -> T,
     ) -> Poll<Result<T, S::Error>> {
         loop {
             let mut kind = self.as_mut().project().kind;
             match kind.as_mut().project() {
-                KindProj::Inner { future } => {
-                    return future.poll(cx).map_ok(|response| inner(response, None));
-                }
-                KindProj::Counted { future, admitted } => {
-                    let response = ready!(future.poll(cx))?;
-                    return Poll::Ready(Ok(inner(response, admitted.take())));
-                }
+                KindProj::Inner { future } => return inner(future.poll(cx), &mut None),
+                KindProj::Counted { future, admitted } => return inner(future.poll(cx), admitted),
                 KindProj::Waiting { waiting } => {
                     ready!(waiting.service.poll_ready(cx))?;
                     let request = waiting
@@ -177,12 +177,14 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.poll_with(
             cx,
-            |mut response, admitted| match admitted {
-                None => response.map(ResponseBody::inner),
-                Some(admitted) => {
-                    let guard = admitted.respond(&mut response);
-                    response.map(|body| ResponseBody::counted(body, guard))
-                }
+            |polled, admitted| {
+                polled.map_ok(|mut response| match admitted.take() {
+                    None => response.map(ResponseBody::inner),
+                    Some(admitted) => {
+                        let guard = admitted.respond(&mut response);
+                        response.map(|body| ResponseBody::counted(body, guard))
+                    }
+                })
             },
             |response| response.map(ResponseBody::probe),
         )
