@@ -19,15 +19,31 @@ use crate::http::{Admitted, Counted};
 use crate::shutdown::InFlightGuard;
 
 pin_project! {
-    /// Response future of [`Stack`]: the layers' one response future
-    /// ([`tower_health::ResponseFuture`](crate::ResponseFuture)), answering with axum's
-    /// response type.
+    /// Response future of [`Stack`]: the app's own future, for an application request the
+    /// app was ready for, or the layers' one response future
+    /// ([`tower_health::ResponseFuture`](crate::ResponseFuture)) for everything else, each
+    /// answering with axum's response type.
     pub struct ResponseFuture<S, ReqBody>
     where
         S: Service<Request<ReqBody>>,
     {
         #[pin]
-        inner: crate::http::ResponseFuture<S, ReqBody>,
+        kind: Kind<S, ReqBody>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        // What nearly every application request does; `admitted` counts it in the drain
+        // until its response body ends.
+        App { #[pin] future: S::Future, admitted: Option<Admitted> },
+        // A probe's answer, a drain's refusal, or an application request that waits for the
+        // app, was shed, or made the app fail.
+        Layers { #[pin] future: crate::http::ResponseFuture<S, ReqBody> },
     }
 }
 
@@ -36,8 +52,17 @@ where
     S: Service<Request<ReqBody>>,
 {
     #[inline(always)]
-    pub(super) fn new(inner: crate::http::ResponseFuture<S, ReqBody>) -> Self {
-        Self { inner }
+    pub(super) fn app(future: S::Future, admitted: Option<Admitted>) -> Self {
+        Self {
+            kind: Kind::App { future, admitted },
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn layers(future: crate::http::ResponseFuture<S, ReqBody>) -> Self {
+        Self {
+            kind: Kind::Layers { future },
+        }
     }
 }
 
@@ -49,20 +74,28 @@ where
 
     #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll_with(
-            cx,
-            |mut polled, admitted| {
-                // The app's response is changed where it lies, not moved out and back.
-                if let Poll::Ready(Ok(response)) = &mut polled
-                    && let Some(admitted) = admitted.take()
-                {
-                    count(response, admitted);
-                }
-                polled
-            },
-            |response| response.map(Body::new),
-        )
+        match self.project().kind.project() {
+            KindProj::App { future, admitted } => counted(future.poll(cx), admitted),
+            KindProj::Layers { future } => {
+                future.poll_with(cx, counted, |response| response.map(Body::new))
+            }
+        }
     }
+}
+
+/// Counts a ready response of the app in the drain, changed where it lies: not moved out
+/// and back (it is large).
+#[inline(always)]
+fn counted<E>(
+    mut polled: Poll<Result<Response, E>>,
+    admitted: &mut Option<Admitted>,
+) -> Poll<Result<Response, E>> {
+    if let Poll::Ready(Ok(response)) = &mut polled
+        && let Some(admitted) = admitted.take()
+    {
+        count(response, admitted);
+    }
+    polled
 }
 
 /// Passes the app's body on as it is but for the drain's count, which it holds until its end.
@@ -96,7 +129,16 @@ where
     S: Service<Request<ReqBody>>,
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("ResponseFuture").field(&self.inner).finish()
+        match &self.kind {
+            Kind::App { admitted, .. } => f
+                .debug_struct("ResponseFuture::App")
+                .field("counted", &admitted.is_some())
+                .finish_non_exhaustive(),
+            Kind::Layers { future } => f
+                .debug_tuple("ResponseFuture::Layers")
+                .field(future)
+                .finish(),
+        }
     }
 }
 

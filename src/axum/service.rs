@@ -9,7 +9,7 @@ use tower_service::Service;
 
 use super::future::{MakeFuture, ResponseFuture};
 use crate::health::Reader;
-use crate::http::{Count, ProbeResponse, WhenBusy, admit, call_inner, rejection};
+use crate::http::{Count, ProbeResponse, WhenBusy, admit, not_ready, poll_ready_now, rejection};
 
 /// An axum app with the probes, the ping and the drain around it, in one service that
 /// [`axum::serve()`] takes as it takes a `Router`.
@@ -62,22 +62,34 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let reader = &*self.shared.reader;
         if let Some(asked) = reader.ask(&request) {
-            return ResponseFuture::new(crate::http::ResponseFuture::probe(reader.answer(asked)));
+            return ResponseFuture::layers(crate::http::ResponseFuture::probe(
+                reader.answer(asked),
+            ));
         }
         // The drain this monitor follows, read per request so that a drain attached after
         // `around` is followed too.
-        let count = match reader.handle.drain() {
-            None => Count::No,
+        let admitted = match reader.handle.drain() {
+            None => None,
             Some(drain) => match admit(drain, &request) {
-                Some(admitted) => Count::Admitted(admitted),
+                Some(admitted) => Some(admitted),
                 None => {
                     let refused = ProbeResponse::ready(rejection(drain));
-                    return ResponseFuture::new(crate::http::ResponseFuture::probe(refused));
+                    return ResponseFuture::layers(crate::http::ResponseFuture::probe(refused));
                 }
             },
         };
-        let when_busy = WhenBusy::shed(reader.shed_load);
-        ResponseFuture::new(call_inner(&mut self.inner, request, when_busy, count))
+        match poll_ready_now(&mut self.inner) {
+            // What nearly every application request does: the app's own future, polled by
+            // ours directly, built where it lies. Through the layers' future, the app's
+            // (large) future is copied more, on every request: callgrind counts it.
+            Poll::Ready(Ok(())) => ResponseFuture::app(self.inner.call(request), admitted),
+            polled => {
+                let when_busy = WhenBusy::shed(reader.shed_load);
+                let count = admitted.map_or(Count::No, Count::Admitted);
+                let future = not_ready(&mut self.inner, polled, request, when_busy, count);
+                ResponseFuture::layers(future)
+            }
+        }
     }
 }
 

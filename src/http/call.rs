@@ -58,21 +58,46 @@ pub(crate) fn call_inner<S, ReqBody>(
 where
     S: Service<Request<ReqBody>> + Clone,
 {
-    match inner.poll_ready(&mut Context::from_waker(Waker::noop())) {
+    match poll_ready_now(inner) {
         // Each arm builds its variant around the inner future where it lies: choosing the
         // variant after the call would copy the (large) future once more.
         Poll::Ready(Ok(())) => match count {
             Count::Admitted(admitted) => ResponseFuture::counted(inner.call(request), admitted),
             Count::No | Count::WhileQueued(_) => ResponseFuture::inner(inner.call(request)),
         },
-        Poll::Ready(Err(error)) => ResponseFuture::error(error),
-        Poll::Pending => call_busy(inner, request, when_busy, count),
+        polled => not_ready(inner, polled, request, when_busy, count),
     }
 }
 
-/// [`call_inner`] for an inner service that was not ready: shed the request, or let it wait
-/// in its response future on the instance that was polled, a fresh clone staying behind.
+/// Asks `inner` whether it is ready, with a no-op waker (see [`call_inner`]).
+#[inline(always)]
+pub(crate) fn poll_ready_now<S, Request>(inner: &mut S) -> Poll<Result<(), S::Error>>
+where
+    S: Service<Request>,
+{
+    inner.poll_ready(&mut Context::from_waker(Waker::noop()))
+}
+
+/// [`call_inner`] for an inner service that was not ready (`polled`), or failed to say.
 #[cold]
+pub(crate) fn not_ready<S, ReqBody>(
+    inner: &mut S,
+    polled: Poll<Result<(), S::Error>>,
+    request: Request<ReqBody>,
+    when_busy: WhenBusy,
+    count: Count<'_>,
+) -> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>> + Clone,
+{
+    match polled {
+        Poll::Ready(Err(error)) => ResponseFuture::error(error),
+        Poll::Ready(Ok(())) | Poll::Pending => call_busy(inner, request, when_busy, count),
+    }
+}
+
+/// Sheds the request, or lets it wait in its response future on the instance that was
+/// polled, a fresh clone staying behind.
 fn call_busy<S, ReqBody>(
     inner: &mut S,
     request: Request<ReqBody>,

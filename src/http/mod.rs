@@ -16,5 +16,7 @@ pub(crate) use self::admission::{Admitted, admit, rejection};
 pub(crate) use self::body::Counted;
 pub use self::body::ResponseBody;
 pub(crate) use self::call::{Count, WhenBusy, call_inner};
+#[cfg(feature = "axum")]
+pub(crate) use self::call::{not_ready, poll_ready_now};
 pub use self::future::ResponseFuture;
 pub(crate) use self::response::{ProbeResponse, Respond};
