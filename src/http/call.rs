@@ -6,6 +6,7 @@ use std::task::{Context, Poll, Waker};
 use http::Request;
 use tower_service::Service;
 
+#[cfg(feature = "axum")]
 use super::admission::Admitted;
 use super::{ProbeResponse, ResponseFuture};
 use crate::probe::BodyMode;
@@ -35,7 +36,9 @@ pub(crate) enum Count<'a> {
     /// drain it will reach, so that `drained()` never reports a clean drain while a request
     /// waits to run; a `Drain` below counts it once it runs.
     WhileQueued(&'a DrainHandle),
-    /// From its admission by the drain to its body's end (the `Drain` layer, the axum stack).
+    /// From its admission by the drain to its body's end (the axum stack, for a request
+    /// that waits for the app).
+    #[cfg(feature = "axum")]
     Admitted(Admitted),
 }
 
@@ -62,6 +65,7 @@ where
         // Each arm builds its variant around the inner future where it lies: choosing the
         // variant after the call would copy the (large) future once more.
         Poll::Ready(Ok(())) => match count {
+            #[cfg(feature = "axum")]
             Count::Admitted(admitted) => ResponseFuture::counted(inner.call(request), admitted),
             Count::No | Count::WhileQueued(_) => ResponseFuture::inner(inner.call(request)),
         },
@@ -113,6 +117,7 @@ where
     let (queued, admitted) = match count {
         Count::No => (None, None),
         Count::WhileQueued(drain) => (Some(drain.enter()), None),
+        #[cfg(feature = "axum")]
         Count::Admitted(admitted) => (None, Some(admitted)),
     };
     let clone = inner.clone();

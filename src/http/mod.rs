@@ -11,7 +11,9 @@ mod response;
 #[cfg(test)]
 mod response_tests;
 
-pub(crate) use self::admission::{Admitted, admit, rejection};
+#[cfg(feature = "axum")]
+pub(crate) use self::admission::Admitted;
+pub(crate) use self::admission::{admit, rejection};
 #[cfg(feature = "axum")]
 pub(crate) use self::body::Counted;
 pub use self::body::ResponseBody;
