@@ -3,10 +3,9 @@ use std::sync::{Arc, Weak};
 
 use super::state::MonitorState;
 use crate::config::HealthConfig;
-use crate::probe::Probe;
 use crate::shutdown::DrainHandle;
 use crate::verdict::HealthVerdict;
-use crate::view::{Answer, Source, View, ViewWatch};
+use crate::view::{Source, View, ViewWatch};
 
 /// A handle on the verdicts a [`HealthMonitor`](crate::HealthMonitor) publishes.
 ///
@@ -182,7 +181,8 @@ impl HealthHandle {
 
     /// One probe's answer now, as [`view`](Self::view)`().answer(probe)` says it, read from
     /// that probe's verdict alone (one pointer load, not the whole view's).
-    pub(crate) fn answer(&self, probe: Probe) -> Answer {
+    #[cfg(any(feature = "grpc", test))]
+    pub(crate) fn answer(&self, probe: crate::probe::Probe) -> crate::view::Answer {
         self.state.answer(probe)
     }
 

@@ -18,12 +18,11 @@ use super::slot::CheckSlot;
 use super::spawner::Spawner;
 use super::startup::Startup;
 use crate::config::{HealthConfig, stale_bound};
-use crate::probe::Probe;
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::shutdown::DrainHandle;
 use crate::verdict::{CheckOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
 use crate::view::published::Published;
-use crate::view::{Answer, Source, View, ViewInputs, alive, decide, startup};
+use crate::view::{Source, View, ViewInputs};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
@@ -240,7 +239,11 @@ impl MonitorState {
     /// One probe's answer now, read from that probe's verdict alone: what
     /// `view().answer(probe)` says, for a reader that needs no more on its hot path (gRPC's
     /// overall `Check`, which a load balancer sends every few seconds per connection).
-    pub(crate) fn answer(&self, probe: Probe) -> Answer {
+    #[cfg(any(feature = "grpc", test))]
+    pub(crate) fn answer(&self, probe: crate::probe::Probe) -> crate::view::Answer {
+        use crate::probe::Probe;
+        use crate::view::{alive, decide, startup};
+
         let draining = || self.drain.get().is_some_and(DrainHandle::is_draining);
         match probe {
             Probe::Live | Probe::Ping => alive(probe),
