@@ -83,7 +83,10 @@ where
 }
 
 /// [`call_inner`] for an inner service that was not ready (`polled`), or failed to say.
+/// Never inlined: kept out of the caller, it leaves the path nearly every request takes
+/// small, and the request and the inner service's future are copied less on it.
 #[cold]
+#[inline(never)]
 pub(crate) fn not_ready<S, ReqBody>(
     inner: &mut S,
     polled: Poll<Result<(), S::Error>>,
