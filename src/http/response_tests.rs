@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::Respond;
 use crate::HealthHandle;
 use crate::config::HealthConfig;
-use crate::monitor::tests::{monitor, rounds};
+use crate::monitor::tests::{conditions, goes_stale_soon, monitor, rounds, until_stale};
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, read};
@@ -46,11 +46,6 @@ async fn http_agrees_with_the_view(handle: &HealthHandle, view: &View, state: &s
         let body: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(body["status"], answer.status, "{state}: {answer:?}");
     }
-}
-
-/// The conditions of readiness, health and pool, in that order.
-fn conditions(view: &View) -> [Condition; 3] {
-    [Probe::Ready, Probe::Health, Probe::Pool].map(|probe| view.answer(probe).condition)
 }
 
 #[tokio::test]
@@ -95,24 +90,12 @@ async fn http_agrees_with_the_view_of_a_refused_database_and_a_stopped_monitor()
 
 #[tokio::test]
 async fn http_agrees_with_a_stale_view() {
-    let config = HealthConfig::new()
-        .readiness_interval(Duration::from_millis(1))
-        .health_interval(Duration::from_millis(1))
-        .readiness_timeout(Duration::from_millis(20));
+    let config = goes_stale_soon();
     let handle = monitor(config);
     rounds(&handle).await;
     let mut watch = handle.watch();
     watch.changed().await.unwrap();
     // No round runs from here on, as with a stuck monitor: the verdicts go stale.
-    let stale = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let view = watch.changed().await.unwrap();
-            if conditions(&view) == [Condition::Stale; 3] {
-                break view;
-            }
-        }
-    })
-    .await
-    .expect("the watch saw the verdicts go stale");
+    let stale = until_stale(&mut watch).await;
     http_agrees_with_the_view(&handle, &stale, "stale").await;
 }

@@ -15,6 +15,7 @@ use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::status::Status;
 use crate::test_helpers::{FakeCheck, normalize, read};
 use crate::verdict::Audience;
+use crate::view::{Condition, View, ViewWatch};
 
 /// A monitor whose rounds the test runs by hand.
 pub(crate) fn monitor(config: HealthConfig) -> HealthHandle {
@@ -47,6 +48,35 @@ fn config_with(check: FakeCheck) -> HealthConfig {
 pub(crate) async fn rounds(handle: &HealthHandle) {
     handle.state.readiness_round().await;
     handle.state.health_round().await;
+}
+
+/// A configuration whose verdicts go stale soon after the last round (the bound is
+/// 3 x 1 ms + the 20 ms deadline): drive it with [`rounds`], then run none, as a stuck monitor.
+pub(crate) fn goes_stale_soon() -> HealthConfig {
+    HealthConfig::new()
+        .readiness_interval(Duration::from_millis(1))
+        .health_interval(Duration::from_millis(1))
+        .readiness_timeout(Duration::from_millis(20))
+}
+
+/// The conditions of readiness, health and pool, in that order.
+pub(crate) fn conditions(view: &View) -> [Condition; 3] {
+    [Probe::Ready, Probe::Health, Probe::Pool].map(|probe| view.answer(probe).condition)
+}
+
+/// Waits on `watch` until all three verdicts are stale (no round runs any more, as with a
+/// stuck monitor), and returns that view.
+pub(crate) async fn until_stale(watch: &mut ViewWatch) -> View {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let view = watch.changed().await.unwrap();
+            if conditions(&view) == [Condition::Stale; 3] {
+                break view;
+            }
+        }
+    })
+    .await
+    .expect("the watch saw the verdicts go stale")
 }
 
 /// Publishes what a readiness round that panicked with `readiness` and a health round that
@@ -339,10 +369,7 @@ async fn no_database() {
 async fn stale_verdicts_are_not_served_as_fresh() {
     // Bound: 3 x 1 ms + the 20 ms deadline; then no round runs. No database, so that the
     // round itself does not depend on the deadline.
-    let config = HealthConfig::new()
-        .readiness_interval(Duration::from_millis(1))
-        .health_interval(Duration::from_millis(1))
-        .readiness_timeout(Duration::from_millis(20));
+    let config = goes_stale_soon();
     let handle = monitor(config);
     rounds(&handle).await;
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::tests::{monitor, rounds};
+use super::tests::{conditions, goes_stale_soon, monitor, rounds, until_stale};
 use crate::config::HealthConfig;
 use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
@@ -31,11 +31,6 @@ fn agrees_alone(handle: &super::HealthHandle, view: &View) {
         );
         assert_eq!(alone.age.is_some(), whole.age.is_some(), "{probe}");
     }
-}
-
-/// The conditions of readiness, health and pool, in that order.
-fn conditions(view: &View) -> [Condition; 3] {
-    [Probe::Ready, Probe::Health, Probe::Pool].map(|probe| view.answer(probe).condition)
 }
 
 #[tokio::test]
@@ -103,10 +98,7 @@ async fn a_refused_database_and_a_stopped_monitor() {
 
 #[tokio::test]
 async fn a_stale_verdict_fails_for_every_reader() {
-    let config = HealthConfig::new()
-        .readiness_interval(Duration::from_millis(1))
-        .health_interval(Duration::from_millis(1))
-        .readiness_timeout(Duration::from_millis(20));
+    let config = goes_stale_soon();
     let handle = monitor(config);
     rounds(&handle).await;
     let mut watch = handle.watch();
@@ -114,16 +106,7 @@ async fn a_stale_verdict_fails_for_every_reader() {
     assert_eq!(fresh.answer(Probe::Ready).condition, Condition::Verdict);
     // No round runs from here on, as with a stuck monitor: the watch wakes by itself when
     // the verdicts go stale.
-    let stale = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let view = watch.changed().await.unwrap();
-            if conditions(&view) == [Condition::Stale; 3] {
-                break view;
-            }
-        }
-    })
-    .await
-    .expect("the watch saw the verdicts go stale");
+    let stale = until_stale(&mut watch).await;
     assert_eq!(stale.answer(Probe::Ready).status, "not_ready");
     assert_eq!(stale.answer(Probe::Health).status, "unavailable");
 }

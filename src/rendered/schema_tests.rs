@@ -15,7 +15,7 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolS
 use crate::component::{Component, ComponentSpec, UnknownComponents};
 use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
-use crate::monitor::tests::{monitor, rounds, rounds_panicked};
+use crate::monitor::tests::{goes_stale_soon, monitor, rounds, rounds_panicked};
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::rendered::fixed;
 use crate::rendered::{Rendered, render_health, render_pool, render_readiness};
@@ -566,10 +566,7 @@ async fn components_in_every_state_match_their_schema() {
 
 #[tokio::test]
 async fn stale_verdicts_match_their_schema() {
-    let config = HealthConfig::new()
-        .readiness_interval(Duration::from_millis(1))
-        .health_interval(Duration::from_millis(1))
-        .readiness_timeout(Duration::from_millis(20));
+    let config = goes_stale_soon();
     let with_database = config
         .clone()
         .database("default", FakeCheck::Refused)
