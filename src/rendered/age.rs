@@ -59,7 +59,7 @@ fn cached(code: StatusCode, body: &Value, hit: &str) -> Rendered {
     head.extend_from_slice(br#""_cache":{"hit":"#);
     head.extend_from_slice(hit.as_bytes());
     head.extend_from_slice(br#","age_ms":"#);
-    Rendered::json_with_age(code, head, b"}}")
+    Rendered::json_with_age(code, head)
 }
 
 #[cfg(test)]

@@ -7,8 +7,11 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
+/// What follows the age in every body that carries it: the end of `_cache` and of the body.
+pub(crate) const AFTER_AGE: &[u8] = b"}}";
+
 /// A probe's response body: bytes rendered once per round, followed, when the response
-/// carries the verdict's age, by its digits in milliseconds and a static tail. The digits
+/// carries the verdict's age, by its digits in milliseconds and [`AFTER_AGE`]. The digits
 /// come from a static table, so building and sending the body allocates nothing and touches
 /// no reference count but the rendered bytes' own.
 ///
@@ -18,26 +21,19 @@ use http_body::{Body, Frame, SizeHint};
 pub(crate) struct ProbeBody {
     head: Bytes,
     age: Option<AgeDigits>,
-    tail: &'static [u8],
     /// Bytes not yet handed out: hyper asks for it (`is_end_stream`, `size_hint`) several
     /// times per response, so it is kept rather than recomputed.
     remaining: u64,
 }
 
 impl ProbeBody {
-    /// `head`, then (when given) the age's digits and `tail`.
-    pub(crate) fn new(head: Bytes, age: Option<(u64, &'static [u8])>) -> Self {
-        let (age, tail) = match age {
-            Some((age_ms, tail)) => (Some(AgeDigits::new(age_ms)), tail),
-            None => (None, &[][..]),
-        };
-        let remaining = head.len() as u64
-            + age.as_ref().map_or(0, AgeDigits::remaining_len)
-            + tail.len() as u64;
+    /// `head`, then (when given) the age's digits and [`AFTER_AGE`].
+    pub(crate) fn new(head: Bytes, age_ms: Option<u64>) -> Self {
+        let age = age_ms.map(AgeDigits::new);
+        let remaining = head.len() as u64 + age.as_ref().map_or(0, AgeDigits::remaining_len);
         Self {
             head,
             age,
-            tail,
             remaining,
         }
     }
@@ -51,8 +47,6 @@ impl ProbeBody {
             std::mem::take(&mut self.head)
         } else if let Some(group) = self.age.as_mut().and_then(AgeDigits::next_group) {
             group
-        } else if !self.tail.is_empty() {
-            Bytes::from_static(std::mem::take(&mut self.tail))
         } else {
             return None;
         };
@@ -93,23 +87,34 @@ impl Body for ProbeBody {
     }
 }
 
-/// Every number from 000 to 999, three ASCII digits each.
-static DIGIT_GROUPS: [u8; 3000] = digit_groups();
+/// The length of one entry of [`GROUPS`].
+const ENTRY: usize = 3 + AFTER_AGE.len();
 
-const fn digit_groups() -> [u8; 3000] {
-    let mut table = [0; 3000];
+/// Every number from 000 to 999, three ASCII digits each, each followed by [`AFTER_AGE`]: a
+/// group in the middle of a number is the digits alone, the last one is sent with what follows
+/// it, in one frame (each frame costs the server a write of its own).
+static GROUPS: [u8; 1000 * ENTRY] = groups();
+
+const fn groups() -> [u8; 1000 * ENTRY] {
+    let mut table = [0; 1000 * ENTRY];
     let mut n = 0;
     while n < 1000 {
-        table[n * 3] = b'0' + (n / 100) as u8;
-        table[n * 3 + 1] = b'0' + (n / 10 % 10) as u8;
-        table[n * 3 + 2] = b'0' + (n % 10) as u8;
+        let at = n * ENTRY;
+        table[at] = b'0' + (n / 100) as u8;
+        table[at + 1] = b'0' + (n / 10 % 10) as u8;
+        table[at + 2] = b'0' + (n % 10) as u8;
+        let mut i = 0;
+        while i < AFTER_AGE.len() {
+            table[at + 3 + i] = AFTER_AGE[i];
+            i += 1;
+        }
         n += 1;
     }
     table
 }
 
 /// The decimal digits of a number, handed out in groups of three (the first unpadded) as
-/// static slices.
+/// static slices, the last with [`AFTER_AGE`].
 #[derive(Clone, Debug)]
 struct AgeDigits {
     value: u64,
@@ -142,10 +147,11 @@ impl AgeDigits {
             0
         };
         self.first = false;
+        let last = self.divisor == 1;
         self.divisor /= 1000;
-        Some(Bytes::from_static(
-            &DIGIT_GROUPS[group * 3 + skip..group * 3 + 3],
-        ))
+        let at = group * ENTRY;
+        let end = if last { at + ENTRY } else { at + 3 };
+        Some(Bytes::from_static(&GROUPS[at + skip..end]))
     }
 
     fn remaining_len(&self) -> u64 {
@@ -158,7 +164,7 @@ impl AgeDigits {
         } else {
             3
         };
-        leading + groups_after * 3
+        leading + groups_after * 3 + AFTER_AGE.len() as u64
     }
 }
 
@@ -192,11 +198,24 @@ mod tests {
             987_654_321_012,
             u64::MAX,
         ] {
-            let body = ProbeBody::new(Bytes::from_static(b"{\"age_ms\":"), Some((age, b"}")));
+            let body = ProbeBody::new(Bytes::from_static(b"{\"_cache\":{\"age_ms\":"), Some(age));
             let (text, hint) = collect(body).await;
-            assert_eq!(text, format!("{{\"age_ms\":{age}}}"));
+            assert_eq!(text, format!("{{\"_cache\":{{\"age_ms\":{age}}}}}"));
             assert_eq!(hint, text.len() as u64, "{age}");
         }
+    }
+
+    #[test]
+    fn the_last_group_of_digits_goes_with_what_follows_it() {
+        let frames = |age| {
+            let mut body = ProbeBody::new(Bytes::from_static(b"{"), Some(age));
+            std::iter::from_fn(|| body.next_frame()).count()
+        };
+        assert_eq!(frames(0), 2);
+        assert_eq!(frames(999), 2);
+        assert_eq!(frames(1000), 3);
+        assert_eq!(frames(999_999), 3);
+        assert_eq!(frames(u64::MAX), 1 + 7, "20 digits: seven groups");
     }
 
     #[tokio::test]

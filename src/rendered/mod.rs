@@ -29,8 +29,9 @@ pub(crate) struct Rendered {
     headers: HeaderMap,
     /// The body, or for a response that carries the verdict's age, what comes before it.
     body: Bytes,
-    /// What follows the age, for a response that carries it.
-    age_tail: Option<&'static [u8]>,
+    /// Whether the body carries the verdict's age (its digits and
+    /// [`AFTER_AGE`](body::AFTER_AGE) follow `body`).
+    carries_age: bool,
     /// `Content-Length` for HEAD, when the length does not depend on the age.
     content_length: Option<HeaderValue>,
 }
@@ -38,18 +39,13 @@ pub(crate) struct Rendered {
 impl Rendered {
     /// A JSON response with `Cache-Control: no-store`.
     pub(crate) fn json(status: StatusCode, body: Vec<u8>) -> Self {
-        Self::with_headers(status, json_headers(NO_STORE), Bytes::from(body), None)
+        Self::with_headers(status, json_headers(NO_STORE), Bytes::from(body), false)
     }
 
     /// A JSON response whose body ends with the age of the verdict: `head` ends just before
-    /// the number, `tail` follows it.
-    pub(crate) fn json_with_age(status: StatusCode, head: Vec<u8>, tail: &'static [u8]) -> Self {
-        Self::with_headers(
-            status,
-            json_headers(NO_STORE),
-            Bytes::from(head),
-            Some(tail),
-        )
+    /// the number, [`AFTER_AGE`](body::AFTER_AGE) follows it.
+    pub(crate) fn json_with_age(status: StatusCode, head: Vec<u8>) -> Self {
+        Self::with_headers(status, json_headers(NO_STORE), Bytes::from(head), true)
     }
 
     /// A fixed JSON response: `Content-Type: application/json`, the given `Cache-Control`,
@@ -75,7 +71,7 @@ impl Rendered {
         for (name, value) in extra {
             headers.insert(name.clone(), value.clone());
         }
-        Self::with_headers(status, headers, body, None)
+        Self::with_headers(status, headers, body, false)
     }
 
     /// A response of another content type than JSON (the metrics' text exposition), with
@@ -89,28 +85,28 @@ impl Rendered {
         let mut headers = HeaderMap::with_capacity(2);
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         headers.insert(header::CACHE_CONTROL, NO_STORE);
-        Self::with_headers(status, headers, body, None)
+        Self::with_headers(status, headers, body, false)
     }
 
     fn with_headers(
         status: StatusCode,
         headers: HeaderMap,
         body: Bytes,
-        age_tail: Option<&'static [u8]>,
+        carries_age: bool,
     ) -> Self {
-        let content_length = age_tail.is_none().then(|| HeaderValue::from(body.len()));
+        let content_length = (!carries_age).then(|| HeaderValue::from(body.len()));
         Self {
             status,
             headers,
             body,
-            age_tail,
+            carries_age,
             content_length,
         }
     }
 
     /// Whether the body carries the verdict's age (so that a response needs it).
     pub(crate) fn has_age(&self) -> bool {
-        self.age_tail.is_some()
+        self.carries_age
     }
 
     /// The status code this response answers with.
@@ -142,7 +138,7 @@ impl Rendered {
         age_ms: u64,
         extra: Option<(HeaderName, &HeaderValue)>,
     ) -> Response<ProbeBody> {
-        let body = ProbeBody::new(self.body.clone(), self.age_tail.map(|tail| (age_ms, tail)));
+        let body = ProbeBody::new(self.body.clone(), self.carries_age.then_some(age_ms));
         let head_only = mode == BodyMode::HeadOnly;
         let headers = if head_only || extra.is_some() {
             // Sized for what is added, so that adding does not grow it (more allocations).
@@ -187,14 +183,14 @@ mod tests {
 
     #[tokio::test]
     async fn head_keeps_status_and_headers_and_drops_the_body() {
-        let rendered = Rendered::json_with_age(StatusCode::OK, br#"{"age_ms":"#.to_vec(), b"}");
+        let rendered = Rendered::json_with_age(StatusCode::OK, br#"{"_cache":{"age_ms":"#.to_vec());
         let get = rendered.response_aged(BodyMode::Full, 1234, None);
         let head = rendered.response_aged(BodyMode::HeadOnly, 1234, None);
         assert_eq!(head.status(), get.status());
-        assert_eq!(head.headers()[header::CONTENT_LENGTH], "15");
+        assert_eq!(head.headers()[header::CONTENT_LENGTH], "26");
         assert_eq!(head.headers()[header::CONTENT_TYPE], "application/json");
         let get_body = get.into_body().collect().await.unwrap().to_bytes();
-        assert_eq!(&get_body[..], br#"{"age_ms":1234}"#);
+        assert_eq!(&get_body[..], br#"{"_cache":{"age_ms":1234}}"#);
         assert!(
             head.into_body()
                 .collect()
