@@ -87,11 +87,13 @@ impl HealthService {
     pub fn status(&self, service: &str) -> Option<ServingStatus> {
         if service.is_empty() {
             // The overall status, which load balancers ask for on every check: readiness's
-            // answer alone (a pointer load), the rule the whole view's answer follows.
+            // verdict judged alone (a pointer load and a clock reading), by the rule the whole
+            // view follows.
             let handle = &self.shared.handle;
-            let answer = handle.answer(Probe::Ready);
-            return Some(ServingStatus::of_answer(
-                &answer,
+            let (condition, passing, _) = handle.judge(Probe::Ready);
+            return Some(ServingStatus::of_judged(
+                condition,
+                passing,
                 handle.is_monitor_running(),
             ));
         }

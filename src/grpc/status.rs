@@ -44,9 +44,14 @@ impl ServingStatus {
     /// verdict exists and the monitor is running (before the first round). A monitor that is
     /// not running is a failure, as over HTTP.
     pub(crate) fn of_answer(answer: &Answer, monitor_running: bool) -> Self {
-        match answer.condition {
+        Self::of_judged(answer.condition, answer.passing, monitor_running)
+    }
+
+    /// [`of_answer`](Self::of_answer) from what decided an answer and whether it passes.
+    pub(crate) fn of_judged(condition: Condition, passing: bool, monitor_running: bool) -> Self {
+        match condition {
             Condition::Unavailable if monitor_running => Self::Unknown,
-            _ => Self::from_passing(answer.passing),
+            _ => Self::from_passing(passing),
         }
     }
 

@@ -179,11 +179,15 @@ impl HealthHandle {
         self.state.view()
     }
 
-    /// One probe's answer now, as [`view`](Self::view)`().answer(probe)` says it, read from
-    /// that probe's verdict alone (one pointer load, not the whole view's).
+    /// One probe's condition, whether it passes, and its `status` now, as
+    /// [`view`](Self::view)`().answer(probe)` says them, read from that probe's verdict alone
+    /// (one pointer load, not the whole view's) and without the age.
     #[cfg(any(feature = "grpc", test))]
-    pub(crate) fn answer(&self, probe: crate::probe::Probe) -> crate::view::Answer {
-        self.state.answer(probe)
+    pub(crate) fn judge(
+        &self,
+        probe: crate::probe::Probe,
+    ) -> (crate::view::Condition, bool, &'static str) {
+        self.state.judge(probe)
     }
 
     /// Follows the [`View`]: wakes on each publication, the drain starting, a hold, the

@@ -236,22 +236,29 @@ impl MonitorState {
         View::new(inputs, Instant::now())
     }
 
-    /// One probe's answer now, read from that probe's verdict alone: what
-    /// `view().answer(probe)` says, for a reader that needs no more on its hot path (gRPC's
-    /// overall `Check`, which a load balancer sends every few seconds per connection).
+    /// One probe's condition, whether it passes, and its `status` now, read from that probe's
+    /// verdict alone: what `view().answer(probe)` says but its age, for a reader that needs
+    /// no more on its hot path (gRPC's overall `Check`, which a load balancer sends every few
+    /// seconds per connection), so that it does no clock arithmetic for an age it never shows.
     #[cfg(any(feature = "grpc", test))]
-    pub(crate) fn answer(&self, probe: crate::probe::Probe) -> crate::view::Answer {
+    pub(crate) fn judge(
+        &self,
+        probe: crate::probe::Probe,
+    ) -> (crate::view::Condition, bool, &'static str) {
         use crate::probe::Probe;
-        use crate::view::{alive, decide, startup};
+        use crate::view::{alive, judge, startup};
 
         let draining = || self.drain.get().is_some_and(DrainHandle::is_draining);
-        match probe {
+        let answer = match probe {
             Probe::Live | Probe::Ping => alive(probe),
             Probe::Startup => startup(self.startup.is_started()),
-            Probe::Ready => decide(probe, &self.readiness.load(), draining(), Instant::now()),
-            Probe::Health => decide(probe, &self.health.load(), draining(), Instant::now()),
-            Probe::Pool => decide(probe, &self.pool.load(), draining(), Instant::now()),
-        }
+            Probe::Ready => {
+                return judge(probe, &self.readiness.load(), draining(), Instant::now());
+            }
+            Probe::Health => return judge(probe, &self.health.load(), draining(), Instant::now()),
+            Probe::Pool => return judge(probe, &self.pool.load(), draining(), Instant::now()),
+        };
+        (answer.condition, answer.passing, answer.status)
     }
 
     /// A receiver woken on every change of what the view is read from.
