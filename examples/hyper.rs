@@ -35,7 +35,7 @@ use tokio::net::TcpListener;
 use tower::{ServiceBuilder, service_fn};
 use tower_health::config::{MAX_DURATION, MIN_DURATION};
 use tower_health::io::WriteTimeout;
-use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, HealthMonitor};
 use tower_health::{DrainHandle, DrainLayer};
 
 #[tokio::main]
@@ -57,8 +57,9 @@ async fn serve() -> Result<(), Box<dyn Error>> {
             b"hello from hyper\n",
         ))))
     });
+    // The health layer answers every probe (ping included) before the app; the drain layer
+    // below it counts the app's requests.
     let service = ServiceBuilder::new()
-        .layer(PingLayer::new())
         .layer(health)
         .layer(drain_layer)
         .service(app);

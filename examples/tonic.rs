@@ -37,7 +37,7 @@ use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tower_health::grpc::HealthService;
-use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, HealthMonitor};
 use tower_health::{DrainHandle, DrainLayer};
 use tower_layer::Layer;
 
@@ -77,8 +77,7 @@ async fn serve() -> Result<(), Box<dyn Error>> {
                 // kubelet's `httpGet` (and most load balancers' checks) speak HTTP/1.1;
                 // tonic accepts only HTTP/2 unless told otherwise.
                 .accept_http1(true)
-                // Outermost, around every service: probes are answered before routing.
-                .layer(PingLayer::new())
+                // Around every service: the probes (ping included) are answered before routing.
                 .layer(health)
                 .add_service(grpc_health.server())
                 // The drain counts the application's calls, not the health streams: it

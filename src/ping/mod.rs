@@ -4,7 +4,8 @@
 //! `{"ping": "pong", "status": "alive"}` and 200: no database, no verdict, no lock, drain
 //! included. Put it outermost, before authentication, tracing or rate limiting, so that a
 //! load balancer polling it many times a second costs next to nothing and never gets a 401 or
-//! a 429.
+//! a 429. [`HealthLayer`](crate::HealthLayer) answers the same path itself: `PingLayer` earns
+//! its place above layers the health layer sits below, or in a service without a monitor.
 //!
 //! # Example
 //!
