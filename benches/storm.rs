@@ -168,7 +168,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     let ok = tower::service_fn(|_: Request<Incoming>| async {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     });
-                    let drain = DrainHandle::new(DrainConfig::new());
+                    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
                     health.follow_drain(&drain);
                     let drain_layer = DrainLayer::new(&drain);
                     let layer = HealthLayer::new(&health);
@@ -187,7 +187,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 "around-axum" => {
                     // The README's form.
                     let health = HealthLayer::new(&health);
-                    let _drain = DrainHandle::new(DrainConfig::new());
+                    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
                     health.handle().follow_drain(&_drain);
                     let app = health.around(router());
                     let listener = listener.tap_io(|tcp| {
@@ -199,7 +199,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 "layered-axum" => {
                     // 0.2.0's README form: three `Router::layer` calls.
                     let health = HealthLayer::new(&health);
-                    let _drain = DrainHandle::new(DrainConfig::new());
+                    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
                     health.handle().follow_drain(&_drain);
                     let drain_layer = DrainLayer::new(&_drain);
                     let app = router()
@@ -244,7 +244,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     Ok(())
                 }
                 "stack-axum" => {
-                    let drain = DrainHandle::new(DrainConfig::new());
+                    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
                     health.follow_drain(&drain);
                     let drain_layer = DrainLayer::new(&drain);
                     let stack = ServiceBuilder::new()

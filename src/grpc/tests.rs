@@ -191,7 +191,7 @@ async fn a_drain_fails_every_service_the_applications_included() {
     let reporter = fixture.service.reporter();
     reporter.set_service_status("greeter.v1.Greeter", Serving);
     fixture.rounds().await;
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     fixture.service.handle().follow_drain(&drain);
     assert_eq!(fixture.service.status("greeter.v1.Greeter"), Some(Serving));
     drain.start();

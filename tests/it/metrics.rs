@@ -266,7 +266,7 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
     );
 
     // The drain: no round needed for the exposition to show it.
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.follow_drain(&drain);
     drain.start();
     let (draining, _) = scrape(admin.local_addr(), &health).await;
