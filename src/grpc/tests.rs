@@ -285,11 +285,16 @@ async fn not_found_echoes_a_long_name_cut_short() {
 }
 
 #[tokio::test]
-#[should_panic(expected = "is tower-health's own")]
 async fn the_crates_names_cannot_be_set() {
     let fixture = fixture(FailDirection::NotReady);
-    fixture
-        .service
-        .reporter()
-        .set_service_status("database/default", NotServing);
+    fixture.rounds().await;
+    let reporter = fixture.service.reporter();
+    for name in ["", "database/default", "component/cache"] {
+        let logs = crate::test_helpers::logged(|| {
+            assert!(!reporter.set_service_status(name, NotServing), "{name:?}");
+        });
+        assert!(logs.contains("is tower-health's own"), "{logs}");
+    }
+    assert_eq!(fixture.statuses(), [Some(Serving); 5], "unchanged");
+    assert!(reporter.set_service_status("greeter.v1.Greeter", Serving));
 }
