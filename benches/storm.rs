@@ -22,7 +22,7 @@
 //! - `stack-hyper`: `PingLayer` + `HealthLayer` + `DrainLayer` in front of a `service_fn`,
 //!   served by hyper-util.
 //! - `stack-hyper-metrics`, `stack-hyper-never`: the same stack with the opt-in metrics path
-//!   (`HealthLayer::metrics_path("/metrics")`), and with `HealthLayer::details(Details::Never)`.
+//!   (`HealthConfig::metrics_path("/metrics")`), and with `HealthLayer::details(Details::Never)`.
 //! - `around-axum`: the form the README recommends, `health.around(router)` (the stack around
 //!   the router, outside routing, in one service), served by `axum::serve`.
 //! - `layered-axum`: the form the README recommended in 0.2.0, three `Router::layer` calls.
@@ -122,7 +122,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
             | "static-axum"
             | "admin"
             | "floor-hyper"
-            | "grpc-tower-health" => Some(monitor().await?),
+            | "grpc-tower-health" => Some(monitor(kind).await?),
             _ => None,
         };
         let checked = health.clone();
@@ -172,8 +172,8 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     health.follow_drain(&drain);
                     let drain_layer = DrainLayer::new(&drain);
                     let layer = HealthLayer::new(&health);
+                    // `stack-hyper-metrics`' metrics path is its monitor's: see `monitor`.
                     let layer = match kind {
-                        "stack-hyper-metrics" => layer.metrics_path("/metrics"),
                         "stack-hyper-never" => layer.details(Details::Never),
                         _ => layer,
                     };
@@ -309,9 +309,9 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// The monitor: `STORM_DATABASES` real databases and `STORM_STALLED` listeners that accept
-/// and never answer.
-async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
+/// The monitor of server `kind`: `STORM_DATABASES` real databases and `STORM_STALLED`
+/// listeners that accept and never answer; for `stack-hyper-metrics`, the layers' metrics path.
+async fn monitor(kind: &str) -> Result<HealthHandle, Box<dyn Error>> {
     let databases: usize = env_or("STORM_DATABASES", 1);
     let stalled: usize = env_or("STORM_STALLED", 0);
     // The parent may stretch the cadence (for instruction counts) through the environment.
@@ -334,6 +334,9 @@ async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
             }
         });
         config = config.database(&format!("stalled{index}"), PostgresCheck::connect(&url)?);
+    }
+    if kind == "stack-hyper-metrics" {
+        config = config.metrics_path("/metrics");
     }
     let health = HealthMonitor::spawn(config).unwrap();
     while health.view().readiness.checked_at.is_none() || health.view().health.checked_at.is_none()
