@@ -32,11 +32,12 @@ pub trait Component: fmt::Debug + Send + Sync + 'static {
         None
     }
 
-    /// The component's own settings, checked once: [`ComponentSpec::new`](super::ComponentSpec::new)
-    /// asks, and [`HealthMonitor::new`](crate::HealthMonitor::new) returns the error, as it
-    /// does for a bad value given to any other setter. A component whose setters never fail
-    /// (`DiskSpace`'s, [`RuntimeWatcher`](super::RuntimeWatcher)'s) keeps the
-    /// first value it could not take and returns it here, naming the setter.
+    /// The component's own settings, checked once:
+    /// [`ComponentSpec::new`](super::ComponentSpec::new) asks, and
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new) returns the error, as it does for a
+    /// bad value given to any other setter. A component whose setters never fail
+    /// (`DiskSpace`'s, [`RuntimeWatcher`](super::RuntimeWatcher)'s) keeps the first value it
+    /// could not take and returns it here, naming the setter.
     ///
     /// Defaults to accepting.
     ///

@@ -11,7 +11,8 @@ use crate::monitor::HealthHandle;
 /// Layer that answers the probe paths from a monitor's published verdicts and passes every
 /// other request to the inner service untouched.
 ///
-/// It answers on the monitor's paths ([`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix),
+/// It answers on the monitor's paths
+/// ([`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix),
 /// [`kubernetes_aliases`](crate::HealthConfig::kubernetes_aliases) and, feature `metrics`,
 /// `metrics_path`). Its other settings (`?nocache` policy, who sees details, keys, shedding)
 /// are its own: they default to the monitor's [`HealthConfig`](crate::HealthConfig), and two
