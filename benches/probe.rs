@@ -255,7 +255,7 @@ fn probes(c: &mut Criterion) {
 fn passthrough(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let health = monitor(&runtime, HealthConfig::new());
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let mut stack =
@@ -362,7 +362,7 @@ fn report_allocations() {
             .health_interval(hour),
     );
     let mut service = HealthLayer::new(&health).layer(Inner);
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let mut stack =
@@ -473,7 +473,7 @@ fn axum_pair(
         .readiness_interval(hour)
         .health_interval(hour);
     let health = HealthLayer::new(&monitor(runtime, config));
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
     // `with_state` prepares the routes once, as `axum::serve` does for each connection.
     let router = axum::Router::new()
@@ -540,7 +540,7 @@ fn pass_through_loop(case: &str, requests: usize) {
         .readiness_interval(hour)
         .health_interval(hour);
     let health = monitor(&runtime, config);
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let mut stack =

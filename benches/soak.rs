@@ -171,7 +171,7 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
         );
     let monitor = HealthMonitor::spawn(config).expect("a valid configuration");
     let health = HealthLayer::new(&monitor);
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     monitor.follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let admin = AdminServer::new(AdminConfig::new().port(0), &monitor)

@@ -22,7 +22,7 @@
 //! - `stack-hyper`: `HealthLayer` + `DrainLayer` in front of a `service_fn`, served by
 //!   hyper-util, as `examples/hyper.rs` stacks them.
 //! - `stack-hyper-metrics`, `stack-hyper-never`: the same stack with the opt-in metrics path
-//!   (`HealthLayer::metrics_path("/metrics")`), and with `HealthLayer::details(Details::Never)`.
+//!   (`HealthConfig::metrics_path("/metrics")`), and with `HealthLayer::details(Details::Never)`.
 //! - `around-axum`: the form the README recommends, `health.around(router)` (the stack around
 //!   the router, outside routing, in one service), served by `axum::serve`.
 //! - `layered-axum`: the form the README recommended in 0.2.0, three `Router::layer` calls.
@@ -122,7 +122,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
             | "static-axum"
             | "admin"
             | "floor-hyper"
-            | "grpc-tower-health" => Some(monitor().await?),
+            | "grpc-tower-health" => Some(monitor(kind).await?),
             _ => None,
         };
         let checked = health.clone();
@@ -168,12 +168,12 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     let ok = tower::service_fn(|_: Request<Incoming>| async {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     });
-                    let drain = DrainHandle::new(DrainConfig::new());
+                    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
                     health.follow_drain(&drain);
                     let drain_layer = DrainLayer::new(&drain);
                     let layer = HealthLayer::new(&health);
+                    // `stack-hyper-metrics`' metrics path is its monitor's: see `monitor`.
                     let layer = match kind {
-                        "stack-hyper-metrics" => layer.metrics_path("/metrics"),
                         "stack-hyper-never" => layer.details(Details::Never),
                         _ => layer,
                     };
@@ -187,7 +187,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 "around-axum" => {
                     // The README's form.
                     let health = HealthLayer::new(&health);
-                    let _drain = DrainHandle::new(DrainConfig::new());
+                    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
                     health.handle().follow_drain(&_drain);
                     let app = health.around(router());
                     let listener = listener.tap_io(|tcp| {
@@ -199,7 +199,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 "layered-axum" => {
                     // 0.2.0's README form: three `Router::layer` calls.
                     let health = HealthLayer::new(&health);
-                    let _drain = DrainHandle::new(DrainConfig::new());
+                    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
                     health.handle().follow_drain(&_drain);
                     let drain_layer = DrainLayer::new(&_drain);
                     let app = router()
@@ -244,7 +244,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     Ok(())
                 }
                 "stack-axum" => {
-                    let drain = DrainHandle::new(DrainConfig::new());
+                    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
                     health.follow_drain(&drain);
                     let drain_layer = DrainLayer::new(&drain);
                     let stack = ServiceBuilder::new()
@@ -308,9 +308,9 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// The monitor: `STORM_DATABASES` real databases and `STORM_STALLED` listeners that accept
-/// and never answer.
-async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
+/// The monitor of server `kind`: `STORM_DATABASES` real databases and `STORM_STALLED`
+/// listeners that accept and never answer; for `stack-hyper-metrics`, the layers' metrics path.
+async fn monitor(kind: &str) -> Result<HealthHandle, Box<dyn Error>> {
     let databases: usize = env_or("STORM_DATABASES", 1);
     let stalled: usize = env_or("STORM_STALLED", 0);
     // The parent may stretch the cadence (for instruction counts) through the environment.
@@ -333,6 +333,9 @@ async fn monitor() -> Result<HealthHandle, Box<dyn Error>> {
             }
         });
         config = config.database(&format!("stalled{index}"), PostgresCheck::connect(&url)?);
+    }
+    if kind == "stack-hyper-metrics" {
+        config = config.metrics_path("/metrics");
     }
     let health = HealthMonitor::spawn(config).unwrap();
     while health.view().readiness.checked_at.is_none() || health.view().health.checked_at.is_none()

@@ -32,7 +32,7 @@ async fn main() -> ExitCode {
 async fn work() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let health = HealthMonitor::spawn(common::health_config()?)?;
-    let drain = DrainHandle::new(DrainConfig::from_env()?);
+    let drain = DrainHandle::new(DrainConfig::from_env()?)?;
     health.follow_drain(&drain);
     let admin = AdminServer::new(AdminConfig::from_env()?, &health)
         .start()

@@ -47,7 +47,7 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let client_timeout = client_timeout()?;
     let monitor = HealthMonitor::spawn(common::health_config()?)?;
-    let drain = DrainHandle::new(DrainConfig::from_env()?);
+    let drain = DrainHandle::new(DrainConfig::from_env()?)?;
     monitor.follow_drain(&drain);
     let health = HealthLayer::new(&monitor);
     let drain_layer = DrainLayer::new(&drain);

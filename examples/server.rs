@@ -65,7 +65,7 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     // The one monitor: every reader takes its handle.
     let monitor = HealthMonitor::spawn(common::health_config()?)?;
-    let drain = DrainHandle::new(DrainConfig::from_env()?);
+    let drain = DrainHandle::new(DrainConfig::from_env()?)?;
     // Readiness answers 503 `draining` once the drain starts.
     monitor.follow_drain(&drain);
     let health = HealthLayer::new(&monitor);

@@ -54,7 +54,7 @@ fn main() -> ExitCode {
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let monitor = HealthMonitor::spawn(common::health_config()?)?;
-    let drain = DrainHandle::new(DrainConfig::from_env()?);
+    let drain = DrainHandle::new(DrainConfig::from_env()?)?;
     monitor.follow_drain(&drain);
     let health = HealthLayer::new(&monitor);
     let drain_layer = DrainLayer::new(&drain);

@@ -71,7 +71,7 @@ use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use crate::config::{Zero, assert_in_range};
+use crate::env::saturate;
 
 pin_project! {
     /// An I/O stream whose writes fail with [`io::ErrorKind::TimedOut`] after waiting
@@ -93,17 +93,16 @@ pin_project! {
 impl<IO> WriteTimeout<IO> {
     /// Wraps `io`: a write, flush or shutdown that makes no progress for `timeout` fails.
     ///
-    /// # Panics
-    ///
-    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// The timeout is brought into 1 ms ..= 1 year
+    /// ([`MIN_DURATION`](crate::config::MIN_DURATION) ..=
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)): a shorter one (zero included) is 1 ms,
+    /// which a timer can wait, and a longer one is a year, which a deadline can be computed
+    /// from.
     #[must_use]
     pub fn new(io: IO, timeout: Duration) -> Self {
-        assert_in_range("WriteTimeout::new", timeout, Zero::Refused);
         Self {
             io,
-            timeout,
+            timeout: saturate(timeout),
             stall: None,
             watch: None,
         }
@@ -303,8 +302,34 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "WriteTimeout::new must be from 1ms to 1year")]
-    fn a_zero_timeout_panics() {
-        let _ = WriteTimeout::new(tokio::io::empty(), Duration::ZERO);
+    fn a_timeout_out_of_range_takes_the_nearest_bound() {
+        use crate::config::{MAX_DURATION, MIN_DURATION};
+
+        for (timeout, taken) in [
+            (Duration::ZERO, MIN_DURATION),
+            (Duration::from_micros(10), MIN_DURATION),
+            (TIMEOUT, TIMEOUT),
+            (Duration::MAX, MAX_DURATION),
+        ] {
+            assert_eq!(
+                WriteTimeout::new(tokio::io::empty(), timeout).timeout,
+                taken,
+                "{timeout:?}"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_timeout_fails_a_stalled_write_after_a_millisecond() {
+        let (client, _server) = duplex(64);
+        let mut client = WriteTimeout::new(client, Duration::ZERO);
+        let started = Instant::now();
+        let error = client.write_all(&[0; 1024]).await.unwrap_err();
+        assert_eq!(error.to_string(), "write timed out: no progress for 1ms");
+        let waited = started.elapsed();
+        assert!(
+            (Duration::from_millis(1)..=Duration::from_millis(2)).contains(&waited),
+            "{waited:?}"
+        );
     }
 }

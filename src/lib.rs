@@ -40,7 +40,7 @@
 //! let config = HealthConfig::from_env()?
 //!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?);
 //! let health = HealthMonitor::spawn(config)?; // the one monitor: every reader takes its handle
-//! let drain = DrainHandle::new(DrainConfig::from_env()?);
+//! let drain = DrainHandle::new(DrainConfig::from_env()?)?;
 //! health.follow_drain(&drain);
 //!
 //! let app = Router::new().route("/", get(|| async { "hello" }));

@@ -86,7 +86,7 @@ impl LayerServer {
         let health = HealthLayer::new(&tower_health::HealthMonitor::spawn(config).unwrap())
             .details(tower_health::config::Details::Authorized)
             .access_keys(&keys);
-        let drain = DrainHandle::new(DrainConfig::new());
+        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
         health.handle().follow_drain(&drain);
         let drain_layer = DrainLayer::new(&drain);
         support::first_rounds(&health.handle()).await;

@@ -11,7 +11,7 @@
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let health = HealthMonitor::spawn(HealthConfig::from_env()?)?;
-//! let drain = DrainHandle::new(DrainConfig::from_env()?);
+//! let drain = DrainHandle::new(DrainConfig::from_env()?)?;
 //! health.follow_drain(&drain);
 //!
 //! let app = Router::new().route("/", get(|| async { "hello" }));

@@ -42,7 +42,7 @@ fn stack() -> (
         .route("/empty", get(|| async { StatusCode::NO_CONTENT }))
         .route("/stream", get(stream));
     let health = HealthLayer::new(&test_monitor(HealthConfig::new()));
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
     (health.around(router), drain, senders)
 }

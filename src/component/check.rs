@@ -1,6 +1,7 @@
 use std::fmt;
 
 use crate::check::CheckFuture;
+use crate::env::ConfigError;
 
 /// A check of your own that the health round runs: one question, "is this subsystem fine
 /// right now?".
@@ -29,5 +30,21 @@ pub trait Component: fmt::Debug + Send + Sync + 'static {
     /// Defaults to `None`.
     fn target(&self) -> Option<String> {
         None
+    }
+
+    /// The component's own settings, checked once:
+    /// [`ComponentSpec::new`](super::ComponentSpec::new) asks, and
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new) returns the error, as it does for a
+    /// bad value given to any other setter. A component whose setters never fail
+    /// (`DiskSpace`'s, [`RuntimeWatcher`](super::RuntimeWatcher)'s) keeps the first value it
+    /// could not take and returns it here, naming the setter.
+    ///
+    /// Defaults to accepting.
+    ///
+    /// # Errors
+    ///
+    /// The setting the component cannot run with.
+    fn validate(&self) -> Result<(), ConfigError> {
+        Ok(())
     }
 }

@@ -3,6 +3,7 @@ use std::sync::Arc;
 
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
+use crate::env::{ConfigError, FirstError};
 
 /// A [`Component`] that checks the free space of the file system holding a path: in
 /// trouble below a minimum, by default 10% of the file system's size.
@@ -24,6 +25,9 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
 pub struct DiskSpace {
     path: Arc<PathBuf>,
     minimum: Minimum,
+    /// The first invalid value a setter was given: [`validate`](Component::validate)'s
+    /// answer.
+    error: FirstError,
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -40,6 +44,7 @@ impl DiskSpace {
         Self {
             path: Arc::new(path.into()),
             minimum: Minimum::Percent(10),
+            error: FirstError::default(),
         }
     }
 
@@ -47,13 +52,22 @@ impl DiskSpace {
     ///
     /// Defaults to 10.
     ///
-    /// # Panics
-    ///
-    /// When `percent` is above 100.
+    /// A `percent` above 100 is an error of [`HealthMonitor::new`](crate::HealthMonitor::new)
+    /// (the setting is left as it was).
     #[must_use]
     pub fn min_available_percent(mut self, percent: u8) -> Self {
-        assert!(percent <= 100, "min_available_percent must be at most 100");
-        self.minimum = Minimum::Percent(percent);
+        let check = if percent <= 100 {
+            Ok(())
+        } else {
+            Err(ConfigError::new(
+                "DiskSpace::min_available_percent",
+                &percent.to_string(),
+                "must be at most 100",
+            ))
+        };
+        if self.error.passes(check) {
+            self.minimum = Minimum::Percent(percent);
+        }
         self
     }
 
@@ -123,5 +137,45 @@ impl Component for DiskSpace {
 
     fn target(&self) -> Option<String> {
         Some(self.path.display().to_string())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.error.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HealthConfig;
+    use crate::component::ComponentSpec;
+
+    #[test]
+    fn a_percent_above_100_is_the_monitors_error_naming_the_setter() {
+        let disk = DiskSpace::new("/").min_available_percent(101);
+        assert!(
+            matches!(disk.minimum, Minimum::Percent(10)),
+            "the old value kept"
+        );
+        let config = HealthConfig::new().component(ComponentSpec::new("disk", disk));
+        let error = crate::HealthMonitor::new(config).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"DiskSpace::min_available_percent="101": must be at most 100"#
+        );
+    }
+
+    #[test]
+    fn the_first_bad_percent_is_the_one_returned_and_100_is_fine() {
+        let disk = DiskSpace::new("/")
+            .min_available_percent(200)
+            .min_available_percent(150);
+        assert_eq!(disk.validate().unwrap_err().value(), "200");
+        assert!(
+            DiskSpace::new("/")
+                .min_available_percent(100)
+                .validate()
+                .is_ok()
+        );
     }
 }

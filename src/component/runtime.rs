@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
-use crate::env::{Zero, assert_in_range};
+use crate::env::{ConfigError, FirstError, Zero, check_in_range};
 
 /// A [`Component`] that watches the Tokio runtime itself: a timer that fires late means a
 /// task is blocking a worker thread (a synchronous call, a long computation) and every task
@@ -27,6 +27,9 @@ use crate::env::{Zero, assert_in_range};
 #[derive(Clone, Debug)]
 pub struct RuntimeWatcher {
     inner: Arc<Inner>,
+    /// The first invalid value a setter was given: [`validate`](Component::validate)'s
+    /// answer.
+    error: FirstError,
 }
 
 #[derive(Debug)]
@@ -50,17 +53,9 @@ impl RuntimeWatcher {
     /// A watcher ticking every 10 ms, in trouble past 100 ms of lateness.
     #[must_use]
     pub fn new() -> Self {
-        Self::with(Duration::from_millis(10), Duration::from_millis(100))
-    }
-
-    fn with(period: Duration, threshold: Duration) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                period,
-                threshold,
-                worst_micros: AtomicU64::new(0),
-                ticking: AtomicBool::new(false),
-            }),
+            inner: Inner::new(Duration::from_millis(10), Duration::from_millis(100)),
+            error: FirstError::default(),
         }
     }
 
@@ -68,30 +63,49 @@ impl RuntimeWatcher {
     ///
     /// Defaults to 10 milliseconds.
     ///
-    /// # Panics
-    ///
-    /// When `period` is shorter than 1 ms (zero included) or longer than 1 year.
+    /// A `period` shorter than 1 ms (zero included) or longer than 1 year is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new) (the setting is left as it was).
     #[must_use]
-    pub fn period(self, period: Duration) -> Self {
-        assert_in_range("RuntimeWatcher::period", period, Zero::Refused);
-        Self::with(period, self.inner.threshold)
+    pub fn period(mut self, period: Duration) -> Self {
+        if self.error.passes(check_in_range(
+            "RuntimeWatcher::period",
+            period,
+            Zero::Refused,
+        )) {
+            self.inner = Inner::new(period, self.inner.threshold);
+        }
+        self
     }
 
     /// The lateness past which the runtime counts as starved.
     ///
     /// Defaults to 100 milliseconds.
     ///
-    /// # Panics
-    ///
-    /// When `threshold` is shorter than 1 ms (zero included) or longer than 1 year.
+    /// A `threshold` shorter than 1 ms (zero included) or longer than 1 year is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new) (the setting is left as it was).
     #[must_use]
-    pub fn threshold(self, threshold: Duration) -> Self {
-        assert_in_range("RuntimeWatcher::threshold", threshold, Zero::Refused);
-        Self::with(self.inner.period, threshold)
+    pub fn threshold(mut self, threshold: Duration) -> Self {
+        if self.error.passes(check_in_range(
+            "RuntimeWatcher::threshold",
+            threshold,
+            Zero::Refused,
+        )) {
+            self.inner = Inner::new(self.inner.period, threshold);
+        }
+        self
     }
 }
 
 impl Inner {
+    fn new(period: Duration, threshold: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            period,
+            threshold,
+            worst_micros: AtomicU64::new(0),
+            ticking: AtomicBool::new(false),
+        })
+    }
+
     fn record(&self, lateness: Duration) {
         let micros = u64::try_from(lateness.as_micros()).unwrap_or(u64::MAX);
         self.worst_micros.fetch_max(micros, Ordering::Relaxed);
@@ -141,5 +155,66 @@ impl Component for RuntimeWatcher {
             }
             Ok(CheckReport::new().detail("worst_lateness_ms", worst.as_secs_f64() * 1000.0))
         })
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.error.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HealthConfig;
+    use crate::component::ComponentSpec;
+
+    /// The error [`HealthMonitor::new`](crate::HealthMonitor::new) returns for `watcher`.
+    fn refused(watcher: RuntimeWatcher) -> ConfigError {
+        let config = HealthConfig::new().component(ComponentSpec::new("runtime", watcher));
+        crate::HealthMonitor::new(config).unwrap_err()
+    }
+
+    #[test]
+    fn a_period_out_of_range_is_the_monitors_error_naming_the_setter() {
+        let watcher = RuntimeWatcher::new().period(Duration::ZERO);
+        assert_eq!(
+            watcher.inner.period,
+            Duration::from_millis(10),
+            "the old value kept"
+        );
+        assert_eq!(
+            refused(watcher).to_string(),
+            r#"RuntimeWatcher::period="0ns": must be from 1ms to 1year"#
+        );
+    }
+
+    #[test]
+    fn a_threshold_out_of_range_is_the_monitors_error_naming_the_setter() {
+        let watcher = RuntimeWatcher::new()
+            .threshold(Duration::MAX)
+            .period(Duration::ZERO);
+        assert_eq!(
+            watcher.inner.threshold,
+            Duration::from_millis(100),
+            "the old value kept"
+        );
+        let error = refused(watcher);
+        assert_eq!(
+            (error.variable(), error.reason()),
+            ("RuntimeWatcher::threshold", "must be from 1ms to 1year"),
+            "the first bad value"
+        );
+    }
+
+    #[test]
+    fn good_values_are_taken() {
+        let watcher = RuntimeWatcher::new()
+            .period(Duration::from_millis(5))
+            .threshold(Duration::from_millis(50));
+        assert!(watcher.validate().is_ok());
+        assert_eq!(
+            (watcher.inner.period, watcher.inner.threshold),
+            (Duration::from_millis(5), Duration::from_millis(50))
+        );
     }
 }

@@ -32,7 +32,8 @@ impl ComponentSpec {
     /// A `name` that is empty, longer than 63 bytes, or has characters other than ASCII
     /// letters, digits, `_` and `-` (it becomes a JSON key and a log field) is an error of
     /// [`HealthMonitor::new`](crate::HealthMonitor::new), as is any invalid value given to
-    /// the setters below.
+    /// the setters below and the component's own
+    /// [`validate`](Component::validate) error.
     pub fn new(name: &str, component: impl Component) -> Self {
         let mut error = FirstError::default();
         if !is_valid_check_name(name) {
@@ -42,6 +43,7 @@ impl ComponentSpec {
                 "a component name must be 1 to 63 ASCII letters, digits, '_' or '-'",
             )));
         }
+        error.passes(component.validate());
         Self {
             name: name.into(),
             component: Arc::new(component),

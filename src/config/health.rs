@@ -42,6 +42,9 @@ pub struct HealthConfig {
     pub(crate) check_limit: Duration,
     pub(crate) startup_waits_for_mark: bool,
     pub(crate) kubernetes_aliases: bool,
+    /// The layers' opt-in metrics path, trimmed; `None` answers nothing.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics_path: Option<Box<str>>,
     pub(crate) details: Details,
     pub(crate) access_keys: AccessKeys,
     pub(crate) components: Vec<ComponentSpec>,
@@ -81,6 +84,8 @@ impl HealthConfig {
             check_limit: Duration::from_secs(10),
             startup_waits_for_mark: false,
             kubernetes_aliases: false,
+            #[cfg(feature = "metrics")]
+            metrics_path: None,
             details: Details::Always,
             access_keys: AccessKeys::new(),
             components: Vec::new(),
@@ -142,6 +147,8 @@ impl fmt::Debug for HealthConfig {
             check_limit,
             startup_waits_for_mark,
             kubernetes_aliases,
+            #[cfg(feature = "metrics")]
+            metrics_path,
             details,
             access_keys,
             components: _,
@@ -167,8 +174,10 @@ impl fmt::Debug for HealthConfig {
             .field("nocache_min_interval", nocache_min_interval)
             .field("check_limit", check_limit)
             .field("startup_waits_for_mark", startup_waits_for_mark)
-            .field("kubernetes_aliases", kubernetes_aliases)
-            .field("details", details)
+            .field("kubernetes_aliases", kubernetes_aliases);
+        #[cfg(feature = "metrics")]
+        f.field("metrics_path", metrics_path);
+        f.field("details", details)
             .field("access_keys", access_keys)
             .field("components", &self.component_names().collect::<Vec<_>>())
             .field("optional_databases", optional_databases)

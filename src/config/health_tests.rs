@@ -101,6 +101,41 @@ fn prefix_is_validated_and_trimmed() {
     assert!(validate_prefix("/a?b").is_err());
 }
 
+#[cfg(feature = "metrics")]
+#[test]
+fn the_metrics_path_is_validated_and_trimmed_like_the_prefix() {
+    assert_eq!(HealthConfig::new().metrics_path, None, "off by default");
+    assert_eq!(
+        HealthConfig::new()
+            .metrics_path("/_health/metrics/")
+            .metrics_path
+            .as_deref(),
+        Some("/_health/metrics")
+    );
+    for (path, reason) in [
+        (
+            "metrics",
+            "the metrics path must start with '/' and not be '/' alone",
+        ),
+        (
+            "/",
+            "the metrics path must start with '/' and not be '/' alone",
+        ),
+        ("/metrics?x", "the metrics path cannot contain '?' or '#'"),
+        ("/metrics#x", "the metrics path cannot contain '?' or '#'"),
+    ] {
+        let config = HealthConfig::new().metrics_path("/kept").metrics_path(path);
+        assert_eq!(config.metrics_path.as_deref(), Some("/kept"), "{path}");
+        let error = refused(config);
+        // (The value is redacted: a query's value is masked.)
+        assert_eq!(
+            (error.variable(), error.reason()),
+            ("HealthConfig::metrics_path", reason),
+            "{path}"
+        );
+    }
+}
+
 #[test]
 fn from_vars_reads_own_and_compat_names() {
     let config = HealthConfig::from_vars([

@@ -61,6 +61,6 @@ pub use crate::env::{
     UnknownValue,
 };
 pub(crate) use crate::env::{
-    Env, FirstError, Zero, assert_in_range, check_in_range, is_valid_check_name, log_warnings,
+    Env, FirstError, Zero, check_in_range, is_valid_check_name, log_warnings,
     refuse_unread_if_strict, unread_warnings,
 };

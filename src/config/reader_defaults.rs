@@ -1,6 +1,8 @@
-//! What readers answer with unless they say otherwise: paths, `?nocache`, details and keys.
-//! Each reader ([`HealthLayer`](crate::HealthLayer), the admin server) has the same setters
-//! of its own; these are their defaults, for every reader of a monitor.
+//! What the readers answer on, and with unless they say otherwise. The paths (the prefix, the
+//! Kubernetes aliases, the layers' metrics path) are the monitor's, the same for every
+//! [`HealthLayer`](crate::HealthLayer) of it; `?nocache`, details and keys are defaults that
+//! each reader ([`HealthLayer`](crate::HealthLayer), the admin server) can override with a
+//! setter of its own.
 
 use super::{ConfigError, Details, HealthConfig, NoCache};
 use crate::access::AccessKeys;
@@ -41,6 +43,33 @@ impl HealthConfig {
         self.kubernetes_aliases = aliases;
         self
     }
+    /// Makes every [`HealthLayer`](crate::HealthLayer) of this monitor also answer `GET <path>`
+    /// with its Prometheus metrics ([`HealthMetrics`](crate::metrics::HealthMetrics)):
+    /// rendered once per round, so a scrape costs what a probe costs and never runs a check.
+    /// Under [`Details::Authorized`] (the layer's), only holders of an admin key get them
+    /// (others get 401), since they name every database and component. A trailing slash is
+    /// trimmed.
+    ///
+    /// Defaults to none: the application may serve its own `/metrics`. The admin server
+    /// serves its `/metrics` whatever this says.
+    ///
+    /// A `path` that does not start with `/`, is only `/`, or has a `?` or `#` is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics_path(mut self, path: &str) -> Self {
+        match validate_path("the metrics path", path) {
+            Ok(path) => self.metrics_path = Some(path.into()),
+            Err(reason) => {
+                self.error.passes(Err(ConfigError::new(
+                    "HealthConfig::metrics_path",
+                    path,
+                    reason,
+                )));
+            }
+        }
+        self
+    }
     /// Who sees details (error text, targets, check details, pool figures, timings) in probe
     /// bodies: the default of every reader of this monitor, which each can override
     /// ([`HealthLayer::details`](crate::HealthLayer::details)). Statuses, error categories
@@ -63,13 +92,20 @@ impl HealthConfig {
 }
 
 /// `prefix` without trailing slashes, or why it cannot be a path prefix.
-pub(crate) fn validate_prefix(prefix: &str) -> Result<String, &'static str> {
-    let trimmed = prefix.trim_end_matches('/');
-    if !prefix.starts_with('/') || trimmed.is_empty() {
-        return Err("the path prefix must start with '/' and not be '/' alone");
+pub(crate) fn validate_prefix(prefix: &str) -> Result<String, String> {
+    validate_path("the path prefix", prefix).map(str::to_owned)
+}
+
+/// `path` without trailing slashes, or why it cannot be `what` (a path the probe layers
+/// answer on): it must start with `/` and hold more than that, and a request's path never
+/// holds a query or a fragment.
+fn validate_path<'a>(what: &str, path: &'a str) -> Result<&'a str, String> {
+    let trimmed = path.trim_end_matches('/');
+    if !path.starts_with('/') || trimmed.is_empty() {
+        return Err(format!("{what} must start with '/' and not be '/' alone"));
     }
     if trimmed.contains(['?', '#']) {
-        return Err("the path prefix cannot contain '?' or '#'");
+        return Err(format!("{what} cannot contain '?' or '#'"));
     }
-    Ok(trimmed.to_owned())
+    Ok(trimmed)
 }

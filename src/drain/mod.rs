@@ -50,7 +50,7 @@
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let monitor = HealthMonitor::spawn(HealthConfig::new())?;
-//! let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
+//! let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO))?;
 //! // The monitor follows the drain, so that its probes report it; the drain layer counts
 //! // the application's requests in it.
 //! monitor.follow_drain(&drain);

@@ -64,13 +64,11 @@ pub(crate) fn check_in_range(
     }
 }
 
-/// The check of a setter with no configuration to carry its error (a backend's, a wrapper's):
-/// panics, naming the setting, when `duration` is out of range.
-#[track_caller]
-pub(crate) fn assert_in_range(setting: &str, duration: Duration, zero: Zero) {
-    if out_of_range(duration, zero).is_some() {
-        panic!("{setting} must be {}, got {duration:?}", range(zero));
-    }
+/// `duration` brought into the range, for a setter with no configuration to carry an error
+/// (a wrapper, a backend's connection manager): below 1 ms (zero included) it is 1 ms, above
+/// one year it is one year.
+pub(crate) fn saturate(duration: Duration) -> Duration {
+    duration.clamp(MIN_DURATION, MAX_DURATION)
 }
 
 #[cfg(test)]
@@ -104,16 +102,6 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "HealthConfig::readiness_timeout must be from 1ms to 1year, got 0ns")]
-    fn a_setter_names_itself_and_the_range() {
-        assert_in_range(
-            "HealthConfig::readiness_timeout",
-            Duration::ZERO,
-            Zero::Refused,
-        );
-    }
-
-    #[test]
     fn a_setter_that_never_fails_names_itself_the_value_and_the_range() {
         let error = check_in_range(
             "HealthConfig::readiness_timeout",
@@ -134,6 +122,15 @@ mod tests {
         assert_eq!(error.reason(), "must be zero or from 1ms to 1year");
         assert!(check_in_range("x", Duration::ZERO, Zero::Allowed).is_ok());
         assert!(check_in_range("x", MAX_DURATION, Zero::Refused).is_ok());
+    }
+
+    #[test]
+    fn saturating_keeps_what_is_in_range_and_takes_the_nearest_bound_otherwise() {
+        assert_eq!(saturate(Duration::ZERO), MIN_DURATION);
+        assert_eq!(saturate(Duration::from_micros(999)), MIN_DURATION);
+        assert_eq!(saturate(Duration::from_secs(3)), Duration::from_secs(3));
+        assert_eq!(saturate(MAX_DURATION), MAX_DURATION);
+        assert_eq!(saturate(Duration::MAX), MAX_DURATION);
     }
 
     #[test]

@@ -40,7 +40,7 @@
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let health = HealthMonitor::spawn(HealthConfig::new())?;
-//! let drain = DrainHandle::new(DrainConfig::new());
+//! let drain = DrainHandle::new(DrainConfig::new())?;
 //! health.follow_drain(&drain);
 //! let grpc = HealthService::new(&health);
 //! grpc.reporter().set_service_status("greeter.v1.Greeter", ServingStatus::Serving);
@@ -88,7 +88,7 @@
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let monitor = HealthMonitor::spawn(HealthConfig::from_env()?)?;
-//! let drain = DrainHandle::new(DrainConfig::from_env()?);
+//! let drain = DrainHandle::new(DrainConfig::from_env()?)?;
 //! monitor.follow_drain(&drain);
 //! let health = HealthLayer::new(&monitor);
 //! let drain_layer = DrainLayer::new(&drain);

@@ -13,7 +13,8 @@ use super::services::{AppStatuses, is_reserved};
 /// [`HealthService`](super::HealthService), as tonic-health's `HealthReporter` does.
 ///
 /// The names `""`, `database/<name>` and `component/<name>` are the crate's (readiness, the
-/// databases, the components) and cannot be set. Like every other service, the application's
+/// databases, the components) and cannot be set: setting one changes nothing and returns
+/// `false`. Like every other service, the application's
 /// answer `NOT_SERVING` once the drain has started, whatever was set.
 ///
 /// Get one with [`HealthService::reporter`](super::HealthService::reporter). Cheap to clone.
@@ -30,20 +31,23 @@ impl HealthReporter {
     }
 
     /// Sets the status of the service `name`, adding it if it is new. This notifies every
-    /// watcher of that name if its status changed.
-    ///
-    /// # Panics
-    ///
-    /// When `name` is one of the crate's: `""`, or starting with `database/` or
-    /// `component/`. To take the whole process out of rotation, use
-    /// [`HealthHandle::hold`](crate::HealthHandle::hold).
-    #[track_caller]
-    pub fn set_service_status(&self, name: impl AsRef<str>, status: ServingStatus) {
+    /// watcher of that name if its status changed. Returns `true`, or `false` when `name` is
+    /// one of the crate's (`""`, or starting with `database/` or `component/`): those are
+    /// left as they are, and a warning is logged. To take the whole process out of
+    /// rotation, use [`HealthHandle::hold`](crate::HealthHandle::hold).
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "called for its effect; `false` only for a name the crate reserves"
+    )]
+    pub fn set_service_status(&self, name: impl AsRef<str>, status: ServingStatus) -> bool {
         let name = name.as_ref();
-        assert!(
-            !is_reserved(name),
-            "the gRPC health service {name:?} is tower-health's own; pick another name"
-        );
+        if is_reserved(name) {
+            tracing::warn!(
+                service = name,
+                "the gRPC health service is tower-health's own; its status was not set: pick another name"
+            );
+            return false;
+        }
         self.statuses.send_if_modified(|statuses| {
             if statuses.get(name) == Some(&status) {
                 return false;
@@ -51,16 +55,27 @@ impl HealthReporter {
             Arc::make_mut(statuses).insert(name.into(), status);
             true
         });
+        true
     }
 
-    /// Sets the status of the service `S` (its [`NamedService::NAME`]) to `Serving`.
-    pub fn set_serving<S: NamedService>(&self) {
-        self.set_service_status(S::NAME, ServingStatus::Serving);
+    /// Sets the status of the service `S` (its [`NamedService::NAME`]) to `Serving`. Returns
+    /// what [`set_service_status`](Self::set_service_status) returns.
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "called for its effect; `false` only for a name the crate reserves"
+    )]
+    pub fn set_serving<S: NamedService>(&self) -> bool {
+        self.set_service_status(S::NAME, ServingStatus::Serving)
     }
 
     /// Sets the status of the service `S` (its [`NamedService::NAME`]) to `NotServing`.
-    pub fn set_not_serving<S: NamedService>(&self) {
-        self.set_service_status(S::NAME, ServingStatus::NotServing);
+    /// Returns what [`set_service_status`](Self::set_service_status) returns.
+    #[allow(
+        clippy::must_use_candidate,
+        reason = "called for its effect; `false` only for a name the crate reserves"
+    )]
+    pub fn set_not_serving<S: NamedService>(&self) -> bool {
+        self.set_service_status(S::NAME, ServingStatus::NotServing)
     }
 
     /// Removes the service `name`: `Check` answers `NOT_FOUND` for it again, and its watchers

@@ -191,7 +191,7 @@ async fn a_drain_fails_every_service_the_applications_included() {
     let reporter = fixture.service.reporter();
     reporter.set_service_status("greeter.v1.Greeter", Serving);
     fixture.rounds().await;
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     fixture.service.handle().follow_drain(&drain);
     assert_eq!(fixture.service.status("greeter.v1.Greeter"), Some(Serving));
     drain.start();
@@ -285,11 +285,16 @@ async fn not_found_echoes_a_long_name_cut_short() {
 }
 
 #[tokio::test]
-#[should_panic(expected = "is tower-health's own")]
 async fn the_crates_names_cannot_be_set() {
     let fixture = fixture(FailDirection::NotReady);
-    fixture
-        .service
-        .reporter()
-        .set_service_status("database/default", NotServing);
+    fixture.rounds().await;
+    let reporter = fixture.service.reporter();
+    for name in ["", "database/default", "component/cache"] {
+        let logs = crate::test_helpers::logged(|| {
+            assert!(!reporter.set_service_status(name, NotServing), "{name:?}");
+        });
+        assert!(logs.contains("is tower-health's own"), "{logs}");
+    }
+    assert_eq!(fixture.statuses(), [Some(Serving); 5], "unchanged");
+    assert!(reporter.set_service_status("greeter.v1.Greeter", Serving));
 }

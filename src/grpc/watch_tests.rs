@@ -107,7 +107,7 @@ async fn streams_get_not_serving_at_the_drain_and_end_when_the_shutdown_begins()
     let handle = service.handle().clone();
     test_rounds(&handle).await;
     let delay = Duration::from_millis(50);
-    let drain = DrainHandle::new(DrainConfig::new().delay(delay).timeout(LIMIT));
+    let drain = DrainHandle::new(DrainConfig::new().delay(delay).timeout(LIMIT)).unwrap();
     handle.follow_drain(&drain);
     let mut streams = Vec::new();
     for name in ["", "database/default", "nope"] {

@@ -5,15 +5,18 @@ use tower_layer::Layer;
 use super::Health;
 use super::reader::Reader;
 use crate::access::AccessKeys;
-use crate::config::{Details, NoCache, validate_prefix};
+use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
 
 /// Layer that answers the probe paths from a monitor's published verdicts and passes every
 /// other request to the inner service untouched.
 ///
-/// Its settings (paths, `?nocache` policy, who sees details) are its own: they default to the
-/// monitor's [`HealthConfig`](crate::HealthConfig), and two layers of one monitor (an
-/// internet-facing port and an internal one, say) can differ.
+/// It answers on the monitor's paths
+/// ([`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix),
+/// [`kubernetes_aliases`](crate::HealthConfig::kubernetes_aliases) and, feature `metrics`,
+/// `metrics_path`). Its other settings (`?nocache` policy, who sees details, keys, shedding)
+/// are its own: they default to the monitor's [`HealthConfig`](crate::HealthConfig), and two
+/// layers of one monitor (an internet-facing port and an internal one, say) can differ.
 ///
 /// See the [module docs](super) for an example.
 #[derive(Debug, Clone)]
@@ -40,32 +43,6 @@ impl HealthLayer {
     #[must_use]
     pub fn handle(&self) -> HealthHandle {
         self.reader.handle.clone()
-    }
-
-    /// The prefix of the probe paths (`<prefix>`, `<prefix>/live`, ...).
-    ///
-    /// Defaults to the monitor's [`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix)
-    /// (`/health`).
-    ///
-    /// # Panics
-    ///
-    /// When `prefix` does not start with `/`, is only `/`, or has a `?` or `#`.
-    pub fn path_prefix(mut self, prefix: &str) -> Self {
-        let prefix = validate_prefix(prefix).unwrap_or_else(|reason| panic!("{reason}"));
-        let aliases = self.reader.kubernetes_aliases;
-        Arc::make_mut(&mut self.reader).set_paths(prefix, aliases);
-        self
-    }
-
-    /// Whether this layer also answers `/livez` (liveness) and `/readyz` (readiness), at the
-    /// root whatever the prefix.
-    ///
-    /// Defaults to the monitor's
-    /// [`HealthConfig::kubernetes_aliases`](crate::HealthConfig::kubernetes_aliases) (`false`).
-    pub fn kubernetes_aliases(mut self, aliases: bool) -> Self {
-        let prefix = self.reader.prefix.clone();
-        Arc::make_mut(&mut self.reader).set_paths(prefix, aliases);
-        self
     }
 
     /// Who may bypass the cache with `?nocache=true` on health and pool:
@@ -115,30 +92,6 @@ impl HealthLayer {
     /// Defaults to off: application requests keep the inner service's backpressure.
     pub fn shed_load(mut self) -> Self {
         Arc::make_mut(&mut self.reader).shed_load = true;
-        self
-    }
-
-    /// Also answers `GET <path>` with this monitor's Prometheus metrics
-    /// ([`HealthMetrics`](crate::metrics::HealthMetrics)): rendered once per round, so a
-    /// scrape costs what a probe costs and never runs a check. With
-    /// [`Details::Authorized`], only holders of an admin key get them (others get 401), since
-    /// they name every database and component.
-    ///
-    /// Defaults to off: the application may serve its own `/metrics`.
-    ///
-    /// # Panics
-    ///
-    /// When `path` does not start with `/`.
-    #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-    pub fn metrics_path(mut self, path: &str) -> Self {
-        assert!(
-            path.starts_with('/'),
-            "the metrics path must start with '/'"
-        );
-        let path = crate::probe::trim_trailing_slash(path).into();
-        let metrics = crate::metrics::HealthMetrics::new(&self.reader.handle);
-        Arc::make_mut(&mut self.reader).metrics = Some((path, metrics));
         self
     }
 

@@ -1,6 +1,7 @@
-//! What one [`HealthLayer`](crate::HealthLayer) answers with: the monitor's handle and the
-//! layer's own settings (paths, `?nocache` policy, who sees details), which default to the
-//! monitor's configuration and can differ between two layers of one monitor.
+//! What one [`HealthLayer`](crate::HealthLayer) answers with: the monitor's handle, the
+//! monitor's paths, and the layer's own settings (`?nocache` policy, who sees details, keys),
+//! which default to the monitor's configuration and can differ between two layers of one
+//! monitor.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -38,8 +39,8 @@ pub(crate) enum Asked {
 #[derive(Clone, Debug)]
 pub(crate) struct Reader {
     pub(crate) handle: HealthHandle,
-    pub(crate) prefix: String,
-    pub(crate) kubernetes_aliases: bool,
+    /// The monitor's probe paths ([`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix),
+    /// [`kubernetes_aliases`](crate::HealthConfig::kubernetes_aliases)).
     pub(crate) paths: ProbePaths,
     pub(crate) nocache: NoCache,
     pub(crate) details: Details,
@@ -49,7 +50,9 @@ pub(crate) struct Reader {
     /// Whether an application request that finds the inner service not ready gets 503 at
     /// once instead of waiting ([`HealthLayer::shed_load`](crate::HealthLayer::shed_load)).
     pub(crate) shed_load: bool,
-    /// The opt-in metrics path and its exposition; `None` (the default) answers nothing.
+    /// The monitor's opt-in metrics path
+    /// ([`HealthConfig::metrics_path`](crate::HealthConfig::metrics_path)) and its
+    /// exposition; `None` (the default) answers nothing.
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<(Box<str>, crate::metrics::HealthMetrics)>,
 }
@@ -58,27 +61,20 @@ impl Reader {
     /// The settings of the monitor's configuration.
     pub(crate) fn new(handle: HealthHandle) -> Self {
         let config = handle.config();
-        let prefix = config.path_prefix.clone();
-        let kubernetes_aliases = config.kubernetes_aliases;
         Self {
-            paths: ProbePaths::new(&prefix, kubernetes_aliases),
-            prefix,
-            kubernetes_aliases,
+            paths: ProbePaths::new(&config.path_prefix, config.kubernetes_aliases),
             nocache: config.nocache,
             details: config.details,
             public_details: PublicDetails::default(),
             keys: config.access_keys.digests(),
             shed_load: false,
             #[cfg(feature = "metrics")]
-            metrics: None,
+            metrics: config
+                .metrics_path
+                .clone()
+                .map(|path| (path, crate::metrics::HealthMetrics::new(&handle))),
             handle,
         }
-    }
-
-    pub(crate) fn set_paths(&mut self, prefix: String, kubernetes_aliases: bool) {
-        self.paths = ProbePaths::new(&prefix, kubernetes_aliases);
-        self.prefix = prefix;
-        self.kubernetes_aliases = kubernetes_aliases;
     }
 
     pub(crate) fn set_keys(&mut self, keys: &AccessKeys) {

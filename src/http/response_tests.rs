@@ -66,7 +66,7 @@ async fn http_agrees_with_the_view_before_the_first_round_healthy_held_and_drain
     http_agrees_with_the_view(&handle, &view, "held").await;
     handle.release();
 
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     handle.follow_drain(&drain);
     drain.start();
     let view = handle.view();

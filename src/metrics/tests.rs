@@ -334,7 +334,7 @@ async fn refused_then_held_then_draining() {
     assert_eq!(value(&released, "tower_health_held"), "0");
 
     // The drain starts without a publication: the exposition follows at once.
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     handle.follow_drain(&drain);
     check(&metrics, &handle);
     drain.start();

@@ -218,7 +218,7 @@ mod tests {
     fn a_monitor_follows_one_drain() {
         let (health, _monitor) = HealthMonitor::new(HealthConfig::new()).unwrap();
         assert!(health.drain().is_none());
-        let drain = DrainHandle::new(DrainConfig::new());
+        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
         assert!(health.follow_drain(&drain));
         // Again, or through another handle on either: the same drain.
         let (other_health, other_drain) = (health.clone(), drain.clone());
@@ -233,11 +233,11 @@ mod tests {
     #[test]
     fn a_second_drain_is_refused() {
         let (health, _monitor) = HealthMonitor::new(HealthConfig::new()).unwrap();
-        let first = DrainHandle::new(DrainConfig::new());
+        let first = DrainHandle::new(DrainConfig::new()).unwrap();
         assert!(health.follow_drain(&first));
         let mut refused = true;
         let logged = logged(|| {
-            refused = !health.follow_drain(&DrainHandle::new(DrainConfig::new()));
+            refused = !health.follow_drain(&DrainHandle::new(DrainConfig::new()).unwrap());
         });
         assert!(refused);
         assert!(logged.contains("already follows another drain"), "{logged}");

@@ -411,7 +411,7 @@ async fn the_longest_settings_publish_without_overflowing() {
 async fn draining() {
     let handle = with(FakeCheck::Ready);
     rounds(&handle).await;
-    let drain = DrainHandle::new(DrainConfig::new().retry_after(Duration::from_secs(7)));
+    let drain = DrainHandle::new(DrainConfig::new().retry_after(Duration::from_secs(7))).unwrap();
     handle.follow_drain(&drain);
     assert_eq!(get(&handle, Probe::Ready).await.0, StatusCode::OK);
     drain.start();

@@ -64,7 +64,7 @@ async fn every_state_decides_one_answer_for_every_reader() {
     );
     handle.release();
 
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     handle.follow_drain(&drain);
     drain.start();
     let view = handle.view();
@@ -130,7 +130,7 @@ async fn the_watch_wakes_on_each_change_and_only_then() {
     assert!(view.answer(Probe::Startup).passing);
 
     // A drain attached and started after the watch began waiting.
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     let waiting = tokio::spawn({
         let mut watch = handle.watch();
         watch.current().unwrap();

@@ -49,14 +49,25 @@ impl PingLayer {
     ///
     /// Defaults to `/health/ping`.
     ///
-    /// # Panics
-    ///
-    /// When `path` does not start with `/`.
+    /// `path` is taken as a request's path would be, so any string is one: what follows a
+    /// `?` or `#` is cut off (a request's path never holds them), a missing leading `/` is
+    /// added, and trailing slashes are trimmed. `"_ping/"` answers `/_ping`, `"/ping?x=1"`
+    /// answers `/ping`, and `""` answers `/`.
     pub fn path(mut self, path: &str) -> Self {
-        assert!(path.starts_with('/'), "the ping path must start with '/'");
-        let trimmed = path.trim_end_matches('/');
-        self.path = if trimmed.is_empty() { "/" } else { trimmed }.into();
+        self.path = normalize(path);
         self
+    }
+}
+
+/// `path` as a request's path: cut at the first `?` or `#`, with a leading `/` and without
+/// trailing ones (`/` alone stays).
+fn normalize(path: &str) -> Arc<str> {
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.starts_with('/') {
+        trimmed.into()
+    } else {
+        format!("/{trimmed}").into()
     }
 }
 
@@ -68,6 +79,31 @@ impl<S> Layer<S> for PingLayer {
             inner,
             path: self.path.clone(),
             shed_load: self.shed_load,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_path_is_normalized_to_a_request_path() {
+        for (given, answered) in [
+            ("/health/ping", "/health/ping"),
+            ("/_ping/", "/_ping"),
+            ("/_ping///", "/_ping"),
+            ("_ping", "/_ping"),
+            ("ping/", "/ping"),
+            ("/ping?x=1", "/ping"),
+            ("/ping#top", "/ping"),
+            ("ping/?a#b", "/ping"),
+            ("?only", "/"),
+            ("//ping", "//ping"),
+            ("/", "/"),
+            ("", "/"),
+        ] {
+            assert_eq!(&*PingLayer::new().path(given).path, answered, "{given:?}");
         }
     }
 }

@@ -9,6 +9,7 @@ use tokio_postgres::{Client, Config};
 
 use super::tls::{Connector, TlsSettings, connector};
 use super::{DEFAULT_CONNECT_TIMEOUT, PostgresConnectError};
+use crate::env::saturate;
 
 /// The connection manager of the pools [`PostgresCheck::connect`](crate::postgres::PostgresCheck::connect)
 /// builds: `bb8-postgres`'s manager's work, with TLS as the connection string asks (feature
@@ -51,13 +52,14 @@ impl PostgresCheckManager {
     ///
     /// Defaults to 5 seconds.
     ///
-    /// # Panics
-    ///
-    /// When `timeout` is zero.
+    /// The timeout is brought into 1 ms ..= 1 year
+    /// ([`MIN_DURATION`](crate::config::MIN_DURATION) ..=
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)): zero, which would fail every attempt
+    /// before it starts, is 1 ms. The manager goes into a pool of yours, which no
+    /// configuration checks, so there is no later point at which to refuse it.
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        assert!(timeout > Duration::ZERO, "connect_timeout must be non-zero");
-        self.connect_timeout = timeout;
+        self.connect_timeout = saturate(timeout);
         self
     }
 }
@@ -175,5 +177,24 @@ impl fmt::Debug for PostgresCheckClient {
             .field("closed", &self.client.is_closed())
             .field("broken", &self.broken.load(Ordering::Relaxed))
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{MAX_DURATION, MIN_DURATION};
+
+    #[test]
+    fn a_connect_timeout_out_of_range_takes_the_nearest_bound() {
+        for (timeout, taken) in [
+            (Duration::ZERO, MIN_DURATION),
+            (Duration::from_micros(1), MIN_DURATION),
+            (Duration::from_millis(300), Duration::from_millis(300)),
+            (Duration::MAX, MAX_DURATION),
+        ] {
+            let manager = PostgresCheckManager::new(Config::new()).connect_timeout(timeout);
+            assert_eq!(manager.connect_timeout, taken, "{timeout:?}");
+        }
     }
 }

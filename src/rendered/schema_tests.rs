@@ -339,7 +339,7 @@ async fn every_probe_in_every_state_matches_its_schema() {
     every_body_and_a_bypass(&handle, "healthy", &mut seen).await;
     handle.hold("db migration by alice");
     every_body(&handle, "held", &mut seen).await;
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     handle.follow_drain(&drain);
     drain.start();
     every_body_and_a_bypass(&handle, "held and draining", &mut seen).await;

@@ -1,7 +1,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Env, UnknownValue, Zero, assert_in_range};
+use crate::config::{ConfigError, Env, FirstError, UnknownValue, Zero, check_in_range};
 
 /// What [`Drain`](crate::drain::Drain) does with ordinary requests once the drain has started.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -34,6 +34,10 @@ impl FromStr for DrainPolicy {
 ///
 /// [`DrainConfig::from_env`] reads the `TOWER_HEALTH_DRAIN_*` variables listed with the others
 /// in [the environment table](crate::config#drainconfigfrom_env).
+///
+/// The setters never fail: the first invalid value one is given is kept aside, the setting
+/// left as it was, and [`DrainHandle::new`](crate::DrainHandle::new), where the settings are
+/// used, returns it.
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct DrainConfig {
@@ -42,6 +46,9 @@ pub struct DrainConfig {
     pub(crate) policy: DrainPolicy,
     pub(crate) connection_close: bool,
     pub(crate) retry_after: Duration,
+    /// The first invalid value a setter was given, for
+    /// [`DrainHandle::new`](crate::DrainHandle::new) to return.
+    pub(crate) error: FirstError,
 }
 
 impl Default for DrainConfig {
@@ -59,6 +66,7 @@ impl DrainConfig {
             policy: DrainPolicy::Serve,
             connection_close: true,
             retry_after: Duration::from_secs(5),
+            error: FirstError::default(),
         }
     }
 
@@ -71,14 +79,18 @@ impl DrainConfig {
     ///
     /// Defaults to 5 seconds.
     ///
-    /// # Panics
-    ///
-    /// When `delay` is neither zero nor from 1 ms to 1 year: see
+    /// A `delay` neither zero nor from 1 ms to 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`DrainHandle::new`](crate::DrainHandle::new), as is a delay not shorter than the
+    /// [`timeout`](Self::timeout).
     pub fn delay(mut self, delay: Duration) -> Self {
-        assert_in_range("DrainConfig::delay", delay, Zero::Allowed);
-        self.delay = delay;
+        if self
+            .error
+            .passes(check_in_range("DrainConfig::delay", delay, Zero::Allowed))
+        {
+            self.delay = delay;
+        }
         self
     }
 
@@ -88,14 +100,19 @@ impl DrainConfig {
     ///
     /// Defaults to 20 seconds.
     ///
-    /// # Panics
-    ///
-    /// When `timeout` is shorter than 1 ms (zero included) or longer than 1 year: see
+    /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`DrainHandle::new`](crate::DrainHandle::new), as is a timeout not longer than the
+    /// [`delay`](Self::delay): in-flight requests would get no time to finish.
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        assert_in_range("DrainConfig::timeout", timeout, Zero::Refused);
-        self.timeout = timeout;
+        if self.error.passes(check_in_range(
+            "DrainConfig::timeout",
+            timeout,
+            Zero::Refused,
+        )) {
+            self.timeout = timeout;
+        }
         self
     }
 
@@ -120,14 +137,18 @@ impl DrainConfig {
     ///
     /// Defaults to 5 seconds.
     ///
-    /// # Panics
-    ///
-    /// When `retry_after` is neither zero nor from 1 ms to 1 year: see
+    /// A `retry_after` neither zero nor from 1 ms to 1 year (see
     /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION).
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`DrainHandle::new`](crate::DrainHandle::new).
     pub fn retry_after(mut self, retry_after: Duration) -> Self {
-        assert_in_range("DrainConfig::retry_after", retry_after, Zero::Allowed);
-        self.retry_after = retry_after;
+        if self.error.passes(check_in_range(
+            "DrainConfig::retry_after",
+            retry_after,
+            Zero::Allowed,
+        )) {
+            self.retry_after = retry_after;
+        }
         self
     }
 
@@ -141,19 +162,11 @@ impl DrainConfig {
         if let Some(timeout) = env.duration("TOWER_HEALTH_DRAIN_TIMEOUT", None)? {
             config.timeout = timeout;
         }
-        if config.timeout <= config.delay {
+        if let Some(reason) = config.timeout_not_after_delay() {
             let (name, value) = env
                 .first(&["TOWER_HEALTH_DRAIN_TIMEOUT", "TOWER_HEALTH_DRAIN_DELAY"])
                 .unwrap_or(("TOWER_HEALTH_DRAIN_TIMEOUT", "20s"));
-            return Err(ConfigError::new(
-                name,
-                value,
-                format!(
-                    "the drain timeout ({}) must be longer than the drain delay ({}), or in-flight requests get no time to finish",
-                    humantime::format_duration(config.timeout),
-                    humantime::format_duration(config.delay)
-                ),
-            ));
+            return Err(ConfigError::new(name, value, reason));
         }
         if let Some(policy) =
             env.parse(&["TOWER_HEALTH_DRAIN_POLICY"], "expected serve or reject")?
@@ -169,6 +182,32 @@ impl DrainConfig {
         Ok(config)
     }
 
+    /// The settings' one error: the first invalid value a setter was given, then a timeout
+    /// not longer than the delay (charged to the timeout). Checked once, by
+    /// [`DrainHandle::new`](crate::DrainHandle::new).
+    pub(crate) fn checked(&self) -> Result<(), ConfigError> {
+        self.error.check()?;
+        match self.timeout_not_after_delay() {
+            Some(reason) => Err(ConfigError::new(
+                "DrainConfig::timeout",
+                &humantime::format_duration(self.timeout).to_string(),
+                reason,
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Why the timeout does not leave in-flight requests time to finish, if it does not.
+    fn timeout_not_after_delay(&self) -> Option<String> {
+        (self.timeout <= self.delay).then(|| {
+            format!(
+                "the drain timeout ({}) must be longer than the drain delay ({}), or in-flight requests get no time to finish",
+                humantime::format_duration(self.timeout),
+                humantime::format_duration(self.delay)
+            )
+        })
+    }
+
     /// `Retry-After` in whole seconds, rounded up, at least one.
     pub(crate) fn retry_after_secs(&self) -> u64 {
         let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
@@ -179,6 +218,7 @@ impl DrainConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DrainHandle;
 
     #[test]
     fn from_vars_reads_every_setting() {
@@ -224,15 +264,59 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "DrainConfig::timeout must be from 1ms to 1year")]
-    fn a_timeout_longer_than_a_year_panics() {
-        let _ = DrainConfig::new().timeout(Duration::MAX);
+    fn a_timeout_longer_than_a_year_is_the_handles_error() {
+        let config = DrainConfig::new().timeout(Duration::MAX);
+        assert_eq!(
+            config.timeout,
+            Duration::from_secs(20),
+            "the old value kept"
+        );
+        let error = DrainHandle::new(config).unwrap_err();
+        assert_eq!(error.variable(), "DrainConfig::timeout");
+        assert_eq!(error.reason(), "must be from 1ms to 1year");
     }
 
     #[test]
-    #[should_panic(expected = "DrainConfig::delay must be zero or from 1ms to 1year")]
-    fn a_delay_longer_than_a_year_panics() {
-        let _ = DrainConfig::new().delay(Duration::MAX);
+    fn a_delay_longer_than_a_year_is_the_handles_error() {
+        let error = DrainHandle::new(DrainConfig::new().delay(Duration::MAX)).unwrap_err();
+        assert_eq!(error.variable(), "DrainConfig::delay");
+        assert_eq!(error.reason(), "must be zero or from 1ms to 1year");
+    }
+
+    #[test]
+    fn the_first_bad_value_is_the_one_returned() {
+        let config = DrainConfig::new()
+            .retry_after(Duration::from_micros(1))
+            .delay(Duration::MAX)
+            .timeout(Duration::ZERO);
+        let error = DrainHandle::new(config).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"DrainConfig::retry_after="1µs": must be zero or from 1ms to 1year"#
+        );
+    }
+
+    #[test]
+    fn a_timeout_not_longer_than_the_delay_is_the_handles_error() {
+        for delay in [Duration::from_secs(20), Duration::from_secs(30)] {
+            let error = DrainHandle::new(DrainConfig::new().delay(delay)).unwrap_err();
+            assert_eq!(
+                (error.variable(), error.value()),
+                ("DrainConfig::timeout", "20s")
+            );
+            assert!(
+                error
+                    .reason()
+                    .contains("must be longer than the drain delay"),
+                "{error}"
+            );
+        }
+        let handle = DrainHandle::new(
+            DrainConfig::new()
+                .delay(Duration::from_secs(30))
+                .timeout(Duration::from_secs(31)),
+        );
+        assert!(handle.is_ok(), "the order of the setters does not matter");
     }
 
     #[test]

@@ -13,6 +13,7 @@ const RECHECK: Duration = Duration::from_millis(50);
 
 use super::DrainConfig;
 use super::in_flight::{InFlight, InFlightGuard};
+use crate::config::ConfigError;
 use crate::rendered::Rendered;
 use crate::rendered::fixed::drain_rejected;
 
@@ -92,21 +93,19 @@ impl Drained {
 impl DrainHandle {
     /// A handle with the given settings; no drain has started.
     ///
-    /// # Panics
+    /// The drain's one fallible point: its settings are checked here, once.
     ///
-    /// When the drain timeout is not longer than the drain delay: in-flight requests would
-    /// get no time to finish once the server stops accepting new ones.
-    #[must_use]
-    pub fn new(config: DrainConfig) -> Self {
-        assert!(
-            config.timeout > config.delay,
-            "the drain timeout ({:?}) must be longer than the drain delay ({:?})",
-            config.timeout,
-            config.delay
-        );
+    /// # Errors
+    ///
+    /// The first invalid value a [`DrainConfig`] setter was given, naming the setter; then a
+    /// drain timeout not longer than the drain delay (charged to `DrainConfig::timeout`):
+    /// in-flight requests would get no time to finish once the server stops accepting new
+    /// ones.
+    pub fn new(config: DrainConfig) -> Result<Self, ConfigError> {
+        config.checked()?;
         let retry_after = HeaderValue::from(config.retry_after_secs());
         let rejected = drain_rejected(&retry_after);
-        Self {
+        Ok(Self {
             state: Arc::new(DrainState {
                 config,
                 retry_after,
@@ -117,7 +116,7 @@ impl DrainHandle {
                 in_flight: InFlight::new(),
                 started: Notify::new(),
             }),
-        }
+        })
     }
 
     /// Starts the drain: from now on readiness, health and pool answer 503 `draining`.
@@ -249,7 +248,7 @@ impl DrainHandle {
     ///
     /// ```no_run
     /// # async fn run(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
-    /// # let drain = tower_health::DrainHandle::new(Default::default());
+    /// # let drain = tower_health::DrainHandle::new(Default::default()).unwrap();
     /// let server = axum::serve(listener, app).with_graceful_shutdown(drain.shutdown_signal());
     /// tokio::select! {
     ///     result = server => result?,

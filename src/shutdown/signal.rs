@@ -31,10 +31,10 @@ impl DrainHandle {
     /// more) and returns at once.
     ///
     /// ```no_run
-    /// # async fn run(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
+    /// # async fn run(listener: tokio::net::TcpListener, app: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
     /// use tower_health::{DrainConfig, DrainHandle};
     ///
-    /// let drain = DrainHandle::new(DrainConfig::from_env().expect("valid drain settings"));
+    /// let drain = DrainHandle::new(DrainConfig::from_env()?)?;
     /// let drained = drain
     ///     .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
     ///     .await?;
@@ -150,6 +150,7 @@ mod tests {
                 .delay(Duration::from_millis(10))
                 .timeout(Duration::from_millis(200)),
         )
+        .unwrap()
     }
 
     async fn bounded<F: Future>(future: F) -> F::Output {

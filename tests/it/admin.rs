@@ -298,7 +298,8 @@ async fn liveness_answers_through_the_drain_and_the_server_closes_after_it() {
         DrainConfig::new()
             .delay(Duration::from_millis(300))
             .timeout(Duration::from_secs(5)),
-    );
+    )
+    .unwrap();
     let health = monitor().await;
     health.follow_drain(&drain);
     let admin = AdminServer::new(AdminConfig::new().port(0), &health)

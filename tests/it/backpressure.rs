@@ -69,7 +69,7 @@ async fn saturated_app_still_answers_probes(with_ping: bool) {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let limited = ServiceBuilder::new()
@@ -170,7 +170,7 @@ async fn shed_load_sheds(order: ShedOrder) {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let app = ServiceBuilder::new()
@@ -251,7 +251,7 @@ async fn a_queued_request_counts_in_the_drain_until_it_has_run() {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
-    let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
+    let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO)).unwrap();
     health.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let server = serve(

@@ -100,7 +100,7 @@ async fn server(config: DrainConfig) -> Server {
         HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)))
             .unwrap();
     first_rounds(&health).await;
-    let drain = DrainHandle::new(config);
+    let drain = DrainHandle::new(config).unwrap();
     health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let (gate, gate_rx) = watch::channel(false);

@@ -51,7 +51,7 @@ struct TestServer {
 
 async fn start(health: HealthHandle, drain: DrainConfig, around: DrainAround) -> TestServer {
     let layer = HealthLayer::new(&health);
-    let drain = DrainHandle::new(drain);
+    let drain = DrainHandle::new(drain).unwrap();
     layer.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let grpc = HealthService::new(&health);

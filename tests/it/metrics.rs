@@ -266,7 +266,7 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
     );
 
     // The drain: no round needed for the exposition to show it.
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.follow_drain(&drain);
     drain.start();
     let (draining, _) = scrape(admin.local_addr(), &health).await;
@@ -350,9 +350,10 @@ async fn metrics_need_the_viewer_key_on_a_keyed_admin_server() {
 #[tokio::test]
 async fn the_layers_metrics_path_is_opt_in() {
     let off = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
-    let health = off.handle();
+    first_rounds(&off.handle()).await;
+    let health = HealthMonitor::spawn(fast().metrics_path("/_health/metrics/")).unwrap();
     first_rounds(&health).await;
-    let on = off.clone().metrics_path("/_health/metrics");
+    let on = HealthLayer::new(&health);
     let keyed = on
         .clone()
         .details(Details::Authorized)

@@ -512,7 +512,7 @@ async fn startup_waits_for_the_first_round_and_the_application_then_stays_starte
             .unwrap(),
     );
     let handle = health.handle().clone();
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let server = serve(

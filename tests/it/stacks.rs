@@ -168,7 +168,7 @@ async fn axum_router_layers_served_by_axum_serve() {
     support::init_tracing();
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let app = Router::new()
@@ -220,7 +220,7 @@ async fn tower_http_layers_inside_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let body = big_body();
@@ -276,7 +276,7 @@ async fn compression_outside_the_probes_compresses_them() {
     support::init_tracing();
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let body = big_body();
@@ -322,7 +322,7 @@ async fn cors_inside_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let app = Router::new()
@@ -380,7 +380,7 @@ async fn concurrency_limit_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let service = ServiceBuilder::new()
@@ -400,7 +400,7 @@ async fn buffer_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let service = ServiceBuilder::new()
@@ -420,7 +420,7 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let service = ServiceBuilder::new()
@@ -436,7 +436,7 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
 
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
     let service = ServiceBuilder::new()
@@ -460,7 +460,7 @@ async fn timeout_inside_the_probes_times_out_the_app_not_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let drain = DrainHandle::new(DrainConfig::new());
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
     let (entered_tx, mut entered) = tokio::sync::mpsc::channel::<()>(1);
@@ -580,7 +580,7 @@ mod around {
         let release = Arc::new(Notify::new());
         let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
-        let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO));
+        let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO)).unwrap();
         health.handle().follow_drain(&drain);
         let app = health.around(slow_router(entered_tx, release.clone()));
         let server = serve_axum_app(app).await;
@@ -647,7 +647,7 @@ mod around {
         let release = Arc::new(Notify::new());
         let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
-        let drain = DrainHandle::new(DrainConfig::new());
+        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
         health.handle().follow_drain(&drain);
         let limited = ServiceBuilder::new()
             .layer(ConcurrencyLimitLayer::new(1))
@@ -695,7 +695,7 @@ mod around {
         let release = Arc::new(Notify::new());
         let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
-        let drain = DrainHandle::new(DrainConfig::new());
+        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
         health.handle().follow_drain(&drain);
         let limited = ServiceBuilder::new()
             .layer(ConcurrencyLimitLayer::new(1))
