@@ -15,7 +15,19 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub(crate) fn new(variable: &str, value: &str, reason: impl Into<String>) -> Self {
+    /// The error of `variable` (an environment variable, or a setter such as
+    /// `DiskSpace::min_available_percent`) given `value` (redacted here), and what was
+    /// expected: for a [`Component::validate`](crate::component::Component::validate) of
+    /// your own, say.
+    ///
+    /// ```
+    /// use tower_health::config::ConfigError;
+    ///
+    /// let error = ConfigError::new("Queue::depth", "0", "a depth must be at least 1");
+    /// assert_eq!(error.to_string(), r#"Queue::depth="0": a depth must be at least 1"#);
+    /// ```
+    #[must_use]
+    pub fn new(variable: &str, value: &str, reason: impl Into<String>) -> Self {
         Self {
             variable: variable.to_owned(),
             value: redact(value),
