@@ -10,7 +10,7 @@
 //!   runtime) of its own; the servers interleaved over rounds, each ratio the median of the
 //!   per-round ratios. `constant` is `grpc.health.v1` answering `SERVING` to everything, on a bare
 //!   `Server::builder()`; `tower-health` is [`HealthService`] on the same builder; `stack` is
-//!   the `tonic` example's server (`accept_http1(true)`, `PingLayer`, `HealthLayer`) with
+//!   the `tonic` example's server (`accept_http1(true)`, `HealthLayer`) with
 //!   [`HealthService`]. The first two are `benches/support/grpc_servers.rs`, which the storm
 //!   bench's gRPC rows (callgrind instruction counts) serve as well.
 //! - `grpc/service/*`: the `Check` method itself, called in-process: what the view read costs
@@ -35,7 +35,7 @@ use tower_health::grpc::pb::HealthCheckRequest;
 use tower_health::grpc::pb::health_check_response::ServingStatus;
 use tower_health::grpc::pb::health_client::HealthClient;
 use tower_health::grpc::pb::health_server::Health;
-use tower_health::{HealthConfig, HealthLayer, HealthMonitor, PingLayer, Probe};
+use tower_health::{HealthConfig, HealthLayer, HealthMonitor, Probe};
 
 #[path = "support/grpc_servers.rs"]
 mod grpc_servers;
@@ -96,7 +96,6 @@ fn start(which: Kind) -> Running {
                     .unwrap(),
                 Kind::Stack => Server::builder()
                     .accept_http1(true)
-                    .layer(PingLayer::new())
                     .layer(HealthLayer::new(&health))
                     .add_service(HealthService::new(&health).server())
                     .serve_with_incoming_shutdown(incoming, stopped)

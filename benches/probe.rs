@@ -9,7 +9,8 @@
 //!   `probe/floor`: a method and path match, one `ArcSwap` load, and a response built from a
 //!   cloned `HeaderMap` and cloned `Bytes`, the least any pre-rendered answer can cost.
 //! - `passthrough/*`: an ordinary request (call, future, body to its end) through
-//!   `PingLayer` + `HealthLayer` + `DrainLayer`, beside the bare inner service; with
+//!   `HealthLayer` + `DrainLayer` (as `examples/hyper.rs` stacks them), beside the bare inner
+//!   service; with
 //!   `--features axum`, `passthrough/router` (an axum `Router` with one route) beside
 //!   `passthrough/around`, the same router in the form the README recommends,
 //!   `health.around(router)` with a drain; `passthrough/router_empty` and
@@ -49,7 +50,7 @@ use tower_health::DrainHandle;
 use tower_health::check::{CheckFuture, CheckReport, DatabaseCheck};
 use tower_health::component::{self, ComponentSpec};
 use tower_health::{
-    DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
+    DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
 };
 
 /// Counts allocations while `COUNTING` is on.
@@ -258,8 +259,7 @@ fn passthrough(c: &mut Criterion) {
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
-    let mut stack =
-        PingLayer::new().layer(HealthLayer::new(&health).layer(drain_layer.layer(Inner)));
+    let mut stack = HealthLayer::new(&health).layer(drain_layer.layer(Inner));
     let mut bare = Inner;
 
     let mut group = c.benchmark_group("passthrough");
@@ -365,8 +365,7 @@ fn report_allocations() {
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
-    let mut stack =
-        PingLayer::new().layer(HealthLayer::new(&health).layer(drain_layer.layer(Inner)));
+    let mut stack = HealthLayer::new(&health).layer(drain_layer.layer(Inner));
     let swap = floor();
 
     eprintln!("allocations per answer (request construction excluded):");
@@ -543,8 +542,7 @@ fn pass_through_loop(case: &str, requests: usize) {
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
-    let mut stack =
-        PingLayer::new().layer(HealthLayer::new(&health).layer(drain_layer.layer(Inner)));
+    let mut stack = HealthLayer::new(&health).layer(drain_layer.layer(Inner));
     match case {
         "bare" => {
             let mut pending: Vec<_> = (0..requests).map(|_| request("/")).collect();

@@ -53,7 +53,7 @@ use tower_health::component::ComponentSpec;
 use tower_health::postgres::PostgresCheck;
 use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::redis::{Redis, SharedCache};
-use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, PingLayer};
+use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor};
 use tower_health::{DrainHandle, DrainLayer};
 
 use self::process::{open_fds, rss_kib};
@@ -199,7 +199,6 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
         })
     };
     let service = ServiceBuilder::new()
-        .layer(PingLayer::new())
         .layer(health)
         .layer(drain_layer)
         .service(app);

@@ -157,7 +157,7 @@ async fn probes_answer_while_the_application_is_saturated_without_ping_layer() {
 /// Where `PingLayer` sits relative to `HealthLayer`; the one nearest the application sheds.
 #[derive(Clone, Copy, Debug)]
 enum ShedOrder {
-    /// The serving guide's order: `PingLayer` outermost, `HealthLayer::shed_load` inside it.
+    /// `PingLayer` outermost, `HealthLayer::shed_load` inside it.
     PingAboveHealth,
     /// `PingLayer::shed_load` directly above the application's limit, inside `HealthLayer`.
     PingBelowHealth,
