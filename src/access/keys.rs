@@ -120,13 +120,13 @@ impl AccessKeys {
     }
 
     /// Checks the keys: at least 16 printable characters, a read-only key only beside an
-    /// operator key and different from it.
-    ///
-    /// # Errors
+    /// operator key and different from it. Asked where the keys are used:
+    /// `HealthConfig::access_keys` (an error of `HealthMonitor::new`), `AdminServer::start`,
+    /// `HealthLayer::access_keys` (which holds no key rather than an unusable one).
     ///
     /// The first problem found, naming the variable (or builder method) at fault, never the
     /// key.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         for key in [&self.operator, &self.readonly].into_iter().flatten() {
             if key.value.trim().is_empty() {
                 return Err(secret_error(key.source, "the key is empty"));

@@ -528,3 +528,20 @@ fn a_shared_caches_bad_values_are_refused_where_the_monitor_is_made() {
         );
     }
 }
+
+#[test]
+fn unusable_keys_are_refused_where_the_monitor_is_made() {
+    use crate::access::AccessKeys;
+
+    let error = refused(HealthConfig::new().access_keys(AccessKeys::new().operator("short")));
+    assert_eq!(
+        (error.variable(), error.value()),
+        ("AccessKeys::operator", "<hidden>"),
+        "names the setter, never the key"
+    );
+    let keys = AccessKeys::new().readonly("readonly-key-0123456789");
+    let error = refused(HealthConfig::new().access_keys(keys));
+    assert!(error.reason().contains("operator key"), "{error}");
+    let usable = AccessKeys::new().operator("operator-key-0123456789");
+    assert!(crate::HealthMonitor::new(HealthConfig::new().access_keys(usable)).is_ok());
+}

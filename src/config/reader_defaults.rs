@@ -85,8 +85,14 @@ impl HealthConfig {
     /// `TOWER_HEALTH_ADMIN_KEY` and `TOWER_HEALTH_ADMIN_READONLY_KEY` (see [`AccessKeys`]).
     ///
     /// Defaults to none: under `authorized`, nobody sees details.
+    ///
+    /// Keys that are not usable (shorter than 16 characters, not printable ASCII, a read-only
+    /// key alone or equal to the operator key) are an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new), naming the setter, never the key.
     pub fn access_keys(mut self, keys: AccessKeys) -> Self {
-        self.access_keys = keys;
+        if self.error.passes(keys.validate()) {
+            self.access_keys = keys;
+        }
         self
     }
 }

@@ -74,7 +74,18 @@ impl HealthLayer {
     /// Defaults to the monitor's
     /// [`HealthConfig::access_keys`](crate::HealthConfig::access_keys) (from
     /// `TOWER_HEALTH_ADMIN_KEY` and `TOWER_HEALTH_ADMIN_READONLY_KEY` with `from_env`).
+    ///
+    /// Keys that are not usable (shorter than 16 characters, not printable ASCII, a read-only
+    /// key alone or equal to the operator key) are not taken: the layer then holds no key at
+    /// all, so that nobody gets in with a weak one, and logs why at error level.
     pub fn access_keys(mut self, keys: &AccessKeys) -> Self {
+        let keys = match keys.validate() {
+            Ok(()) => keys,
+            Err(error) => {
+                tracing::error!(%error, "HealthLayer::access_keys: keys refused; this layer holds none");
+                &AccessKeys::new()
+            }
+        };
         Arc::make_mut(&mut self.reader).set_keys(keys);
         self
     }

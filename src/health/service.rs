@@ -207,6 +207,12 @@ mod tests {
         );
         let shown = body(&authorized, Some("Bearer operator-key-0123456789")).await;
         assert!(shown.contains(refused), "{shown}");
+        // A key too short to be one is not taken: its holder sees no more than anyone.
+        let weak = layer
+            .clone()
+            .details(Details::Authorized)
+            .access_keys(&AccessKeys::new().operator("short"));
+        assert!(!body(&weak, Some("Bearer short")).await.contains(refused));
         // One monitor behind all of them.
         assert_eq!(
             layer.handle().stats().readiness_rounds,
