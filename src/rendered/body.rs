@@ -43,12 +43,10 @@ impl ProbeBody {
     }
 
     pub(crate) fn next_frame(&mut self) -> Option<Frame<Bytes>> {
-        let chunk = if !self.head.is_empty() {
-            std::mem::take(&mut self.head)
-        } else if let Some(group) = self.age.as_mut().and_then(AgeDigits::next_group) {
-            group
+        let chunk = if self.head.is_empty() {
+            self.age.as_mut().and_then(AgeDigits::next_group)?
         } else {
-            return None;
+            std::mem::take(&mut self.head)
         };
         self.remaining -= chunk.len() as u64;
         Some(Frame::data(chunk))
