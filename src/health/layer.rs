@@ -95,8 +95,8 @@ impl HealthLayer {
     /// are answered either way.
     ///
     /// The probe layers are always ready, so only the one nearest the application sees its
-    /// saturation: with [`PingLayer`](crate::PingLayer) outermost (the usual order), shed
-    /// here; with `PingLayer` below this layer, shed there
+    /// saturation: with no [`PingLayer`](crate::PingLayer) below this layer (the examples'
+    /// stacks have none, or one above it), shed here; with `PingLayer` below it, shed there
     /// ([`PingLayer::shed_load`](crate::PingLayer::shed_load)). The axum stack
     /// (`around`, feature `axum`) takes this setting.
     ///
