@@ -104,6 +104,11 @@ impl Rendered {
         }
     }
 
+    /// Adds `name: value` to the response's headers, rendered once.
+    pub(crate) fn insert_header(&mut self, name: HeaderName, value: HeaderValue) {
+        self.headers.insert(name, value);
+    }
+
     /// Whether the body carries the verdict's age (so that a response needs it).
     pub(crate) fn has_age(&self) -> bool {
         self.carries_age

@@ -37,6 +37,28 @@ pub(crate) struct Variants {
     pub(crate) stale: Rendered,
 }
 
+/// Envoy's "this host is degraded" on a health check's answer: Envoy then routes to it only
+/// when no healthy host is left. A degraded verdict still answers 200 (it never depools); the
+/// header tells a load balancer that can tell the two apart.
+const ENVOY_DEGRADED: &str = "x-envoy-degraded";
+
+impl Variants {
+    /// The variants of a verdict whose status is `status`: the answers served from it (the
+    /// published one and a bypass's) say `x-envoy-degraded` when it is
+    /// [`Status::Degraded`]; a drain's and a stale verdict's answers are 503s of their own.
+    fn of_status(mut self, status: Status) -> Self {
+        if status == Status::Degraded {
+            for rendered in [&mut self.published, &mut self.bypassed] {
+                rendered.insert_header(
+                    http::header::HeaderName::from_static(ENVOY_DEGRADED),
+                    http::HeaderValue::from_static("degraded"),
+                );
+            }
+        }
+        self
+    }
+}
+
 /// Every variant of one verdict's response, for every audience.
 #[derive(Clone, Debug)]
 pub(crate) struct RenderedVerdict {
@@ -238,6 +260,7 @@ pub(crate) fn render_health(
             &body("draining", Some(&Circumstance::draining())),
             &body(Status::Unavailable.as_str(), Some(&stale)),
         )
+        .of_status(verdict.status)
     })
 }
 
@@ -297,6 +320,7 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
             &body("draining", Some(DRAINING_REASON)),
             &body(Status::Unavailable.as_str(), Some(&stale.text)),
         )
+        .of_status(verdict.status)
     })
 }
 

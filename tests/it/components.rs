@@ -79,15 +79,37 @@ async fn a_non_critical_component_degrades_health_and_leaves_readiness_alone() {
     let ready = client.get(server.addr, "/health/ready").await;
     assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
     assert_eq!(ready.json()["status"], "ready");
+    // Envoy's signal: on the degraded answer (GET and HEAD), on no other.
+    assert_eq!(reply.header(ENVOY_DEGRADED), Some("degraded"));
+    let head = client
+        .request(http::Method::HEAD, server.addr, "/health")
+        .await;
+    assert_eq!(head.header(ENVOY_DEGRADED), Some("degraded"));
+    for path in [
+        "/health/ready",
+        "/health/live",
+        "/health/startup",
+        "/health/ping",
+        "/",
+    ] {
+        let reply = client.get(server.addr, path).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        assert_eq!(reply.header(ENVOY_DEGRADED), None, "{path}");
+    }
 
-    // The component recovers: healthy again.
+    // The component recovers: healthy again, and not degraded for Envoy either.
     cache.store(OK, Ordering::SeqCst);
     let recovered = eventually(LIMIT, || async {
         client.get(server.addr, "/health").await.json()["status"] == "healthy"
     })
     .await;
     assert!(recovered, "{:?}", health.view().health);
+    let healthy = client.get(server.addr, "/health").await;
+    assert_eq!(healthy.header(ENVOY_DEGRADED), None);
 }
+
+/// The header Envoy reads on a health check's answer as "degraded".
+const ENVOY_DEGRADED: &str = "x-envoy-degraded";
 
 #[tokio::test]
 async fn a_critical_component_makes_health_unhealthy() {

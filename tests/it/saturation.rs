@@ -77,14 +77,20 @@ async fn a_saturated_application_pool_is_degraded_and_stays_ready() {
         let reply = client.get(server.addr, "/health/pool").await;
         let body = reply.json();
         if body["pool_info"]["saturated"] == true {
-            saturated = Some((reply.status, body));
+            let envoy = reply.header("x-envoy-degraded").map(str::to_owned);
+            saturated = Some((reply.status, body, envoy));
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (status, body) = saturated.unwrap_or_else(|| panic!("{:?}", health.view().pool));
+    let (status, body, envoy) = saturated.unwrap_or_else(|| panic!("{:?}", health.view().pool));
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["status"], "degraded", "{body}");
+    assert_eq!(
+        envoy.as_deref(),
+        Some("degraded"),
+        "Envoy's signal on a degraded pool"
+    );
     let info = &body["pool_info"];
     assert_eq!(info["status"], "degraded", "{body}");
     assert_eq!(info["is_usable"], true, "{body}");
