@@ -79,11 +79,11 @@
 mod collector;
 mod exporter;
 mod families;
+mod prometheus;
 mod snapshot;
 mod states;
 #[cfg(test)]
 mod tests;
 mod work;
-mod write;
 
 pub use self::exporter::HealthMetrics;
