@@ -51,6 +51,8 @@ mod grpc;
 mod https_check;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "admin"))]
 mod metrics;
+#[cfg(all(feature = "postgres", feature = "metrics", feature = "opentelemetry"))]
+mod otel;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
