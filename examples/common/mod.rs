@@ -49,7 +49,10 @@ pub(crate) fn health_check_flag(default_target: fn(&str) -> String) -> Option<Ex
             .replace("[::]:", "[::1]:");
         default_target(&addr)
     });
-    Some(tower_health::healthcheck::run(&target, Duration::from_secs(2)))
+    Some(tower_health::healthcheck::run(
+        &target,
+        Duration::from_secs(2),
+    ))
 }
 
 /// `LISTEN_ADDR`, default `127.0.0.1:8080`.

@@ -153,7 +153,11 @@ fn decode(body: &[u8]) -> Result<HealthCheckResponse, HealthcheckError> {
     match prefix[0] {
         0 => {}
         // The call sent no `grpc-accept-encoding`: a server may not compress the answer.
-        1 => return Err(malformed("a compressed message, which the call did not accept")),
+        1 => {
+            return Err(malformed(
+                "a compressed message, which the call did not accept",
+            ));
+        }
         _ => return Err(malformed("not a gRPC message")),
     }
     let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]);
@@ -165,7 +169,9 @@ fn decode(body: &[u8]) -> Result<HealthCheckResponse, HealthcheckError> {
 
 /// The `grpc-status` of a header block, if it has one: `Ok` for `OK`, the error status with
 /// its message otherwise.
-fn grpc_status(headers: &HeaderMap) -> Result<Option<Result<(), HealthcheckError>>, HealthcheckError> {
+fn grpc_status(
+    headers: &HeaderMap,
+) -> Result<Option<Result<(), HealthcheckError>>, HealthcheckError> {
     let Some(status) = headers.get("grpc-status") else {
         return Ok(None);
     };
@@ -173,7 +179,9 @@ fn grpc_status(headers: &HeaderMap) -> Result<Option<Result<(), HealthcheckError
         .ok()
         .and_then(|status| status.parse::<u8>().ok())
         .filter(|code| *code <= 16)
-        .ok_or(HealthcheckError::Malformed("a grpc-status that is no status code"))?;
+        .ok_or(HealthcheckError::Malformed(
+            "a grpc-status that is no status code",
+        ))?;
     let code = tonic::Code::from_i32(code.into());
     if code == tonic::Code::Ok {
         return Ok(Some(Ok(())));
@@ -192,13 +200,13 @@ fn shown_message(raw: &[u8]) -> String {
     let mut decoded = Vec::with_capacity(raw.len());
     let mut rest = raw;
     while let Some((&byte, tail)) = rest.split_first() {
-        if let (b'%', [high, low, after @ ..]) = (byte, tail) {
-            if let (Some(high), Some(low)) = (hex(*high), hex(*low)) {
-                // Two hex digits: at most 0xff.
-                decoded.push(u8::try_from((high << 4) | low).unwrap_or(b'?'));
-                rest = after;
-                continue;
-            }
+        if let (b'%', [high, low, after @ ..]) = (byte, tail)
+            && let (Some(high), Some(low)) = (hex(*high), hex(*low))
+        {
+            // Two hex digits: at most 0xff.
+            decoded.push(u8::try_from((high << 4) | low).unwrap_or(b'?'));
+            rest = after;
+            continue;
         }
         decoded.push(byte);
         rest = tail;

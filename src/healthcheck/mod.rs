@@ -153,7 +153,10 @@ enum Target<'a> {
     Http { authority: &'a str, path: &'a str },
     /// `grpc.health.v1.Health/Check` for `service` over h2c.
     #[cfg(feature = "grpc")]
-    Grpc { authority: &'a str, service: &'a str },
+    Grpc {
+        authority: &'a str,
+        service: &'a str,
+    },
 }
 
 impl<'a> Target<'a> {

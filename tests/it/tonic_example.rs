@@ -186,7 +186,9 @@ async fn health_check(env: Vec<(&'static str, String)>) -> (Option<i32>, String)
             .stdin(Stdio::null())
             .output()
             .expect("run the health check");
-        let stderr = String::from_utf8_lossy(&output.stderr).trim_end().to_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr)
+            .trim_end()
+            .to_owned();
         (output.status.code(), stderr)
     });
     bounded("the health check", run).await.unwrap()
@@ -211,7 +213,10 @@ async fn the_health_check_mode_asks_grpc_health_and_exits_0_only_for_serving() {
             ("LISTEN_ADDR", addr.to_string()),
             (
                 "DATABASE_URL",
-                format!("postgres://postgres@{}/postgres?sslmode=disable", proxy.addr),
+                format!(
+                    "postgres://postgres@{}/postgres?sslmode=disable",
+                    proxy.addr
+                ),
             ),
             ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
         ],

@@ -161,7 +161,10 @@ async fn check_service(addr: SocketAddr, service: &str) -> Result<Passed, Health
 #[tokio::test]
 async fn passes_on_serving_only() {
     let addr = server().await;
-    assert_eq!(check_service(addr, "serving").await.unwrap(), Passed::Serving);
+    assert_eq!(
+        check_service(addr, "serving").await.unwrap(),
+        Passed::Serving
+    );
     assert_eq!(
         check(&format!("grpc://{addr}"), TIMEOUT).await.unwrap(),
         Passed::Serving
@@ -187,7 +190,10 @@ async fn an_error_status_is_named_with_its_message_on_one_line() {
     let addr = server().await;
     let error = check_service(addr, "not-found").await.unwrap_err();
     assert!(
-        matches!(&error, HealthcheckError::GrpcStatus(tonic::Code::NotFound, _)),
+        matches!(
+            &error,
+            HealthcheckError::GrpcStatus(tonic::Code::NotFound, _)
+        ),
         "{error:?}"
     );
     assert_eq!(
@@ -211,7 +217,10 @@ async fn an_error_status_is_named_with_its_message_on_one_line() {
 async fn a_malformed_answer_fails_and_says_why() {
     let addr = server().await;
     for (service, why) in [
-        ("no-such-status", "a serving status grpc.health.v1 does not have"),
+        (
+            "no-such-status",
+            "a serving status grpc.health.v1 does not have",
+        ),
         ("ok-without-message", "status OK without a message"),
         ("bad-grpc-status", "a grpc-status that is no status code"),
         ("no-trailers", "no grpc-status"),
@@ -251,7 +260,10 @@ async fn raw_server(answer: Option<&'static [u8]>) -> SocketAddr {
 
 #[tokio::test]
 async fn an_http1_server_a_stalled_one_and_a_closed_port_fail() {
-    let http1 = raw_server(Some(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")).await;
+    let http1 = raw_server(Some(
+        b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n",
+    ))
+    .await;
     assert!(matches!(
         check(&format!("grpc://{http1}"), TIMEOUT).await,
         Err(HealthcheckError::Malformed("not HTTP/2"))
