@@ -221,8 +221,13 @@ fn shown_message(raw: &[u8]) -> String {
 /// An HTTP/2 error as the check reports it.
 fn h2_error(error: h2::Error) -> HealthcheckError {
     if error.is_library() {
-        // h2 found the server's frames malformed: most often a server that speaks HTTP/1 only.
-        return HealthcheckError::Malformed("not HTTP/2");
+        return HealthcheckError::Malformed(if error.is_go_away() {
+            // The connection's frames: most often a server that speaks HTTP/1 only.
+            "not HTTP/2"
+        } else {
+            // The call's: its headers are too large for the bound, or invalid.
+            "an answer HTTP/2 does not allow (a header block over 16 KiB, say)"
+        });
     }
     match (error.reason(), error.is_remote()) {
         (Some(reason), true) => HealthcheckError::Io(std::io::Error::new(

@@ -72,6 +72,8 @@ fn script(service: &str) -> Answer {
             ("grpc-message", "unknown%20service%20%22x%22%0Anext line"),
         ]),
         "unimplemented" => Answer::trailers_only(&[("grpc-status", "12")]),
+        // And a 20 KiB header, added by `answer`.
+        "huge-headers" => Answer::trailers_only(&[("grpc-status", "0")]),
         "ok-without-message" => Answer::trailers_only(&[("grpc-status", "0")]),
         "bad-grpc-status" => Answer::trailers_only(&[("grpc-status", "OK")]),
         "no-trailers" => Answer {
@@ -143,6 +145,10 @@ async fn answer(request: Request<RecvStream>, mut respond: SendResponse<Bytes>) 
         .body(())
         .unwrap();
     response.headers_mut().extend(headers(answer.headers));
+    if service == "huge-headers" {
+        let padding = HeaderValue::from_str(&"x".repeat(20 * 1024)).unwrap();
+        response.headers_mut().insert("x-padding", padding);
+    }
     let end = answer.data.is_empty() && answer.trailers.is_empty();
     let mut send = respond.send_response(response, end).unwrap();
     if !answer.data.is_empty() {
@@ -233,6 +239,10 @@ async fn a_malformed_answer_fails_and_says_why() {
         ("truncated", "not one whole message"),
         ("not-protobuf", "not a HealthCheckResponse"),
         ("html", "its content-type is not application/grpc"),
+        (
+            "huge-headers",
+            "an answer HTTP/2 does not allow (a header block over 16 KiB, say)",
+        ),
     ] {
         match check_service(addr, service).await {
             Err(HealthcheckError::Malformed(said)) => assert_eq!(said, why, "{service}"),
