@@ -115,9 +115,12 @@ async fn read_answer(response: Response<RecvStream>) -> Result<Passed, Healthche
         ));
     }
     // A trailers-only answer: the status in the headers, no message.
-    if let Some(status) = grpc_status(&parts.headers)? {
-        status?;
-        return Err(HealthcheckError::Malformed("status OK without a message"));
+    match grpc_status(&parts.headers)? {
+        None => {}
+        Some(tonic::Code::Ok) => {
+            return Err(HealthcheckError::Malformed("status OK without a message"));
+        }
+        Some(code) => return Err(grpc_error(code, &parts.headers)),
     }
     let mut message = BytesMut::new();
     while let Some(chunk) = body.data().await {
@@ -130,9 +133,10 @@ async fn read_answer(response: Response<RecvStream>) -> Result<Passed, Healthche
         }
         message.extend_from_slice(&chunk);
     }
-    let trailers = body.trailers().await.map_err(h2_error)?;
-    match grpc_status(&trailers.unwrap_or_default())? {
-        Some(status) => status?,
+    let trailers = body.trailers().await.map_err(h2_error)?.unwrap_or_default();
+    match grpc_status(&trailers)? {
+        Some(tonic::Code::Ok) => {}
+        Some(code) => return Err(grpc_error(code, &trailers)),
         None => return Err(HealthcheckError::Malformed("no grpc-status")),
     }
     match WireStatus::try_from(decode(&message)?.status) {
@@ -167,11 +171,8 @@ fn decode(body: &[u8]) -> Result<HealthCheckResponse, HealthcheckError> {
     HealthCheckResponse::decode(message).map_err(|_| malformed("not a HealthCheckResponse"))
 }
 
-/// The `grpc-status` of a header block, if it has one: `Ok` for `OK`, the error status with
-/// its message otherwise.
-fn grpc_status(
-    headers: &HeaderMap,
-) -> Result<Option<Result<(), HealthcheckError>>, HealthcheckError> {
+/// The `grpc-status` of a header block, if it has one.
+fn grpc_status(headers: &HeaderMap) -> Result<Option<tonic::Code>, HealthcheckError> {
     let Some(status) = headers.get("grpc-status") else {
         return Ok(None);
     };
@@ -182,15 +183,16 @@ fn grpc_status(
         .ok_or(HealthcheckError::Malformed(
             "a grpc-status that is no status code",
         ))?;
-    let code = tonic::Code::from_i32(code.into());
-    if code == tonic::Code::Ok {
-        return Ok(Some(Ok(())));
-    }
+    Ok(Some(tonic::Code::from_i32(code.into())))
+}
+
+/// The error status `code` of a header block, with the block's `grpc-message`.
+fn grpc_error(code: tonic::Code, headers: &HeaderMap) -> HealthcheckError {
     let message = headers
         .get("grpc-message")
         .map(|message| shown_message(message.as_bytes()))
         .unwrap_or_default();
-    Ok(Some(Err(HealthcheckError::GrpcStatus(code, message))))
+    HealthcheckError::GrpcStatus(code, message)
 }
 
 /// A `grpc-message` as shown on the check's one line: percent-decoded (gRPC sends it
