@@ -54,7 +54,7 @@ const MAX_SLOW: Duration = Duration::from_secs(10);
 fn main() -> ExitCode {
     // `server --health-check`: a container health check of a running instance, for images
     // without curl (see the guide's containers page).
-    if let Some(code) = common::health_check_flag() {
+    if let Some(code) = common::health_check_flag(|addr| format!("http://{addr}/health/ready")) {
         return code;
     }
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");

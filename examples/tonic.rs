@@ -21,8 +21,14 @@
 //!
 //! Settings as for the `server` example: `LISTEN_ADDR` (default `127.0.0.1:8080`),
 //! `DATABASE_URL` (default the local PostgreSQL; set but empty, no database),
-//! `DATABASE_URL_<NAME>`, `TOWER_HEALTH_*` (or `BALDUR_*`), `RUST_LOG`. With `--health-check`
-//! it probes a running instance's readiness over HTTP and exits 0 or 1.
+//! `DATABASE_URL_<NAME>`, `TOWER_HEALTH_*` (or `BALDUR_*`), `RUST_LOG`.
+//!
+//! `cargo run --example tonic --features grpc -- --health-check` asks a running instance's
+//! `grpc.health.v1.Health/Check` and exits 0 for `SERVING`, 1 otherwise: a container health
+//! check without `grpc_health_probe`. `HEALTH_CHECK_URL` says what it asks: by default
+//! `grpc://<LISTEN_ADDR>`, the service `""` (readiness);
+//! `grpc://127.0.0.1:8080/greeter.v1.Greeter` asks for the greeter, and
+//! `http://127.0.0.1:8080/health/ready` over HTTP.
 //!
 //! gRPC health services: `""` (readiness), `database/<name>`, `component/<name>`, and
 //! `greeter.v1.Greeter`, which this example sets.
@@ -44,7 +50,9 @@ use tower_layer::Layer;
 use self::greeter::{Greeter, GreeterServer};
 
 fn main() -> ExitCode {
-    if let Some(code) = common::health_check_flag() {
+    // `tonic --health-check`: a container health check of a running instance that asks its
+    // grpc.health.v1 `Check("")` (readiness), for images without grpc_health_probe.
+    if let Some(code) = common::health_check_flag(|addr| format!("grpc://{addr}")) {
         return code;
     }
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");

@@ -37,19 +37,22 @@ pub(crate) async fn run(main: impl Future<Output = Result<(), Box<dyn Error>>>) 
 }
 
 /// With `--health-check` on the command line, the exit code of a container health check
-/// against this example's own readiness (`HEALTH_CHECK_URL`, default `/health/ready` on
-/// `LISTEN_ADDR`, an unspecified address probed on loopback); `None` otherwise.
-pub(crate) fn health_check_flag() -> Option<ExitCode> {
+/// against this example's own server: `HEALTH_CHECK_URL`, default `default_target` of
+/// `LISTEN_ADDR` (an unspecified address probed on loopback); `None` otherwise.
+pub(crate) fn health_check_flag(default_target: fn(&str) -> String) -> Option<ExitCode> {
     if !env::args().skip(1).any(|arg| arg == "--health-check") {
         return None;
     }
-    let url = env::var("HEALTH_CHECK_URL").unwrap_or_else(|_| {
+    let target = env::var("HEALTH_CHECK_URL").unwrap_or_else(|_| {
         let addr = listen_addr()
             .replace("0.0.0.0:", "127.0.0.1:")
             .replace("[::]:", "[::1]:");
-        format!("http://{addr}/health/ready")
+        default_target(&addr)
     });
-    Some(tower_health::healthcheck::run(&url, Duration::from_secs(2)))
+    Some(tower_health::healthcheck::run(
+        &target,
+        Duration::from_secs(2),
+    ))
 }
 
 /// `LISTEN_ADDR`, default `127.0.0.1:8080`.

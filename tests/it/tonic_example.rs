@@ -1,10 +1,12 @@
 //! `examples/tonic.rs` as an operator runs it, under load: gRPC clients call the greeter over
-//! HTTP/2 while HTTP/1.1 probe clients poll readiness, and a real SIGTERM drains it.
+//! HTTP/2 while HTTP/1.1 probe clients poll readiness, and a real SIGTERM drains it. And its
+//! `--health-check` mode, as a container runtime runs it, against its real PostgreSQL.
 
 use crate::greeter;
 use crate::support;
 
 use std::net::SocketAddr;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,9 +17,12 @@ use tower_health::grpc::pb::HealthCheckRequest;
 use tower_health::grpc::pb::health_check_response::ServingStatus as Wire;
 use tower_health::grpc::pb::health_client::HealthClient;
 
+use http::StatusCode;
+use support::child::{Example, example};
+use support::fault_proxy::FaultProxy;
 use support::grpc::{channel, next_status, rest};
 use support::prober::{Answers, http_prober, in_order, start_for_drain};
-use support::{LIMIT, bounded, eventually, refused_addr};
+use support::{Client, LIMIT, StalledListener, bounded, eventually, refused_addr};
 
 /// What one kind of client saw, in order.
 #[derive(Debug, Default)]
@@ -168,4 +173,121 @@ async fn the_tonic_example_drains_on_sigterm_under_load_without_failing_a_call()
     assert!(stderr.contains("drain started"), "{stderr}");
     assert!(!stderr.contains("drain timeout"), "{stderr}");
     assert!(stderr.contains("abandoned=0"), "{stderr}");
+}
+
+/// `tonic --health-check` with `env`, as a container runtime runs it: its exit code and the
+/// line it wrote.
+async fn health_check(env: Vec<(&'static str, String)>) -> (Option<i32>, String) {
+    let run = tokio::task::spawn_blocking(move || {
+        let output = Command::new(example("tonic"))
+            .arg("--health-check")
+            .env_remove("HEALTH_CHECK_URL")
+            .envs(env)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the health check");
+        let stderr = String::from_utf8_lossy(&output.stderr)
+            .trim_end()
+            .to_owned();
+        (output.status.code(), stderr)
+    });
+    bounded("the health check", run).await.unwrap()
+}
+
+/// Waits until the example's HTTP readiness (not the code under test) answers `status`.
+async fn readiness_is(client: &Client, addr: SocketAddr, status: StatusCode) -> bool {
+    eventually(LIMIT, || async {
+        matches!(client.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == status)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_health_check_mode_asks_grpc_health_and_exits_0_only_for_serving() {
+    require_postgres!();
+    let proxy = FaultProxy::postgres(support::pg_addr()).await;
+    let addr = refused_addr().await;
+    let _server = Example::spawn(
+        "tonic",
+        &[
+            ("LISTEN_ADDR", addr.to_string()),
+            (
+                "DATABASE_URL",
+                format!(
+                    "postgres://postgres@{}/postgres?sslmode=disable",
+                    proxy.addr
+                ),
+            ),
+            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
+        ],
+    );
+    let client = Client::new();
+    assert!(
+        readiness_is(&client, addr, StatusCode::OK).await,
+        "the tonic example did not become ready"
+    );
+    let at = |target: String| vec![("HEALTH_CHECK_URL", target)];
+
+    // By default `Check("")` on LISTEN_ADDR: readiness.
+    let (code, line) = health_check(vec![("LISTEN_ADDR", addr.to_string())]).await;
+    assert_eq!(code, Some(0), "{line}");
+    assert_eq!(line, format!("healthy: grpc://{addr} answered SERVING"));
+    // Named services, a `/` in the name included.
+    for service in ["database/default", "greeter.v1.Greeter"] {
+        let (code, line) = health_check(at(format!("grpc://{addr}/{service}"))).await;
+        assert_eq!(code, Some(0), "{service}: {line}");
+    }
+    // A service the server does not know.
+    let (code, line) = health_check(at(format!("grpc://{addr}/no.such.Service"))).await;
+    assert_eq!(code, Some(1), "{line}");
+    assert!(
+        line.starts_with(&format!(
+            "unhealthy: grpc://{addr}/no.such.Service: health rpc failed: code = NotFound desc = "
+        )),
+        "{line}"
+    );
+
+    // The database refuses: readiness, and so `Check("")`, goes NOT_SERVING.
+    proxy.refuse().await;
+    proxy.cut();
+    assert!(
+        readiness_is(&client, addr, StatusCode::SERVICE_UNAVAILABLE).await,
+        "readiness never failed with the database refused"
+    );
+    let (code, line) = health_check(vec![("LISTEN_ADDR", addr.to_string())]).await;
+    assert_eq!(code, Some(1), "{line}");
+    assert_eq!(
+        line,
+        format!(r#"unhealthy: grpc://{addr}: service unhealthy (responded with "NOT_SERVING")"#)
+    );
+    let (code, line) = health_check(at(format!("grpc://{addr}/database/default"))).await;
+    assert_eq!(code, Some(1), "{line}");
+    // And back.
+    proxy.pass().await;
+    assert!(
+        readiness_is(&client, addr, StatusCode::OK).await,
+        "readiness never came back with the database"
+    );
+    let (code, line) = health_check(vec![("LISTEN_ADDR", addr.to_string())]).await;
+    assert_eq!(code, Some(0), "{line}");
+
+    // A listener that accepts and never answers: the check gives up at its own timeout (2 s).
+    let stalled = StalledListener::start().await;
+    let (code, line) = health_check(at(format!("grpc://{}", stalled.addr))).await;
+    assert_eq!(code, Some(1), "{line}");
+    assert_eq!(
+        line,
+        format!("unhealthy: grpc://{}: no answer within 2s", stalled.addr)
+    );
+    assert_eq!(stalled.accepted(), 1);
+
+    // A closed port.
+    let closed = refused_addr().await;
+    let (code, line) = health_check(vec![("LISTEN_ADDR", closed.to_string())]).await;
+    assert_eq!(code, Some(1), "{line}");
+    assert!(
+        line.starts_with(&format!("unhealthy: grpc://{closed}: connection failed: ")),
+        "{line}"
+    );
+    assert!(line.contains("refused"), "{line}");
 }

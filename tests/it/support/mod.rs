@@ -48,9 +48,9 @@ pub mod child;
     feature = "redis"
 ))]
 pub mod contract;
-// The backends' contract (`contract`) and the fault matrix (`tests/fault_matrix.rs`, a binary
-// of its own). Built for the fault matrix's features without the backends', it is unused
-// here; the file allows that itself, for the soak bench.
+// The backends' contract (`contract`), the tonic example's health check (`tonic_example`) and
+// the fault matrix (`tests/fault_matrix.rs`, a binary of its own, whose features include
+// `grpc`). The file allows what a build leaves unused itself, for the soak bench.
 #[cfg(any(
     all(
         feature = "deadpool",
@@ -58,12 +58,7 @@ pub mod contract;
         feature = "sqlx-0-9",
         feature = "redis"
     ),
-    all(
-        feature = "admin",
-        feature = "rustls",
-        feature = "redis",
-        feature = "grpc"
-    )
+    feature = "grpc"
 ))]
 pub mod fault_proxy;
 #[cfg(any(feature = "axum", feature = "grpc"))]
