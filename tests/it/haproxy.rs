@@ -55,6 +55,15 @@ fn switchable(behaviour: &Arc<AtomicU8>) -> impl Component {
     })
 }
 
+/// The test database under the short cadences, with a budget that a loaded machine (the
+/// whole suite at once) does not miss: a round that missed it would honestly say `down`, and
+/// HAProxy would act on it mid-test.
+fn database() -> HealthConfig {
+    fast()
+        .readiness_timeout(Duration::from_secs(2))
+        .database("default", postgres(&pg_url()))
+}
+
 /// What the agent at `addr` says to a client that connects and reads.
 async fn agent_line(addr: SocketAddr) -> String {
     bounded("reading the agent's line", async {
@@ -127,7 +136,7 @@ where
 #[tokio::test]
 async fn the_agent_says_each_state_as_readiness_judges_it() {
     require_postgres!();
-    let instance = instance(fast().database("default", postgres(&pg_url())), app()).await;
+    let instance = instance(database(), app()).await;
     let agent = AgentServer::new(
         AgentConfig::new().port(0).degraded_weight(35),
         &instance.health,
@@ -403,9 +412,8 @@ async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_fail
     require_postgres!();
     let binary = require_haproxy!();
     let slow = [Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0))];
-    let settings = || fast().database("default", postgres(&pg_url()));
-    let app1 = instance(settings(), named_app("app1", slow[0].clone())).await;
-    let app2 = instance(settings(), named_app("app2", slow[1].clone())).await;
+    let app1 = instance(database(), named_app("app1", slow[0].clone())).await;
+    let app2 = instance(database(), named_app("app2", slow[1].clone())).await;
     let mut agents = Vec::new();
     for instance in [&app1, &app2] {
         first_rounds(&instance.health).await;
