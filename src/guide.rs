@@ -79,6 +79,7 @@ page!(components, "docs/components.md");
 page!(fleet, "docs/fleet.md");
 page!(incident, "docs/incident.md");
 page!(grpc, "docs/grpc.md");
+page!(haproxy, "docs/haproxy.md");
 page!(configuration, "docs/configuration.md");
 page!(migrating, "docs/migrating.md");
 page!(hardening, "docs/hardening.md");

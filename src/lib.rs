@@ -80,7 +80,7 @@
 //! [`Status`](verdict::Status) in [`verdict`], the check and component traits in [`check`]
 //! and [`component`], each backend in its own (`postgres`: bb8, deadpool, sqlx; `redis`: the
 //! Redis component and the verdict a fleet shares), what a probe answers in [`view`], and each
-//! reader (`admin`, `axum`, `grpc`, `metrics`, `healthcheck`) in its own.
+//! reader (`admin`, `axum`, `grpc`, `metrics`, `haproxy`, `healthcheck`) in its own.
 //!
 //! # Guide
 //!
@@ -88,7 +88,7 @@
 //! [Kubernetes](guide::kubernetes), [containers without curl](guide::containers),
 //! [the answers, body by body](guide::bodies), [databases](guide::databases),
 //! [components](guide::components), [a fleet sharing one verdict](guide::fleet),
-//! [reading an incident](guide::incident), [gRPC](guide::grpc),
+//! [reading an incident](guide::incident), [gRPC](guide::grpc), [HAProxy](guide::haproxy),
 //! [configuration](guide::configuration), [migrating](guide::migrating) and
 //! [hardening](guide::hardening). The environment variables are listed in [`config`].
 //!
@@ -122,6 +122,7 @@
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
 //! | `opentelemetry` | `metrics::OpenTelemetry`: the same metrics as observable instruments on the application's `Meter` (the `opentelemetry` API crate) | No |
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost); `grpc://` targets for `healthcheck::run` (h2) | No |
+//! | `haproxy-agent` | `haproxy::AgentServer`: HAProxy's agent check (`up ready 100%`, a lowered weight while degraded, `drain`, `maint`, `down`) from the same view (plain TCP) | No |
 //! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |
 //! | `full` | every feature (Rust 1.94, for `sqlx-0-9`) | No |
 //!
@@ -151,6 +152,9 @@ mod env;
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
 pub mod guide;
+#[cfg(feature = "haproxy-agent")]
+#[cfg_attr(docsrs, doc(cfg(feature = "haproxy-agent")))]
+pub mod haproxy;
 pub mod health;
 pub mod healthcheck;
 mod http;

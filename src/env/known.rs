@@ -120,6 +120,21 @@ pub(crate) const ADMIN: Reader = Reader {
     prefixes: &[],
 };
 
+/// `AgentConfig`, compiled only with the `haproxy-agent` feature.
+pub(crate) const AGENT: Reader = Reader {
+    what: "the HAProxy agent",
+    feature: Some(("haproxy-agent", cfg!(feature = "haproxy-agent"))),
+    names: &[
+        "TOWER_HEALTH_AGENT_BIND",
+        "TOWER_HEALTH_AGENT_DEGRADED_WEIGHT",
+        "TOWER_HEALTH_AGENT_DETAILS",
+        "TOWER_HEALTH_AGENT_MAX_CONNECTIONS",
+        "TOWER_HEALTH_AGENT_PORT",
+        "TOWER_HEALTH_AGENT_WRITE_TIMEOUT",
+    ],
+    prefixes: &[],
+};
+
 /// The variable that turns strict mode on: a set variable that no setting reads is an error.
 pub(crate) const STRICT_ENV: &str = "TOWER_HEALTH_STRICT_ENV";
 
@@ -132,7 +147,7 @@ pub(crate) const STRICT: Reader = Reader {
 };
 
 /// Every settings type of the crate, compiled into this build or not.
-pub(crate) const READERS: [&Reader; 5] = [&HEALTH, &DRAIN, &KEYS, &ADMIN, &STRICT];
+pub(crate) const READERS: [&Reader; 6] = [&HEALTH, &DRAIN, &KEYS, &ADMIN, &AGENT, &STRICT];
 
 #[cfg(test)]
 mod tests {
@@ -171,6 +186,10 @@ mod tests {
         asked_by(&ADMIN, &[&KEYS], |env| {
             let _config = crate::admin::AdminConfig::from_env_snapshot(env).unwrap();
         });
+        #[cfg(feature = "haproxy-agent")]
+        asked_by(&AGENT, &[], |env| {
+            let _config = crate::haproxy::AgentConfig::from_env_snapshot(env).unwrap();
+        });
         asked_by(&STRICT, &[], |env| {
             crate::config::refuse_unread_if_strict(env).unwrap();
         });
@@ -207,6 +226,7 @@ mod tests {
             ("The keys", &KEYS),
             ("`DrainConfig::from_env`", &DRAIN),
             ("`AdminConfig::from_env`", &ADMIN),
+            ("`AgentConfig::from_env`", &AGENT),
             ("Every `from_env`", &STRICT),
         ];
         assert_eq!(sections.len(), expected.len(), "one section per reader");
@@ -232,7 +252,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_admin_server_sits_behind_a_feature() {
+    fn only_the_admin_server_and_the_agent_sit_behind_a_feature() {
         assert_eq!(HEALTH.missing_feature(), None);
         assert_eq!(DRAIN.missing_feature(), None);
         assert_eq!(KEYS.missing_feature(), None);
@@ -243,5 +263,11 @@ mod tests {
             Some("admin")
         };
         assert_eq!(ADMIN.missing_feature(), expected);
+        let expected = if cfg!(feature = "haproxy-agent") {
+            None
+        } else {
+            Some("haproxy-agent")
+        };
+        assert_eq!(AGENT.missing_feature(), expected);
     }
 }

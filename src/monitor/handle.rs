@@ -182,7 +182,7 @@ impl HealthHandle {
     /// One probe's condition, whether it passes, and its `status` now, as
     /// [`view`](Self::view)`().answer(probe)` says them, read from that probe's verdict alone
     /// (one pointer load, not the whole view's) and without the age.
-    #[cfg(any(feature = "grpc", test))]
+    #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
     pub(crate) fn judge(
         &self,
         probe: crate::probe::Probe,

@@ -239,8 +239,9 @@ impl MonitorState {
     /// One probe's condition, whether it passes, and its `status` now, read from that probe's
     /// verdict alone: what `view().answer(probe)` says but its age, for a reader that needs
     /// no more on its hot path (gRPC's overall `Check`, which a load balancer sends every few
-    /// seconds per connection), so that it does no clock arithmetic for an age it never shows.
-    #[cfg(any(feature = "grpc", test))]
+    /// seconds per connection; HAProxy's agent check), so that it does no clock arithmetic for
+    /// an age it never shows.
+    #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
     pub(crate) fn judge(
         &self,
         probe: crate::probe::Probe,

@@ -47,6 +47,8 @@ mod example;
 mod fleet;
 #[cfg(all(feature = "postgres", feature = "grpc"))]
 mod grpc;
+#[cfg(all(feature = "postgres", feature = "haproxy-agent"))]
+mod haproxy;
 #[cfg(all(feature = "postgres", feature = "http-check", feature = "rustls"))]
 mod https_check;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "admin"))]

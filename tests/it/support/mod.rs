@@ -65,6 +65,9 @@ pub mod fault_proxy;
 pub mod frames;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+#[cfg(feature = "haproxy-agent")]
+#[macro_use]
+pub mod haproxy;
 #[cfg(feature = "redis")]
 pub mod logs;
 #[cfg(any(feature = "axum", feature = "grpc"))]

@@ -1,0 +1,73 @@
+//! HAProxy's agent check: the instance tells HAProxy its state and its weight.
+//!
+//! HAProxy's `agent-check` connects to `agent-port` every `agent-inter`, reads one line of
+//! words, and acts on each: [`AgentServer`] answers it from the view every other reader
+//! answers from, so the agent and `/health/ready` never disagree:
+//!
+//! | the instance | the line | what HAProxy does |
+//! |---|---|---|
+//! | ready, healthy | `up ready 100%` | serves it at its full configured weight |
+//! | ready, `degraded` | `up ready 50%` ([`AgentConfig::degraded_weight`]) | keeps serving it, with a smaller share of new sessions |
+//! | draining ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)) | `drain` | sends it no new sessions; those open finish |
+//! | held ([`HealthHandle::hold`](crate::HealthHandle::hold)) | `maint` | sends it nothing at all (`MAINT` on the stats page) |
+//! | not ready: a database, no verdict yet, a stale verdict | `down ready` | marks it `DOWN (agent)` |
+//!
+//! Every line states the whole state, since HAProxy changes only what a line says and only
+//! the agent undoes what the agent did: `ready` ends a `drain` or `maint` that an earlier
+//! line set (this process's, or that of the process before it on the same address, which
+//! drained before it exited), `up` ends a `down`, `100%` ends a lowered weight. The words
+//! come from readiness's judgement, in its order: the drain, then a missing or stale
+//! verdict, then the hold, then the verdict. The weight of a ready instance is lowered when
+//! the health verdict is `degraded` (as Envoy's `x-envoy-degraded` is set), and only then.
+//!
+//! Under [`Details::Always`](crate::config::Details::Always) (the agent's own
+//! [`details`](AgentConfig::details), else the monitor's), `down ready` carries its reason
+//! after a `#` (`down ready #database default is not_ready (refused)`), which HAProxy shows
+//! on its stats page and logs: configured names and error categories only, one line of
+//! printable ASCII. Otherwise the line is the words alone.
+//!
+//! Answering costs what a probe costs: the line is chosen at the accept from readiness's
+//! and health's published verdicts (two pointer loads) among lines rendered at start, then
+//! written, and the connection is closed. What the client sends (HAProxy's `agent-send`) is
+//! never parsed: it is read after the line, at most 4 KiB within a second, only so that the
+//! close is not a reset. At most [`max_connections`](AgentConfig::max_connections) are open
+//! at once; the others wait in the listen backlog.
+//!
+//! The [HAProxy guide page](crate::guide::haproxy) has a backend using it beside an HTTP check
+//! of `/health/ready`.
+//!
+//! # Example
+//!
+//! ```
+//! use tokio::io::AsyncReadExt;
+//! use tower_health::haproxy::{AgentConfig, AgentServer};
+//! use tower_health::{HealthConfig, HealthMonitor};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let health = HealthMonitor::spawn(HealthConfig::new())?;
+//! // The same monitor as the layers': one set of checks, one more reader.
+//! let agent = AgentServer::new(AgentConfig::new().port(0), &health)
+//!     .start()
+//!     .await?;
+//! # health.watch().wait_for(|view| view.started).await?;
+//! // What HAProxy does every `agent-inter`: connect, read a line.
+//! let mut line = String::new();
+//! tokio::net::TcpStream::connect(agent.local_addr())
+//!     .await?
+//!     .read_to_string(&mut line)
+//!     .await?;
+//! // No database configured: ready with nothing to check.
+//! assert_eq!(line, "up ready 100%\n");
+//! agent.shutdown();
+//! agent.closed().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod config;
+mod reply;
+mod server;
+
+pub use self::config::AgentConfig;
+pub use self::server::{AgentError, AgentHandle, AgentServer};

@@ -1,0 +1,549 @@
+//! HAProxy's agent check (`haproxy::AgentServer`): its line for each state over a real TCP
+//! connection, beside what `/health/ready` answers, clients that send anything or nothing,
+//! and a real HAProxy (started by the test) acting on it: the weight lowered while degraded,
+//! `MAINT` while held, and a drain that moves new sessions to the other server while the
+//! open ones finish, with no failed request.
+
+use crate::support;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use support::haproxy::{Haproxy, ServerStat, free_port};
+use support::{
+    Client, LIMIT, TestServer, app, bounded, eventually, fast, first_rounds, pg_url, postgres,
+    serve,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceBuilder;
+use tower_health::check::{CheckError, CheckErrorKind};
+use tower_health::component::{self, Component, ComponentSpec};
+use tower_health::config::Details;
+use tower_health::haproxy::{AgentConfig, AgentHandle, AgentServer};
+use tower_health::{
+    DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
+};
+
+const OK: u8 = 0;
+const REFUSED: u8 = 1;
+
+/// A non-critical component the test fails and restores: it makes health `degraded` and
+/// leaves readiness alone.
+fn switchable(behaviour: &Arc<AtomicU8>) -> impl Component {
+    let behaviour = Arc::clone(behaviour);
+    component::from_fn(move || {
+        let now = behaviour.load(Ordering::SeqCst);
+        async move {
+            match now {
+                OK => Ok(()),
+                _ => Err(CheckError::new(
+                    CheckErrorKind::Refused,
+                    "connection refused by cache:6379",
+                )),
+            }
+        }
+    })
+}
+
+/// The test database under the short cadences, with a budget that a loaded machine (the
+/// whole suite at once) does not miss: a round that missed it would honestly say `down`, and
+/// HAProxy would act on it mid-test.
+fn database() -> HealthConfig {
+    fast()
+        .readiness_timeout(Duration::from_secs(2))
+        .database("default", postgres(&pg_url()))
+}
+
+/// What the agent at `addr` says to a client that connects and reads.
+async fn agent_line(addr: SocketAddr) -> String {
+    bounded("reading the agent's line", async {
+        let mut stream = TcpStream::connect(addr)
+            .await
+            .expect("connect to the agent");
+        let mut line = String::new();
+        stream
+            .read_to_string(&mut line)
+            .await
+            .expect("read the agent's line");
+        line
+    })
+    .await
+}
+
+/// Waits until the agent says `expected`; fails the test with what it says instead.
+async fn assert_says(agent: &AgentHandle, expected: &str) {
+    let addr = agent.local_addr();
+    let said = eventually(LIMIT, || async { agent_line(addr).await == expected }).await;
+    assert!(
+        said,
+        "expected {expected:?}, the agent says {:?}",
+        agent_line(addr).await
+    );
+}
+
+/// The status `/health/ready` answers on `server` now.
+async fn ready_status(client: &Client, server: &TestServer) -> StatusCode {
+    client.get(server.addr, "/health/ready").await.status
+}
+
+/// A monitor of the test database and a switchable non-critical component, following a
+/// drain, served by the README's hyper stack (health, then the drain's count, then `app`).
+struct Instance {
+    health: HealthHandle,
+    drain: DrainHandle,
+    cache: Arc<AtomicU8>,
+    server: TestServer,
+}
+
+async fn instance<S>(settings: HealthConfig, app: S) -> Instance
+where
+    S: tower::Service<Request<Incoming>, Response = Response<Full<Bytes>>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let cache = Arc::new(AtomicU8::new(OK));
+    let settings = settings.component(ComponentSpec::new("cache", switchable(&cache)));
+    let health = HealthMonitor::spawn(settings).unwrap();
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
+    assert!(health.follow_drain(&drain));
+    let server = serve(
+        ServiceBuilder::new()
+            .layer(HealthLayer::new(&health))
+            .layer(DrainLayer::new(&drain))
+            .service(app),
+    )
+    .await;
+    Instance {
+        health,
+        drain,
+        cache,
+        server,
+    }
+}
+
+#[tokio::test]
+async fn the_agent_says_each_state_as_readiness_judges_it() {
+    require_postgres!();
+    let instance = instance(database(), app()).await;
+    let agent = AgentServer::new(
+        AgentConfig::new().port(0).degraded_weight(35),
+        &instance.health,
+    )
+    .start()
+    .await
+    .unwrap();
+    first_rounds(&instance.health).await;
+    let client = Client::new();
+
+    // Ready and healthy: up, administratively ready, the full weight.
+    assert_says(&agent, "up ready 100%\n").await;
+    assert_eq!(
+        ready_status(&client, &instance.server).await,
+        StatusCode::OK
+    );
+
+    // A non-critical component fails: health is degraded, readiness passes, the weight is
+    // the configured one.
+    instance.cache.store(REFUSED, Ordering::SeqCst);
+    assert_says(&agent, "up ready 35%\n").await;
+    assert_eq!(
+        ready_status(&client, &instance.server).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        client.get(instance.server.addr, "/health").await.json()["status"],
+        "degraded"
+    );
+    instance.cache.store(OK, Ordering::SeqCst);
+    assert_says(&agent, "up ready 100%\n").await;
+
+    // An operator's hold: maintenance, and readiness fails.
+    assert!(instance.health.hold("maintenance window"));
+    assert_says(&agent, "maint\n").await;
+    assert_eq!(
+        ready_status(&client, &instance.server).await,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    // A hold while degraded is still maintenance: the hold comes before the weight.
+    instance.cache.store(REFUSED, Ordering::SeqCst);
+    let degraded = eventually(LIMIT, || async {
+        client.get(instance.server.addr, "/health").await.json()["status"] == "degraded"
+    })
+    .await;
+    assert!(degraded);
+    assert_eq!(agent_line(agent.local_addr()).await, "maint\n");
+    assert!(instance.health.release());
+    assert_says(&agent, "up ready 35%\n").await;
+    instance.cache.store(OK, Ordering::SeqCst);
+    assert_says(&agent, "up ready 100%\n").await;
+
+    // The drain (last: a process drains once): drain, even while held, and readiness says
+    // draining.
+    assert!(instance.health.hold("maintenance window"));
+    assert_says(&agent, "maint\n").await;
+    assert!(instance.drain.start());
+    assert_eq!(agent_line(agent.local_addr()).await, "drain\n");
+    let ready = client.get(instance.server.addr, "/health/ready").await;
+    assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(ready.json()["status"], "draining");
+    // A client that sends HAProxy's `agent-send` string first gets the same line.
+    let mut stream = TcpStream::connect(agent.local_addr()).await.unwrap();
+    stream.write_all(b"app/app1\n").await.unwrap();
+    let mut line = String::new();
+    bounded("agent-send", stream.read_to_string(&mut line))
+        .await
+        .unwrap();
+    assert_eq!(line, "drain\n");
+
+    agent.shutdown();
+    bounded("the agent closes", agent.closed()).await;
+}
+
+/// A URL of a PostgreSQL that refuses connections: a port nothing listens on.
+async fn refused_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("postgres://postgres@127.0.0.1:{port}/postgres")
+}
+
+#[tokio::test]
+async fn a_refused_database_is_down_with_its_reason_only_where_details_are_shown() {
+    let url = refused_url().await;
+    let instance = instance(fast().database("default", postgres(&url)), app()).await;
+    // The monitor's details (`always`, the default), and an agent of its own that hides them.
+    let shown = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+        .start()
+        .await
+        .unwrap();
+    let hidden = AgentServer::new(
+        AgentConfig::new().port(0).details(Details::Never),
+        &instance.health,
+    )
+    .start()
+    .await
+    .unwrap();
+    first_rounds(&instance.health).await;
+    let client = Client::new();
+    assert_says(
+        &shown,
+        "down ready #database default is not_ready (refused)\n",
+    )
+    .await;
+    assert_says(&hidden, "down ready\n").await;
+    assert_eq!(
+        ready_status(&client, &instance.server).await,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    // `authorized` is `never` here: the agent has no keys.
+    let authorized = AgentServer::new(
+        AgentConfig::new().port(0).details(Details::Authorized),
+        &instance.health,
+    )
+    .start()
+    .await
+    .unwrap();
+    assert_says(&authorized, "down ready\n").await;
+}
+
+#[tokio::test]
+async fn clients_that_send_anything_or_nothing_cannot_keep_haproxy_out() {
+    // No database: ready with nothing to check.
+    let health = HealthMonitor::spawn(fast()).unwrap();
+    let agent = AgentServer::new(AgentConfig::new().port(0).max_connections(2), &health)
+        .start()
+        .await
+        .unwrap();
+    let addr = agent.local_addr();
+    assert_says(&agent, "up ready 100%\n").await;
+    // Connections that never read nor close, more than the limit.
+    let mut silent = Vec::new();
+    for _ in 0..6 {
+        silent.push(TcpStream::connect(addr).await.unwrap());
+    }
+    // Clients that pour bytes (no line end, control characters, far more than an
+    // `agent-send` string) and then leave.
+    let mut floods = Vec::new();
+    for _ in 0..8 {
+        floods.push(tokio::spawn(async move {
+            let Ok(mut stream) = TcpStream::connect(addr).await else {
+                return;
+            };
+            let garbage: Vec<u8> = (0..256 * 1024).map(|i| (i % 256) as u8).collect();
+            let _ = stream.write_all(&garbage).await;
+        }));
+    }
+    // HAProxy still gets its line, once the places free up (each within the write timeout
+    // and a second).
+    assert_eq!(agent_line(addr).await, "up ready 100%\n");
+    for flood in floods {
+        let _ = bounded("a flooding client", flood).await;
+    }
+    drop(silent);
+    assert_eq!(agent_line(addr).await, "up ready 100%\n");
+}
+
+/// The HAProxy configuration: two servers with an HTTP check of `/health/ready` and the
+/// agent check every 200 ms, behind a frontend on `frontend`.
+fn haproxy_config(frontend: u16, servers: [(SocketAddr, SocketAddr); 2]) -> String {
+    let [(app1, agent1), (app2, agent2)] = servers;
+    format!(
+        "global
+    stats socket {{dir}}/stats mode 600 level admin
+    maxconn 512
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+
+frontend fe
+    bind 127.0.0.1:{frontend}
+    default_backend app
+
+backend app
+    balance roundrobin
+    option httpchk GET /health/ready
+    http-check expect status 200
+    default-server check inter 2s fall 3 rise 1 agent-check agent-inter 200ms weight 100
+    server app1 {app1} agent-port {port1}
+    server app2 {app2} agent-port {port2}
+",
+        port1 = agent1.port(),
+        port2 = agent2.port(),
+    )
+}
+
+/// Waits until `server`'s line of `show stat` satisfies `condition`; fails the test with
+/// what HAProxy shows instead.
+async fn wait_for_server(
+    haproxy: &Haproxy,
+    server: &str,
+    what: &str,
+    condition: impl Fn(&ServerStat) -> bool,
+) {
+    let reached = eventually(LIMIT, || async {
+        haproxy
+            .servers("app")
+            .await
+            .get(server)
+            .is_some_and(&condition)
+    })
+    .await;
+    assert!(
+        reached,
+        "{server}: expected {what}; HAProxy shows {:?}\n{}",
+        haproxy.servers("app").await,
+        haproxy.log()
+    );
+}
+
+/// The application behind HAProxy: answers its name, `/slow` after 2 s (counted while in
+/// flight, so that the test knows one is open on this server).
+fn named_app(
+    name: &'static str,
+    slow_in_flight: Arc<AtomicUsize>,
+) -> impl tower::Service<
+    Request<Incoming>,
+    Response = Response<Full<Bytes>>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |request: Request<Incoming>| {
+        let slow_in_flight = slow_in_flight.clone();
+        async move {
+            if request.uri().path() == "/slow" {
+                slow_in_flight.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                slow_in_flight.fetch_sub(1, Ordering::SeqCst);
+            }
+            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(
+                name.as_bytes(),
+            ))))
+        }
+    })
+}
+
+/// A GET through HAProxy on a connection of its own: the name of the server that answered,
+/// or why it failed.
+async fn through(frontend: SocketAddr, path: &str) -> Result<String, String> {
+    let client = HyperClient::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build_http::<Empty<Bytes>>();
+    let request = Request::get(format!("http://{frontend}{path}"))
+        .body(Empty::new())
+        .unwrap();
+    let response = tokio::time::timeout(LIMIT, client.request(request))
+        .await
+        .map_err(|_| format!("{path}: no answer within {LIMIT:?}"))?
+        .map_err(|error| format!("{path}: {error:?}"))?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| format!("{path}: body: {error:?}"))?
+        .to_bytes();
+    let body = String::from_utf8_lossy(&body).into_owned();
+    if status == StatusCode::OK {
+        Ok(body)
+    } else {
+        Err(format!("{path}: {status} {body}"))
+    }
+}
+
+#[tokio::test]
+async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_failure() {
+    require_postgres!();
+    let binary = require_haproxy!();
+    let slow = [Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0))];
+    let app1 = instance(database(), named_app("app1", slow[0].clone())).await;
+    let app2 = instance(database(), named_app("app2", slow[1].clone())).await;
+    let mut agents = Vec::new();
+    for instance in [&app1, &app2] {
+        first_rounds(&instance.health).await;
+        let agent = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+            .start()
+            .await
+            .unwrap();
+        agents.push(agent);
+    }
+    let frontend: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    let haproxy = Haproxy::start(
+        &binary,
+        &haproxy_config(
+            frontend.port(),
+            [
+                (app1.server.addr, agents[0].local_addr()),
+                (app2.server.addr, agents[1].local_addr()),
+            ],
+        ),
+    );
+    let up = |stat: &ServerStat| stat.status == "UP" && stat.weight == 100;
+    wait_for_server(&haproxy, "app1", "UP at weight 100", up).await;
+    wait_for_server(&haproxy, "app2", "UP at weight 100", up).await;
+
+    // Degraded: the weight falls to the default 50%, the server stays up; and comes back.
+    app1.cache.store(REFUSED, Ordering::SeqCst);
+    wait_for_server(&haproxy, "app1", "UP at weight 50", |stat| {
+        stat.status == "UP" && stat.weight == 50
+    })
+    .await;
+    app1.cache.store(OK, Ordering::SeqCst);
+    wait_for_server(&haproxy, "app1", "UP at weight 100", up).await;
+
+    // Held: maintenance; released: up again.
+    assert!(app2.health.hold("maintenance window"));
+    wait_for_server(&haproxy, "app2", "MAINT", |stat| stat.status == "MAINT").await;
+    assert!(app2.health.release());
+    wait_for_server(&haproxy, "app2", "UP at weight 100", up).await;
+
+    // A steady stream of requests through the frontend, each on a connection of its own.
+    let answers: Arc<Mutex<Vec<Result<String, String>>>> = Arc::default();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stream = tokio::spawn({
+        let (answers, stop) = (answers.clone(), stop.clone());
+        async move {
+            while !stop.load(Ordering::SeqCst) {
+                let answer = through(frontend, "/").await;
+                answers.lock().unwrap().push(answer);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    });
+    let answered_by = |name: &str| {
+        answers
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|answer| answer.as_deref() == Ok(name))
+            .count()
+    };
+    assert!(
+        eventually(LIMIT, || async {
+            answered_by("app1") > 5 && answered_by("app2") > 5
+        })
+        .await,
+        "both servers answer the stream: {:?}",
+        answers.lock().unwrap()
+    );
+
+    // Slow requests open on app1 when its drain starts.
+    let slow_requests: Vec<_> = (0..6)
+        .map(|_| tokio::spawn(through(frontend, "/slow")))
+        .collect();
+    assert!(
+        eventually(LIMIT, || async { slow[0].load(Ordering::SeqCst) > 0 }).await,
+        "a slow request reached app1"
+    );
+    assert!(app1.drain.start());
+    wait_for_server(&haproxy, "app1", "DRAIN", |stat| {
+        stat.status.starts_with("DRAIN")
+    })
+    .await;
+    // Settle: a session HAProxy sent just before it heard the drain is counted by now.
+    let settled = answers.lock().unwrap().len() + 5;
+    assert!(eventually(LIMIT, || async { answers.lock().unwrap().len() >= settled }).await);
+    let sessions_then = haproxy.servers("app").await["app1"].sessions_total;
+    let from = answers.lock().unwrap().len();
+    assert!(
+        eventually(LIMIT, || async {
+            answers.lock().unwrap().len() >= from + 30
+        })
+        .await,
+        "the stream goes on"
+    );
+    // New sessions went to app2 only: app1's counter stopped.
+    let after: Vec<_> = answers.lock().unwrap()[from..].to_vec();
+    assert!(
+        after.iter().all(|answer| answer.as_deref() == Ok("app2")),
+        "{after:?}"
+    );
+    assert_eq!(
+        haproxy.servers("app").await["app1"].sessions_total,
+        sessions_then,
+        "app1 got new sessions while draining"
+    );
+    // The open ones finished, on both servers, app1 included.
+    let mut slow_answers = Vec::new();
+    for request in slow_requests {
+        slow_answers.push(bounded("a slow request", request).await.unwrap());
+    }
+    assert!(
+        slow_answers.iter().all(Result::is_ok),
+        "a slow request failed: {slow_answers:?}"
+    );
+    assert!(
+        slow_answers
+            .iter()
+            .any(|answer| answer.as_deref() == Ok("app1")),
+        "{slow_answers:?}"
+    );
+    stop.store(true, Ordering::SeqCst);
+    bounded("the stream", stream).await.unwrap();
+    let answers = answers.lock().unwrap().clone();
+    let failed: Vec<_> = answers.iter().filter(|answer| answer.is_err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} requests failed: {failed:?}",
+        failed.len(),
+        answers.len()
+    );
+    // The agent, still answering `drain` once app1's requests are done.
+    assert_eq!(agent_line(agents[0].local_addr()).await, "drain\n");
+}
