@@ -12,10 +12,11 @@ use http::Response;
 use http::header::{self, HeaderValue};
 
 use crate::monitor::HealthHandle;
-use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe::{BodyMode, Form, Freshness, Probe};
 use crate::rendered::ProbeBody;
 use crate::rendered::Rendered;
-use crate::rendered::fixed::{LIVE, PING};
+use crate::rendered::fixed::{LIVE, LIVE_CHECKS, PING};
+use crate::rendered::kube::Moment;
 use crate::shutdown::DrainHandle;
 use crate::verdict::Audience;
 use crate::view::published::Published;
@@ -57,15 +58,17 @@ impl Future for ProbeResponse {
 
 /// The HTTP answers of a monitor's handle: what the layers and the admin server serve.
 pub(crate) trait Respond {
-    /// The response to `probe` from the published verdicts. Everything but a cache bypass
-    /// is a pointer load and a response built from pre-rendered parts: no lock, no I/O, no
-    /// JSON encoding, no await.
+    /// The response to `probe` from the published verdicts, in `form`. Everything but a
+    /// cache bypass is a pointer load and a response built from pre-rendered parts: no lock,
+    /// no I/O, no JSON encoding, no await (`?exclude` and a check's own path write a few
+    /// lines of text).
     fn probe_response(
         &self,
         probe: Probe,
         mode: BodyMode,
         freshness: Freshness,
         audience: Audience,
+        form: Form<'_>,
     ) -> ProbeResponse;
 }
 
@@ -76,8 +79,57 @@ impl Respond for HealthHandle {
         mode: BodyMode,
         freshness: Freshness,
         audience: Audience,
+        form: Form<'_>,
     ) -> ProbeResponse {
-        answer(self, probe, mode, freshness, audience)
+        if form == Form::Json {
+            answer(self, probe, mode, freshness, audience)
+        } else {
+            ProbeResponse::ready(kube_answer(self, probe, mode, audience, form))
+        }
+    }
+}
+
+/// A Kubernetes-style answer ([`crate::rendered::kube`]), from the published verdicts:
+/// `?nocache` is for the JSON answers.
+#[inline(never)]
+fn kube_answer(
+    health: &HealthHandle,
+    probe: Probe,
+    mode: BodyMode,
+    audience: Audience,
+    form: Form<'_>,
+) -> Response<ProbeBody> {
+    let state = health.state();
+    let draining = state.drain.get().is_some_and(DrainHandle::is_draining);
+    let now = Instant::now();
+    let moment = |stale: bool| Moment { draining, stale };
+    match probe {
+        Probe::Live | Probe::Ping => LIVE_CHECKS.response(Moment::default(), audience, form, mode),
+        Probe::Startup => (state.startup.kube()).response(Moment::default(), audience, form, mode),
+        Probe::Ready => {
+            let published = state.readiness.load();
+            let moment = moment(published.is_stale(now));
+            published
+                .rendered()
+                .kube()
+                .response(moment, audience, form, mode)
+        }
+        Probe::Health => {
+            let published = state.health.load();
+            let moment = moment(published.is_stale(now));
+            published
+                .rendered()
+                .kube()
+                .response(moment, audience, form, mode)
+        }
+        Probe::Pool => {
+            let published = state.pool.load();
+            let moment = moment(published.is_stale(now));
+            published
+                .rendered()
+                .kube()
+                .response(moment, audience, form, mode)
+        }
     }
 }
 

@@ -21,8 +21,7 @@ impl MonitorState {
             let verdict = ReadinessVerdict::from_outcomes(
                 current.verdict.databases.clone(),
                 current.verdict.components.clone(),
-                self.config.fail_direction,
-                self.config.unknown_components,
+                self.readiness_rules(),
                 checked_at,
                 reason.clone(),
             );

@@ -11,7 +11,8 @@ use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::check::{CheckError, CheckErrorKind};
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{
-    CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
+    CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
+    ReadinessVerdict,
 };
 use crate::view::published::{Made, Published, publish_newer};
 
@@ -160,8 +161,7 @@ impl MonitorState {
         let verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
             self.gating_components(),
-            self.config.fail_direction,
-            self.config.unknown_components,
+            self.readiness_rules(),
             round.finished_at,
             hold.clone(),
         );
@@ -396,12 +396,20 @@ impl MonitorState {
         self.notify_view();
     }
 
+    /// What fails readiness, as configured.
+    pub(super) fn readiness_rules(&self) -> ReadinessRules {
+        ReadinessRules {
+            fail_direction: self.config.fail_direction,
+            unknown: self.config.unknown_components,
+        }
+    }
+
     /// Renders and publishes a readiness verdict, tells the view's watchers, and logs a
     /// transition.
     /// The caller holds the hold's lock.
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let stale_after = self.stale_after(self.config.readiness_interval);
-        let rendered = render_readiness(&verdict, stale_after);
+        let rendered = render_readiness(&verdict, self.readiness_rules(), stale_after);
         let published = Arc::new(Published::made(verdict, rendered, made));
         if let Some(previous) = publish_newer(&self.readiness, &published, &self.monitor_running) {
             log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);

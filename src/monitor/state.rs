@@ -20,7 +20,7 @@ use super::startup::Startup;
 use crate::config::{HealthConfig, stale_bound};
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::shutdown::DrainHandle;
-use crate::verdict::{CheckOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{CheckOutcome, HealthVerdict, PoolVerdict, ReadinessRules, ReadinessVerdict};
 use crate::view::published::Published;
 use crate::view::{Source, View, ViewInputs};
 
@@ -331,7 +331,10 @@ fn placeholders(
     // The bound is unused (placeholders never go stale), but the renderer wants one.
     let unused = Duration::ZERO;
     (
-        Published::placeholder(readiness.clone(), render_readiness(&readiness, unused)),
+        Published::placeholder(
+            readiness.clone(),
+            render_readiness(&readiness, ReadinessRules::default(), unused),
+        ),
         Published::placeholder(health.clone(), render_health(&health, unused, None)),
         Published::placeholder(pool.clone(), render_pool(&pool, unused)),
     )

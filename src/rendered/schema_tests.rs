@@ -176,7 +176,13 @@ async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
     for audience in Audience::ALL {
         for probe in Probe::ALL {
             let response = handle
-                .probe_response(probe, BodyMode::Full, Freshness::Published, audience)
+                .probe_response(
+                    probe,
+                    BodyMode::Full,
+                    Freshness::Published,
+                    audience,
+                    crate::probe::Form::Json,
+                )
                 .await;
             let (status, _, body) = read(response).await;
             seen.check(
@@ -191,7 +197,7 @@ async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
         for (schema, rendered, placeholder) in [
             (
                 &READY,
-                render_readiness(&readiness, STALE_AFTER),
+                render_readiness(&readiness, Default::default(), STALE_AFTER),
                 readiness.checked_at.is_none(),
             ),
             (
@@ -237,7 +243,13 @@ async fn every_body_and_a_bypass(handle: &HealthHandle, state: &str, seen: &mut 
     for audience in Audience::ALL {
         for probe in [Probe::Health, Probe::Pool] {
             let response = handle
-                .probe_response(probe, BodyMode::Full, Freshness::Bypass, audience)
+                .probe_response(
+                    probe,
+                    BodyMode::Full,
+                    Freshness::Bypass,
+                    audience,
+                    crate::probe::Form::Json,
+                )
                 .await;
             let (status, _, body) = read(response).await;
             seen.check(
@@ -792,7 +804,13 @@ fn the_definitions_the_schemas_share_are_the_same() {
 /// A real body of `probe` for `audience`, as JSON.
 async fn real(handle: &HealthHandle, probe: Probe, audience: Audience) -> Value {
     let response = handle
-        .probe_response(probe, BodyMode::Full, Freshness::Published, audience)
+        .probe_response(
+            probe,
+            BodyMode::Full,
+            Freshness::Published,
+            audience,
+            crate::probe::Form::Json,
+        )
         .await;
     let (_, _, body) = read(response).await;
     serde_json::from_str(&body).unwrap()

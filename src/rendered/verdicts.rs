@@ -15,12 +15,13 @@ use serde_json::{Map, Value, json};
 
 use super::Rendered;
 use super::age::{Hit, with_cache};
+use super::kube::{KubeAnswers, KubeCheck, Mark};
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
 use crate::verdict::Status;
 use crate::verdict::{
-    Audience, Cause, CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
-    TimeoutDetail,
+    Audience, Cause, CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
+    ReadinessVerdict, TimeoutDetail,
 };
 
 /// Every variant of one verdict's response, for one audience.
@@ -59,22 +60,30 @@ impl Variants {
     }
 }
 
-/// Every variant of one verdict's response, for every audience.
+/// Every variant of one verdict's response, for every audience, and its
+/// [Kubernetes-style answers](super::kube).
 #[derive(Clone, Debug)]
 pub(crate) struct RenderedVerdict {
     audiences: [Variants; Audience::ALL.len()],
+    kube: KubeAnswers,
 }
 
 impl RenderedVerdict {
-    fn new(render: impl Fn(Audience) -> Variants) -> Self {
+    fn new(kube: KubeAnswers, render: impl Fn(Audience) -> Variants) -> Self {
         Self {
             audiences: Audience::ALL.map(render),
+            kube,
         }
     }
 
     /// The variants `audience` is served.
     pub(crate) fn for_audience(&self, audience: Audience) -> &Variants {
         &self.audiences[audience.index()]
+    }
+
+    /// The verdict's checks as `?verbose`, `?exclude` and a check's own path answer them.
+    pub(crate) fn kube(&self) -> &KubeAnswers {
+        &self.kube
     }
 }
 
@@ -109,6 +118,7 @@ impl Circumstance {
 
 pub(crate) fn render_readiness(
     verdict: &ReadinessVerdict,
+    rules: ReadinessRules,
     stale_after: Duration,
 ) -> RenderedVerdict {
     // Every database ready: the short answer kubelets poll all day (the JSON Baldur gave).
@@ -127,7 +137,14 @@ pub(crate) fn render_readiness(
     };
     let status = if verdict.ready { "ready" } else { "not_ready" };
     let stale = Circumstance::stale("readiness", stale_after);
-    RenderedVerdict::new(|audience| {
+    let kube = KubeAnswers::of_verdict(
+        "readyz",
+        verdict.ready,
+        readiness_checks(verdict, rules),
+        verdict.reason,
+        stale.text.clone(),
+    );
+    RenderedVerdict::new(kube, |audience| {
         let mut checks = Map::new();
         let mut details = Map::new();
         for outcome in &verdict.databases {
@@ -191,7 +208,18 @@ pub(crate) fn render_health(
         _ => Status::Unhealthy,
     };
     let stale = Circumstance::stale("health", stale_after);
-    RenderedVerdict::new(|audience| {
+    let no_verdict = verdict.causes.iter().find_map(|cause| match cause {
+        Cause::NoVerdict { .. } | Cause::Panicked { .. } => Some(cause.describe()),
+        _ => None,
+    });
+    let kube = KubeAnswers::of_verdict(
+        "healthz",
+        verdict.status.is_serving(),
+        health_checks(verdict),
+        no_verdict.as_deref(),
+        stale.text.clone(),
+    );
+    RenderedVerdict::new(kube, |audience| {
         let mut details = Map::new();
         if let Some(outcome) = &verdict.database {
             let mut detail = database_detail(outcome, audience);
@@ -266,7 +294,14 @@ pub(crate) fn render_health(
 
 pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> RenderedVerdict {
     let stale = Circumstance::stale("pool", stale_after);
-    RenderedVerdict::new(|audience| {
+    let kube = KubeAnswers::of_verdict(
+        "poolz",
+        verdict.is_usable(),
+        pool_checks(verdict),
+        verdict.reason,
+        stale.text.clone(),
+    );
+    RenderedVerdict::new(kube, |audience| {
         let failed = verdict.outcome.as_ref().filter(|outcome| !outcome.passed());
         // The error text names hosts, users and databases: its category stands in for it
         // where details are not shown.
@@ -322,6 +357,134 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
         )
         .of_status(verdict.status)
     })
+}
+
+/// Readiness's checks: every database and every component that gates it, then the hold.
+fn readiness_checks(verdict: &ReadinessVerdict, rules: ReadinessRules) -> Vec<KubeCheck> {
+    let databases = verdict.databases.iter().map(|outcome| {
+        let mark = if rules.database_fails(outcome) {
+            Mark::Failed
+        } else if outcome.passed() {
+            Mark::Ok
+        } else {
+            Mark::Degraded
+        };
+        database_check(outcome, mark)
+    });
+    let components = verdict.components.iter().map(|report| {
+        let mark = if rules.component_fails(report) {
+            Mark::Failed
+        } else {
+            Mark::Ok
+        };
+        component_check(report, mark)
+    });
+    let hold = match &verdict.held {
+        Some(reason) => held_check(reason, Mark::Failed),
+        None => KubeCheck::ok("hold"),
+    };
+    databases.chain(components).chain([hold]).collect()
+}
+
+/// Health's checks: every database and every component, marked by the verdict's causes (a
+/// cause that makes health `unhealthy` fails its check, the others degrade it), then the
+/// hold, which `/health` shows without failing.
+fn health_checks(verdict: &HealthVerdict) -> Vec<KubeCheck> {
+    let caused = |kind: &str, name: &str| {
+        verdict
+            .causes
+            .iter()
+            .find(|cause| cause.kind() == kind && cause.name() == Some(name))
+    };
+    let mut checks = Vec::new();
+    if verdict.causes.contains(&Cause::NoDatabase) {
+        checks.push(KubeCheck::public(
+            "database",
+            Mark::Failed,
+            &Cause::NoDatabase.describe(),
+        ));
+    }
+    for outcome in verdict.database.iter().chain(&verdict.databases) {
+        let mark = match caused("database", &outcome.name) {
+            Some(Cause::Database {
+                optional: false, ..
+            }) => Mark::Failed,
+            Some(_) => Mark::Degraded,
+            // A critical database besides the default one fails readiness, not health.
+            None if !outcome.passed() => Mark::Degraded,
+            None if caused("pool_saturated", &outcome.name).is_some() => Mark::Degraded,
+            None => Mark::Ok,
+        };
+        let mut check = database_check(outcome, mark);
+        if let Some(saturated) = caused("pool_saturated", &outcome.name) {
+            check.reason = saturated.describe().into();
+        }
+        checks.push(check);
+    }
+    for report in &verdict.components {
+        let mark = match caused("component", &report.name) {
+            Some(Cause::Component { critical: true, .. }) => Mark::Failed,
+            Some(_) => Mark::Degraded,
+            None => Mark::Ok,
+        };
+        checks.push(component_check(report, mark));
+    }
+    let held = verdict.causes.iter().find_map(|cause| match cause {
+        Cause::Held { reason } => Some(reason),
+        _ => None,
+    });
+    checks.push(match held {
+        Some(reason) => held_check(reason, Mark::Degraded),
+        None => KubeCheck::ok("hold"),
+    });
+    checks
+}
+
+/// `hold` while an operator holds the process out: the operator's words for the audience
+/// that sees details, that it is held for the others.
+fn held_check(reason: &std::sync::Arc<str>, mark: Mark) -> KubeCheck {
+    let held = Cause::Held {
+        reason: reason.clone(),
+    };
+    KubeCheck {
+        minimal: Some(held.describe_for(Audience::Minimal).into()),
+        ..KubeCheck::withheld("hold", mark, held.describe_for(Audience::Full))
+    }
+}
+
+/// The pool's check: the default database, failing when it is not usable.
+fn pool_checks(verdict: &PoolVerdict) -> Vec<KubeCheck> {
+    let Some(outcome) = &verdict.outcome else {
+        return Vec::new();
+    };
+    let mark = if !verdict.is_usable() {
+        Mark::Failed
+    } else if verdict.is_saturated() || !outcome.passed() {
+        Mark::Degraded
+    } else {
+        Mark::Ok
+    };
+    vec![database_check(outcome, mark)]
+}
+
+/// `database/<name>`, with what its check found.
+fn database_check(outcome: &CheckOutcome, mark: Mark) -> KubeCheck {
+    let reason = match (&outcome.error, detail_text(outcome)) {
+        (Some(error), _) => error.message().to_owned(),
+        (None, Some(detail)) => format!("{}: {detail}", outcome.status.as_str()),
+        (None, None) => outcome.status.as_str().to_owned(),
+    };
+    KubeCheck::withheld(format!("database/{}", outcome.name), mark, reason)
+}
+
+/// `component/<name>`, with its state and reason.
+fn component_check(report: &ComponentReport, mark: Mark) -> KubeCheck {
+    let reason = if report.reason.is_empty() {
+        report.status.as_str().to_owned()
+    } else {
+        format!("{}: {}", report.status.as_str(), report.reason)
+    };
+    KubeCheck::withheld(format!("component/{}", report.name), mark, reason)
 }
 
 /// `causes` in the body: the circumstance of the variant first, then the verdict's own.

@@ -17,5 +17,6 @@ pub use self::component::ComponentReport;
 pub use self::health::HealthVerdict;
 pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
 pub use self::pool::PoolVerdict;
+pub(crate) use self::readiness::ReadinessRules;
 pub use self::readiness::ReadinessVerdict;
 pub use crate::status::Status;

@@ -5,6 +5,28 @@ use super::{CheckOutcome, ComponentReport};
 use crate::component::UnknownComponents;
 use crate::env::FailDirection;
 
+/// What fails readiness, from the configuration: the one place that says which check
+/// outcome takes a pod out of rotation, for the verdict and for every answer that lists
+/// the checks.
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct ReadinessRules {
+    pub(crate) fail_direction: FailDirection,
+    pub(crate) unknown: UnknownComponents,
+}
+
+impl ReadinessRules {
+    /// Whether `outcome` fails readiness: a critical database's failure, or its timeout
+    /// under [`FailDirection::NotReady`].
+    pub(crate) fn database_fails(self, outcome: &CheckOutcome) -> bool {
+        outcome.critical && !outcome.status.passes_readiness(self.fail_direction)
+    }
+
+    /// Whether `report` (a component that gates readiness) fails readiness.
+    pub(crate) fn component_fails(self, report: &ComponentReport) -> bool {
+        report.counts_as_trouble(self.unknown)
+    }
+}
+
 /// Can this instance serve traffic? The answer of `/health/ready`.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -32,18 +54,16 @@ impl ReadinessVerdict {
     pub(crate) fn from_outcomes(
         databases: Vec<CheckOutcome>,
         components: Vec<ComponentReport>,
-        fail_direction: FailDirection,
-        unknown: UnknownComponents,
+        rules: ReadinessRules,
         checked_at: SystemTime,
         held: Option<Arc<str>>,
     ) -> Self {
-        let databases_ready = databases
+        let databases_ready = !databases
             .iter()
-            .filter(|outcome| outcome.critical)
-            .all(|outcome| outcome.status.passes_readiness(fail_direction));
+            .any(|outcome| rules.database_fails(outcome));
         let components_ready = !components
             .iter()
-            .any(|report| report.counts_as_trouble(unknown));
+            .any(|report| rules.component_fails(report));
         let ready = databases_ready && components_ready && held.is_none();
         Self {
             ready,

@@ -49,6 +49,8 @@ mod fleet;
 mod grpc;
 #[cfg(all(feature = "postgres", feature = "http-check", feature = "rustls"))]
 mod https_check;
+#[cfg(feature = "postgres")]
+mod kube;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "admin"))]
 mod metrics;
 #[cfg(feature = "postgres")]
