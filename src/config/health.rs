@@ -42,6 +42,7 @@ pub struct HealthConfig {
     pub(crate) check_limit: Duration,
     pub(crate) startup_waits_for_mark: bool,
     pub(crate) kubernetes_aliases: bool,
+    pub(crate) envoy_immediate_fail: bool,
     /// The layers' opt-in metrics path, trimmed; `None` answers nothing.
     #[cfg(feature = "metrics")]
     pub(crate) metrics_path: Option<Box<str>>,
@@ -84,6 +85,7 @@ impl HealthConfig {
             check_limit: Duration::from_secs(10),
             startup_waits_for_mark: false,
             kubernetes_aliases: false,
+            envoy_immediate_fail: false,
             #[cfg(feature = "metrics")]
             metrics_path: None,
             details: Details::Always,
@@ -147,6 +149,7 @@ impl fmt::Debug for HealthConfig {
             check_limit,
             startup_waits_for_mark,
             kubernetes_aliases,
+            envoy_immediate_fail,
             #[cfg(feature = "metrics")]
             metrics_path,
             details,
@@ -174,7 +177,8 @@ impl fmt::Debug for HealthConfig {
             .field("nocache_min_interval", nocache_min_interval)
             .field("check_limit", check_limit)
             .field("startup_waits_for_mark", startup_waits_for_mark)
-            .field("kubernetes_aliases", kubernetes_aliases);
+            .field("kubernetes_aliases", kubernetes_aliases)
+            .field("envoy_immediate_fail", envoy_immediate_fail);
         #[cfg(feature = "metrics")]
         f.field("metrics_path", metrics_path);
         f.field("details", details)

@@ -51,6 +51,8 @@ pub(crate) struct Reader {
     /// Whether an application request that finds the inner service not ready gets 503 at
     /// once instead of waiting ([`HealthLayer::shed_load`](crate::HealthLayer::shed_load)).
     pub(crate) shed_load: bool,
+    /// [`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail).
+    envoy_immediate_fail: bool,
     /// The monitor's opt-in metrics path
     /// ([`HealthConfig::metrics_path`](crate::HealthConfig::metrics_path)) and its
     /// exposition; `None` (the default) answers nothing.
@@ -69,6 +71,7 @@ impl Reader {
             public_details: PublicDetails::default(),
             keys: config.access_keys.digests(),
             shed_load: false,
+            envoy_immediate_fail: config.envoy_immediate_fail,
             #[cfg(feature = "metrics")]
             metrics: config
                 .metrics_path
@@ -145,6 +148,13 @@ impl Reader {
             audience,
             form: Form::of(target, query),
         })
+    }
+
+    /// Whether an application response now tells Envoy to take this host out at once: the
+    /// setting is on and the process is held or draining. Off, a load and a branch.
+    #[inline(always)]
+    pub(crate) fn fails_health_checks(&self) -> bool {
+        self.envoy_immediate_fail && self.handle.is_out_of_rotation()
     }
 
     /// The answer to what a request [asked](Self::ask).

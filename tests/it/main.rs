@@ -41,6 +41,8 @@ mod components;
 mod details;
 #[cfg(feature = "postgres")]
 mod drain;
+#[cfg(feature = "postgres")]
+mod envoy;
 #[cfg(all(feature = "postgres", feature = "axum"))]
 mod example;
 #[cfg(all(feature = "postgres", feature = "redis"))]
