@@ -58,6 +58,7 @@ macro_rules! page {
 
 page!(serving, "docs/serving.md");
 page!(kubernetes, "docs/kubernetes.md");
+page!(load_balancers, "docs/load_balancers.md");
 page!(containers, "docs/containers.md");
 page!(bodies, "docs/bodies.md");
 page!(databases, "docs/databases.md");
