@@ -185,22 +185,43 @@ impl Probe {
     /// What the admin server's `path` asks for (a trailing slash accepted).
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn from_admin_path(path: &str) -> Option<Target<'_>> {
-        Target::find(trim_trailing_slash(path), |probe| Some(probe.admin_path()))
+        let path = trim_trailing_slash(path);
+        Target::find(path, |probe| Some(probe.admin_path()))
+            .or_else(|| Target::group(path.strip_prefix("/health")?))
     }
 }
 
-/// What a probe path asks: a probe, or one of its checks (`<probe path>/<check>`, as
-/// kube-apiserver's `/readyz/etcd`).
+/// What a probe path asks: a probe, one of its checks (`<probe path>/<check>`, as
+/// kube-apiserver's `/readyz/etcd`), or a health group (`<prefix>/group/<name>`), which is
+/// judged as readiness is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Target<'a> {
     pub(crate) probe: Probe,
     pub(crate) check: Option<&'a str>,
+    pub(crate) group: Option<&'a str>,
 }
+
+/// Where a health group's path starts, after the layer's prefix (after `/health` on the
+/// admin server).
+pub(crate) const GROUP_PATH: &str = "/group/";
 
 impl<'a> Target<'a> {
     /// The probe itself, not one of its checks.
     pub(crate) const fn of(probe: Probe) -> Self {
-        Self { probe, check: None }
+        Self {
+            probe,
+            check: None,
+            group: None,
+        }
+    }
+
+    /// The health group `<name>` of `/group/<name>` (`rest`, a trailing slash trimmed).
+    fn group(rest: &'a str) -> Option<Self> {
+        let name = rest.strip_prefix(GROUP_PATH)?;
+        (!name.is_empty() && !name.contains('/')).then_some(Self {
+            group: Some(name),
+            ..Self::of(Probe::Ready)
+        })
     }
 
     /// The target of `path` (its trailing slash already trimmed) among the probes whose path
@@ -216,8 +237,8 @@ impl<'a> Target<'a> {
         Probe::ALL.into_iter().find_map(|probe| {
             let check = path.strip_prefix(path_of(probe)?)?.strip_prefix('/')?;
             probe.may_name_check(check).then_some(Self {
-                probe,
                 check: Some(check),
+                ..Self::of(probe)
             })
         })
     }
@@ -357,7 +378,7 @@ impl ProbePaths {
     fn under_prefix(rest: &str) -> Option<Target<'_>> {
         // `<prefix>/` is `<prefix>`.
         let rest = rest.strip_suffix('/').unwrap_or(rest);
-        Target::find(rest, |probe| Some(probe.layer_suffix()))
+        Target::find(rest, |probe| Some(probe.layer_suffix())).or_else(|| Target::group(rest))
     }
 
     fn classify_alias(path: &str) -> Option<Target<'_>> {

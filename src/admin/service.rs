@@ -81,8 +81,12 @@ impl AdminState {
         };
         let audience = crate::access::audience(self.details, role >= Role::Viewer);
         let form = Form::of(target, query);
-        self.health
-            .probe_response(probe, mode, freshness, audience, form)
+        match target.group {
+            Some(name) => self.health.group_response(name, mode, audience, form),
+            None => self
+                .health
+                .probe_response(probe, mode, freshness, audience, form),
+        }
     }
 }
 

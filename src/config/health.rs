@@ -49,6 +49,7 @@ pub struct HealthConfig {
     pub(crate) details: Details,
     pub(crate) access_keys: AccessKeys,
     pub(crate) components: Vec<ComponentSpec>,
+    pub(crate) groups: Vec<super::HealthGroup>,
     pub(crate) optional_databases: Vec<Arc<str>>,
     /// Components the environment lists as critical (`TOWER_HEALTH_CRITICAL`).
     pub(crate) critical_components: Vec<Arc<str>>,
@@ -91,6 +92,7 @@ impl HealthConfig {
             details: Details::Always,
             access_keys: AccessKeys::new(),
             components: Vec::new(),
+            groups: Vec::new(),
             optional_databases: Vec::new(),
             critical_components: Vec::new(),
             unknown_components: UnknownComponents::Ignored,
@@ -121,7 +123,8 @@ impl HealthConfig {
     /// The first invalid value a setter was given, naming the setter: checked once, where
     /// the monitor is made.
     pub(crate) fn checked(&self) -> Result<(), ConfigError> {
-        self.error.check()
+        self.error.check()?;
+        self.check_groups()
     }
 
     /// What in this configuration is likely not what was meant: the set variables that no
@@ -155,6 +158,7 @@ impl fmt::Debug for HealthConfig {
             details,
             access_keys,
             components: _,
+            groups,
             optional_databases,
             critical_components,
             unknown_components,
@@ -184,6 +188,7 @@ impl fmt::Debug for HealthConfig {
         f.field("details", details)
             .field("access_keys", access_keys)
             .field("components", &self.component_names().collect::<Vec<_>>())
+            .field("groups", groups)
             .field("optional_databases", optional_databases)
             .field("critical_components", critical_components)
             .field("unknown_components", unknown_components)

@@ -96,6 +96,7 @@ impl HealthConfig {
         config
             .databases_from_env(env)?
             .components_from_env(env)?
+            .groups_from_env(env)?
             .shared_from_env(env)
     }
 }

@@ -41,6 +41,7 @@
 
 mod components;
 mod databases;
+mod groups;
 pub(crate) mod health;
 mod health_env;
 #[cfg(test)]
@@ -51,6 +52,7 @@ mod shared;
 mod timing;
 
 pub use self::databases::DEFAULT_DATABASE;
+pub use self::groups::HealthGroup;
 pub(crate) use self::databases::DatabaseEntry;
 pub(crate) use self::health::HealthConfig;
 pub(crate) use self::reader_defaults::validate_prefix;

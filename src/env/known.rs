@@ -70,6 +70,7 @@ pub(crate) const HEALTH: Reader = Reader {
     ],
     prefixes: &[
         "TOWER_HEALTH_DATABASE_URL_",
+        "TOWER_HEALTH_GROUP_",
         "TOWER_HEALTH_HTTP_",
         "TOWER_HEALTH_REDIS_",
         "TOWER_HEALTH_TCP_",

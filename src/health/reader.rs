@@ -28,6 +28,13 @@ pub(crate) enum Asked<'a> {
         audience: Audience,
         form: Form<'a>,
     },
+    /// A health group's path (`<prefix>/group/<name>`), in the form the request asks for.
+    Group {
+        name: &'a str,
+        mode: BodyMode,
+        audience: Audience,
+        form: Form<'a>,
+    },
     /// A probe path (or the metrics path) with a method other than GET and HEAD.
     MethodNotAllowed,
     /// The opt-in metrics path; `allowed` is whether the caller may read it.
@@ -141,6 +148,14 @@ impl Reader {
         } else {
             Audience::Minimal
         };
+        if let Some(name) = target.group {
+            return Some(Asked::Group {
+                name,
+                mode,
+                audience,
+                form: Form::of(target, query),
+            });
+        }
         Some(Asked::Probe {
             probe,
             mode,
@@ -169,6 +184,12 @@ impl Reader {
             } => self
                 .handle
                 .probe_response(probe, mode, freshness, audience, form),
+            Asked::Group {
+                name,
+                mode,
+                audience,
+                form,
+            } => self.handle.group_response(name, mode, audience, form),
             Asked::MethodNotAllowed => ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full),
             #[cfg(feature = "metrics")]
             Asked::Metrics { mode, allowed } => self.metrics_response(mode, allowed),

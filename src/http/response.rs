@@ -15,7 +15,7 @@ use crate::monitor::HealthHandle;
 use crate::probe::{BodyMode, Form, Freshness, Probe};
 use crate::rendered::ProbeBody;
 use crate::rendered::Rendered;
-use crate::rendered::fixed::{LIVE, LIVE_CHECKS, PING};
+use crate::rendered::fixed::{LIVE, LIVE_CHECKS, NO_SUCH_GROUP, PING};
 use crate::rendered::kube::Moment;
 use crate::shutdown::DrainHandle;
 use crate::verdict::Audience;
@@ -70,6 +70,16 @@ pub(crate) trait Respond {
         audience: Audience,
         form: Form<'_>,
     ) -> ProbeResponse;
+
+    /// The response of the health group `name`, judged as readiness is: the group's own
+    /// answer, or 503 while held, draining or stale; 404 for a name that is no group.
+    fn group_response(
+        &self,
+        name: &str,
+        mode: BodyMode,
+        audience: Audience,
+        form: Form<'_>,
+    ) -> ProbeResponse;
 }
 
 impl Respond for HealthHandle {
@@ -85,6 +95,56 @@ impl Respond for HealthHandle {
             answer(self, probe, mode, freshness, audience)
         } else {
             ProbeResponse::ready(kube_answer(self, probe, mode, audience, form))
+        }
+    }
+
+    fn group_response(
+        &self,
+        name: &str,
+        mode: BodyMode,
+        audience: Audience,
+        form: Form<'_>,
+    ) -> ProbeResponse {
+        ProbeResponse::ready(self.group_answer(name, mode, audience, form))
+    }
+}
+
+impl HealthHandle {
+    fn group_answer(
+        &self,
+        name: &str,
+        mode: BodyMode,
+        audience: Audience,
+        form: Form<'_>,
+    ) -> Response<ProbeBody> {
+        let state = self.state();
+        let drain = state.drain.get();
+        let draining = drain.is_some_and(DrainHandle::is_draining);
+        let now = Instant::now();
+        let published = state.readiness.load();
+        let Some(group) = published.rendered().group(name) else {
+            return NO_SUCH_GROUP.response(mode);
+        };
+        if form != Form::Json {
+            let moment = Moment {
+                draining,
+                stale: published.is_stale(now),
+            };
+            return group.kube().response(moment, audience, form, mode);
+        }
+        let (condition, ..) = judge(Probe::Ready, &published, draining, now);
+        let variants = group.for_audience(audience);
+        match condition {
+            Condition::Draining => {
+                let retry_after = drain.map(DrainHandle::retry_after);
+                let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
+                variants.draining.response_aged(mode, 0, extra)
+            }
+            Condition::Stale => variants.stale.response(mode),
+            Condition::Held => variants.held.response(mode),
+            Condition::Verdict | Condition::Unavailable | Condition::Starting => {
+                variants.published.response(mode)
+            }
         }
     }
 }

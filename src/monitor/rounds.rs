@@ -98,7 +98,9 @@ impl MonitorState {
                 let pool = PoolVerdict::from_outcome(default, checked_at);
                 self.publish_pool_verdict(pool, made);
                 let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
-                let verdict = ReadinessVerdict::panicked(ROUND_PANICKED, checked_at, hold.clone());
+                let mut verdict =
+                    ReadinessVerdict::panicked(ROUND_PANICKED, checked_at, hold.clone());
+                verdict.groups = self.group_verdicts(None);
                 self.publish_readiness(verdict, made);
             }
             Cadence::Health => {
@@ -158,13 +160,14 @@ impl MonitorState {
             .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, started, round.finished_at);
         let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
-        let verdict = ReadinessVerdict::from_outcomes(
+        let mut verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
             self.gating_components(),
             self.readiness_rules(),
             round.finished_at,
             hold.clone(),
         );
+        verdict.groups = self.group_verdicts(Some(&verdict.databases));
         let made = self.made(started, Instant::now(), self.config.readiness_interval);
         self.publish_readiness(verdict, made);
         drop(hold);

@@ -80,6 +80,16 @@ pub(crate) static STARTING_APPLICATION_CHECKS: LazyLock<KubeAnswers> = LazyLock:
     )
 });
 
+/// A health group's path whose name is no group of the monitor.
+pub(crate) static NO_SUCH_GROUP: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::NOT_FOUND,
+        "no-store",
+        br#"{"error":"no such health group"}"#,
+        &[],
+    )
+});
+
 /// Any method but GET and HEAD on a probe path.
 pub(crate) static METHOD_NOT_ALLOWED: LazyLock<Rendered> = LazyLock::new(|| {
     Rendered::fixed(

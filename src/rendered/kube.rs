@@ -142,8 +142,9 @@ const DRAINING: &str =
 /// `?verbose` answer rendered for every [`Moment`] and audience.
 #[derive(Clone, Debug)]
 pub(crate) struct KubeAnswers {
-    /// The endpoint's kube name, for the last line: `readyz`, `healthz`, `poolz`.
-    kube: &'static str,
+    /// The endpoint's kube name, for the last line: `readyz`, `healthz`, `poolz`,
+    /// `group/<name>`.
+    kube: Box<str>,
     /// Whether the verdict itself passes (before the drain and staleness).
     passes: bool,
     checks: Box<[KubeCheck]>,
@@ -162,14 +163,14 @@ impl KubeAnswers {
     /// The answers of a verdict whose checks are `checks`, which `passes` or not;
     /// `no_verdict` says why there is no round's verdict, `stale` what a stale one means.
     pub(crate) fn of_verdict(
-        kube: &'static str,
+        kube: impl Into<Box<str>>,
         passes: bool,
         checks: Vec<KubeCheck>,
         no_verdict: Option<&str>,
         stale: String,
     ) -> Self {
         Self {
-            kube,
+            kube: kube.into(),
             passes,
             checks: checks.into_boxed_slice(),
             no_verdict: no_verdict.map(Into::into),
@@ -183,7 +184,7 @@ impl KubeAnswers {
     /// The answers of a probe without a verdict (liveness, startup): its one check.
     pub(crate) fn fixed(kube: &'static str, check: KubeCheck) -> Self {
         Self {
-            kube,
+            kube: kube.into(),
             passes: check.mark != Mark::Failed,
             checks: Box::new([check]),
             no_verdict: None,

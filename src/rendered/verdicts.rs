@@ -20,8 +20,8 @@ use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
 use crate::verdict::Status;
 use crate::verdict::{
-    Audience, Cause, CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
-    ReadinessVerdict, TimeoutDetail,
+    Audience, Cause, CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict,
+    ReadinessRules, ReadinessVerdict, TimeoutDetail,
 };
 
 /// Every variant of one verdict's response, for one audience.
@@ -61,11 +61,45 @@ impl Variants {
 }
 
 /// Every variant of one verdict's response, for every audience, and its
-/// [Kubernetes-style answers](super::kube).
+/// [Kubernetes-style answers](super::kube); readiness's also has its groups'.
 #[derive(Clone, Debug)]
 pub(crate) struct RenderedVerdict {
     audiences: [Variants; Audience::ALL.len()],
     kube: KubeAnswers,
+    groups: Box<[RenderedGroup]>,
+}
+
+/// A health group's answers, rendered with the readiness verdict it is part of.
+#[derive(Clone, Debug)]
+pub(crate) struct RenderedGroup {
+    pub(crate) name: std::sync::Arc<str>,
+    audiences: [GroupVariants; Audience::ALL.len()],
+    kube: KubeAnswers,
+}
+
+/// Every variant of a group's answer, for one audience: readiness's judgement picks one.
+#[derive(Clone, Debug)]
+pub(crate) struct GroupVariants {
+    /// The group's own answer.
+    pub(crate) published: Rendered,
+    /// While an operator holds the process out: 503.
+    pub(crate) held: Rendered,
+    /// While the server drains: 503.
+    pub(crate) draining: Rendered,
+    /// Once readiness's verdict is stale: 503.
+    pub(crate) stale: Rendered,
+}
+
+impl RenderedGroup {
+    /// The variants `audience` is served.
+    pub(crate) fn for_audience(&self, audience: Audience) -> &GroupVariants {
+        &self.audiences[audience.index()]
+    }
+
+    /// The group's checks as `?verbose` and `?exclude` answer them.
+    pub(crate) fn kube(&self) -> &KubeAnswers {
+        &self.kube
+    }
 }
 
 impl RenderedVerdict {
@@ -73,7 +107,13 @@ impl RenderedVerdict {
         Self {
             audiences: Audience::ALL.map(render),
             kube,
+            groups: Box::default(),
         }
+    }
+
+    /// The answers of the health group `name`, if readiness's verdict has it.
+    pub(crate) fn group(&self, name: &str) -> Option<&RenderedGroup> {
+        self.groups.iter().find(|group| *group.name == *name)
     }
 
     /// The variants `audience` is served.
@@ -144,7 +184,12 @@ pub(crate) fn render_readiness(
         verdict.reason,
         stale.text.clone(),
     );
-    RenderedVerdict::new(kube, |audience| {
+    let groups = verdict
+        .groups
+        .iter()
+        .map(|group| render_group(group, verdict, &stale))
+        .collect();
+    let mut rendered = RenderedVerdict::new(kube, |audience| {
         let mut checks = Map::new();
         let mut details = Map::new();
         for outcome in &verdict.databases {
@@ -193,7 +238,9 @@ pub(crate) fn render_readiness(
             ),
             stale: Rendered::json(unavailable, to_vec(&body("not_ready", Some(&stale.text)))),
         }
-    })
+    });
+    rendered.groups = groups;
+    rendered
 }
 
 /// Renders a health verdict; `own_id` is this process's, when it shares its verdicts
@@ -357,6 +404,87 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
         )
         .of_status(verdict.status)
     })
+}
+
+/// A health group's answers: its own status, or 503 while held, draining or stale, as
+/// readiness's judgement says.
+fn render_group(
+    group: &GroupVerdict,
+    readiness: &ReadinessVerdict,
+    stale: &Circumstance,
+) -> RenderedGroup {
+    let checks: Map<String, Value> = group
+        .members
+        .iter()
+        .map(|member| ((*member.check).to_owned(), member.state.into()))
+        .collect();
+    let failing = group.members.iter().find(|member| !member.passed);
+    let held = readiness.held.as_ref().map(|reason| Cause::Held {
+        reason: reason.clone(),
+    });
+    let audiences = Audience::ALL.map(|audience| {
+        let body = |status: &str, reason: Option<String>| {
+            let mut body = json!({ "status": status, "group": &*group.name, "checks": checks });
+            if let Some(reason) = reason {
+                body["reason"] = reason.into();
+            }
+            to_vec(&body)
+        };
+        let reason = failing.map(|member| match (&member.reason, audience) {
+            (Some(reason), Audience::Full) => {
+                format!("{} is {}: {reason}", member.check, member.state)
+            }
+            _ => format!("{} is {}", member.check, member.state),
+        });
+        let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+        GroupVariants {
+            published: Rendered::json(
+                group.status.http_status(),
+                body(group.status.as_str(), reason),
+            ),
+            held: Rendered::json(
+                unavailable,
+                body(
+                    "held",
+                    held.as_ref().map(|held| held.describe_for(audience)),
+                ),
+            ),
+            draining: Rendered::json(unavailable, body("draining", Some(DRAINING_REASON.into()))),
+            stale: Rendered::json(unavailable, body("unavailable", Some(stale.text.clone()))),
+        }
+    });
+    let checks = group
+        .members
+        .iter()
+        .map(|member| {
+            let mark = match (member.passed, member.optional) {
+                (true, _) => Mark::Ok,
+                (false, true) => Mark::Degraded,
+                (false, false) => Mark::Failed,
+            };
+            let reason = member
+                .reason
+                .as_deref()
+                .map_or_else(|| member.state.to_owned(), str::to_owned);
+            KubeCheck::withheld(&*member.check, mark, reason)
+        })
+        .chain([match &readiness.held {
+            Some(reason) => held_check(reason, Mark::Failed),
+            None => KubeCheck::ok("hold"),
+        }])
+        .collect();
+    let no_verdict = (group.status == Status::Unavailable).then_some("no round has checked the group yet");
+    RenderedGroup {
+        name: group.name.clone(),
+        audiences,
+        kube: KubeAnswers::of_verdict(
+            format!("group/{}", group.name),
+            group.passes() && readiness.held.is_none(),
+            checks,
+            no_verdict,
+            stale.text.clone(),
+        ),
+    }
 }
 
 /// Readiness's checks: every database and every component that gates it, then the hold.

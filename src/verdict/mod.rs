@@ -6,6 +6,7 @@
 
 mod cause;
 mod component;
+mod group;
 mod health;
 mod outcome;
 mod pool;
@@ -14,6 +15,7 @@ mod readiness;
 pub(crate) use self::cause::Audience;
 pub use self::cause::Cause;
 pub use self::component::ComponentReport;
+pub use self::group::{GroupMemberState, GroupVerdict};
 pub use self::health::HealthVerdict;
 pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
 pub use self::pool::PoolVerdict;

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{CheckOutcome, ComponentReport};
+use super::{CheckOutcome, ComponentReport, GroupVerdict};
 use crate::component::UnknownComponents;
 use crate::env::FailDirection;
 
@@ -48,6 +48,9 @@ pub struct ReadinessVerdict {
     /// The reason of a manual hold, while one is in place
     /// ([`HealthHandle::hold`](crate::HealthHandle::hold)): `ready` is then `false`.
     pub held: Option<Arc<str>>,
+    /// The [health groups](crate::config::HealthGroup), in the order they were added, from
+    /// the same round.
+    pub groups: Vec<GroupVerdict>,
 }
 
 impl ReadinessVerdict {
@@ -72,6 +75,7 @@ impl ReadinessVerdict {
             checked_at: Some(checked_at),
             reason: None,
             held,
+            groups: Vec::new(),
         }
     }
 
@@ -89,6 +93,7 @@ impl ReadinessVerdict {
             checked_at: Some(checked_at),
             reason: Some(reason),
             held,
+            groups: Vec::new(),
         }
     }
 
@@ -100,6 +105,7 @@ impl ReadinessVerdict {
             checked_at: None,
             reason: Some(reason),
             held: None,
+            groups: Vec::new(),
         }
     }
 }
