@@ -21,14 +21,28 @@ macro_rules! page {
                        [`AdminConfig`]: crate#feature-flags"
             )]
             #![cfg_attr(
+                any(feature = "metrics", feature = "opentelemetry"),
+                doc = "[`metrics`]: crate::metrics"
+            )]
+            #![cfg_attr(
                 feature = "metrics",
-                doc = "[`metrics`]: crate::metrics\n\
-                       [`HealthMetrics`]: crate::metrics::HealthMetrics"
+                doc = "[`HealthMetrics`]: crate::metrics::HealthMetrics"
+            )]
+            #![cfg_attr(
+                not(any(feature = "metrics", feature = "opentelemetry")),
+                doc = "[`metrics`]: crate#feature-flags"
             )]
             #![cfg_attr(
                 not(feature = "metrics"),
-                doc = "[`metrics`]: crate#feature-flags\n\
-                       [`HealthMetrics`]: crate#feature-flags"
+                doc = "[`HealthMetrics`]: crate#feature-flags"
+            )]
+            #![cfg_attr(
+                feature = "opentelemetry",
+                doc = "[`OpenTelemetry`]: crate::metrics::OpenTelemetry"
+            )]
+            #![cfg_attr(
+                not(feature = "opentelemetry"),
+                doc = "[`OpenTelemetry`]: crate#feature-flags"
             )]
             #![cfg_attr(
                 feature = "grpc",

@@ -120,6 +120,7 @@
 //! | `redis-cluster` | Redis Cluster for both: `redis-cluster://` URLs (implies `redis`) | No |
 //! | `redis-sentinel` | Redis Sentinel for both: `redis-sentinel://` URLs, following failovers (implies `redis`) | No |
 //! | `metrics` | `metrics::HealthMetrics`: Prometheus metrics of the published verdicts, rendered once per round (prometheus-client) | No |
+//! | `opentelemetry` | `metrics::OpenTelemetry`: the same metrics as observable instruments on the application's `Meter` (the `opentelemetry` API crate) | No |
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost) | No |
 //! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |
 //! | `full` | every feature (Rust 1.94, for `sqlx-0-9`) | No |
@@ -154,8 +155,8 @@ pub mod health;
 pub mod healthcheck;
 mod http;
 pub mod io;
-#[cfg(feature = "metrics")]
-#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "metrics", feature = "opentelemetry"))))]
 pub mod metrics;
 pub mod monitor;
 pub mod ping;

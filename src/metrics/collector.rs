@@ -2,11 +2,12 @@
 //! cached exposition), and the view read at each of the application's scrapes.
 
 use std::fmt;
+use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::families;
+use super::prometheus;
 use super::snapshot::Snapshot;
 use crate::monitor::HealthHandle;
 
@@ -15,12 +16,12 @@ use crate::monitor::HealthHandle;
 ///
 /// [`HealthMetrics`]: super::HealthMetrics
 #[derive(Debug)]
-pub(super) struct SnapshotCollector(pub(super) Snapshot);
+pub(super) struct SnapshotCollector(pub(super) Arc<Snapshot>);
 
 impl Collector for SnapshotCollector {
     fn encode(&self, encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
         let Self(snapshot) = self;
-        families::encode(snapshot, encoder)
+        prometheus::encode(snapshot, encoder)
     }
 }
 
@@ -34,6 +35,6 @@ impl Collector for LiveCollector {
     fn encode(&self, encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
         let Self(handle) = self;
         let snapshot = Snapshot::read(handle);
-        families::encode(&snapshot, encoder)
+        prometheus::encode(&snapshot, encoder)
     }
 }

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -17,7 +16,6 @@ use crate::monitor::HealthHandle;
 use crate::probe::BodyMode;
 use crate::rendered::ProbeBody;
 use crate::rendered::Rendered;
-use crate::shutdown::DrainHandle;
 
 /// The OpenMetrics text format, version 1.0.0, which Prometheus reads.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -58,43 +56,26 @@ struct Inner {
 
 /// One rendering of the exposition.
 struct Exposition {
-    /// The view's generation it was rendered from.
-    generation: u64,
-    draining: bool,
-    /// Current until this instant (when a verdict it shows fresh goes stale), if ever.
-    until: Option<Instant>,
+    /// What it was rendered from.
+    snapshot: Arc<Snapshot>,
     body: Bytes,
     response: Rendered,
 }
 
 impl Exposition {
     fn render(health: &HealthHandle) -> Self {
-        let snapshot = Snapshot::read(health);
-        let (generation, draining, until) = (
-            snapshot.generation,
-            snapshot.view.draining,
-            snapshot.view.next_stale_at,
-        );
+        let snapshot = Arc::new(Snapshot::read(health));
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(SnapshotCollector(snapshot)));
+        registry.register_collector(Box::new(SnapshotCollector(Arc::clone(&snapshot))));
         let mut text = String::with_capacity(8 * 1024);
         prometheus_client::encoding::text::encode(&mut text, &registry)
             .expect("writing to a String cannot fail");
         let body = Bytes::from(text);
         Self {
-            generation,
-            draining,
-            until,
+            snapshot,
             response: Rendered::with_content_type(StatusCode::OK, CONTENT_TYPE, body.clone()),
             body,
         }
-    }
-
-    /// Whether this rendering still says what a rendering now would.
-    fn is_current(&self, health: &HealthHandle) -> bool {
-        self.generation == health.state().view_generation()
-            && (self.draining || !health.drain().is_some_and(DrainHandle::is_draining))
-            && self.until.is_none_or(|until| Instant::now() <= until)
     }
 }
 
@@ -156,7 +137,7 @@ impl HealthMetrics {
         let inner = &*self.inner;
         let health = &inner.handle;
         let last = inner.last.load();
-        if last.is_current(health) {
+        if last.snapshot.is_current(health) {
             return f(&last);
         }
         drop(last);
@@ -166,7 +147,7 @@ impl HealthMetrics {
             .unwrap_or_else(PoisonError::into_inner);
         // Another scrape may have rendered while this one waited.
         let last = inner.last.load_full();
-        if last.is_current(health) {
+        if last.snapshot.is_current(health) {
             return f(&last);
         }
         let exposition = Arc::new(Exposition::render(health));
@@ -187,16 +168,14 @@ impl fmt::Debug for HealthMetrics {
         } = &**inner;
         let last = last.load();
         let Exposition {
-            generation,
-            draining,
-            until: _,
+            snapshot,
             body,
             response: _,
         } = &**last;
         f.debug_struct("HealthMetrics")
             .field("monitor", handle)
-            .field("generation", generation)
-            .field("draining", draining)
+            .field("generation", &snapshot.generation)
+            .field("draining", &snapshot.view.draining)
             .field("bytes", &body.len())
             .field("renders", &renders.load(Ordering::Relaxed))
             .finish()

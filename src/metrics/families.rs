@@ -1,50 +1,163 @@
-//! The metric families, written from one [`Snapshot`] in the order of the table in the
-//! [module docs](super): what the view answers here, the monitor's work in `work.rs`.
-
-use std::fmt;
-
-use prometheus_client::encoding::DescriptorEncoder;
-use prometheus_client::metrics::MetricType;
+//! The metric families, written once: each one's name, help and kind, and how its series are
+//! read from one [`Snapshot`]. Both exporters read this list (prometheus-client's encoder and
+//! OpenTelemetry's instruments), in the order of the table in the [module docs](super); what
+//! the view answers is here, the monitor's work in `work.rs`.
 
 use super::snapshot::Snapshot;
 use super::states::{COMPONENT_STATUSES, CONDITIONS, DATABASE_STATUSES, STATUSES};
 use super::work;
-use super::write::{family, gauges};
 use crate::probe::Probe;
 use crate::status::Status;
 use crate::view::Condition;
 
-/// Writes every family of `snapshot` to `encoder`.
-pub(super) fn encode(snapshot: &Snapshot, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
-    let view = &snapshot.view;
-    let encoder = &mut encoder;
+/// The label names and values of one series.
+pub(super) type Labels<'a> = &'a [(&'static str, &'a str)];
 
-    gauges(
-        encoder,
-        "tower_health_probe_passing",
-        "Whether the probe passes now (HTTP 200, gRPC SERVING)",
-        view.answers()
-            .iter()
-            .map(|answer| ([("probe", answer.probe.as_str())], answer.passing)),
-    )?;
-    gauges(
-        encoder,
-        "tower_health_probe_condition",
-        "What decides the probe's answer: 1 for the current condition",
-        view.answers().iter().flat_map(|answer| {
-            CONDITIONS.into_iter().map(|condition| {
-                (
-                    [
-                        ("probe", answer.probe.as_str()),
-                        ("condition", condition.as_str()),
-                    ],
-                    answer.condition == condition,
-                )
-            })
-        }),
-    )?;
-    // The health verdict's status as served: `unavailable` once stale. A drain does not
-    // change it (see tower_health_draining).
+/// One metric family.
+pub(super) struct Family {
+    /// The name without its unit and without `_total`: prometheus-client adds both to the
+    /// samples, as OpenMetrics asks, and so does an OpenTelemetry-to-Prometheus pipeline,
+    /// from the instrument's unit and kind.
+    pub(super) name: &'static str,
+    pub(super) help: &'static str,
+    pub(super) series: Series,
+}
+
+/// Reads a family's series from a snapshot: calls its second argument once per series.
+pub(super) type Read<T> = fn(&Snapshot, &mut dyn FnMut(Labels<'_>, T));
+
+/// A family's kind, and what reads its series.
+#[derive(Copy, Clone)]
+pub(super) enum Series {
+    /// A gauge of 0/1 series: 1 for `true`.
+    Flags(Read<bool>),
+    /// A gauge in seconds (unit `seconds`, `s` to OpenTelemetry).
+    Seconds(Read<f64>),
+    /// A counter.
+    Counts(Read<u64>),
+}
+
+/// Every family, in the order of the table in the [module docs](super).
+pub(super) const FAMILIES: [Family; 19] = [
+    Family {
+        name: "tower_health_probe_passing",
+        help: "Whether the probe passes now (HTTP 200, gRPC SERVING)",
+        series: Series::Flags(probe_passing),
+    },
+    Family {
+        name: "tower_health_probe_condition",
+        help: "What decides the probe's answer: 1 for the current condition",
+        series: Series::Flags(probe_condition),
+    },
+    Family {
+        name: "tower_health_status",
+        help: "The health status: 1 for the current one",
+        series: Series::Flags(status),
+    },
+    Family {
+        name: "tower_health_database_up",
+        help: "Whether the database was ready in the last readiness round",
+        series: Series::Flags(database_up),
+    },
+    Family {
+        name: "tower_health_database_check_status",
+        help: "The database's check status in the last readiness round: 1 for the current one",
+        series: Series::Flags(database_check_status),
+    },
+    Family {
+        name: "tower_health_component_status",
+        help: "The component's status in the last health round: 1 for the current one",
+        series: Series::Flags(component_status),
+    },
+    Family {
+        name: "tower_health_verdict_timestamp",
+        help: "When the verdict was computed (Unix time); its age is time() minus this",
+        series: Series::Seconds(work::verdict_timestamp),
+    },
+    Family {
+        name: "tower_health_verdict_stale",
+        help: "Whether the verdict is older than its staleness bound (the monitor is stuck)",
+        series: Series::Flags(work::verdict_stale),
+    },
+    Family {
+        name: "tower_health_round_duration",
+        help: "How long the last round's checks took",
+        series: Series::Seconds(work::round_duration),
+    },
+    Family {
+        name: "tower_health_rounds",
+        help: "Rounds completed: their checks run here (computed), or the fleet's entry served (shared)",
+        series: Series::Counts(work::rounds),
+    },
+    Family {
+        name: "tower_health_round_panics",
+        help: "Rounds that panicked: reported as failed, and the next round run",
+        series: Series::Counts(work::round_panics),
+    },
+    Family {
+        name: "tower_health_shared_cache_errors",
+        help: "Health rounds in which Redis failed or the shared entry could not be served",
+        series: Series::Counts(work::shared_cache_errors),
+    },
+    Family {
+        name: "tower_health_check_failures",
+        help: "Checks that finished with an error, by category (each check once, however many rounds waited for it)",
+        series: Series::Counts(work::check_failures),
+    },
+    Family {
+        name: "tower_health_transitions",
+        help: "Transitions of readiness and of the health status (each one logged), the first verdict included",
+        series: Series::Counts(work::transitions),
+    },
+    Family {
+        name: "tower_health_nocache_computations",
+        help: "Fresh computations run for ?nocache=true (concurrent bypasses share one)",
+        series: Series::Counts(work::nocache_computations),
+    },
+    Family {
+        name: "tower_health_draining",
+        help: "Whether the drain has started",
+        series: Series::Flags(|snapshot, series| series(&[], snapshot.view.draining)),
+    },
+    Family {
+        name: "tower_health_held",
+        help: "Whether an operator's hold keeps readiness failing",
+        series: Series::Flags(|snapshot, series| series(&[], snapshot.view.held.is_some())),
+    },
+    Family {
+        name: "tower_health_started",
+        help: "Whether the process has finished starting (the startup probe passes)",
+        series: Series::Flags(|snapshot, series| series(&[], snapshot.view.started)),
+    },
+    Family {
+        name: "tower_health_monitor_running",
+        help: "Whether the background monitor is running",
+        series: Series::Flags(|snapshot, series| series(&[], snapshot.view.monitor_running)),
+    },
+];
+
+fn probe_passing(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    for answer in snapshot.view.answers() {
+        series(&[("probe", answer.probe.as_str())], answer.passing);
+    }
+}
+
+fn probe_condition(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    for answer in snapshot.view.answers() {
+        for condition in CONDITIONS {
+            let labels = [
+                ("probe", answer.probe.as_str()),
+                ("condition", condition.as_str()),
+            ];
+            series(&labels, answer.condition == condition);
+        }
+    }
+}
+
+/// The health verdict's status as served: `unavailable` once stale. A drain does not change
+/// it (see `tower_health_draining`).
+fn status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    let view = &snapshot.view;
     let status = match view.answer(Probe::Health).condition {
         Condition::Stale => Status::Unavailable,
         Condition::Verdict
@@ -53,83 +166,36 @@ pub(super) fn encode(snapshot: &Snapshot, mut encoder: DescriptorEncoder<'_>) ->
         | Condition::Held
         | Condition::Starting => view.health.status,
     };
-    gauges(
-        encoder,
-        "tower_health_status",
-        "The health status: 1 for the current one",
-        STATUSES.map(|each| ([("status", each.as_str())], each == status)),
-    )?;
-
-    let databases = &view.readiness.databases;
-    gauges(
-        encoder,
-        "tower_health_database_up",
-        "Whether the database was ready in the last readiness round",
-        databases.iter().map(|outcome| {
-            let critical = if outcome.critical { "true" } else { "false" };
-            (
-                [("database", &*outcome.name), ("critical", critical)],
-                outcome.passed(),
-            )
-        }),
-    )?;
-    gauges(
-        encoder,
-        "tower_health_database_check_status",
-        "The database's check status in the last readiness round: 1 for the current one",
-        databases.iter().flat_map(|outcome| {
-            DATABASE_STATUSES.map(|each| {
-                (
-                    [
-                        ("database", &*outcome.name),
-                        ("status", each.database_word()),
-                    ],
-                    outcome.status == each,
-                )
-            })
-        }),
-    )?;
-    gauges(
-        encoder,
-        "tower_health_component_status",
-        "The component's status in the last health round: 1 for the current one",
-        view.health.components.iter().flat_map(|report| {
-            COMPONENT_STATUSES.map(|each| {
-                (
-                    [("component", &*report.name), ("status", each.as_str())],
-                    report.status == each,
-                )
-            })
-        }),
-    )?;
-
-    work::encode(snapshot, encoder)?;
-
-    for (name, help, value) in [
-        (
-            "tower_health_draining",
-            "Whether the drain has started",
-            view.draining,
-        ),
-        (
-            "tower_health_held",
-            "Whether an operator's hold keeps readiness failing",
-            view.held.is_some(),
-        ),
-        (
-            "tower_health_started",
-            "Whether the process has finished starting (the startup probe passes)",
-            view.started,
-        ),
-        (
-            "tower_health_monitor_running",
-            "Whether the background monitor is running",
-            view.monitor_running,
-        ),
-    ] {
-        family(encoder, name, help, None, MetricType::Gauge, |metric| {
-            metric.encode_gauge(&u32::from(value))
-        })?;
+    for each in STATUSES {
+        series(&[("status", each.as_str())], each == status);
     }
-    Ok(())
+}
+
+fn database_up(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    for outcome in &snapshot.view.readiness.databases {
+        let critical = if outcome.critical { "true" } else { "false" };
+        let labels = [("database", &*outcome.name), ("critical", critical)];
+        series(&labels, outcome.passed());
+    }
+}
+
+fn database_check_status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    for outcome in &snapshot.view.readiness.databases {
+        for each in DATABASE_STATUSES {
+            let labels = [
+                ("database", &*outcome.name),
+                ("status", each.database_word()),
+            ];
+            series(&labels, outcome.status == each);
+        }
+    }
+}
+
+fn component_status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    for report in &snapshot.view.health.components {
+        for each in COMPONENT_STATUSES {
+            let labels = [("component", &*report.name), ("status", each.as_str())];
+            series(&labels, report.status == each);
+        }
+    }
 }

@@ -1,25 +1,33 @@
-//! Prometheus metrics of the published verdicts, rendered once per round: a scrape never runs
-//! a check.
+//! Metrics of the published verdicts, for Prometheus and for OpenTelemetry: a collection
+//! never runs a check.
 //!
-//! [`HealthMetrics`] is one more reader of the monitor's [view](crate::view), like the HTTP
-//! layers and the admin server: what a probe answers, and why, is what the metrics say, drain,
-//! hold, staleness and startup included. [`HealthMetrics::exposition`] renders the
-//! OpenMetrics text once per change of the view and serves it as a probe's answer is served
-//! (a pointer load and a `Bytes` clone), so a scrape costs what a probe costs, and the
-//! database's load stays set by the monitor's cadence, however often Prometheus scrapes.
-//! [`HealthMetrics::register`] adds the same metrics to your own
-//! [`prometheus_client`](https://docs.rs/prometheus-client/0.26) registry instead.
+//! Metrics are one more reader of the monitor's [view](crate::view), like the HTTP layers
+//! and the admin server: what a probe answers, and why, is what the metrics say, drain,
+//! hold, staleness and startup included. The [table](#metrics) below is written once, and
+//! both exporters read it from a snapshot of the view and of the monitor's counters, taken
+//! again only when it is no longer current (the same rule for both, see
+//! [Freshness](#freshness)):
 //!
-//! Behind the `metrics` feature.
+//! - [`HealthMetrics`] (feature `metrics`, through prometheus-client) renders the
+//!   OpenMetrics text once per change of the view and serves it as a probe's answer is
+//!   served (a pointer load and a `Bytes` clone), so a scrape costs what a probe costs, and
+//!   the database's load stays set by the monitor's cadence, however often Prometheus
+//!   scrapes. `HealthMetrics::register` adds the same metrics to your own
+//!   [`prometheus_client`](https://docs.rs/prometheus-client/0.26) registry instead.
+//! - [`OpenTelemetry`] (feature `opentelemetry`, through the
+//!   [`opentelemetry`](https://docs.rs/opentelemetry/0.33) API crate alone) adds them as
+//!   observable instruments to the `Meter` your application gives it, read at each of your
+//!   SDK's collections.
 //!
-//! # Example
+//! # Prometheus
 //!
 //! ```
+//! # #[cfg(feature = "metrics")]
+//! # #[tokio::main]
+//! # async fn main() {
 //! use tower_health::metrics::HealthMetrics;
 //! use tower_health::{HealthConfig, HealthMonitor, Probe};
 //!
-//! # #[tokio::main]
-//! # async fn main() {
 //! let health = HealthMonitor::spawn(HealthConfig::new()).unwrap();
 //! let metrics = HealthMetrics::new(&health);
 //!
@@ -38,7 +46,55 @@
 //! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
 //! assert!(text.contains("\ntower_health_started 1\n"));
 //! # }
+//! # #[cfg(not(feature = "metrics"))]
+//! # fn main() {}
 //! ```
+//!
+//! # OpenTelemetry
+//!
+//! The application owns the SDK, its exporter and its cadence, and gives this crate a
+//! `Meter`; [`OpenTelemetry::register`] adds one observable instrument per metric to it,
+//! and the provider keeps them (there is nothing to hold):
+//!
+//! ```
+//! # #[cfg(feature = "opentelemetry")]
+//! # #[tokio::main]
+//! # async fn main() {
+//! use opentelemetry::metrics::MeterProvider as _;
+//! use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+//! use tower_health::metrics::OpenTelemetry;
+//! use tower_health::{HealthConfig, HealthMonitor};
+//! # let exporter = opentelemetry_sdk::metrics::InMemoryMetricExporter::default();
+//!
+//! let health = HealthMonitor::spawn(HealthConfig::new()).unwrap();
+//! // Your provider, with your exporter (OTLP, say), or `opentelemetry::global::meter`.
+//! let provider = SdkMeterProvider::builder()
+//!     .with_reader(PeriodicReader::builder(exporter.clone()).build())
+//!     .build();
+//! OpenTelemetry::new(&health).register(&provider.meter("my-service"));
+//! # health.watch().changed().await.unwrap();
+//! # provider.force_flush().unwrap();
+//! # let collected = exporter.get_finished_metrics().unwrap();
+//! # let names: Vec<_> = collected.iter().flat_map(|each| each.scope_metrics())
+//! #     .flat_map(|scope| scope.metrics()).map(|metric| metric.name().to_owned()).collect();
+//! # assert!(names.iter().any(|name| name == "tower_health_probe_passing"), "{names:?}");
+//! # }
+//! # #[cfg(not(feature = "opentelemetry"))]
+//! # fn main() {}
+//! ```
+//!
+//! The instruments carry the table's names without the unit and without `_total`
+//! (`tower_health_rounds`, `tower_health_verdict_timestamp` in `s`), as OpenTelemetry's
+//! naming rules ask, and the table's labels as attributes. The way into Prometheus (the
+//! Collector's Prometheus exporters, Prometheus's own OTLP receiver) adds `_seconds` from
+//! the unit `s` and `_total` to a counter, so what it yields is the table's series, by name,
+//! label and value, and a dashboard or an alert reads either exporter. The names keep the
+//! underscores rather than OpenTelemetry's dots (`tower_health.probe.passing`): a dot becomes
+//! an underscore on the way to Prometheus's classic names, but stays a dot where Prometheus
+//! keeps UTF-8 names, which would part the two sets of series. The 0/1 gauges and the
+//! counters have no unit (OpenTelemetry's `1` would add `_ratio` to a gauge's name). A 0/1
+//! metric and a duration are observable gauges, a `_total` an observable counter of the
+//! running total (with delta temporality, the SDK reports the difference).
 //!
 //! # Metrics
 //!
@@ -71,19 +127,47 @@
 //!
 //! # Freshness
 //!
-//! The exposition is rendered again when the view changes (a round publishes, the drain
-//! starts, a hold is placed or released, the start) and when a verdict it shows fresh goes
-//! stale: a monitor that is stuck, and publishes nothing, shows as stale on time. The
-//! counters are read with the view, so they move with the round that publishes.
+//! The view is read again, and the exposition rendered again, when the view changes (a
+//! round publishes, the drain starts, a hold is placed or released, the start) and when a
+//! verdict it shows fresh goes stale: a monitor that is stuck, and publishes nothing, shows
+//! as stale on time. The counters are read with the view, so they move with the round that
+//! publishes. Both exporters follow this one rule, so they say the same at the same moment.
+//!
+// Without its feature, an exporter above links to the crate's feature table (a link
+// reference definition, which must not follow a paragraph line: hence the `//!` above).
+#![cfg_attr(
+    not(feature = "metrics"),
+    doc = "[`HealthMetrics`]: crate#feature-flags"
+)]
+#![cfg_attr(
+    not(feature = "opentelemetry"),
+    doc = "[`OpenTelemetry`]: crate#feature-flags\n\
+           [`OpenTelemetry::register`]: crate#feature-flags"
+)]
 
-mod collector;
-mod exporter;
+// The table and what both exporters read: no exporter's crate.
 mod families;
 mod snapshot;
 mod states;
-#[cfg(test)]
-mod tests;
 mod work;
-mod write;
 
+// Prometheus, through prometheus-client.
+#[cfg(feature = "metrics")]
+mod collector;
+#[cfg(feature = "metrics")]
+mod exporter;
+#[cfg(feature = "metrics")]
+mod prometheus;
+#[cfg(all(test, feature = "metrics"))]
+mod tests;
+
+// OpenTelemetry, through its API crate.
+#[cfg(feature = "opentelemetry")]
+mod otel;
+#[cfg(all(test, feature = "opentelemetry"))]
+mod otel_tests;
+
+#[cfg(feature = "metrics")]
 pub use self::exporter::HealthMetrics;
+#[cfg(feature = "opentelemetry")]
+pub use self::otel::OpenTelemetry;

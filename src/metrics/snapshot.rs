@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::check::CheckErrorKind;
 use crate::monitor::HealthHandle;
+use crate::shutdown::DrainHandle;
 use crate::view::{Stale, View};
 
 /// The view and the monitor's counters, read once.
@@ -63,5 +64,14 @@ impl Snapshot {
             health_transitions: count(&counters.health_transitions),
             check_failures: state.check_failures(),
         }
+    }
+
+    /// Whether this snapshot still says what one read now would: the view has not moved, the
+    /// drain has not started since (it starts without a publication), and no verdict it
+    /// shows fresh has gone stale (a stuck monitor publishes nothing).
+    pub(super) fn is_current(&self, health: &HealthHandle) -> bool {
+        self.generation == health.state().view_generation()
+            && (self.view.draining || !health.drain().is_some_and(DrainHandle::is_draining))
+            && (self.view.next_stale_at).is_none_or(|until| Instant::now() <= until)
     }
 }

@@ -1,128 +1,94 @@
-//! The families of the monitor's work: when each verdict was computed and whether it is
-//! stale, the rounds, the checks' failures, the transitions and the cache bypasses.
+//! The series of the monitor's work: when each verdict was computed and whether it is stale,
+//! the rounds, the checks' failures, the transitions and the cache bypasses. The families
+//! that read them are in `families.rs`.
 
 use std::collections::BTreeMap;
-use std::fmt;
+use std::time::SystemTime;
 
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::Unit;
-
+use super::families::Labels;
 use super::snapshot::Snapshot;
-use super::write::{counters, family, gauges, unix_seconds};
 
-/// Writes the families of the monitor's work, from verdict freshness to the bypasses.
-pub(super) fn encode(snapshot: &Snapshot, encoder: &mut DescriptorEncoder<'_>) -> fmt::Result {
-    let view = &snapshot.view;
-    let verdicts = [
-        ("health", view.health.checked_at, snapshot.stale.health),
-        (
-            "readiness",
-            view.readiness.checked_at,
-            snapshot.stale.readiness,
-        ),
-        ("pool", view.pool.checked_at, snapshot.stale.pool),
-    ];
-    family(
-        encoder,
-        "tower_health_verdict_timestamp",
-        "When the verdict was computed (Unix time); its age is time() minus this",
-        Some(&Unit::Seconds),
-        MetricType::Gauge,
-        |metric| {
-            for (verdict, checked_at, _) in verdicts {
-                if let Some(checked_at) = checked_at {
-                    metric
-                        .encode_family(&[("verdict", verdict)])?
-                        .encode_gauge(&unix_seconds(checked_at))?;
-                }
-            }
-            Ok(())
-        },
-    )?;
-    gauges(
-        encoder,
-        "tower_health_verdict_stale",
-        "Whether the verdict is older than its staleness bound (the monitor is stuck)",
-        verdicts.map(|(verdict, _, stale)| ([("verdict", verdict)], stale)),
-    )?;
+/// Each verdict's name, when it was computed, and whether it is stale.
+fn verdicts(snapshot: &Snapshot) -> [(&'static str, Option<SystemTime>, bool); 3] {
+    let (view, stale) = (&snapshot.view, &snapshot.stale);
+    [
+        ("health", view.health.checked_at, stale.health),
+        ("readiness", view.readiness.checked_at, stale.readiness),
+        ("pool", view.pool.checked_at, stale.pool),
+    ]
+}
 
-    family(
-        encoder,
-        "tower_health_round_duration",
-        "How long the last round's checks took",
-        Some(&Unit::Seconds),
-        MetricType::Gauge,
-        |metric| {
-            for (round, took) in [
-                ("readiness", snapshot.readiness_round),
-                ("health", snapshot.health_round),
-            ] {
-                metric
-                    .encode_family(&[("round", round)])?
-                    .encode_gauge(&took.as_secs_f64())?;
-            }
-            Ok(())
-        },
-    )?;
-    counters(
-        encoder,
-        "tower_health_rounds",
-        "Rounds completed: their checks run here (computed), or the fleet's entry served (shared)",
-        [
-            ("readiness", "computed", snapshot.readiness_rounds),
-            ("health", "computed", snapshot.health_rounds),
-            ("health", "shared", snapshot.shared_rounds),
-        ]
-        .map(|(round, source, count)| ([("round", round), ("source", source)], count)),
-    )?;
-    counters(
-        encoder,
-        "tower_health_round_panics",
-        "Rounds that panicked: reported as failed, and the next round run",
-        [
-            ("readiness", snapshot.readiness_round_panics),
-            ("health", snapshot.health_round_panics),
-        ]
-        .map(|(round, count)| ([("round", round)], count)),
-    )?;
-    family(
-        encoder,
-        "tower_health_shared_cache_errors",
-        "Health rounds in which Redis failed or the shared entry could not be served",
-        None,
-        MetricType::Counter,
-        |metric| metric.encode_counter::<NoLabelSet, _, u64>(&snapshot.shared_cache_errors, None),
-    )?;
-    // Summed by name and category: a database and a component may share a name.
+/// Absent for a verdict not computed yet.
+pub(super) fn verdict_timestamp(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, f64)) {
+    for (verdict, checked_at, _) in verdicts(snapshot) {
+        if let Some(checked_at) = checked_at {
+            series(&[("verdict", verdict)], unix_seconds(checked_at));
+        }
+    }
+}
+
+pub(super) fn verdict_stale(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    for (verdict, _, stale) in verdicts(snapshot) {
+        series(&[("verdict", verdict)], stale);
+    }
+}
+
+pub(super) fn round_duration(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, f64)) {
+    for (round, took) in [
+        ("readiness", snapshot.readiness_round),
+        ("health", snapshot.health_round),
+    ] {
+        series(&[("round", round)], took.as_secs_f64());
+    }
+}
+
+pub(super) fn rounds(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
+    for (round, source, count) in [
+        ("readiness", "computed", snapshot.readiness_rounds),
+        ("health", "computed", snapshot.health_rounds),
+        ("health", "shared", snapshot.shared_rounds),
+    ] {
+        series(&[("round", round), ("source", source)], count);
+    }
+}
+
+pub(super) fn round_panics(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
+    for (round, count) in [
+        ("readiness", snapshot.readiness_round_panics),
+        ("health", snapshot.health_round_panics),
+    ] {
+        series(&[("round", round)], count);
+    }
+}
+
+pub(super) fn shared_cache_errors(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
+    series(&[], snapshot.shared_cache_errors);
+}
+
+/// Summed by name and category: a database and a component may share a name.
+pub(super) fn check_failures(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
     let mut failures = BTreeMap::new();
     for (check, kind, count) in &snapshot.check_failures {
         *failures.entry((&**check, kind.as_str())).or_insert(0) += count;
     }
-    counters(
-        encoder,
-        "tower_health_check_failures",
-        "Checks that finished with an error, by category (each check once, however many rounds waited for it)",
-        failures
-            .into_iter()
-            .map(|((check, kind), count)| ([("check", check), ("kind", kind)], count)),
-    )?;
-    counters(
-        encoder,
-        "tower_health_transitions",
-        "Transitions of readiness and of the health status (each one logged), the first verdict included",
-        [
-            ([("question", "health")], snapshot.health_transitions),
-            ([("question", "readiness")], snapshot.readiness_transitions),
-        ],
-    )?;
-    family(
-        encoder,
-        "tower_health_nocache_computations",
-        "Fresh computations run for ?nocache=true (concurrent bypasses share one)",
-        None,
-        MetricType::Counter,
-        |metric| metric.encode_counter::<NoLabelSet, _, u64>(&snapshot.fresh_rounds, None),
-    )?;
-    Ok(())
+    for ((check, kind), count) in failures {
+        series(&[("check", check), ("kind", kind)], count);
+    }
+}
+
+pub(super) fn transitions(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
+    series(&[("question", "health")], snapshot.health_transitions);
+    series(&[("question", "readiness")], snapshot.readiness_transitions);
+}
+
+pub(super) fn nocache_computations(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
+    series(&[], snapshot.fresh_rounds);
+}
+
+/// `at` in seconds since the Unix epoch (negative before it).
+fn unix_seconds(at: SystemTime) -> f64 {
+    match at.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(since) => since.as_secs_f64(),
+        Err(before) => -before.duration().as_secs_f64(),
+    }
 }

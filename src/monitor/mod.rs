@@ -80,9 +80,20 @@ mod state;
 #[cfg(test)]
 pub(crate) mod tests;
 /// A monitor whose rounds a unit test runs itself, for the other readers' tests.
-#[cfg(all(test, any(feature = "grpc", feature = "axum", feature = "metrics")))]
+#[cfg(all(
+    test,
+    any(
+        feature = "grpc",
+        feature = "axum",
+        feature = "metrics",
+        feature = "opentelemetry"
+    )
+))]
 pub(crate) use self::tests::monitor as test_monitor;
-#[cfg(all(test, any(feature = "grpc", feature = "metrics")))]
+#[cfg(all(
+    test,
+    any(feature = "grpc", feature = "metrics", feature = "opentelemetry")
+))]
 pub(crate) use self::tests::rounds as test_rounds;
 mod transitions;
 #[cfg(test)]

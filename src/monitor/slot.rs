@@ -152,7 +152,7 @@ impl CheckSlot {
 
     /// The checks that finished with an error so far: this slot's name, the category, and
     /// how many.
-    #[cfg(feature = "metrics")]
+    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
     pub(crate) fn failures(&self) -> Vec<(Arc<str>, CheckErrorKind, u64)> {
         let failures = self
             .inner

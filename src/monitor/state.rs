@@ -278,7 +278,7 @@ impl MonitorState {
     /// How many times what the view is read from has changed: read it before the view, and
     /// a rendering of that view is current while it has not moved (a drain's start and a
     /// verdict going stale aside, which the reader checks itself).
-    #[cfg(feature = "metrics")]
+    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
     pub(crate) fn view_generation(&self) -> u64 {
         self.view_generation.load(Ordering::Acquire)
     }
@@ -303,7 +303,7 @@ impl MonitorState {
 
     /// Failed checks so far, per database or component and category (each check that
     /// finished with an error counts once, however many rounds waited for it).
-    #[cfg(feature = "metrics")]
+    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
     pub(crate) fn check_failures(&self) -> Vec<(Arc<str>, crate::check::CheckErrorKind, u64)> {
         self.slots
             .iter()

@@ -44,7 +44,7 @@ mod watch;
 
 pub use self::answer::{Answer, Condition};
 pub(crate) use self::decide::{Judged, alive, decide, judge, startup};
-#[cfg(feature = "metrics")]
+#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 pub(crate) use self::snapshot::Stale;
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;

@@ -35,12 +35,12 @@ pub struct View {
     pub(crate) next_stale_at: Option<Instant>,
     /// Whether each verdict is past its staleness bound, whatever the drain says (metrics
     /// show it beside the answer).
-    #[cfg(feature = "metrics")]
+    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
     pub(crate) stale: Stale,
 }
 
 /// Whether each verdict of a view is past its staleness bound.
-#[cfg(feature = "metrics")]
+#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Stale {
     pub(crate) health: bool,
@@ -75,7 +75,7 @@ impl View {
             Probe::Health => decide(probe, &health, draining, now),
             Probe::Pool => decide(probe, &pool, draining, now),
         });
-        #[cfg(feature = "metrics")]
+        #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
         let stale = Stale {
             health: health.is_stale(now),
             readiness: readiness.is_stale(now),
@@ -96,7 +96,7 @@ impl View {
             monitor_running,
             answers,
             next_stale_at,
-            #[cfg(feature = "metrics")]
+            #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
             stale,
         }
     }

@@ -55,6 +55,8 @@ mod https_check;
 mod kube;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "admin"))]
 mod metrics;
+#[cfg(all(feature = "postgres", feature = "metrics", feature = "opentelemetry"))]
+mod otel;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]
