@@ -100,7 +100,6 @@ impl HealthConfig {
     /// Adds a health group, or replaces the one with its name. Environment:
     /// `TOWER_HEALTH_GROUP_<NAME>=database/default,component/cache:optional` (the members,
     /// comma-separated; `:optional` after one that only degrades the group).
-    #[must_use]
     pub fn group(mut self, group: HealthGroup) -> Self {
         self.groups.retain(|existing| existing.name != group.name);
         self.groups.push(group);
@@ -199,17 +198,17 @@ mod tests {
     #[test]
     fn a_member_must_be_a_check_of_the_configuration() {
         let config = HealthConfig::new()
-            .database("default", FakeCheck::Ok)
+            .database("default", FakeCheck::Ready)
             .group(HealthGroup::new("checkout").member("database/payments"));
         let error = config.checked().unwrap_err();
         assert_eq!(error.variable(), r#"HealthConfig::group("checkout")"#);
         assert!(error.to_string().contains("database/payments"), "{error}");
         let bad_name = HealthConfig::new()
-            .database("default", FakeCheck::Ok)
+            .database("default", FakeCheck::Ready)
             .group(HealthGroup::new("check out").member("database/default"));
         assert!(bad_name.checked().is_err());
         let fine = HealthConfig::new()
-            .database("default", FakeCheck::Ok)
+            .database("default", FakeCheck::Ready)
             .group(HealthGroup::new("checkout").member("database/default"));
         assert!(fine.checked().is_ok());
     }

@@ -52,8 +52,8 @@ mod shared;
 mod timing;
 
 pub use self::databases::DEFAULT_DATABASE;
-pub use self::groups::HealthGroup;
 pub(crate) use self::databases::DatabaseEntry;
+pub use self::groups::HealthGroup;
 pub(crate) use self::health::HealthConfig;
 pub(crate) use self::reader_defaults::validate_prefix;
 pub(crate) use self::timing::stale_bound;

@@ -139,7 +139,12 @@ impl Services<'_> {
     /// A health group: its own verdict where readiness's answer is its verdict's, not
     /// serving where a hold or staleness fails readiness.
     fn group(&self, name: &str) -> Option<ServingStatus> {
-        let group = self.view.readiness.groups.iter().find(|g| &*g.name == name)?;
+        let group = self
+            .view
+            .readiness
+            .groups
+            .iter()
+            .find(|g| &*g.name == name)?;
         match self.view.answer(Probe::Ready).condition {
             Condition::Verdict => Some(ServingStatus::from_passing(group.passes())),
             Condition::Unavailable | Condition::Starting => Some(self.no_verdict()),

@@ -318,8 +318,11 @@ impl MonitorState {
         if self.config.groups.is_empty() {
             return Vec::new();
         }
-        let components: Vec<ComponentReport> =
-            self.components.iter().map(TrackedComponent::report).collect();
+        let components: Vec<ComponentReport> = self
+            .components
+            .iter()
+            .map(TrackedComponent::report)
+            .collect();
         group_verdicts(&self.config, databases, &components)
     }
 

@@ -473,7 +473,8 @@ fn render_group(
             None => KubeCheck::ok("hold"),
         }])
         .collect();
-    let no_verdict = (group.status == Status::Unavailable).then_some("no round has checked the group yet");
+    let no_verdict =
+        (group.status == Status::Unavailable).then_some("no round has checked the group yet");
     RenderedGroup {
         name: group.name.clone(),
         audiences,

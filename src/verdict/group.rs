@@ -62,7 +62,9 @@ impl GroupVerdict {
                                 .error
                                 .as_ref()
                                 .map(|error| error.message().to_owned())
-                                .or_else(|| outcome.detail.map(|detail| detail.describe().to_owned()));
+                                .or_else(|| {
+                                    outcome.detail.map(|detail| detail.describe().to_owned())
+                                });
                             (
                                 outcome.status.passes_readiness(rules.fail_direction),
                                 outcome.status.as_str(),
@@ -73,8 +75,13 @@ impl GroupVerdict {
                         .iter()
                         .find(|report| *report.name == *name)
                         .map(|report| {
-                            let reason = (!report.reason.is_empty()).then(|| report.reason.to_string());
-                            (!rules.component_fails(report), report.status.as_str(), reason)
+                            let reason =
+                                (!report.reason.is_empty()).then(|| report.reason.to_string());
+                            (
+                                !rules.component_fails(report),
+                                report.status.as_str(),
+                                reason,
+                            )
                         }),
                     _ => None,
                 }
@@ -88,7 +95,10 @@ impl GroupVerdict {
                 }
             })
             .collect();
-        let status = if members.iter().any(|member| !member.passed && !member.optional) {
+        let status = if members
+            .iter()
+            .any(|member| !member.passed && !member.optional)
+        {
             Status::Unhealthy
         } else if members.iter().any(|member| !member.passed) {
             Status::Degraded

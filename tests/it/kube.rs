@@ -41,6 +41,7 @@ fn lines(text: &str) -> Vec<&str> {
 
 #[tokio::test]
 async fn verbose_lists_every_check_as_kube_apiserver_does() {
+    require_postgres!();
     let (_health, server) = server(Details::Never, false).await;
     let client = Client::new();
     let ready = client.get(server.addr, "/readyz?verbose").await;
@@ -88,6 +89,7 @@ async fn verbose_lists_every_check_as_kube_apiserver_does() {
 
 #[tokio::test]
 async fn a_failing_check_fails_its_line_and_the_answer_and_can_be_excluded() {
+    require_postgres!();
     let (_health, server) = server(Details::Never, true).await;
     let client = Client::new();
     let failed = client.get(server.addr, "/readyz?verbose").await;
@@ -181,6 +183,7 @@ async fn a_failing_check_fails_its_line_and_the_answer_and_can_be_excluded() {
 
 #[tokio::test]
 async fn reasons_follow_the_detail_level() {
+    require_postgres!();
     let (_health, server) = server(Details::Always, true).await;
     let client = Client::new();
     let failed = client.get(server.addr, "/readyz?verbose").await;
@@ -200,6 +203,7 @@ async fn reasons_follow_the_detail_level() {
 
 #[tokio::test]
 async fn the_hold_and_the_drain_have_lines_of_their_own() {
+    require_postgres!();
     let (health, server) = server(Details::Never, false).await;
     let client = Client::new();
     assert!(health.hold("maintenance window"));
@@ -252,6 +256,7 @@ async fn the_hold_and_the_drain_have_lines_of_their_own() {
 
 #[tokio::test]
 async fn before_the_first_round_the_monitor_line_says_why() {
+    require_postgres!();
     // A database that never answers: the first round waits for its deadline.
     let stalled = support::StalledListener::start().await;
     let config = HealthConfig::new()
@@ -281,6 +286,7 @@ async fn before_the_first_round_the_monitor_line_says_why() {
 #[cfg(feature = "admin")]
 #[tokio::test]
 async fn the_admin_server_answers_the_same_forms() {
+    require_postgres!();
     use tower_health::admin::{AdminConfig, AdminServer};
 
     let (health, _server) = server(Details::Never, true).await;

@@ -47,6 +47,8 @@ mod envoy;
 mod example;
 #[cfg(all(feature = "postgres", feature = "redis"))]
 mod fleet;
+#[cfg(feature = "postgres")]
+mod groups;
 #[cfg(all(feature = "postgres", feature = "grpc"))]
 mod grpc;
 #[cfg(all(feature = "postgres", feature = "http-check", feature = "rustls"))]
