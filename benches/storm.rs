@@ -568,6 +568,16 @@ fn main_setups(with_database: bool) -> Vec<Setup> {
         ),
         Setup::new("(b) stack, hyper-util: /health", "stack-hyper", "/health"),
         Setup::new(
+            "(b) stack, hyper-util: /health/ready?verbose",
+            "stack-hyper",
+            "/health/ready?verbose",
+        ),
+        Setup::new(
+            "(b) stack, hyper-util: /health/ready?exclude=hold",
+            "stack-hyper",
+            "/health/ready?exclude=hold",
+        ),
+        Setup::new(
             "(b) stack, axum::serve: /health/ready",
             "stack-axum",
             "/health/ready",
@@ -890,6 +900,16 @@ async fn print_instruction_table(setups: &[Setup]) -> Result<(), Box<dyn Error>>
             "/health/ready, Router::layer x3 / the static route",
             "(g) axum, Router::layer x3: /health/ready",
             "(f) axum, static route: /health/ready",
+        ),
+        (
+            "/health/ready?verbose / /health/ready (hyper-util)",
+            "(b) stack, hyper-util: /health/ready?verbose",
+            "(b) stack, hyper-util: /health/ready",
+        ),
+        (
+            "/health/ready?exclude=hold / /health/ready (hyper-util)",
+            "(b) stack, hyper-util: /health/ready?exclude=hold",
+            "(b) stack, hyper-util: /health/ready",
         ),
         (
             "/metrics on the layer / /health/ready (hyper-util)",

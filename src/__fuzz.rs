@@ -9,25 +9,36 @@ use crate::access::{Denied, KeyDigests, Role};
 use crate::config::validate_prefix;
 use crate::probe::ProbePaths;
 
-/// The probe the layer answers at `path` under `prefix` (`None` when the prefix is one the
-/// configuration refuses).
+/// The probe the layer answers at `path` under `prefix`, and the check named when the path
+/// is one check's (`None` when the prefix is one the configuration refuses).
 #[must_use]
-pub fn classify(prefix: &str, kubernetes_aliases: bool, path: &str) -> Option<Probe> {
+pub fn classify<'a>(
+    prefix: &str,
+    kubernetes_aliases: bool,
+    path: &'a str,
+) -> Option<(Probe, Option<&'a str>)> {
     let prefix = validate_prefix(prefix).ok()?;
-    ProbePaths::new(&prefix, kubernetes_aliases).classify(path)
+    let target = ProbePaths::new(&prefix, kubernetes_aliases).classify(path)?;
+    Some((target.probe, target.check))
 }
 
-/// The paths the layer answers for `probe` under `prefix`.
+/// The paths the layer answers for `probe` (or for its `check`) under `prefix`.
 #[must_use]
-pub fn probe_paths(prefix: &str, kubernetes_aliases: bool, probe: Probe) -> Vec<String> {
+pub fn probe_paths(
+    prefix: &str,
+    kubernetes_aliases: bool,
+    probe: Probe,
+    check: Option<&str>,
+) -> Vec<String> {
     let Ok(prefix) = validate_prefix(prefix) else {
         return Vec::new();
     };
-    let base = format!("{prefix}{}", probe.layer_suffix());
+    let check = check.map(|check| format!("/{check}")).unwrap_or_default();
+    let base = format!("{prefix}{}{check}", probe.layer_suffix());
     let mut paths = vec![format!("{base}/"), base];
     if kubernetes_aliases && let Some(alias) = probe.kubernetes_alias() {
-        paths.push(alias.to_owned());
-        paths.push(format!("{alias}/"));
+        paths.push(format!("{alias}{check}"));
+        paths.push(format!("{alias}{check}/"));
     }
     paths
 }

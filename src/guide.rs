@@ -72,6 +72,7 @@ macro_rules! page {
 
 page!(serving, "docs/serving.md");
 page!(kubernetes, "docs/kubernetes.md");
+page!(envoy, "docs/envoy.md");
 page!(containers, "docs/containers.md");
 page!(bodies, "docs/bodies.md");
 page!(databases, "docs/databases.md");

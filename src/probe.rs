@@ -74,6 +74,41 @@ impl Probe {
         }
     }
 
+    /// The endpoint's name in Kubernetes' plain-text answers (`readyz check passed`):
+    /// `healthz`, `livez`, `readyz`, `startupz`, `poolz`; `None` for ping, which reads no
+    /// verdict and lists no check.
+    pub(crate) const fn kube_name(self) -> Option<&'static str> {
+        match self {
+            Self::Health => Some("healthz"),
+            Self::Live => Some("livez"),
+            Self::Ready => Some("readyz"),
+            Self::Startup => Some("startupz"),
+            Self::Pool => Some("poolz"),
+            Self::Ping => None,
+        }
+    }
+
+    /// Whether `check` has the shape of one of this probe's checks, so that
+    /// `<probe path>/<check>` is that check's own path: `ping` for liveness, `started` for
+    /// startup, and for the probes that read a verdict `database/<name>`,
+    /// `component/<name>`, `database`, `hold`, `monitor` and `shutdown`. Whether such a check
+    /// exists is the verdict's to say (a 404 otherwise).
+    const fn may_name_check(self, check: &str) -> bool {
+        match self {
+            Self::Live => str_eq(check, "ping"),
+            Self::Startup => str_eq(check, "started"),
+            Self::Health | Self::Ready | Self::Pool => {
+                named_under(check, "database/")
+                    || named_under(check, "component/")
+                    || str_eq(check, "database")
+                    || str_eq(check, "hold")
+                    || str_eq(check, "monitor")
+                    || str_eq(check, "shutdown")
+            }
+            Self::Ping => false,
+        }
+    }
+
     /// Whether the admin server asks for the viewer role on this probe once keys are
     /// configured: the full picture names databases and components; the others are what
     /// orchestrators poll, and stay public.
@@ -147,13 +182,135 @@ impl Probe {
         }
     }
 
-    /// The admin server's probe for `path` (a trailing slash accepted).
+    /// What the admin server's `path` asks for (a trailing slash accepted).
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
-    pub(crate) fn from_admin_path(path: &str) -> Option<Self> {
+    pub(crate) fn from_admin_path(path: &str) -> Option<Target<'_>> {
         let path = trim_trailing_slash(path);
-        Self::ALL
+        Target::find(path, |probe| Some(probe.admin_path()))
+            .or_else(|| Target::group(path.strip_prefix("/health")?))
+    }
+}
+
+/// What a probe path asks: a probe, one of its checks (`<probe path>/<check>`, as
+/// kube-apiserver's `/readyz/etcd`), or a health group (`<prefix>/group/<name>`), which is
+/// judged as readiness is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Target<'a> {
+    pub(crate) probe: Probe,
+    pub(crate) check: Option<&'a str>,
+    pub(crate) group: Option<&'a str>,
+}
+
+/// Where a health group's path starts, after the layer's prefix (after `/health` on the
+/// admin server).
+pub(crate) const GROUP_PATH: &str = "/group/";
+
+impl<'a> Target<'a> {
+    /// The probe itself, not one of its checks.
+    pub(crate) const fn of(probe: Probe) -> Self {
+        Self {
+            probe,
+            check: None,
+            group: None,
+        }
+    }
+
+    /// The health group `<name>` of `/group/<name>` (`rest`, a trailing slash trimmed).
+    fn group(rest: &'a str) -> Option<Self> {
+        let name = rest.strip_prefix(GROUP_PATH)?;
+        (!name.is_empty() && !name.contains('/')).then_some(Self {
+            group: Some(name),
+            ..Self::of(Probe::Ready)
+        })
+    }
+
+    /// The target of `path` (its trailing slash already trimmed) among the probes whose path
+    /// is `path_of(probe)` (`None`: a probe without one there): a probe's own path first,
+    /// then a check's.
+    fn find(path: &'a str, path_of: impl Fn(Probe) -> Option<&'static str>) -> Option<Self> {
+        if let Some(probe) = Probe::ALL
             .into_iter()
-            .find(|probe| probe.admin_path() == path)
+            .find(|&probe| path_of(probe) == Some(path))
+        {
+            return Some(Self::of(probe));
+        }
+        Probe::ALL.into_iter().find_map(|probe| {
+            let check = path.strip_prefix(path_of(probe)?)?.strip_prefix('/')?;
+            probe.may_name_check(check).then_some(Self {
+                check: Some(check),
+                ..Self::of(probe)
+            })
+        })
+    }
+}
+
+/// `a == b`, in a `const fn`.
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut at = 0;
+    while at < a.len() {
+        if a[at] != b[at] {
+            return false;
+        }
+        at += 1;
+    }
+    true
+}
+
+/// Whether `check` is `<prefix><a name>`, the name not empty.
+const fn named_under(check: &str, prefix: &str) -> bool {
+    let (check, prefix) = (check.as_bytes(), prefix.as_bytes());
+    if check.len() <= prefix.len() {
+        return false;
+    }
+    let mut at = 0;
+    while at < prefix.len() {
+        if check[at] != prefix[at] {
+            return false;
+        }
+        at += 1;
+    }
+    true
+}
+
+/// How a probe's answer is written: the crate's JSON, or Kubernetes' plain text.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Form<'a> {
+    /// The JSON body (every probe, nearly always).
+    Json,
+    /// `?verbose`: one line per check, rendered with the round.
+    Verbose,
+    /// `?exclude=<check>` (repeatable), with `?verbose` or not: written per request from
+    /// the `query`.
+    Excluding { verbose: bool, query: &'a str },
+    /// `<probe path>/<check>`: that check alone.
+    Check(&'a str),
+}
+
+impl<'a> Form<'a> {
+    /// The form `query` asks `target` for: a check's path is that check's; `verbose` or
+    /// `exclude` in the query ask for the plain-text list; anything else is JSON.
+    pub(crate) fn of(target: Target<'a>, query: Option<&'a str>) -> Self {
+        if let Some(check) = target.check {
+            return Self::Check(check);
+        }
+        let Some(query) = query.filter(|_| target.probe.kube_name().is_some()) else {
+            return Self::Json;
+        };
+        let (mut verbose, mut exclude) = (false, false);
+        for pair in query.split('&') {
+            let key = pair.split_once('=').map_or(pair, |(key, _)| key);
+            verbose |= key == "verbose";
+            exclude |= key == "exclude";
+        }
+        match (verbose, exclude) {
+            (_, true) => Self::Excluding { verbose, query },
+            (true, false) => Self::Verbose,
+            (false, false) => Self::Json,
+        }
     }
 }
 
@@ -179,9 +336,9 @@ impl ProbePaths {
         }
     }
 
-    /// The probe `path` asks for, if any (the layer splits this in two: see
+    /// What `path` asks for, if anything (the layer splits this in two: see
     /// [`strip`](Self::strip) and [`classify_split`](Self::classify_split)).
-    pub(crate) fn classify(&self, path: &str) -> Option<Probe> {
+    pub(crate) fn classify<'a>(&self, path: &'a str) -> Option<Target<'a>> {
         self.classify_split(path, self.strip(path))
     }
 
@@ -198,35 +355,34 @@ impl ProbePaths {
         self.kubernetes_aliases
     }
 
-    /// The probe `path` asks for, given [`strip`](Self::strip)'s answer for it.
-    pub(crate) fn classify_split(&self, path: &str, under: Option<&str>) -> Option<Probe> {
+    /// What `path` asks for, given [`strip`](Self::strip)'s answer for it.
+    pub(crate) fn classify_split<'a>(
+        &self,
+        path: &'a str,
+        under: Option<&'a str>,
+    ) -> Option<Target<'a>> {
         match under {
             // A path may start with the prefix and be an alias all the same (`/livez` under
             // the prefix `/live`).
             Some(rest) => Self::under_prefix(rest).or_else(|| {
                 self.kubernetes_aliases
-                    .then(|| self.classify_alias(path))
+                    .then(|| Self::classify_alias(path))
                     .flatten()
             }),
-            None if self.kubernetes_aliases => self.classify_alias(path),
+            None if self.kubernetes_aliases => Self::classify_alias(path),
             None => None,
         }
     }
 
-    /// The probe of a path under the prefix, given what follows the prefix.
-    fn under_prefix(rest: &str) -> Option<Probe> {
+    /// What a path under the prefix asks for, given what follows the prefix.
+    fn under_prefix(rest: &str) -> Option<Target<'_>> {
         // `<prefix>/` is `<prefix>`.
-        let suffix = rest.strip_suffix('/').unwrap_or(rest);
-        Probe::ALL
-            .into_iter()
-            .find(|probe| probe.layer_suffix() == suffix)
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        Target::find(rest, |probe| Some(probe.layer_suffix())).or_else(|| Target::group(rest))
     }
 
-    fn classify_alias(&self, path: &str) -> Option<Probe> {
-        let path = trim_trailing_slash(path);
-        Probe::ALL
-            .into_iter()
-            .find(|probe| probe.kubernetes_alias() == Some(path))
+    fn classify_alias(path: &str) -> Option<Target<'_>> {
+        Target::find(trim_trailing_slash(path), Probe::kubernetes_alias)
     }
 }
 
@@ -290,13 +446,28 @@ mod tests {
     #[test]
     fn paths_under_the_prefix() {
         let paths = ProbePaths::new("/health", false);
-        assert_eq!(paths.classify("/health"), Some(Probe::Health));
-        assert_eq!(paths.classify("/health/"), Some(Probe::Health));
-        assert_eq!(paths.classify("/health/live"), Some(Probe::Live));
-        assert_eq!(paths.classify("/health/ready/"), Some(Probe::Ready));
-        assert_eq!(paths.classify("/health/startup"), Some(Probe::Startup));
-        assert_eq!(paths.classify("/health/pool"), Some(Probe::Pool));
-        assert_eq!(paths.classify("/health/ping"), Some(Probe::Ping));
+        assert_eq!(paths.classify("/health"), Some(Target::of(Probe::Health)));
+        assert_eq!(paths.classify("/health/"), Some(Target::of(Probe::Health)));
+        assert_eq!(
+            paths.classify("/health/live"),
+            Some(Target::of(Probe::Live))
+        );
+        assert_eq!(
+            paths.classify("/health/ready/"),
+            Some(Target::of(Probe::Ready))
+        );
+        assert_eq!(
+            paths.classify("/health/startup"),
+            Some(Target::of(Probe::Startup))
+        );
+        assert_eq!(
+            paths.classify("/health/pool"),
+            Some(Target::of(Probe::Pool))
+        );
+        assert_eq!(
+            paths.classify("/health/ping"),
+            Some(Target::of(Probe::Ping))
+        );
         for other in [
             "/",
             "/healthz",
@@ -314,22 +485,46 @@ mod tests {
     #[test]
     fn kubernetes_aliases_only_when_asked() {
         let paths = ProbePaths::new("/probes", true);
-        assert_eq!(paths.classify("/livez"), Some(Probe::Live));
-        assert_eq!(paths.classify("/readyz/"), Some(Probe::Ready));
-        assert_eq!(paths.classify("/probes/startup"), Some(Probe::Startup));
+        assert_eq!(paths.classify("/livez"), Some(Target::of(Probe::Live)));
+        assert_eq!(paths.classify("/readyz/"), Some(Target::of(Probe::Ready)));
+        assert_eq!(
+            paths.classify("/probes/startup"),
+            Some(Target::of(Probe::Startup))
+        );
         assert_eq!(paths.classify("/healthz"), None);
         assert_eq!(paths.classify("/health/ready"), None);
     }
 
     #[test]
     fn admin_paths() {
-        assert_eq!(Probe::from_admin_path("/health"), Some(Probe::Health));
-        assert_eq!(Probe::from_admin_path("/health/"), Some(Probe::Health));
-        assert_eq!(Probe::from_admin_path("/liveness"), Some(Probe::Live));
-        assert_eq!(Probe::from_admin_path("/readiness/"), Some(Probe::Ready));
-        assert_eq!(Probe::from_admin_path("/startup"), Some(Probe::Startup));
-        assert_eq!(Probe::from_admin_path("/health/pool"), Some(Probe::Pool));
-        assert_eq!(Probe::from_admin_path("/health/ping"), Some(Probe::Ping));
+        assert_eq!(
+            Probe::from_admin_path("/health"),
+            Some(Target::of(Probe::Health))
+        );
+        assert_eq!(
+            Probe::from_admin_path("/health/"),
+            Some(Target::of(Probe::Health))
+        );
+        assert_eq!(
+            Probe::from_admin_path("/liveness"),
+            Some(Target::of(Probe::Live))
+        );
+        assert_eq!(
+            Probe::from_admin_path("/readiness/"),
+            Some(Target::of(Probe::Ready))
+        );
+        assert_eq!(
+            Probe::from_admin_path("/startup"),
+            Some(Target::of(Probe::Startup))
+        );
+        assert_eq!(
+            Probe::from_admin_path("/health/pool"),
+            Some(Target::of(Probe::Pool))
+        );
+        assert_eq!(
+            Probe::from_admin_path("/health/ping"),
+            Some(Target::of(Probe::Ping))
+        );
         for other in [
             "/",
             "//",
@@ -361,6 +556,75 @@ mod tests {
         assert!(
             readme.contains(table),
             "README.md's endpoint table differs from docs/endpoints.md"
+        );
+    }
+
+    #[test]
+    fn check_paths_and_forms() {
+        let paths = ProbePaths::new("/health", true);
+        let target = |path| {
+            paths
+                .classify(path)
+                .map(|target| (target.probe, target.check))
+        };
+        assert_eq!(
+            target("/health/ready/database/db"),
+            Some((Probe::Ready, Some("database/db")))
+        );
+        assert_eq!(target("/readyz/hold/"), Some((Probe::Ready, Some("hold"))));
+        assert_eq!(target("/livez/ping"), Some((Probe::Live, Some("ping"))));
+        assert_eq!(
+            target("/health/live/ping"),
+            Some((Probe::Live, Some("ping")))
+        );
+        assert_eq!(
+            target("/health/component/redis"),
+            Some((Probe::Health, Some("component/redis")))
+        );
+        assert_eq!(
+            target("/health/pool/database/db"),
+            Some((Probe::Pool, Some("database/db")))
+        );
+        assert_eq!(
+            target("/health/startup/started"),
+            Some((Probe::Startup, Some("started")))
+        );
+        // The ping probe, not a check of `/health`.
+        assert_eq!(target("/health/ping"), Some((Probe::Ping, None)));
+        for other in [
+            "/readyz/other",
+            "/health/ready/database//",
+            "/health/ping/x",
+            "/livez/started",
+            "/health/x/hold",
+        ] {
+            assert_eq!(target(other), None, "{other}");
+        }
+        let form = |path: &'static str, query| Form::of(paths.classify(path).unwrap(), query);
+        assert_eq!(form("/readyz", None), Form::Json);
+        assert_eq!(form("/readyz", Some("nocache=true")), Form::Json);
+        assert_eq!(form("/readyz", Some("verbose")), Form::Verbose);
+        assert_eq!(
+            form("/readyz", Some("verbose=false")),
+            Form::Verbose,
+            "present is on, as kube reads it"
+        );
+        assert_eq!(
+            form("/readyz", Some("exclude=hold")),
+            Form::Excluding {
+                verbose: false,
+                query: "exclude=hold"
+            }
+        );
+        assert_eq!(
+            form("/health/ping", Some("verbose")),
+            Form::Json,
+            "ping lists no check"
+        );
+        assert_eq!(form("/readyz/hold", Some("verbose")), Form::Check("hold"));
+        assert_eq!(
+            Probe::from_admin_path("/readiness/database/db").map(|target| target.check),
+            Some(Some("database/db"))
         );
     }
 

@@ -1,5 +1,5 @@
-//! Probe-path matching: any prefix, any path. A path is a probe only at one of that probe's
-//! exact paths.
+//! Probe-path matching: any prefix, any path. A path is a probe (or one of its checks) only
+//! at one of that probe's (or check's) exact paths.
 //!
 //! Input: a flag byte (bit 0: Kubernetes aliases), then `prefix\npath`.
 #![no_main]
@@ -16,11 +16,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let (prefix, path) = text.split_once('\n').unwrap_or(("/health", text));
     let aliases = flags & 1 == 1;
-    if let Some(probe) = __fuzz::classify(prefix, aliases, path) {
-        let paths = __fuzz::probe_paths(prefix, aliases, probe);
+    if let Some((probe, check)) = __fuzz::classify(prefix, aliases, path) {
+        let paths = __fuzz::probe_paths(prefix, aliases, probe, check);
         assert!(
             paths.iter().any(|answered| answered == path),
-            "{path:?} answered as {probe:?} under {prefix:?}, whose paths are {paths:?}"
+            "{path:?} answered as {probe:?} ({check:?}) under {prefix:?}, whose paths are {paths:?}"
         );
     }
 });

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use http::StatusCode;
 
 use super::control::Control;
-use crate::probe::Probe;
+use crate::probe::{Probe, Target};
 use crate::rendered::Rendered;
 
 /// The admin server's answer to a path it does not serve: the paths it does, from the probe
@@ -25,9 +25,9 @@ pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
 
 /// A path the admin server answers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Route {
-    /// One of the probes, at the admin server's paths.
-    Probe(Probe),
+pub(crate) enum Route<'a> {
+    /// One of the probes, or one of its checks, at the admin server's paths.
+    Probe(Target<'a>),
     /// An operator's control (`POST /hold`, `POST /release`).
     Control(Control),
     /// `GET /metrics`: the Prometheus exposition (feature `metrics`).
@@ -46,9 +46,9 @@ pub(crate) enum Needs {
     Operator,
 }
 
-impl Route {
+impl<'a> Route<'a> {
     /// The route `path` names, if any (a trailing slash accepted).
-    pub(crate) fn from_path(path: &str) -> Option<Self> {
+    pub(crate) fn from_path(path: &'a str) -> Option<Self> {
         #[cfg(feature = "metrics")]
         if crate::probe::trim_trailing_slash(path) == "/metrics" {
             return Some(Self::Metrics);
@@ -61,7 +61,7 @@ impl Route {
     /// Who may ask, once an operator key is configured.
     pub(crate) const fn needs(self) -> Needs {
         match self {
-            Self::Probe(probe) if probe.needs_viewer() => Needs::Viewer,
+            Self::Probe(target) if target.probe.needs_viewer() => Needs::Viewer,
             Self::Probe(_) => Needs::Nothing,
             Self::Control(_) => Needs::Operator,
             // Names every database and component, and the monitor's figures.
@@ -91,7 +91,7 @@ mod tests {
     fn only_what_orchestrators_poll_is_public() {
         let public: Vec<_> = Probe::ALL
             .into_iter()
-            .map(Route::Probe)
+            .map(|probe| Route::Probe(Target::of(probe)))
             .filter(|route| route.needs() == Needs::Nothing)
             .collect();
         assert_eq!(
@@ -103,9 +103,12 @@ mod tests {
                 Probe::Pool,
                 Probe::Ping
             ]
-            .map(Route::Probe)
+            .map(|probe| Route::Probe(Target::of(probe)))
         );
-        assert_eq!(Route::Probe(Probe::Health).needs(), Needs::Viewer);
+        assert_eq!(
+            Route::Probe(Target::of(Probe::Health)).needs(),
+            Needs::Viewer
+        );
         for control in Control::ALL {
             assert_eq!(Route::Control(control).needs(), Needs::Operator);
         }

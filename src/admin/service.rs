@@ -12,7 +12,7 @@ use crate::access::{Denied, KeyDigests, Role};
 use crate::config::{Details, NoCache};
 use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
-use crate::probe::{self, BodyMode, Freshness};
+use crate::probe::{self, BodyMode, Form, Freshness};
 use crate::rendered::ProbeBody;
 use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 
@@ -47,8 +47,8 @@ impl AdminState {
         let Some(route) = Route::from_path(request.uri().path()) else {
             return ProbeResponse::fixed(&ADMIN_NOT_FOUND, BodyMode::Full);
         };
-        let probe = match route {
-            Route::Probe(probe) => probe,
+        let target = match route {
+            Route::Probe(target) => target,
             Route::Control(control) => return control.respond(request, &self.keys, &self.health),
             #[cfg(feature = "metrics")]
             Route::Metrics => return self.metrics(request, route),
@@ -56,7 +56,9 @@ impl AdminState {
         let Some(mode) = BodyMode::of(request.method()) else {
             return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
         };
-        let wants_nocache = probe.takes_nocache() && probe::wants_nocache(request.uri().query());
+        let probe = target.probe;
+        let query = request.uri().query();
+        let wants_nocache = probe.takes_nocache() && probe::wants_nocache(query);
         let role = if self.keys.enabled() && (route.needs() != Needs::Nothing || wants_nocache) {
             match self.keys.role(headers) {
                 Ok(role) => role,
@@ -78,14 +80,20 @@ impl AdminState {
             Freshness::Published
         };
         let audience = crate::access::audience(self.details, role >= Role::Viewer);
-        self.health.probe_response(probe, mode, freshness, audience)
+        let form = Form::of(target, query);
+        match target.group {
+            Some(name) => self.health.group_response(name, mode, audience, form),
+            None => self
+                .health
+                .probe_response(probe, mode, freshness, audience, form),
+        }
     }
 }
 
 impl AdminState {
     /// `GET /metrics`: the exposition, for the viewer role once keys are set.
     #[cfg(feature = "metrics")]
-    fn metrics<B>(&self, request: &Request<B>, route: Route) -> ProbeResponse {
+    fn metrics<B>(&self, request: &Request<B>, route: Route<'_>) -> ProbeResponse {
         let Some(mode) = BodyMode::of(request.method()) else {
             return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
         };

@@ -116,7 +116,9 @@ fn counted<E>(
 /// because a request must count until its body has been sent, a stream's included.
 #[inline(always)]
 fn count(response: &mut Response, admitted: Admitted) {
-    let guard = admitted.respond(response);
+    let Some(guard) = admitted.respond(response) else {
+        return;
+    };
     if response.body().is_end_stream() {
         return;
     }

@@ -9,7 +9,9 @@ use tower_service::Service;
 
 use super::future::{MakeFuture, ResponseFuture};
 use crate::health::Reader;
-use crate::http::{Count, ProbeResponse, WhenBusy, admit, not_ready, poll_ready_now, rejection};
+use crate::http::{
+    Admitted, Count, ProbeResponse, WhenBusy, admit, not_ready, poll_ready_now, rejection,
+};
 
 /// An axum app with the probes, the ping and the drain around it, in one service that
 /// [`axum::serve()`] takes as it takes a `Router`.
@@ -68,12 +70,17 @@ where
         }
         // The drain this monitor follows, read per request so that a drain attached after
         // `around` is followed too.
+        let fail_health_checks = reader.fails_health_checks();
         let admitted = match reader.handle.drain() {
-            None => None,
+            None => fail_health_checks.then(Admitted::failing_health_checks),
             Some(drain) => match admit(drain, &request) {
-                Some(admitted) => Some(admitted),
+                Some(admitted) => Some(admitted.fail_health_checks_if(fail_health_checks)),
                 None => {
-                    let refused = ProbeResponse::ready(rejection(drain));
+                    let mut refused = rejection(drain);
+                    if fail_health_checks {
+                        crate::http::fail_health_checks(&mut refused);
+                    }
+                    let refused = ProbeResponse::ready(refused);
                     return ResponseFuture::layers(crate::http::ResponseFuture::probe(refused));
                 }
             },
@@ -86,7 +93,14 @@ where
             polled => {
                 let when_busy = WhenBusy::shed(reader.shed_load);
                 let count = admitted.map_or(Count::No, Count::Admitted);
-                let future = not_ready(&mut self.inner, polled, request, when_busy, count);
+                let future = not_ready(
+                    &mut self.inner,
+                    polled,
+                    request,
+                    when_busy,
+                    count,
+                    fail_health_checks,
+                );
                 ResponseFuture::layers(future)
             }
         }

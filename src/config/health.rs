@@ -42,12 +42,14 @@ pub struct HealthConfig {
     pub(crate) check_limit: Duration,
     pub(crate) startup_waits_for_mark: bool,
     pub(crate) kubernetes_aliases: bool,
+    pub(crate) envoy_immediate_fail: bool,
     /// The layers' opt-in metrics path, trimmed; `None` answers nothing.
     #[cfg(feature = "metrics")]
     pub(crate) metrics_path: Option<Box<str>>,
     pub(crate) details: Details,
     pub(crate) access_keys: AccessKeys,
     pub(crate) components: Vec<ComponentSpec>,
+    pub(crate) groups: Vec<super::HealthGroup>,
     pub(crate) optional_databases: Vec<Arc<str>>,
     /// Components the environment lists as critical (`TOWER_HEALTH_CRITICAL`).
     pub(crate) critical_components: Vec<Arc<str>>,
@@ -84,11 +86,13 @@ impl HealthConfig {
             check_limit: Duration::from_secs(10),
             startup_waits_for_mark: false,
             kubernetes_aliases: false,
+            envoy_immediate_fail: false,
             #[cfg(feature = "metrics")]
             metrics_path: None,
             details: Details::Always,
             access_keys: AccessKeys::new(),
             components: Vec::new(),
+            groups: Vec::new(),
             optional_databases: Vec::new(),
             critical_components: Vec::new(),
             unknown_components: UnknownComponents::Ignored,
@@ -119,7 +123,8 @@ impl HealthConfig {
     /// The first invalid value a setter was given, naming the setter: checked once, where
     /// the monitor is made.
     pub(crate) fn checked(&self) -> Result<(), ConfigError> {
-        self.error.check()
+        self.error.check()?;
+        self.check_groups()
     }
 
     /// What in this configuration is likely not what was meant: the set variables that no
@@ -147,11 +152,13 @@ impl fmt::Debug for HealthConfig {
             check_limit,
             startup_waits_for_mark,
             kubernetes_aliases,
+            envoy_immediate_fail,
             #[cfg(feature = "metrics")]
             metrics_path,
             details,
             access_keys,
             components: _,
+            groups,
             optional_databases,
             critical_components,
             unknown_components,
@@ -174,12 +181,14 @@ impl fmt::Debug for HealthConfig {
             .field("nocache_min_interval", nocache_min_interval)
             .field("check_limit", check_limit)
             .field("startup_waits_for_mark", startup_waits_for_mark)
-            .field("kubernetes_aliases", kubernetes_aliases);
+            .field("kubernetes_aliases", kubernetes_aliases)
+            .field("envoy_immediate_fail", envoy_immediate_fail);
         #[cfg(feature = "metrics")]
         f.field("metrics_path", metrics_path);
         f.field("details", details)
             .field("access_keys", access_keys)
             .field("components", &self.component_names().collect::<Vec<_>>())
+            .field("groups", groups)
             .field("optional_databases", optional_databases)
             .field("critical_components", critical_components)
             .field("unknown_components", unknown_components)

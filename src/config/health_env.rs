@@ -54,6 +54,9 @@ impl HealthConfig {
         if let Some(waits) = env.flag("TOWER_HEALTH_STARTUP_WAITS_FOR_MARK")? {
             config.startup_waits_for_mark = waits;
         }
+        if let Some(on) = env.flag("TOWER_HEALTH_ENVOY_IMMEDIATE_FAIL")? {
+            config.envoy_immediate_fail = on;
+        }
         if let Some(aliases) = env.flag("TOWER_HEALTH_KUBERNETES_ALIASES")? {
             config.kubernetes_aliases = aliases;
         }
@@ -93,6 +96,7 @@ impl HealthConfig {
         config
             .databases_from_env(env)?
             .components_from_env(env)?
+            .groups_from_env(env)?
             .shared_from_env(env)
     }
 }

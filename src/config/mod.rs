@@ -41,6 +41,7 @@
 
 mod components;
 mod databases;
+mod groups;
 pub(crate) mod health;
 mod health_env;
 #[cfg(test)]
@@ -52,6 +53,7 @@ mod timing;
 
 pub use self::databases::DEFAULT_DATABASE;
 pub(crate) use self::databases::DatabaseEntry;
+pub use self::groups::HealthGroup;
 pub(crate) use self::health::HealthConfig;
 pub(crate) use self::reader_defaults::validate_prefix;
 pub(crate) use self::timing::stale_bound;

@@ -43,6 +43,19 @@ impl HealthConfig {
         self.kubernetes_aliases = aliases;
         self
     }
+    /// Whether [`HealthLayer`](crate::HealthLayer) and
+    /// [`HealthLayer::around`](crate::HealthLayer::around) add
+    /// `x-envoy-immediate-health-check-fail: true` to the application's responses while the
+    /// process is held ([`HealthHandle::hold`](crate::HealthHandle::hold)) or draining: every
+    /// Envoy that routes a request here then takes the host out at once, without waiting
+    /// for its next health check (Envoy honours it on clusters with active health checking).
+    /// Probe answers never carry it: they say 503 themselves.
+    ///
+    /// Defaults to `false`: the header names a proxy the application may not sit behind.
+    pub fn envoy_immediate_fail(mut self, on: bool) -> Self {
+        self.envoy_immediate_fail = on;
+        self
+    }
     /// Makes every [`HealthLayer`](crate::HealthLayer) of this monitor also answer `GET <path>`
     /// with its Prometheus metrics ([`HealthMetrics`](crate::metrics::HealthMetrics)):
     /// rendered once per round, so a scrape costs what a probe costs and never runs a check.

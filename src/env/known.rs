@@ -48,6 +48,7 @@ pub(crate) const HEALTH: Reader = Reader {
         "TOWER_HEALTH_CHECK_LIMIT",
         "TOWER_HEALTH_DATABASE_URL",
         "TOWER_HEALTH_DETAILS",
+        "TOWER_HEALTH_ENVOY_IMMEDIATE_FAIL",
         "TOWER_HEALTH_HEALTH_INTERVAL",
         "TOWER_HEALTH_KUBERNETES_ALIASES",
         "TOWER_HEALTH_NOCACHE",
@@ -69,6 +70,7 @@ pub(crate) const HEALTH: Reader = Reader {
     ],
     prefixes: &[
         "TOWER_HEALTH_DATABASE_URL_",
+        "TOWER_HEALTH_GROUP_",
         "TOWER_HEALTH_HTTP_",
         "TOWER_HEALTH_REDIS_",
         "TOWER_HEALTH_TCP_",

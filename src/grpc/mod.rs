@@ -159,7 +159,7 @@ pub mod pb {
 
 pub use self::reporter::HealthReporter;
 pub use self::service::HealthService;
-pub use self::services::{COMPONENT_PREFIX, DATABASE_PREFIX, MAX_LISTED};
+pub use self::services::{COMPONENT_PREFIX, DATABASE_PREFIX, GROUP_PREFIX, MAX_LISTED};
 pub use self::status::ServingStatus;
 pub use self::watch::WatchStream;
 

@@ -16,6 +16,10 @@ pub const DATABASE_PREFIX: &str = "database/";
 /// The prefix of the service of each [component](crate::component): `component/<name>`.
 pub const COMPONENT_PREFIX: &str = "component/";
 
+/// The prefix of the service of each [health group](crate::config::HealthGroup):
+/// `group/<name>`, judged as readiness is (held, draining or stale: `NOT_SERVING`).
+pub const GROUP_PREFIX: &str = "group/";
+
 /// The most services [`List`](super::pb::health_server::Health::list) returns; past it, it
 /// answers `RESOURCE_EXHAUSTED`, as the proto says.
 pub const MAX_LISTED: usize = 100;
@@ -26,7 +30,10 @@ pub(crate) type AppStatuses = Arc<BTreeMap<Arc<str>, ServingStatus>>;
 /// Whether `name` is one the crate answers for (`""`, `database/..`, `component/..`), which
 /// the application cannot set.
 pub(crate) fn is_reserved(name: &str) -> bool {
-    name.is_empty() || name.starts_with(DATABASE_PREFIX) || name.starts_with(COMPONENT_PREFIX)
+    name.is_empty()
+        || name.starts_with(DATABASE_PREFIX)
+        || name.starts_with(COMPONENT_PREFIX)
+        || name.starts_with(GROUP_PREFIX)
 }
 
 /// The services at one instant: a view, the monitor's configuration (the names known before
@@ -61,10 +68,15 @@ impl Services<'_> {
             .component_names()
             .chain(self.view.health.components.iter().map(|c| &*c.name))
             .map(|name| format!("{COMPONENT_PREFIX}{name}"));
+        let groups = self
+            .config
+            .group_names()
+            .map(|name| format!("{GROUP_PREFIX}{name}"));
         let apps = self.app.keys().map(|name| name.to_string());
         std::iter::once(String::new())
             .chain(databases)
             .chain(components)
+            .chain(groups)
             .chain(apps)
             .filter_map(|name| Some((self.status(&name)?, name)))
             .map(|(status, name)| (name, status))
@@ -83,6 +95,9 @@ impl Services<'_> {
         }
         if let Some(component) = name.strip_prefix(COMPONENT_PREFIX) {
             return self.component(component);
+        }
+        if let Some(group) = name.strip_prefix(GROUP_PREFIX) {
+            return self.group(group);
         }
         self.app.get(name).copied()
     }
@@ -118,6 +133,24 @@ impl Services<'_> {
             (_, Condition::Stale) => Some(ServingStatus::NotServing),
             (Some(report), _) => Some(ServingStatus::of_component(report.status)),
             (None, _) => Some(self.no_verdict()),
+        }
+    }
+
+    /// A health group: its own verdict where readiness's answer is its verdict's, not
+    /// serving where a hold or staleness fails readiness.
+    fn group(&self, name: &str) -> Option<ServingStatus> {
+        let group = self
+            .view
+            .readiness
+            .groups
+            .iter()
+            .find(|g| &*g.name == name)?;
+        match self.view.answer(Probe::Ready).condition {
+            Condition::Verdict => Some(ServingStatus::from_passing(group.passes())),
+            Condition::Unavailable | Condition::Starting => Some(self.no_verdict()),
+            Condition::Held | Condition::Stale | Condition::Draining => {
+                Some(ServingStatus::NotServing)
+            }
         }
     }
 

@@ -13,19 +13,27 @@ use crate::access::{AccessKeys, KeyDigests};
 use crate::config::{Details, NoCache};
 use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
-use crate::probe::{self, BodyMode, Freshness, Probe, ProbePaths};
+use crate::probe::{self, BodyMode, Form, Freshness, Probe, ProbePaths};
 use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 use crate::verdict::Audience;
 
 /// What a request asks a reader: see [`Reader::ask`].
 #[derive(Copy, Clone, Debug)]
-pub(crate) enum Asked {
-    /// One of the probes.
+pub(crate) enum Asked<'a> {
+    /// One of the probes, in the form the request asks for.
     Probe {
         probe: Probe,
         mode: BodyMode,
         freshness: Freshness,
         audience: Audience,
+        form: Form<'a>,
+    },
+    /// A health group's path (`<prefix>/group/<name>`), in the form the request asks for.
+    Group {
+        name: &'a str,
+        mode: BodyMode,
+        audience: Audience,
+        form: Form<'a>,
     },
     /// A probe path (or the metrics path) with a method other than GET and HEAD.
     MethodNotAllowed,
@@ -50,6 +58,8 @@ pub(crate) struct Reader {
     /// Whether an application request that finds the inner service not ready gets 503 at
     /// once instead of waiting ([`HealthLayer::shed_load`](crate::HealthLayer::shed_load)).
     pub(crate) shed_load: bool,
+    /// [`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail).
+    envoy_immediate_fail: bool,
     /// The monitor's opt-in metrics path
     /// ([`HealthConfig::metrics_path`](crate::HealthConfig::metrics_path)) and its
     /// exposition; `None` (the default) answers nothing.
@@ -68,6 +78,7 @@ impl Reader {
             public_details: PublicDetails::default(),
             keys: config.access_keys.digests(),
             shed_load: false,
+            envoy_immediate_fail: config.envoy_immediate_fail,
             #[cfg(feature = "metrics")]
             metrics: config
                 .metrics_path
@@ -86,7 +97,7 @@ impl Reader {
     /// registers: the response itself is built by [`answer`](Self::answer) straight into the
     /// layer's future (the response is large, and each move of it costs a `memcpy`).
     #[inline(always)]
-    pub(crate) fn ask<B>(&self, request: &Request<B>) -> Option<Asked> {
+    pub(crate) fn ask<'a, B>(&self, request: &'a Request<B>) -> Option<Asked<'a>> {
         let path = request.uri().path();
         let under = self.paths.strip(path);
         // What nearly every application request takes: a path outside the prefix, and no
@@ -100,7 +111,12 @@ impl Reader {
     /// [`ask`](Self::ask) for a path that may be this reader's; `under` is what follows the
     /// prefix, if the path is under it.
     #[inline(never)]
-    fn ask_path<B>(&self, request: &Request<B>, path: &str, under: Option<&str>) -> Option<Asked> {
+    fn ask_path<'a, B>(
+        &self,
+        request: &'a Request<B>,
+        path: &'a str,
+        under: Option<&'a str>,
+    ) -> Option<Asked<'a>> {
         #[cfg(feature = "metrics")]
         if self.metrics_at(path).is_some() {
             return Some(match BodyMode::of(request.method()) {
@@ -114,41 +130,66 @@ impl Reader {
                 },
             });
         }
-        let probe = self.paths.classify_split(path, under)?;
+        let target = self.paths.classify_split(path, under)?;
+        let probe = target.probe;
         let Some(mode) = BodyMode::of(request.method()) else {
             return Some(Asked::MethodNotAllowed);
         };
         let headers = request.headers();
-        let freshness = if probe.takes_nocache()
-            && probe::wants_nocache(request.uri().query())
-            && self.bypasses(headers)
-        {
-            Freshness::Bypass
-        } else {
-            Freshness::Published
-        };
+        let query = request.uri().query();
+        let freshness =
+            if probe.takes_nocache() && probe::wants_nocache(query) && self.bypasses(headers) {
+                Freshness::Bypass
+            } else {
+                Freshness::Published
+            };
         let audience = if probe.has_details() {
             self.audience(headers)
         } else {
             Audience::Minimal
         };
+        if let Some(name) = target.group {
+            return Some(Asked::Group {
+                name,
+                mode,
+                audience,
+                form: Form::of(target, query),
+            });
+        }
         Some(Asked::Probe {
             probe,
             mode,
             freshness,
             audience,
+            form: Form::of(target, query),
         })
     }
 
+    /// Whether an application response now tells Envoy to take this host out at once: the
+    /// setting is on and the process is held or draining. Off, a load and a branch.
+    #[inline(always)]
+    pub(crate) fn fails_health_checks(&self) -> bool {
+        self.envoy_immediate_fail && self.handle.is_out_of_rotation()
+    }
+
     /// The answer to what a request [asked](Self::ask).
-    pub(crate) fn answer(&self, asked: Asked) -> ProbeResponse {
+    pub(crate) fn answer(&self, asked: Asked<'_>) -> ProbeResponse {
         match asked {
             Asked::Probe {
                 probe,
                 mode,
                 freshness,
                 audience,
-            } => self.handle.probe_response(probe, mode, freshness, audience),
+                form,
+            } => self
+                .handle
+                .probe_response(probe, mode, freshness, audience, form),
+            Asked::Group {
+                name,
+                mode,
+                audience,
+                form,
+            } => self.handle.group_response(name, mode, audience, form),
             Asked::MethodNotAllowed => ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full),
             #[cfg(feature = "metrics")]
             Asked::Metrics { mode, allowed } => self.metrics_response(mode, allowed),

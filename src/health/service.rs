@@ -61,6 +61,7 @@ where
                 request,
                 WhenBusy::shed(reader.shed_load),
                 reader.handle.drain().map_or(Count::No, Count::WhileQueued),
+                reader.fails_health_checks(),
             ),
         }
     }

@@ -5,20 +5,25 @@
 //! [`Drain`](crate::drain::Drain) and the axum stack both apply it, so the rules are written
 //! once.
 
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 
 use crate::probe::BodyMode;
 use crate::rendered::ProbeBody;
 use crate::shutdown::{DrainHandle, DrainPolicy, InFlightGuard};
 
-/// A request the drain let in: in flight until the guard that [`Admitted::respond`] hands back
-/// is dropped.
+/// What happens to an application request's response on its way out: counted in a drain
+/// (the guard that [`Admitted::respond`] hands back, in flight until dropped), told to close
+/// its HTTP/1 connection if the drain has started by then, and marked for Envoy while the
+/// process is out of rotation.
 pub(crate) struct Admitted {
-    guard: InFlightGuard,
+    guard: Option<InFlightGuard>,
     /// Whether to add `Connection: close` if the drain has started by the time the response is
     /// ready (an HTTP/1 request other than `CONNECT`, and the setting is on).
     close_if_draining: bool,
+    /// Whether to add `x-envoy-immediate-health-check-fail`
+    /// ([`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail)).
+    fail_health_checks: bool,
 }
 
 /// Counts `request` in flight in `drain`, or refuses it (`None`: the drain has started under
@@ -35,8 +40,9 @@ pub(crate) fn admit<B>(drain: &DrainHandle, request: &Request<B>) -> Option<Admi
         && matches!(request.version(), Version::HTTP_11 | Version::HTTP_10)
         && request.method() != Method::CONNECT;
     Some(Admitted {
-        guard: drain.enter(),
+        guard: Some(drain.enter()),
         close_if_draining,
+        fail_health_checks: false,
     })
 }
 
@@ -46,15 +52,44 @@ pub(crate) fn rejection(drain: &DrainHandle) -> Response<ProbeBody> {
 }
 
 impl Admitted {
-    /// The response is ready: adds `Connection: close` if the drain has started since the
-    /// request came in, and hands back the guard, for the response body to hold until its end.
+    /// A response that only tells Envoy to fail its health checks of this host now.
+    pub(crate) fn failing_health_checks() -> Self {
+        Self {
+            guard: None,
+            close_if_draining: false,
+            fail_health_checks: true,
+        }
+    }
+
+    /// Also tells Envoy to fail its health checks of this host now, when `out_of_rotation`.
     #[inline(always)]
-    pub(crate) fn respond<B>(self, response: &mut Response<B>) -> InFlightGuard {
-        if self.close_if_draining && self.guard.is_draining() {
+    pub(crate) fn fail_health_checks_if(mut self, out_of_rotation: bool) -> Self {
+        self.fail_health_checks |= out_of_rotation;
+        self
+    }
+
+    /// The response is ready: adds `Connection: close` if the drain has started since the
+    /// request came in and Envoy's header when asked, and hands back the guard, for the
+    /// response body to hold until its end.
+    #[inline(always)]
+    pub(crate) fn respond<B>(self, response: &mut Response<B>) -> Option<InFlightGuard> {
+        if self.fail_health_checks {
+            fail_health_checks(response);
+        }
+        if self.close_if_draining && self.guard.as_ref().is_some_and(InFlightGuard::is_draining) {
             close(response);
         }
         self.guard
     }
+}
+
+/// Envoy's "take this host out now, without waiting for the next health check".
+#[cold]
+pub(crate) fn fail_health_checks<B>(response: &mut Response<B>) {
+    response.headers_mut().insert(
+        HeaderName::from_static("x-envoy-immediate-health-check-fail"),
+        HeaderValue::from_static("true"),
+    );
 }
 
 /// Asks an HTTP/1 client to close its connection, the response being sent during the drain.

@@ -6,7 +6,6 @@ use std::task::{Context, Poll, Waker};
 use http::Request;
 use tower_service::Service;
 
-#[cfg(feature = "axum")]
 use super::admission::Admitted;
 use super::{ProbeResponse, ResponseFuture};
 use crate::probe::BodyMode;
@@ -38,11 +37,13 @@ pub(crate) enum Count<'a> {
     WhileQueued(&'a DrainHandle),
     /// From its admission by the drain to its body's end (the axum stack, for a request
     /// that waits for the app).
-    #[cfg(feature = "axum")]
+    #[cfg_attr(not(feature = "axum"), allow(dead_code))]
     Admitted(Admitted),
 }
 
 /// Sends an application request to `inner`: at once if it is ready, else as `when_busy` says.
+/// `fail_health_checks` marks its response for Envoy
+/// ([`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail)).
 ///
 /// Readiness is asked here, with a no-op waker, rather than in `poll_ready`: a probe then
 /// never polls the inner service at all, and an application request polls it once either
@@ -57,6 +58,7 @@ pub(crate) fn call_inner<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
+    fail_health_checks: bool,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
@@ -65,11 +67,16 @@ where
         // Each arm builds its variant around the inner future where it lies: choosing the
         // variant after the call would copy the (large) future once more.
         Poll::Ready(Ok(())) => match count {
-            #[cfg(feature = "axum")]
-            Count::Admitted(admitted) => ResponseFuture::counted(inner.call(request), admitted),
+            Count::Admitted(admitted) => ResponseFuture::counted(
+                inner.call(request),
+                admitted.fail_health_checks_if(fail_health_checks),
+            ),
+            Count::No | Count::WhileQueued(_) if fail_health_checks => {
+                ResponseFuture::counted(inner.call(request), Admitted::failing_health_checks())
+            }
             Count::No | Count::WhileQueued(_) => ResponseFuture::inner(inner.call(request)),
         },
-        polled => not_ready(inner, polled, request, when_busy, count),
+        polled => not_ready(inner, polled, request, when_busy, count, fail_health_checks),
     }
 }
 
@@ -93,13 +100,16 @@ pub(crate) fn not_ready<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
+    fail_health_checks: bool,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
     match polled {
         Poll::Ready(Err(error)) => ResponseFuture::error(error),
-        Poll::Ready(Ok(())) | Poll::Pending => call_busy(inner, request, when_busy, count),
+        Poll::Ready(Ok(())) | Poll::Pending => {
+            call_busy(inner, request, when_busy, count, fail_health_checks)
+        }
     }
 }
 
@@ -110,18 +120,26 @@ fn call_busy<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
+    fail_health_checks: bool,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
     if when_busy == WhenBusy::Shed {
-        return ResponseFuture::probe(ProbeResponse::fixed(&OVERLOADED, BodyMode::Full));
+        let mut shed = OVERLOADED.response(BodyMode::Full);
+        if fail_health_checks {
+            super::fail_health_checks(&mut shed);
+        }
+        return ResponseFuture::probe(ProbeResponse::ready(shed));
     }
     let (queued, admitted) = match count {
         Count::No => (None, None),
         Count::WhileQueued(drain) => (Some(drain.enter()), None),
-        #[cfg(feature = "axum")]
         Count::Admitted(admitted) => (None, Some(admitted)),
+    };
+    let admitted = match admitted {
+        Some(admitted) => Some(admitted.fail_health_checks_if(fail_health_checks)),
+        None => fail_health_checks.then(Admitted::failing_health_checks),
     };
     let clone = inner.clone();
     let polled = std::mem::replace(inner, clone);

@@ -180,10 +180,10 @@ where
             |polled, admitted| {
                 polled.map_ok(|mut response| match admitted.take() {
                     None => response.map(ResponseBody::inner),
-                    Some(admitted) => {
-                        let guard = admitted.respond(&mut response);
-                        response.map(|body| ResponseBody::counted(body, guard))
-                    }
+                    Some(admitted) => match admitted.respond(&mut response) {
+                        Some(guard) => response.map(|body| ResponseBody::counted(body, guard)),
+                        None => response.map(ResponseBody::inner),
+                    },
                 })
             },
             |response| response.map(ResponseBody::probe),

@@ -13,7 +13,7 @@ mod response_tests;
 
 #[cfg(feature = "axum")]
 pub(crate) use self::admission::Admitted;
-pub(crate) use self::admission::{admit, rejection};
+pub(crate) use self::admission::{admit, fail_health_checks, rejection};
 #[cfg(feature = "axum")]
 pub(crate) use self::body::Counted;
 pub use self::body::ResponseBody;

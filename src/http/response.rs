@@ -12,10 +12,11 @@ use http::Response;
 use http::header::{self, HeaderValue};
 
 use crate::monitor::HealthHandle;
-use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe::{BodyMode, Form, Freshness, Probe};
 use crate::rendered::ProbeBody;
 use crate::rendered::Rendered;
-use crate::rendered::fixed::{LIVE, PING};
+use crate::rendered::fixed::{LIVE, LIVE_CHECKS, NO_SUCH_GROUP, PING};
+use crate::rendered::kube::Moment;
 use crate::shutdown::DrainHandle;
 use crate::verdict::Audience;
 use crate::view::published::Published;
@@ -57,15 +58,27 @@ impl Future for ProbeResponse {
 
 /// The HTTP answers of a monitor's handle: what the layers and the admin server serve.
 pub(crate) trait Respond {
-    /// The response to `probe` from the published verdicts. Everything but a cache bypass
-    /// is a pointer load and a response built from pre-rendered parts: no lock, no I/O, no
-    /// JSON encoding, no await.
+    /// The response to `probe` from the published verdicts, in `form`. Everything but a
+    /// cache bypass is a pointer load and a response built from pre-rendered parts: no lock,
+    /// no I/O, no JSON encoding, no await (`?exclude` and a check's own path write a few
+    /// lines of text).
     fn probe_response(
         &self,
         probe: Probe,
         mode: BodyMode,
         freshness: Freshness,
         audience: Audience,
+        form: Form<'_>,
+    ) -> ProbeResponse;
+
+    /// The response of the health group `name`, judged as readiness is: the group's own
+    /// answer, or 503 while held, draining or stale; 404 for a name that is no group.
+    fn group_response(
+        &self,
+        name: &str,
+        mode: BodyMode,
+        audience: Audience,
+        form: Form<'_>,
     ) -> ProbeResponse;
 }
 
@@ -76,8 +89,107 @@ impl Respond for HealthHandle {
         mode: BodyMode,
         freshness: Freshness,
         audience: Audience,
+        form: Form<'_>,
     ) -> ProbeResponse {
-        answer(self, probe, mode, freshness, audience)
+        if form == Form::Json {
+            answer(self, probe, mode, freshness, audience)
+        } else {
+            ProbeResponse::ready(kube_answer(self, probe, mode, audience, form))
+        }
+    }
+
+    fn group_response(
+        &self,
+        name: &str,
+        mode: BodyMode,
+        audience: Audience,
+        form: Form<'_>,
+    ) -> ProbeResponse {
+        ProbeResponse::ready(self.group_answer(name, mode, audience, form))
+    }
+}
+
+impl HealthHandle {
+    fn group_answer(
+        &self,
+        name: &str,
+        mode: BodyMode,
+        audience: Audience,
+        form: Form<'_>,
+    ) -> Response<ProbeBody> {
+        let state = self.state();
+        let drain = state.drain.get();
+        let draining = drain.is_some_and(DrainHandle::is_draining);
+        let now = Instant::now();
+        let published = state.readiness.load();
+        let Some(group) = published.rendered().group(name) else {
+            return NO_SUCH_GROUP.response(mode);
+        };
+        if form != Form::Json {
+            let moment = Moment {
+                draining,
+                stale: published.is_stale(now),
+            };
+            return group.kube().response(moment, audience, form, mode);
+        }
+        let (condition, ..) = judge(Probe::Ready, &published, draining, now);
+        let variants = group.for_audience(audience);
+        match condition {
+            Condition::Draining => {
+                let retry_after = drain.map(DrainHandle::retry_after);
+                let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
+                variants.draining.response_aged(mode, 0, extra)
+            }
+            Condition::Stale => variants.stale.response(mode),
+            Condition::Held => variants.held.response(mode),
+            Condition::Verdict | Condition::Unavailable | Condition::Starting => {
+                variants.published.response(mode)
+            }
+        }
+    }
+}
+
+/// A Kubernetes-style answer ([`crate::rendered::kube`]), from the published verdicts:
+/// `?nocache` is for the JSON answers.
+#[inline(never)]
+fn kube_answer(
+    health: &HealthHandle,
+    probe: Probe,
+    mode: BodyMode,
+    audience: Audience,
+    form: Form<'_>,
+) -> Response<ProbeBody> {
+    let state = health.state();
+    let draining = state.drain.get().is_some_and(DrainHandle::is_draining);
+    let now = Instant::now();
+    let moment = |stale: bool| Moment { draining, stale };
+    match probe {
+        Probe::Live | Probe::Ping => LIVE_CHECKS.response(Moment::default(), audience, form, mode),
+        Probe::Startup => (state.startup.kube()).response(Moment::default(), audience, form, mode),
+        Probe::Ready => {
+            let published = state.readiness.load();
+            let moment = moment(published.is_stale(now));
+            published
+                .rendered()
+                .kube()
+                .response(moment, audience, form, mode)
+        }
+        Probe::Health => {
+            let published = state.health.load();
+            let moment = moment(published.is_stale(now));
+            published
+                .rendered()
+                .kube()
+                .response(moment, audience, form, mode)
+        }
+        Probe::Pool => {
+            let published = state.pool.load();
+            let moment = moment(published.is_stale(now));
+            published
+                .rendered()
+                .kube()
+                .response(moment, audience, form, mode)
+        }
     }
 }
 

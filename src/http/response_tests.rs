@@ -34,6 +34,7 @@ async fn http_agrees_with_the_view(handle: &HealthHandle, view: &View, state: &s
                 BodyMode::Full,
                 Freshness::Published,
                 Audience::Full,
+                crate::probe::Form::Json,
             )
             .await;
         let (status, _, body) = read(response).await;

@@ -38,7 +38,7 @@ pub(super) enum Series {
 }
 
 /// Every family, in the order of the table in the [module docs](super).
-pub(super) const FAMILIES: [Family; 19] = [
+pub(super) const FAMILIES: [Family; 20] = [
     Family {
         name: "tower_health_probe_passing",
         help: "Whether the probe passes now (HTTP 200, gRPC SERVING)",
@@ -68,6 +68,11 @@ pub(super) const FAMILIES: [Family; 19] = [
         name: "tower_health_component_status",
         help: "The component's status in the last health round: 1 for the current one",
         series: Series::Flags(component_status),
+    },
+    Family {
+        name: "tower_health_group_passing",
+        help: "Whether the health group passes now (HTTP 200, gRPC SERVING)",
+        series: Series::Flags(group_passing),
     },
     Family {
         name: "tower_health_verdict_timestamp",
@@ -188,6 +193,16 @@ fn database_check_status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>,
             ];
             series(&labels, outcome.status == each);
         }
+    }
+}
+
+/// A health group as its path answers it: its own verdict where readiness's is the
+/// verdict's, failing while held, draining, stale or before the first round.
+fn group_passing(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    let view = &snapshot.view;
+    let judged = view.answer(Probe::Ready).condition == Condition::Verdict;
+    for group in &view.readiness.groups {
+        series(&[("group", &*group.name)], judged && group.passes());
     }
 }
 

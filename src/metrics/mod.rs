@@ -111,6 +111,7 @@
 //! | `tower_health_database_up` | gauge | `database`, `critical` (`true`, `false`) | 1 when the database was ready in the last readiness round |
 //! | `tower_health_database_check_status` | gauge | `database`, `status` (`ready`, `not_ready`, `timed_out`) | the database's check status in the last readiness round |
 //! | `tower_health_component_status` | gauge | `component`, `status` (`unknown`, `healthy`, `degraded`, `unhealthy`) | the component's status in the last health round |
+//! | `tower_health_group_passing` | gauge | `group` | whether the [health group](crate::config::HealthGroup) passes now, as its path answers (held, draining, stale: 0) |
 //! | `tower_health_verdict_timestamp_seconds` | gauge | `verdict` (`health`, `readiness`, `pool`) | when the verdict was computed, Unix time (absent before the first round): its age is `time() - tower_health_verdict_timestamp_seconds` |
 //! | `tower_health_verdict_stale` | gauge | `verdict` | 1 when the verdict is older than its staleness bound (the monitor is stuck or stopped), drain or not |
 //! | `tower_health_round_duration_seconds` | gauge | `round` (`readiness`, `health`) | how long the last round's checks took |

@@ -15,7 +15,7 @@ use opentelemetry_sdk::metrics::{
 
 use super::families::{FAMILIES, Series};
 use crate::component::ComponentSpec;
-use crate::config::HealthConfig;
+use crate::config::{HealthConfig, HealthGroup};
 use crate::metrics::OpenTelemetry;
 use crate::monitor::{HealthHandle, test_monitor as monitor, test_rounds as rounds};
 use crate::shutdown::{DrainConfig, DrainHandle};
@@ -30,6 +30,11 @@ fn config(check: FakeCheck) -> HealthConfig {
             "cache",
             FakeComponent::new(FakeCheck::Ready),
         ))
+        .group(
+            HealthGroup::new("checkout")
+                .member("database/default")
+                .optional("component/cache"),
+        )
 }
 
 /// An SDK provider whose collections land in memory, the instruments of `handle` registered
@@ -208,6 +213,7 @@ const HEALTHY: &[(&str, &str)] = &[
         "1",
     ),
     ("tower_health_draining", "0"),
+    ("tower_health_group_passing{group=\"checkout\"}", "1"),
     ("tower_health_held", "0"),
     ("tower_health_monitor_running", "1"),
     ("tower_health_nocache_computations_total", "0"),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use http::{StatusCode, header};
 
 use crate::component::ComponentSpec;
-use crate::config::HealthConfig;
+use crate::config::{HealthConfig, HealthGroup};
 use crate::metrics::HealthMetrics;
 use crate::monitor::{HealthHandle, test_monitor as monitor, test_rounds as rounds};
 use crate::probe::BodyMode;
@@ -24,6 +24,11 @@ fn config(check: FakeCheck) -> HealthConfig {
             "cache",
             FakeComponent::new(FakeCheck::Ready),
         ))
+        .group(
+            HealthGroup::new("checkout")
+                .member("database/default")
+                .optional("component/cache"),
+        )
 }
 
 /// The samples of an exposition (`name{labels} value`), in order; the values that change
@@ -192,6 +197,9 @@ tower_health_component_status{component="cache",status="unknown"} 0
 tower_health_component_status{component="cache",status="healthy"} 1
 tower_health_component_status{component="cache",status="degraded"} 0
 tower_health_component_status{component="cache",status="unhealthy"} 0
+# HELP tower_health_group_passing Whether the health group passes now (HTTP 200, gRPC SERVING)
+# TYPE tower_health_group_passing gauge
+tower_health_group_passing{group="checkout"} 1
 # HELP tower_health_verdict_timestamp_seconds When the verdict was computed (Unix time); its age is time() minus this
 # TYPE tower_health_verdict_timestamp_seconds gauge
 # UNIT tower_health_verdict_timestamp_seconds seconds

@@ -123,6 +123,7 @@ async fn hysteresis_and_unknown_before_the_first_result() {
                 BodyMode::Full,
                 Freshness::Bypass,
                 Audience::Full,
+                crate::probe::Form::Json,
             )
             .await,
     )
@@ -527,6 +528,7 @@ async fn a_bypass_rechecks_components_so_a_fix_shows_at_once() {
                 BodyMode::Full,
                 Freshness::Bypass,
                 Audience::Full,
+                crate::probe::Form::Json,
             )
             .await,
     )

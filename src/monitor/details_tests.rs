@@ -44,7 +44,13 @@ async fn body(
     audience: Audience,
 ) -> (StatusCode, String) {
     let response = handle
-        .probe_response(probe, BodyMode::Full, Freshness::Published, audience)
+        .probe_response(
+            probe,
+            BodyMode::Full,
+            Freshness::Published,
+            audience,
+            crate::probe::Form::Json,
+        )
         .await;
     let (status, _, body) = read(response).await;
     (status, body)

@@ -167,6 +167,13 @@ impl HealthHandle {
         self.state.drain.get()
     }
 
+    /// Whether the process is out of rotation of its own accord: held by an operator, or
+    /// draining (what `x-envoy-immediate-health-check-fail` tells Envoy).
+    pub(crate) fn is_out_of_rotation(&self) -> bool {
+        self.drain().is_some_and(DrainHandle::is_draining)
+            || self.state.readiness.load().verdict.held.is_some()
+    }
+
     /// The monitor's configuration: the defaults of its readers' own settings.
     pub(crate) fn config(&self) -> &HealthConfig {
         &self.state.config

@@ -18,14 +18,15 @@ impl MonitorState {
         // Before the first round (or once the monitor stopped) there is nothing to
         // re-render: the next round applies the hold.
         if let (Some(checked_at), Some(made)) = (current.verdict.checked_at, current.when_made()) {
-            let verdict = ReadinessVerdict::from_outcomes(
+            let mut verdict = ReadinessVerdict::from_outcomes(
                 current.verdict.databases.clone(),
                 current.verdict.components.clone(),
-                self.config.fail_direction,
-                self.config.unknown_components,
+                self.readiness_rules(),
                 checked_at,
                 reason.clone(),
             );
+            // The groups do not follow the hold: readiness's judgement applies it to them.
+            verdict.groups.clone_from(&current.verdict.groups);
             // The same round's verdict: it keeps its age and its staleness.
             self.publish_readiness(verdict, made);
         }

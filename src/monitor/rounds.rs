@@ -11,7 +11,8 @@ use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::check::{CheckError, CheckErrorKind};
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{
-    CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
+    CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
+    ReadinessVerdict,
 };
 use crate::view::published::{Made, Published, publish_newer};
 
@@ -97,7 +98,9 @@ impl MonitorState {
                 let pool = PoolVerdict::from_outcome(default, checked_at);
                 self.publish_pool_verdict(pool, made);
                 let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
-                let verdict = ReadinessVerdict::panicked(ROUND_PANICKED, checked_at, hold.clone());
+                let mut verdict =
+                    ReadinessVerdict::panicked(ROUND_PANICKED, checked_at, hold.clone());
+                verdict.groups = self.group_verdicts(None);
                 self.publish_readiness(verdict, made);
             }
             Cadence::Health => {
@@ -157,14 +160,14 @@ impl MonitorState {
             .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, started, round.finished_at);
         let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
-        let verdict = ReadinessVerdict::from_outcomes(
+        let mut verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
             self.gating_components(),
-            self.config.fail_direction,
-            self.config.unknown_components,
+            self.readiness_rules(),
             round.finished_at,
             hold.clone(),
         );
+        verdict.groups = self.group_verdicts(Some(&verdict.databases));
         let made = self.made(started, Instant::now(), self.config.readiness_interval);
         self.publish_readiness(verdict, made);
         drop(hold);
@@ -396,12 +399,20 @@ impl MonitorState {
         self.notify_view();
     }
 
+    /// What fails readiness, as configured.
+    pub(super) fn readiness_rules(&self) -> ReadinessRules {
+        ReadinessRules {
+            fail_direction: self.config.fail_direction,
+            unknown: self.config.unknown_components,
+        }
+    }
+
     /// Renders and publishes a readiness verdict, tells the view's watchers, and logs a
     /// transition.
     /// The caller holds the hold's lock.
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let stale_after = self.stale_after(self.config.readiness_interval);
-        let rendered = render_readiness(&verdict, stale_after);
+        let rendered = render_readiness(&verdict, self.readiness_rules(), stale_after);
         let published = Arc::new(Published::made(verdict, rendered, made));
         if let Some(previous) = publish_newer(&self.readiness, &published, &self.monitor_running) {
             log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);

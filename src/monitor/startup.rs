@@ -9,7 +9,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::rendered::Rendered;
-use crate::rendered::fixed::{STARTED, STARTING_APPLICATION, STARTING_FIRST_ROUND};
+use crate::rendered::fixed::{
+    STARTED, STARTED_CHECKS, STARTING_APPLICATION, STARTING_APPLICATION_CHECKS,
+    STARTING_FIRST_ROUND, STARTING_FIRST_ROUND_CHECKS,
+};
+use crate::rendered::kube::KubeAnswers;
 
 #[derive(Debug)]
 pub(crate) struct Startup {
@@ -44,14 +48,40 @@ impl Startup {
 
     /// The response `/health/startup` gives now.
     pub(crate) fn rendered(&self) -> &'static Rendered {
-        if !self.first_round.load(Ordering::Acquire) {
-            &STARTING_FIRST_ROUND
-        } else if self.waits_for_mark && !self.marked.load(Ordering::Acquire) {
-            &STARTING_APPLICATION
-        } else {
-            &STARTED
+        match self.phase() {
+            Phase::FirstRound => &STARTING_FIRST_ROUND,
+            Phase::Application => &STARTING_APPLICATION,
+            Phase::Started => &STARTED,
         }
     }
+
+    /// `/health/startup`'s checks now, for its Kubernetes-style answers.
+    pub(crate) fn kube(&self) -> &'static KubeAnswers {
+        match self.phase() {
+            Phase::FirstRound => &STARTING_FIRST_ROUND_CHECKS,
+            Phase::Application => &STARTING_APPLICATION_CHECKS,
+            Phase::Started => &STARTED_CHECKS,
+        }
+    }
+
+    fn phase(&self) -> Phase {
+        if !self.first_round.load(Ordering::Acquire) {
+            Phase::FirstRound
+        } else if self.waits_for_mark && !self.marked.load(Ordering::Acquire) {
+            Phase::Application
+        } else {
+            Phase::Started
+        }
+    }
+}
+
+/// Where the start is.
+enum Phase {
+    /// The first readiness round has not completed.
+    FirstRound,
+    /// The application has not called `mark_started()`, and the configuration waits for it.
+    Application,
+    Started,
 }
 
 #[cfg(test)]

@@ -20,7 +20,10 @@ use super::startup::Startup;
 use crate::config::{HealthConfig, stale_bound};
 use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::shutdown::DrainHandle;
-use crate::verdict::{CheckOutcome, HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{
+    CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict, ReadinessRules,
+    ReadinessVerdict,
+};
 use crate::view::published::Published;
 use crate::view::{Source, View, ViewInputs};
 
@@ -180,7 +183,7 @@ impl MonitorState {
             stale_bound(config.health_interval, config.readiness_timeout),
         );
         let startup = Startup::new(config.startup_waits_for_mark);
-        let (readiness, health, pool) = placeholders(NO_ROUND_YET, false);
+        let (readiness, health, pool) = placeholders(&config, NO_ROUND_YET, false);
         Self {
             config,
             slots,
@@ -215,7 +218,7 @@ impl MonitorState {
     pub(crate) fn set_monitor_running(&self, running: bool) {
         self.monitor_running.store(running, Ordering::Release);
         if !running {
-            let (readiness, health, pool) = placeholders(MONITOR_STOPPED, false);
+            let (readiness, health, pool) = placeholders(&self.config, MONITOR_STOPPED, false);
             self.readiness.store(Arc::new(readiness));
             self.pool.store(Arc::new(pool));
             self.health.store(Arc::new(health));
@@ -310,6 +313,20 @@ impl MonitorState {
             .collect()
     }
 
+    /// The groups' verdicts from a round's `databases` (`None`: no round's) and the
+    /// components as they stand.
+    pub(super) fn group_verdicts(&self, databases: Option<&[CheckOutcome]>) -> Vec<GroupVerdict> {
+        if self.config.groups.is_empty() {
+            return Vec::new();
+        }
+        let components: Vec<ComponentReport> = self
+            .components
+            .iter()
+            .map(TrackedComponent::report)
+            .collect();
+        group_verdicts(&self.config, databases, &components)
+    }
+
     /// The staleness bound of verdicts refreshed every `interval`: three missed rounds.
     /// Saturating, so that no setting can make it panic (the config bounds every duration by
     /// `MAX_DURATION` anyway, and `Published` treats a bound past the clock's range as none).
@@ -319,6 +336,7 @@ impl MonitorState {
 }
 
 fn placeholders(
+    config: &HealthConfig,
     reason: &'static str,
     self_healing: bool,
 ) -> (
@@ -326,14 +344,46 @@ fn placeholders(
     Published<HealthVerdict>,
     Published<PoolVerdict>,
 ) {
-    let readiness = ReadinessVerdict::unavailable(reason);
+    let mut readiness = ReadinessVerdict::unavailable(reason);
+    readiness.groups = group_verdicts(config, None, &[]);
     let health = HealthVerdict::unavailable(reason, self_healing);
     let pool = PoolVerdict::unavailable(reason);
     // The bound is unused (placeholders never go stale), but the renderer wants one.
     let unused = Duration::ZERO;
     (
-        Published::placeholder(readiness.clone(), render_readiness(&readiness, unused)),
+        Published::placeholder(
+            readiness.clone(),
+            render_readiness(&readiness, ReadinessRules::default(), unused),
+        ),
         Published::placeholder(health.clone(), render_health(&health, unused, None)),
         Published::placeholder(pool.clone(), render_pool(&pool, unused)),
     )
+}
+
+/// Every group's verdict from `databases` (`None`: unavailable) and `components`.
+fn group_verdicts(
+    config: &HealthConfig,
+    databases: Option<&[CheckOutcome]>,
+    components: &[ComponentReport],
+) -> Vec<GroupVerdict> {
+    let rules = ReadinessRules {
+        fail_direction: config.fail_direction,
+        unknown: config.unknown_components,
+    };
+    config
+        .groups
+        .iter()
+        .map(|group| {
+            let members = group
+                .members
+                .iter()
+                .map(|member| (&member.check, member.optional));
+            match databases {
+                Some(databases) => {
+                    GroupVerdict::of(group.name.clone(), members, databases, components, rules)
+                }
+                None => GroupVerdict::unavailable(group.name.clone(), members),
+            }
+        })
+        .collect()
 }

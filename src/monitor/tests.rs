@@ -97,7 +97,13 @@ async fn get_with(
 ) -> (StatusCode, String) {
     let (status, _, body) = read(
         handle
-            .probe_response(probe, BodyMode::Full, freshness, Audience::Full)
+            .probe_response(
+                probe,
+                BodyMode::Full,
+                freshness,
+                Audience::Full,
+                crate::probe::Form::Json,
+            )
             .await,
     )
     .await;
@@ -422,6 +428,7 @@ async fn draining() {
                 BodyMode::Full,
                 Freshness::Published,
                 Audience::Full,
+                crate::probe::Form::Json,
             )
             .await,
     )
@@ -489,7 +496,13 @@ async fn head_gets_the_status_and_length_without_a_body() {
     for probe in Probe::ALL {
         let (get_status, _, get_body) = read(
             handle
-                .probe_response(probe, BodyMode::Full, Freshness::Published, Audience::Full)
+                .probe_response(
+                    probe,
+                    BodyMode::Full,
+                    Freshness::Published,
+                    Audience::Full,
+                    crate::probe::Form::Json,
+                )
                 .await,
         )
         .await;
@@ -500,6 +513,7 @@ async fn head_gets_the_status_and_length_without_a_body() {
                     BodyMode::HeadOnly,
                     Freshness::Published,
                     Audience::Full,
+                    crate::probe::Form::Json,
                 )
                 .await,
         )

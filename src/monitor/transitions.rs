@@ -179,17 +179,14 @@ mod tests {
 
     use super::*;
     use crate::check::CheckError;
-    use crate::component::UnknownComponents;
-    use crate::config::FailDirection;
     use crate::test_helpers::logged;
-    use crate::verdict::CheckStatus;
+    use crate::verdict::{CheckStatus, ReadinessRules};
 
     fn readiness(outcomes: Vec<CheckOutcome>, held: Option<&str>) -> ReadinessVerdict {
         ReadinessVerdict::from_outcomes(
             outcomes,
             Vec::new(),
-            FailDirection::NotReady,
-            UnknownComponents::Ignored,
+            ReadinessRules::default(),
             SystemTime::now(),
             held.map(Arc::from),
         )

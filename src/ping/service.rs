@@ -57,7 +57,7 @@ where
             return ResponseFuture::probe(response);
         }
         let when_busy = WhenBusy::shed(self.shed_load);
-        call_inner(&mut self.inner, request, when_busy, Count::No)
+        call_inner(&mut self.inner, request, when_busy, Count::No, false)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use super::{Probe, ProbePaths, wants_nocache};
+use super::{Probe, ProbePaths, Target, wants_nocache};
 
 /// A prefix `validate_prefix` accepts: `/` and one to three segments.
 fn prefix() -> impl Strategy<Value = String> {
@@ -22,7 +22,29 @@ fn path(prefix: String) -> impl Strategy<Value = String> {
             "", "/", "//", "/.", "/..", "/./", "/../", "%2F", "%2f", "/%2e%2e/", "\\", ";", "z",
         ]),
         probe(),
-        proptest::sample::select(vec!["", "/", "//", "?", "#", "%00", ".", "/..", "x"]),
+        proptest::sample::select(vec![
+            "",
+            "/",
+            "//",
+            "?",
+            "#",
+            "%00",
+            ".",
+            "/..",
+            "x",
+            "/ping",
+            "/started",
+            "/hold",
+            "/hold/",
+            "/monitor",
+            "/database",
+            "/database/",
+            "/database/db",
+            "/component/c/",
+            "/component//",
+            "//database/db",
+            "/shutdown/x",
+        ]),
     )
         .prop_map(move |(middle, probe, end)| {
             format!(
@@ -32,20 +54,30 @@ fn path(prefix: String) -> impl Strategy<Value = String> {
         });
     let alias = (
         proptest::sample::select(vec!["/livez", "/readyz", "/healthz", "/live", "/ready"]),
-        proptest::sample::select(vec!["", "/", "//", "z", "/x"]),
+        proptest::sample::select(vec![
+            "",
+            "/",
+            "//",
+            "z",
+            "/x",
+            "/ping",
+            "/database/db",
+            "/hold/",
+        ]),
     )
         .prop_map(|(alias, end)| format!("{alias}{end}"));
     prop_oneof![near, alias, "/[ -~]{0,24}", "[ -~]{0,24}"]
 }
 
-/// Every path the layer answers for `probe`: `<prefix><suffix>`, with a trailing slash too,
-/// and the Kubernetes alias when they are on.
-fn answered(prefix: &str, aliases: bool, probe: Probe) -> Vec<String> {
-    let base = format!("{prefix}{}", probe.layer_suffix());
+/// Every path the layer answers for `probe` (or its `check`): `<prefix><suffix>[/<check>]`,
+/// with a trailing slash too, and the Kubernetes alias when they are on.
+fn answered(prefix: &str, aliases: bool, probe: Probe, check: Option<&str>) -> Vec<String> {
+    let check = check.map(|check| format!("/{check}")).unwrap_or_default();
+    let base = format!("{prefix}{}{check}", probe.layer_suffix());
     let mut paths = vec![format!("{base}/"), base];
     if aliases && let Some(alias) = probe.kubernetes_alias() {
-        paths.push(alias.to_owned());
-        paths.push(format!("{alias}/"));
+        paths.push(format!("{alias}{check}"));
+        paths.push(format!("{alias}{check}/"));
     }
     paths
 }
@@ -59,11 +91,14 @@ proptest! {
         aliases in any::<bool>(),
     ) {
         let paths = ProbePaths::new(&prefix, aliases);
-        if let Some(probe) = paths.classify(&path) {
+        if let Some(target) = paths.classify(&path) {
             prop_assert!(
-                answered(&prefix, aliases, probe).contains(&path),
-                "{path:?} is answered as {probe:?} under {prefix:?}"
+                answered(&prefix, aliases, target.probe, target.check).contains(&path),
+                "{path:?} is answered as {target:?} under {prefix:?}"
             );
+            if let Some(check) = target.check {
+                prop_assert!(target.probe.may_name_check(check), "{check:?}");
+            }
         }
     }
 
@@ -72,7 +107,7 @@ proptest! {
     fn every_probe_path_is_answered(prefix in prefix(), aliases in any::<bool>(), probe in probe(), slash in any::<bool>()) {
         let paths = ProbePaths::new(&prefix, aliases);
         let path = format!("{prefix}{}{}", probe.layer_suffix(), if slash { "/" } else { "" });
-        prop_assert_eq!(paths.classify(&path), Some(probe), "{}", path);
+        prop_assert_eq!(paths.classify(&path), Some(Target::of(probe)), "{}", path);
     }
 
     /// With the aliases on, `/livez` and `/readyz` are answered whatever the prefix, unless
@@ -89,10 +124,10 @@ proptest! {
         let path = format!("{alias}{}", if slash { "/" } else { "" });
         let claimed = Probe::ALL
             .into_iter()
-            .any(|other| answered(&prefix, false, other).contains(&path));
+            .any(|other| answered(&prefix, false, other, None).contains(&path));
         prop_assume!(!claimed);
         let paths = ProbePaths::new(&prefix, true);
-        prop_assert_eq!(paths.classify(&path), Some(probe), "{} under {}", path, prefix);
+        prop_assert_eq!(paths.classify(&path), Some(Target::of(probe)), "{} under {}", path, prefix);
     }
 
     /// `nocache` is asked for when any `&`-separated pair asks for it: duplicates and order
@@ -130,9 +165,12 @@ fn regression_an_alias_beside_a_prefix_that_starts_it() {
     // `/livez` started with the prefix, matched none of its probes, and was never tried as
     // an alias.
     let paths = ProbePaths::new("/live", true);
-    assert_eq!(paths.classify("/livez"), Some(Probe::Live));
-    assert_eq!(paths.classify("/live"), Some(Probe::Health));
+    assert_eq!(paths.classify("/livez"), Some(Target::of(Probe::Live)));
+    assert_eq!(paths.classify("/live"), Some(Target::of(Probe::Health)));
     let paths = ProbePaths::new("/ready", true);
-    assert_eq!(paths.classify("/readyz/"), Some(Probe::Ready));
-    assert_eq!(paths.classify("/ready/ready"), Some(Probe::Ready));
+    assert_eq!(paths.classify("/readyz/"), Some(Target::of(Probe::Ready)));
+    assert_eq!(
+        paths.classify("/ready/ready"),
+        Some(Target::of(Probe::Ready))
+    );
 }

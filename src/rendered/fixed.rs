@@ -7,6 +7,7 @@ use http::StatusCode;
 use http::header::{self, HeaderValue};
 
 use super::Rendered;
+use super::kube::{KubeAnswers, KubeCheck, Mark};
 
 /// `/health/live`: the process answers, so it is alive.
 pub(crate) static LIVE: LazyLock<Rendered> =
@@ -43,6 +44,48 @@ pub(crate) static STARTING_APPLICATION: LazyLock<Rendered> = LazyLock::new(|| {
         StatusCode::SERVICE_UNAVAILABLE,
         "no-store",
         br#"{"status":"starting","reason":"the application has not declared itself started (HealthHandle::mark_started)"}"#,
+        &[],
+    )
+});
+
+/// `/health/live`'s checks for `?verbose`, `?exclude` and `/livez/ping`.
+pub(crate) static LIVE_CHECKS: LazyLock<KubeAnswers> =
+    LazyLock::new(|| KubeAnswers::fixed("livez", KubeCheck::ok("ping")));
+
+/// `/health/startup`'s checks once started.
+pub(crate) static STARTED_CHECKS: LazyLock<KubeAnswers> =
+    LazyLock::new(|| KubeAnswers::fixed("startupz", KubeCheck::ok("started")));
+
+/// `/health/startup`'s checks before the first readiness round has completed.
+pub(crate) static STARTING_FIRST_ROUND_CHECKS: LazyLock<KubeAnswers> = LazyLock::new(|| {
+    KubeAnswers::fixed(
+        "startupz",
+        KubeCheck::public(
+            "started",
+            Mark::Failed,
+            "the first readiness round has not completed",
+        ),
+    )
+});
+
+/// `/health/startup`'s checks while the application has not called `mark_started()`.
+pub(crate) static STARTING_APPLICATION_CHECKS: LazyLock<KubeAnswers> = LazyLock::new(|| {
+    KubeAnswers::fixed(
+        "startupz",
+        KubeCheck::public(
+            "started",
+            Mark::Failed,
+            "the application has not declared itself started (HealthHandle::mark_started)",
+        ),
+    )
+});
+
+/// A health group's path whose name is no group of the monitor.
+pub(crate) static NO_SUCH_GROUP: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::NOT_FOUND,
+        "no-store",
+        br#"{"error":"no such health group"}"#,
         &[],
     )
 });

@@ -7,6 +7,7 @@
 mod age;
 mod body;
 pub(crate) mod fixed;
+pub(crate) mod kube;
 #[cfg(test)]
 mod schema_tests;
 mod verdicts;

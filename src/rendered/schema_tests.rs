@@ -55,9 +55,10 @@ static PING: Schema = schema!("ping.json");
 static STARTUP: Schema = schema!("startup.json");
 static ERROR: Schema = schema!("error.json");
 static CONTROL: Schema = schema!("control.json");
+static GROUP: Schema = schema!("group.json");
 
-static ALL: [&Schema; 8] = [
-    &HEALTH, &READY, &POOL, &LIVE, &PING, &STARTUP, &ERROR, &CONTROL,
+static ALL: [&Schema; 9] = [
+    &HEALTH, &READY, &POOL, &LIVE, &PING, &STARTUP, &ERROR, &CONTROL, &GROUP,
 ];
 
 fn compile(name: &str, text: &str) -> jsonschema::Validator {
@@ -176,7 +177,13 @@ async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
     for audience in Audience::ALL {
         for probe in Probe::ALL {
             let response = handle
-                .probe_response(probe, BodyMode::Full, Freshness::Published, audience)
+                .probe_response(
+                    probe,
+                    BodyMode::Full,
+                    Freshness::Published,
+                    audience,
+                    crate::probe::Form::Json,
+                )
                 .await;
             let (status, _, body) = read(response).await;
             seen.check(
@@ -191,7 +198,7 @@ async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
         for (schema, rendered, placeholder) in [
             (
                 &READY,
-                render_readiness(&readiness, STALE_AFTER),
+                render_readiness(&readiness, Default::default(), STALE_AFTER),
                 readiness.checked_at.is_none(),
             ),
             (
@@ -237,7 +244,13 @@ async fn every_body_and_a_bypass(handle: &HealthHandle, state: &str, seen: &mut 
     for audience in Audience::ALL {
         for probe in [Probe::Health, Probe::Pool] {
             let response = handle
-                .probe_response(probe, BodyMode::Full, Freshness::Bypass, audience)
+                .probe_response(
+                    probe,
+                    BodyMode::Full,
+                    Freshness::Bypass,
+                    audience,
+                    crate::probe::Form::Json,
+                )
                 .await;
             let (status, _, body) = read(response).await;
             seen.check(
@@ -792,7 +805,13 @@ fn the_definitions_the_schemas_share_are_the_same() {
 /// A real body of `probe` for `audience`, as JSON.
 async fn real(handle: &HealthHandle, probe: Probe, audience: Audience) -> Value {
     let response = handle
-        .probe_response(probe, BodyMode::Full, Freshness::Published, audience)
+        .probe_response(
+            probe,
+            BodyMode::Full,
+            Freshness::Published,
+            audience,
+            crate::probe::Form::Json,
+        )
         .await;
     let (_, _, body) = read(response).await;
     serde_json::from_str(&body).unwrap()
@@ -999,5 +1018,97 @@ async fn the_schemas_refuse_a_body_that_breaks_a_dashboard() {
     CONTROL.refuses(
         &json!({"status": "released", "changed": "yes"}),
         "changed as a string",
+    );
+}
+
+/// A health group's body in every state, at both detail levels: healthy, degraded (an
+/// optional member down), unhealthy, unavailable (before the first round, and stale), held
+/// and draining.
+#[tokio::test]
+async fn every_group_body_matches_its_schema() {
+    use crate::config::HealthGroup;
+    use crate::probe::Form;
+
+    async fn bodies(handle: &HealthHandle, expected: &str, seen: &mut Seen) {
+        for audience in Audience::ALL {
+            let response = handle
+                .group_response("checkout", BodyMode::Full, audience, Form::Json)
+                .await;
+            let (status, _, body) = read(response).await;
+            let what = format!("group {expected}, {audience:?}");
+            let value = GROUP.check(&body, &what);
+            seen.check(&GROUP, &body, &what);
+            assert_eq!(value["status"], expected, "{what}: {body}");
+            assert_eq!(value["group"], "checkout");
+            let passes = matches!(expected, "healthy" | "degraded");
+            assert_eq!(status.is_success(), passes, "{what}: {status}");
+            if audience == Audience::Minimal {
+                assert!(
+                    !body.contains("refused"),
+                    "{what}: error text shown: {body}"
+                );
+            }
+        }
+    }
+    let group = |config: HealthConfig| {
+        config.group(
+            HealthGroup::new("checkout")
+                .member("database/default")
+                .optional("component/cache"),
+        )
+    };
+    let component = |check| ComponentSpec::new("cache", FakeComponent::new(check));
+    let mut seen = Seen::default();
+
+    let fine = monitor(group(
+        HealthConfig::new()
+            .database("default", FakeCheck::Ready)
+            .component(component(FakeCheck::Ready)),
+    ));
+    bodies(&fine, "unavailable", &mut seen).await;
+    rounds(&fine).await;
+    bodies(&fine, "healthy", &mut seen).await;
+    fine.hold("maintenance");
+    bodies(&fine, "held", &mut seen).await;
+    fine.release();
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
+    fine.follow_drain(&drain);
+    drain.start();
+    bodies(&fine, "draining", &mut seen).await;
+
+    let degraded = monitor(group(
+        HealthConfig::new()
+            .database("default", FakeCheck::Ready)
+            .component(component(FakeCheck::Refused).failures_before_trouble(1)),
+    ));
+    rounds(&degraded).await;
+    rounds(&degraded).await;
+    bodies(&degraded, "degraded", &mut seen).await;
+
+    let down = monitor(group(
+        HealthConfig::new()
+            .database("default", FakeCheck::Refused)
+            .component(component(FakeCheck::Ready)),
+    ));
+    rounds(&down).await;
+    bodies(&down, "unhealthy", &mut seen).await;
+
+    let stale = monitor(group(
+        goes_stale_soon()
+            .database("default", FakeCheck::Ready)
+            .component(component(FakeCheck::Ready)),
+    ));
+    rounds(&stale).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    bodies(&stale, "unavailable", &mut seen).await;
+
+    // A schema that accepted anything could not fail the checks above.
+    GROUP.refuses(
+        &json!({"status": "healthy", "checks": {"database/default": "passed"}}),
+        "no group",
+    );
+    GROUP.refuses(
+        &json!({"status": "fine", "group": "checkout", "checks": {"database/default": "passed"}}),
+        "an unknown status",
     );
 }

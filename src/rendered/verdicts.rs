@@ -15,12 +15,13 @@ use serde_json::{Map, Value, json};
 
 use super::Rendered;
 use super::age::{Hit, with_cache};
+use super::kube::{KubeAnswers, KubeCheck, Mark};
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
 use crate::verdict::Status;
 use crate::verdict::{
-    Audience, Cause, CheckOutcome, ComponentReport, HealthVerdict, PoolVerdict, ReadinessVerdict,
-    TimeoutDetail,
+    Audience, Cause, CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict,
+    ReadinessRules, ReadinessVerdict, TimeoutDetail,
 };
 
 /// Every variant of one verdict's response, for one audience.
@@ -59,22 +60,70 @@ impl Variants {
     }
 }
 
-/// Every variant of one verdict's response, for every audience.
+/// Every variant of one verdict's response, for every audience, and its
+/// [Kubernetes-style answers](super::kube); readiness's also has its groups'.
 #[derive(Clone, Debug)]
 pub(crate) struct RenderedVerdict {
     audiences: [Variants; Audience::ALL.len()],
+    kube: KubeAnswers,
+    groups: Box<[RenderedGroup]>,
+}
+
+/// A health group's answers, rendered with the readiness verdict it is part of.
+#[derive(Clone, Debug)]
+pub(crate) struct RenderedGroup {
+    pub(crate) name: std::sync::Arc<str>,
+    audiences: [GroupVariants; Audience::ALL.len()],
+    kube: KubeAnswers,
+}
+
+/// Every variant of a group's answer, for one audience: readiness's judgement picks one.
+#[derive(Clone, Debug)]
+pub(crate) struct GroupVariants {
+    /// The group's own answer.
+    pub(crate) published: Rendered,
+    /// While an operator holds the process out: 503.
+    pub(crate) held: Rendered,
+    /// While the server drains: 503.
+    pub(crate) draining: Rendered,
+    /// Once readiness's verdict is stale: 503.
+    pub(crate) stale: Rendered,
+}
+
+impl RenderedGroup {
+    /// The variants `audience` is served.
+    pub(crate) fn for_audience(&self, audience: Audience) -> &GroupVariants {
+        &self.audiences[audience.index()]
+    }
+
+    /// The group's checks as `?verbose` and `?exclude` answer them.
+    pub(crate) fn kube(&self) -> &KubeAnswers {
+        &self.kube
+    }
 }
 
 impl RenderedVerdict {
-    fn new(render: impl Fn(Audience) -> Variants) -> Self {
+    fn new(kube: KubeAnswers, render: impl Fn(Audience) -> Variants) -> Self {
         Self {
             audiences: Audience::ALL.map(render),
+            kube,
+            groups: Box::default(),
         }
+    }
+
+    /// The answers of the health group `name`, if readiness's verdict has it.
+    pub(crate) fn group(&self, name: &str) -> Option<&RenderedGroup> {
+        self.groups.iter().find(|group| *group.name == *name)
     }
 
     /// The variants `audience` is served.
     pub(crate) fn for_audience(&self, audience: Audience) -> &Variants {
         &self.audiences[audience.index()]
+    }
+
+    /// The verdict's checks as `?verbose`, `?exclude` and a check's own path answer them.
+    pub(crate) fn kube(&self) -> &KubeAnswers {
+        &self.kube
     }
 }
 
@@ -109,6 +158,7 @@ impl Circumstance {
 
 pub(crate) fn render_readiness(
     verdict: &ReadinessVerdict,
+    rules: ReadinessRules,
     stale_after: Duration,
 ) -> RenderedVerdict {
     // Every database ready: the short answer kubelets poll all day (the JSON Baldur gave).
@@ -127,7 +177,19 @@ pub(crate) fn render_readiness(
     };
     let status = if verdict.ready { "ready" } else { "not_ready" };
     let stale = Circumstance::stale("readiness", stale_after);
-    RenderedVerdict::new(|audience| {
+    let kube = KubeAnswers::of_verdict(
+        "readyz",
+        verdict.ready,
+        readiness_checks(verdict, rules),
+        verdict.reason,
+        stale.text.clone(),
+    );
+    let groups = verdict
+        .groups
+        .iter()
+        .map(|group| render_group(group, verdict, &stale))
+        .collect();
+    let mut rendered = RenderedVerdict::new(kube, |audience| {
         let mut checks = Map::new();
         let mut details = Map::new();
         for outcome in &verdict.databases {
@@ -176,7 +238,9 @@ pub(crate) fn render_readiness(
             ),
             stale: Rendered::json(unavailable, to_vec(&body("not_ready", Some(&stale.text)))),
         }
-    })
+    });
+    rendered.groups = groups;
+    rendered
 }
 
 /// Renders a health verdict; `own_id` is this process's, when it shares its verdicts
@@ -191,7 +255,18 @@ pub(crate) fn render_health(
         _ => Status::Unhealthy,
     };
     let stale = Circumstance::stale("health", stale_after);
-    RenderedVerdict::new(|audience| {
+    let no_verdict = verdict.causes.iter().find_map(|cause| match cause {
+        Cause::NoVerdict { .. } | Cause::Panicked { .. } => Some(cause.describe()),
+        _ => None,
+    });
+    let kube = KubeAnswers::of_verdict(
+        "healthz",
+        verdict.status.is_serving(),
+        health_checks(verdict),
+        no_verdict.as_deref(),
+        stale.text.clone(),
+    );
+    RenderedVerdict::new(kube, |audience| {
         let mut details = Map::new();
         if let Some(outcome) = &verdict.database {
             let mut detail = database_detail(outcome, audience);
@@ -266,7 +341,14 @@ pub(crate) fn render_health(
 
 pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> RenderedVerdict {
     let stale = Circumstance::stale("pool", stale_after);
-    RenderedVerdict::new(|audience| {
+    let kube = KubeAnswers::of_verdict(
+        "poolz",
+        verdict.is_usable(),
+        pool_checks(verdict),
+        verdict.reason,
+        stale.text.clone(),
+    );
+    RenderedVerdict::new(kube, |audience| {
         let failed = verdict.outcome.as_ref().filter(|outcome| !outcome.passed());
         // The error text names hosts, users and databases: its category stands in for it
         // where details are not shown.
@@ -322,6 +404,216 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
         )
         .of_status(verdict.status)
     })
+}
+
+/// A health group's answers: its own status, or 503 while held, draining or stale, as
+/// readiness's judgement says.
+fn render_group(
+    group: &GroupVerdict,
+    readiness: &ReadinessVerdict,
+    stale: &Circumstance,
+) -> RenderedGroup {
+    let checks: Map<String, Value> = group
+        .members
+        .iter()
+        .map(|member| ((*member.check).to_owned(), member.state.into()))
+        .collect();
+    let failing = group.members.iter().find(|member| !member.passed);
+    let held = readiness.held.as_ref().map(|reason| Cause::Held {
+        reason: reason.clone(),
+    });
+    let audiences = Audience::ALL.map(|audience| {
+        let body = |status: &str, reason: Option<String>| {
+            let mut body = json!({ "status": status, "group": &*group.name, "checks": checks });
+            if let Some(reason) = reason {
+                body["reason"] = reason.into();
+            }
+            to_vec(&body)
+        };
+        let reason = failing.map(|member| match (&member.reason, audience) {
+            (Some(reason), Audience::Full) => {
+                format!("{} is {}: {reason}", member.check, member.state)
+            }
+            _ => format!("{} is {}", member.check, member.state),
+        });
+        let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+        GroupVariants {
+            published: Rendered::json(
+                group.status.http_status(),
+                body(group.status.as_str(), reason),
+            ),
+            held: Rendered::json(
+                unavailable,
+                body(
+                    "held",
+                    held.as_ref().map(|held| held.describe_for(audience)),
+                ),
+            ),
+            draining: Rendered::json(unavailable, body("draining", Some(DRAINING_REASON.into()))),
+            stale: Rendered::json(unavailable, body("unavailable", Some(stale.text.clone()))),
+        }
+    });
+    let checks = group
+        .members
+        .iter()
+        .map(|member| {
+            let mark = match (member.passed, member.optional) {
+                (true, _) => Mark::Ok,
+                (false, true) => Mark::Degraded,
+                (false, false) => Mark::Failed,
+            };
+            let reason = member
+                .reason
+                .as_deref()
+                .map_or_else(|| member.state.to_owned(), str::to_owned);
+            KubeCheck::withheld(&*member.check, mark, reason)
+        })
+        .chain([match &readiness.held {
+            Some(reason) => held_check(reason, Mark::Failed),
+            None => KubeCheck::ok("hold"),
+        }])
+        .collect();
+    let no_verdict =
+        (group.status == Status::Unavailable).then_some("no round has checked the group yet");
+    RenderedGroup {
+        name: group.name.clone(),
+        audiences,
+        kube: KubeAnswers::of_verdict(
+            format!("group/{}", group.name),
+            group.passes() && readiness.held.is_none(),
+            checks,
+            no_verdict,
+            stale.text.clone(),
+        ),
+    }
+}
+
+/// Readiness's checks: every database and every component that gates it, then the hold.
+fn readiness_checks(verdict: &ReadinessVerdict, rules: ReadinessRules) -> Vec<KubeCheck> {
+    let databases = verdict.databases.iter().map(|outcome| {
+        let mark = if rules.database_fails(outcome) {
+            Mark::Failed
+        } else if outcome.passed() {
+            Mark::Ok
+        } else {
+            Mark::Degraded
+        };
+        database_check(outcome, mark)
+    });
+    let components = verdict.components.iter().map(|report| {
+        let mark = if rules.component_fails(report) {
+            Mark::Failed
+        } else {
+            Mark::Ok
+        };
+        component_check(report, mark)
+    });
+    let hold = match &verdict.held {
+        Some(reason) => held_check(reason, Mark::Failed),
+        None => KubeCheck::ok("hold"),
+    };
+    databases.chain(components).chain([hold]).collect()
+}
+
+/// Health's checks: every database and every component, marked by the verdict's causes (a
+/// cause that makes health `unhealthy` fails its check, the others degrade it), then the
+/// hold, which `/health` shows without failing.
+fn health_checks(verdict: &HealthVerdict) -> Vec<KubeCheck> {
+    let caused = |kind: &str, name: &str| {
+        verdict
+            .causes
+            .iter()
+            .find(|cause| cause.kind() == kind && cause.name() == Some(name))
+    };
+    let mut checks = Vec::new();
+    if verdict.causes.contains(&Cause::NoDatabase) {
+        checks.push(KubeCheck::public(
+            "database",
+            Mark::Failed,
+            &Cause::NoDatabase.describe(),
+        ));
+    }
+    for outcome in verdict.database.iter().chain(&verdict.databases) {
+        let mark = match caused("database", &outcome.name) {
+            Some(Cause::Database {
+                optional: false, ..
+            }) => Mark::Failed,
+            Some(_) => Mark::Degraded,
+            // A critical database besides the default one fails readiness, not health.
+            None if !outcome.passed() => Mark::Degraded,
+            None if caused("pool_saturated", &outcome.name).is_some() => Mark::Degraded,
+            None => Mark::Ok,
+        };
+        let mut check = database_check(outcome, mark);
+        if let Some(saturated) = caused("pool_saturated", &outcome.name) {
+            check.reason = saturated.describe().into();
+        }
+        checks.push(check);
+    }
+    for report in &verdict.components {
+        let mark = match caused("component", &report.name) {
+            Some(Cause::Component { critical: true, .. }) => Mark::Failed,
+            Some(_) => Mark::Degraded,
+            None => Mark::Ok,
+        };
+        checks.push(component_check(report, mark));
+    }
+    let held = verdict.causes.iter().find_map(|cause| match cause {
+        Cause::Held { reason } => Some(reason),
+        _ => None,
+    });
+    checks.push(match held {
+        Some(reason) => held_check(reason, Mark::Degraded),
+        None => KubeCheck::ok("hold"),
+    });
+    checks
+}
+
+/// `hold` while an operator holds the process out: the operator's words for the audience
+/// that sees details, that it is held for the others.
+fn held_check(reason: &std::sync::Arc<str>, mark: Mark) -> KubeCheck {
+    let held = Cause::Held {
+        reason: reason.clone(),
+    };
+    KubeCheck {
+        minimal: Some(held.describe_for(Audience::Minimal).into()),
+        ..KubeCheck::withheld("hold", mark, held.describe_for(Audience::Full))
+    }
+}
+
+/// The pool's check: the default database, failing when it is not usable.
+fn pool_checks(verdict: &PoolVerdict) -> Vec<KubeCheck> {
+    let Some(outcome) = &verdict.outcome else {
+        return Vec::new();
+    };
+    let mark = if !verdict.is_usable() {
+        Mark::Failed
+    } else if verdict.is_saturated() || !outcome.passed() {
+        Mark::Degraded
+    } else {
+        Mark::Ok
+    };
+    vec![database_check(outcome, mark)]
+}
+
+/// `database/<name>`, with what its check found.
+fn database_check(outcome: &CheckOutcome, mark: Mark) -> KubeCheck {
+    let reason = match (&outcome.error, detail_text(outcome)) {
+        (Some(error), _) => error.message().to_owned(),
+        (None, Some(detail)) => format!("{}: {detail}", outcome.status.as_str()),
+        (None, None) => outcome.status.as_str().to_owned(),
+    };
+    KubeCheck::withheld(format!("database/{}", outcome.name), mark, reason)
+}
+
+/// `component/<name>`, with its state and reason.
+fn component_check(report: &ComponentReport, mark: Mark) -> KubeCheck {
+    let reason = if report.reason.is_empty() {
+        report.status.as_str().to_owned()
+    } else {
+        format!("{}: {}", report.status.as_str(), report.reason)
+    };
+    KubeCheck::withheld(format!("component/{}", report.name), mark, reason)
 }
 
 /// `causes` in the body: the circumstance of the variant first, then the verdict's own.

@@ -6,6 +6,7 @@
 
 mod cause;
 mod component;
+mod group;
 mod health;
 mod outcome;
 mod pool;
@@ -14,8 +15,10 @@ mod readiness;
 pub(crate) use self::cause::Audience;
 pub use self::cause::Cause;
 pub use self::component::ComponentReport;
+pub use self::group::{GroupMemberState, GroupVerdict};
 pub use self::health::HealthVerdict;
 pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
 pub use self::pool::PoolVerdict;
+pub(crate) use self::readiness::ReadinessRules;
 pub use self::readiness::ReadinessVerdict;
 pub use crate::status::Status;

@@ -1,9 +1,31 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{CheckOutcome, ComponentReport};
+use super::{CheckOutcome, ComponentReport, GroupVerdict};
 use crate::component::UnknownComponents;
 use crate::env::FailDirection;
+
+/// What fails readiness, from the configuration: the one place that says which check
+/// outcome takes a pod out of rotation, for the verdict and for every answer that lists
+/// the checks.
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct ReadinessRules {
+    pub(crate) fail_direction: FailDirection,
+    pub(crate) unknown: UnknownComponents,
+}
+
+impl ReadinessRules {
+    /// Whether `outcome` fails readiness: a critical database's failure, or its timeout
+    /// under [`FailDirection::NotReady`].
+    pub(crate) fn database_fails(self, outcome: &CheckOutcome) -> bool {
+        outcome.critical && !outcome.status.passes_readiness(self.fail_direction)
+    }
+
+    /// Whether `report` (a component that gates readiness) fails readiness.
+    pub(crate) fn component_fails(self, report: &ComponentReport) -> bool {
+        report.counts_as_trouble(self.unknown)
+    }
+}
 
 /// Can this instance serve traffic? The answer of `/health/ready`.
 #[derive(Clone, Debug)]
@@ -26,24 +48,25 @@ pub struct ReadinessVerdict {
     /// The reason of a manual hold, while one is in place
     /// ([`HealthHandle::hold`](crate::HealthHandle::hold)): `ready` is then `false`.
     pub held: Option<Arc<str>>,
+    /// The [health groups](crate::config::HealthGroup), in the order they were added, from
+    /// the same round.
+    pub groups: Vec<GroupVerdict>,
 }
 
 impl ReadinessVerdict {
     pub(crate) fn from_outcomes(
         databases: Vec<CheckOutcome>,
         components: Vec<ComponentReport>,
-        fail_direction: FailDirection,
-        unknown: UnknownComponents,
+        rules: ReadinessRules,
         checked_at: SystemTime,
         held: Option<Arc<str>>,
     ) -> Self {
-        let databases_ready = databases
+        let databases_ready = !databases
             .iter()
-            .filter(|outcome| outcome.critical)
-            .all(|outcome| outcome.status.passes_readiness(fail_direction));
+            .any(|outcome| rules.database_fails(outcome));
         let components_ready = !components
             .iter()
-            .any(|report| report.counts_as_trouble(unknown));
+            .any(|report| rules.component_fails(report));
         let ready = databases_ready && components_ready && held.is_none();
         Self {
             ready,
@@ -52,6 +75,7 @@ impl ReadinessVerdict {
             checked_at: Some(checked_at),
             reason: None,
             held,
+            groups: Vec::new(),
         }
     }
 
@@ -69,6 +93,7 @@ impl ReadinessVerdict {
             checked_at: Some(checked_at),
             reason: Some(reason),
             held,
+            groups: Vec::new(),
         }
     }
 
@@ -80,6 +105,7 @@ impl ReadinessVerdict {
             checked_at: None,
             reason: Some(reason),
             held: None,
+            groups: Vec::new(),
         }
     }
 }

@@ -159,6 +159,41 @@ async fn check_answers_readiness_a_database_and_not_found() {
     assert_eq!(check(&mut client, "nope").await, Err(Code::NotFound));
 }
 
+/// A health group is a service of its own, `group/<name>`, judged as readiness is.
+#[tokio::test]
+async fn a_health_group_is_a_service_of_its_own() {
+    require_postgres!();
+    let refused = format!(
+        "postgres://postgres@{}/postgres",
+        support::refused_addr().await
+    );
+    let config = config()
+        .database("orders", postgres(&refused))
+        .optional_database("orders")
+        .group(tower_health::config::HealthGroup::new("checkout").member("database/default"))
+        .group(tower_health::config::HealthGroup::new("orders").member("database/orders"));
+    let health = HealthMonitor::spawn(config).unwrap();
+    let server = start(health.clone(), DrainConfig::new(), DrainAround::Application).await;
+    let mut client = client(server.addr).await;
+    until(&mut client, "group/checkout", Wire::Serving).await;
+    assert_eq!(
+        check(&mut client, "group/orders").await,
+        Ok(Wire::NotServing)
+    );
+    assert_eq!(check(&mut client, "group/nope").await, Err(Code::NotFound));
+    assert!(health.hold("maintenance"));
+    until(&mut client, "group/checkout", Wire::NotServing).await;
+    assert!(health.release());
+    until(&mut client, "group/checkout", Wire::Serving).await;
+    let listed = bounded("List", client.list(HealthListRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .statuses;
+    assert!(listed.contains_key("group/checkout"), "{listed:?}");
+    assert!(listed.contains_key("group/orders"), "{listed:?}");
+}
+
 #[tokio::test]
 async fn watch_sees_a_stall_and_the_recovery_each_transition_once() {
     require_postgres!();

@@ -41,16 +41,22 @@ mod components;
 mod details;
 #[cfg(feature = "postgres")]
 mod drain;
+#[cfg(feature = "postgres")]
+mod envoy;
 #[cfg(all(feature = "postgres", feature = "axum"))]
 mod example;
 #[cfg(all(feature = "postgres", feature = "redis"))]
 mod fleet;
+#[cfg(feature = "postgres")]
+mod groups;
 #[cfg(all(feature = "postgres", feature = "grpc"))]
 mod grpc;
 #[cfg(all(feature = "postgres", feature = "haproxy-agent"))]
 mod haproxy;
 #[cfg(all(feature = "postgres", feature = "http-check", feature = "rustls"))]
 mod https_check;
+#[cfg(feature = "postgres")]
+mod kube;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "admin"))]
 mod metrics;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "opentelemetry"))]

@@ -45,6 +45,7 @@ pub static PING: Schema = schema!("ping.json");
 pub static STARTUP: Schema = schema!("startup.json");
 pub static ERROR: Schema = schema!("error.json");
 pub static CONTROL: Schema = schema!("control.json");
+pub static GROUP: Schema = schema!("group.json");
 
 fn compile(name: &str, text: &str) -> jsonschema::Validator {
     let schema: Value = serde_json::from_str(text)
@@ -85,6 +86,10 @@ fn path_of(target: &str) -> &str {
 /// every other path.
 pub fn endpoint(target: &str) -> Option<&'static Schema> {
     let path = path_of(target);
+    // `<prefix>/group/<name>`: a health group's.
+    if path.rsplit('/').nth(1) == Some("group") {
+        return Some(&GROUP);
+    }
     match path {
         "/livez" | "/liveness" => return Some(&LIVE),
         "/readyz" | "/readiness" => return Some(&READY),
