@@ -1,10 +1,11 @@
 //! The shared verdict cache: [`HealthConfig::shared_cache`] and its variables
-//! (`TOWER_HEALTH_REDIS_URL`, `TOWER_HEALTH_SHARED_*`).
+//! (`TOWER_HEALTH_REDIS_URL`, `TOWER_HEALTH_SHARED_*`, `TOWER_HEALTH_FLEET_GUARD`).
 
 use std::time::Duration;
 
 use super::{ConfigError, Env, HealthConfig};
 use crate::env::validate_key_prefix;
+use crate::verdict::Fraction;
 
 /// The variables naming the shared cache's Redis: ours, then the compatibility name.
 const URL_VARIABLES: [&str; 2] = ["TOWER_HEALTH_REDIS_URL", "BALDUR_REDIS_URL"];
@@ -13,6 +14,7 @@ const TTL: &str = "TOWER_HEALTH_SHARED_TTL";
 const LOCK_EXPIRY: &str = "TOWER_HEALTH_SHARED_LOCK_EXPIRY";
 const PROCESS_ID: &str = "TOWER_HEALTH_SHARED_PROCESS_ID";
 const NOCACHE_WRITES: &str = "TOWER_HEALTH_SHARED_NOCACHE_WRITES";
+const FLEET_GUARD: &str = "TOWER_HEALTH_FLEET_GUARD";
 
 /// The shared cache's settings as the environment gives them.
 #[cfg_attr(not(feature = "redis"), allow(dead_code))]
@@ -22,6 +24,7 @@ struct SharedVariables<'e> {
     lock_expiry: Option<Duration>,
     process_id: Option<&'e str>,
     nocache_writes: Option<bool>,
+    fleet_guard: Option<f64>,
 }
 
 impl HealthConfig {
@@ -56,6 +59,7 @@ impl HealthConfig {
             lock_expiry: env.duration(LOCK_EXPIRY, None)?,
             process_id: env.first(&[PROCESS_ID]).map(|(_, id)| id),
             nocache_writes: env.flag(NOCACHE_WRITES)?,
+            fleet_guard: fleet_guard(env)?,
         };
         if let Some(ttl) = variables.ttl {
             // An entry served as fresh must not be older than this process's own verdict may
@@ -92,6 +96,17 @@ impl HealthConfig {
     }
 }
 
+/// `TOWER_HEALTH_FLEET_GUARD`: a fraction in (0, 1].
+fn fleet_guard(env: &Env) -> Result<Option<f64>, ConfigError> {
+    let Some((variable, value)) = env.first(&[FLEET_GUARD]) else {
+        return Ok(None);
+    };
+    let refused = || ConfigError::new(variable, value, Fraction::EXPECTED);
+    let fraction: f64 = value.parse().map_err(|_| refused())?;
+    Fraction::new(fraction).ok_or_else(refused)?;
+    Ok(Some(fraction))
+}
+
 #[cfg(feature = "redis")]
 fn with_url(
     config: HealthConfig,
@@ -115,6 +130,9 @@ fn with_url(
     }
     if let Some(writes) = variables.nocache_writes {
         cache = cache.nocache_writes(writes);
+    }
+    if let Some(fraction) = variables.fleet_guard {
+        cache = cache.fleet_guard(fraction);
     }
     Ok(config.shared_cache(cache))
 }
@@ -175,6 +193,11 @@ mod tests {
             (TTL, "10"),
             (LOCK_EXPIRY, "-1s"),
             (NOCACHE_WRITES, "maybe"),
+            (FLEET_GUARD, "0"),
+            (FLEET_GUARD, "1.5"),
+            (FLEET_GUARD, "-0.5"),
+            (FLEET_GUARD, "half"),
+            (FLEET_GUARD, "NaN"),
         ] {
             let error = HealthConfig::from_vars([(variable, value)]).unwrap_err();
             assert_eq!(error.variable(), variable, "{error}");
@@ -220,6 +243,7 @@ mod tests {
             (LOCK_EXPIRY, "2s"),
             (PROCESS_ID, "web-1"),
             (NOCACHE_WRITES, "true"),
+            (FLEET_GUARD, "0.5"),
         ])
         .unwrap();
         let cache = config.shared_cache.as_ref().expect("a shared cache");
@@ -229,6 +253,8 @@ mod tests {
         assert!(debug.contains("cache.internal:6380/2"), "{debug}");
         assert!(!debug.contains("hunter2"), "{debug}");
         assert!(debug.contains("ttl: Some(20s)"), "{debug}");
+        assert!(debug.contains("fleet_guard: Some(0.5)"), "{debug}");
+        assert_eq!(cache.fleet_key(), "checkout:fleet");
         let error =
             HealthConfig::from_vars([("TOWER_HEALTH_REDIS_URL", "http://cache")]).unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_REDIS_URL");

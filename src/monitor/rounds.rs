@@ -156,6 +156,9 @@ impl MonitorState {
             .default_index
             .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, started, round.finished_at);
+        // Published and read before the hold's lock is taken: it is not held across an await.
+        #[cfg(feature = "redis")]
+        let guard = self.fleet_guard(&round.outcomes).await;
         let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
         let verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
@@ -165,6 +168,13 @@ impl MonitorState {
             round.finished_at,
             hold.clone(),
         );
+        // The fleet guard's decision, applied where readiness is decided: a hold placed
+        // while the fleet was read still takes the process out.
+        #[cfg(feature = "redis")]
+        let verdict = match guard {
+            Some(guard) => verdict.with_fleet_guard(guard),
+            None => verdict,
+        };
         let made = self.made(started, Instant::now(), self.config.readiness_interval);
         self.publish_readiness(verdict, made);
         drop(hold);
@@ -264,7 +274,7 @@ impl MonitorState {
     }
 
     /// The components that gate readiness, as the last health round left them.
-    fn gating_components(&self) -> Vec<ComponentReport> {
+    pub(super) fn gating_components(&self) -> Vec<ComponentReport> {
         self.components
             .iter()
             .filter(|component| component.gates_readiness())

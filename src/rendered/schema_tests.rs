@@ -564,6 +564,68 @@ async fn components_in_every_state_match_their_schema() {
     assert!(seen.bodies > 150, "{} bodies checked", seen.bodies);
 }
 
+/// The fleet guard's answers: kept in rotation (200 `degraded`, `x-envoy-degraded`) and left
+/// out (503 `not_ready`), with its count, in every variant and at both detail levels.
+#[tokio::test]
+async fn the_fleet_guard_s_answers_match_the_schema() {
+    use crate::verdict::{FleetGuard, Fraction, Member, Standing};
+
+    let handle = monitor(config_with(FakeCheck::Refused));
+    rounds(&handle).await;
+    let readiness = (*handle.view().readiness).clone();
+    let members: Vec<Member> = ["a", "b", "c", "d"]
+        .into_iter()
+        .map(|id| Member {
+            id: id.into(),
+            standing: Standing::Shared {
+                cause: "database `default`".into(),
+            },
+        })
+        .collect();
+    let half = Fraction::new(0.5).unwrap();
+    let mut seen = Seen::default();
+    for (own, code, status) in [
+        ("a", StatusCode::OK, "degraded"),
+        ("d", StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+    ] {
+        let guard = FleetGuard::decide(own, "database `default`".into(), &members, half);
+        let verdict = readiness.clone().with_fleet_guard(guard);
+        let rendered = render_readiness(&verdict, STALE_AFTER);
+        for audience in Audience::ALL {
+            let variants = rendered.for_audience(audience);
+            let (answered, body) = body_of(&variants.published, 0).await;
+            assert_eq!(answered, code, "{own}");
+            let body = READY.check(&body, &format!("fleet guard, {own} ({audience:?})"));
+            seen.record(READY.name, &body);
+            assert_eq!(body["status"], status);
+            assert_eq!(body["fleet_guard"]["members"], 4);
+            assert_eq!(body["fleet_guard"]["in_rotation"], 2);
+            assert!(
+                body["reason"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("fleet guard: database `default` failing on 4 of 4 processes; ")
+            );
+            let degraded = variants
+                .published
+                .response(BodyMode::Full)
+                .headers()
+                .contains_key("x-envoy-degraded");
+            assert_eq!(degraded, status == "degraded", "{own}");
+            for (variant, rendered) in
+                [("draining", &variants.draining), ("stale", &variants.stale)]
+            {
+                let (answered, body) = body_of(rendered, 0).await;
+                assert_eq!(answered, StatusCode::SERVICE_UNAVAILABLE);
+                let body = READY.check(&body, &format!("fleet guard, {own} {variant}"));
+                seen.record(READY.name, &body);
+                assert_eq!(body.get("fleet_guard"), None, "{own} {variant}");
+            }
+        }
+    }
+    seen.saw_every(&READY, "status", &[json!("degraded"), json!("not_ready")]);
+}
+
 #[tokio::test]
 async fn stale_verdicts_match_their_schema() {
     let config = goes_stale_soon();

@@ -115,6 +115,7 @@ pub(crate) fn render_readiness(
     // Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
     let all_clear = verdict.reason.is_none()
         && verdict.held.is_none()
+        && verdict.fleet_guard.is_none()
         && verdict.databases.iter().all(CheckOutcome::passed)
         && verdict
             .components
@@ -125,8 +126,22 @@ pub(crate) fn render_readiness(
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let status = if verdict.ready { "ready" } else { "not_ready" };
+    let status = verdict.status();
     let stale = Circumstance::stale("readiness", stale_after);
+    // The fleet guard's count, the same for every audience: names and numbers only.
+    let fleet_guard = verdict.fleet_guard.as_ref().map(|guard| {
+        let reason = guard.to_string();
+        let body = json!({
+            "kept": guard.kept,
+            "cause": &*guard.cause,
+            "members": guard.members,
+            "failing": guard.failing,
+            "in_rotation": guard.in_rotation,
+            "wanted": guard.wanted,
+            "fraction": guard.fraction,
+        });
+        (reason, body)
+    });
     RenderedVerdict::new(|audience| {
         let mut checks = Map::new();
         let mut details = Map::new();
@@ -162,11 +177,20 @@ pub(crate) fn render_readiness(
             }
             body
         };
-        let published = Rendered::json(
-            code,
-            to_vec(&body(status, held.as_deref().or(verdict.reason))),
-        );
+        let guard_reason = fleet_guard.as_ref().map(|(reason, _)| reason.as_str());
+        let mut published = body(status, held.as_deref().or(verdict.reason).or(guard_reason));
+        // Only in the verdict's own answer: a drain or a stale verdict is not the guard's.
+        if let Some((_, guard)) = &fleet_guard {
+            published["fleet_guard"] = guard.clone();
+        }
+        let published = Rendered::json(code, to_vec(&published));
         let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+        // Kept in rotation by the fleet guard: `x-envoy-degraded`, as a degraded `/health`.
+        let kept = if verdict.is_kept_by_fleet_guard() {
+            Status::Degraded
+        } else {
+            Status::Healthy
+        };
         Variants {
             bypassed: published.clone(),
             published,
@@ -176,6 +200,7 @@ pub(crate) fn render_readiness(
             ),
             stale: Rendered::json(unavailable, to_vec(&body("not_ready", Some(&stale.text)))),
         }
+        .of_status(kept)
     })
 }
 

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{CheckOutcome, ComponentReport};
+use super::{CheckOutcome, ComponentReport, FleetGuard};
 use crate::component::UnknownComponents;
 use crate::env::FailDirection;
 
@@ -26,6 +26,11 @@ pub struct ReadinessVerdict {
     /// The reason of a manual hold, while one is in place
     /// ([`HealthHandle::hold`](crate::HealthHandle::hold)): `ready` is then `false`.
     pub held: Option<Arc<str>>,
+    /// What the fleet guard concluded, when it is on
+    /// (`redis::SharedCache::fleet_guard`) and this
+    /// process fails only on dependencies the fleet shares: `ready` is then `true` when the
+    /// guard keeps it in rotation (status `degraded`).
+    pub fleet_guard: Option<FleetGuard>,
 }
 
 impl ReadinessVerdict {
@@ -52,7 +57,36 @@ impl ReadinessVerdict {
             checked_at: Some(checked_at),
             reason: None,
             held,
+            fleet_guard: None,
         }
+    }
+
+    /// The `status` readiness answers with: `ready`, `degraded` (kept in rotation by the
+    /// fleet guard) or `not_ready`.
+    #[must_use]
+    pub fn status(&self) -> &'static str {
+        match (self.ready, self.is_kept_by_fleet_guard()) {
+            (true, true) => "degraded",
+            (true, false) => "ready",
+            (false, _) => "not_ready",
+        }
+    }
+
+    /// Whether the fleet guard keeps this process in rotation.
+    pub(crate) fn is_kept_by_fleet_guard(&self) -> bool {
+        self.fleet_guard.as_ref().is_some_and(|guard| guard.kept)
+    }
+
+    /// The verdict with the fleet guard's conclusion: kept, a verdict that failed only on
+    /// shared dependencies becomes ready. A hold or a verdict that is not a round's (no
+    /// round, a panicked one) is never kept in.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn with_fleet_guard(mut self, guard: FleetGuard) -> Self {
+        if guard.kept && self.held.is_none() && self.reason.is_none() {
+            self.ready = true;
+        }
+        self.fleet_guard = Some(guard).filter(|guard| !guard.kept || self.ready);
+        self
     }
 
     /// The verdict of a round that panicked: not ready, with `reason`, until the next
@@ -69,6 +103,7 @@ impl ReadinessVerdict {
             checked_at: Some(checked_at),
             reason: Some(reason),
             held,
+            fleet_guard: None,
         }
     }
 
@@ -80,6 +115,7 @@ impl ReadinessVerdict {
             checked_at: None,
             reason: Some(reason),
             held: None,
+            fleet_guard: None,
         }
     }
 }
