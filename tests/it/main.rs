@@ -45,6 +45,8 @@ mod drain;
 mod example;
 #[cfg(all(feature = "postgres", feature = "redis"))]
 mod fleet;
+#[cfg(all(feature = "postgres", feature = "redis", feature = "axum"))]
+mod fleet_guard;
 #[cfg(all(feature = "postgres", feature = "grpc"))]
 mod grpc;
 #[cfg(all(feature = "postgres", feature = "http-check", feature = "rustls"))]
