@@ -107,7 +107,11 @@ impl MonitorState {
                 let made = self.made(now, now, self.config.health_interval);
                 let verdict =
                     HealthVerdict::panicked("health", self.is_monitor_running(), checked_at)
-                        .with_lifecycle(self.held(), self.startup.is_started());
+                        .with_lifecycle(
+                            self.held(),
+                            self.startup.is_started(),
+                            self.fleet_guard_now(),
+                        );
                 self.publish_health_verdict(verdict, made);
             }
         }
@@ -176,10 +180,11 @@ impl MonitorState {
             None => verdict,
         };
         let made = self.made(started, Instant::now(), self.config.readiness_interval);
+        let guard_changed = self.readiness.load().verdict.fleet_guard != verdict.fleet_guard;
         self.publish_readiness(verdict, made);
         drop(hold);
         self.round_clock.round_finished();
-        if self.startup.first_round_completed() {
+        if self.startup.first_round_completed() || guard_changed {
             self.lifecycle_changed(self.held());
         }
     }
@@ -367,7 +372,11 @@ impl MonitorState {
             finished_at,
         );
         verdict.computed_by = computed_by;
-        let verdict = verdict.with_lifecycle(self.held(), self.startup.is_started());
+        let verdict = verdict.with_lifecycle(
+            self.held(),
+            self.startup.is_started(),
+            self.fleet_guard_now(),
+        );
         self.publish_health_verdict(verdict, made)
     }
 
@@ -392,14 +401,23 @@ impl MonitorState {
         published
     }
 
-    /// The hold or the start changed: `/health` shows both, so its verdict is republished
+    /// What the fleet guard concluded in the readiness verdict published now, for `/health`
+    /// to list.
+    fn fleet_guard_now(&self) -> Option<crate::verdict::FleetGuard> {
+        self.readiness.load().verdict.fleet_guard.clone()
+    }
+
+    /// The hold, the start or the fleet guard's conclusion changed: `/health` shows them, so
+    /// its verdict is republished
     /// with them (keeping its round's age), and watchers are told.
     pub(crate) fn lifecycle_changed(&self, held: Option<Arc<str>>) {
         let current = self.health.load_full();
         if let Some(made) = current.when_made() {
-            let verdict = current
-                .verdict
-                .with_lifecycle(held, self.startup.is_started());
+            let verdict = current.verdict.with_lifecycle(
+                held,
+                self.startup.is_started(),
+                self.fleet_guard_now(),
+            );
             // The same round's verdict: it keeps its age and its staleness.
             self.publish_health_verdict(verdict, made);
         }

@@ -589,14 +589,36 @@ async fn the_fleet_guard_s_answers_match_the_schema() {
         ("d", StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
     ] {
         let guard = FleetGuard::decide(own, "database `default`".into(), &members, half);
-        let verdict = readiness.clone().with_fleet_guard(guard);
+        let verdict = readiness.clone().with_fleet_guard(guard.clone());
         let rendered = render_readiness(&verdict, STALE_AFTER);
+        // `/health` lists it last, its status the database's.
+        let health = handle.view().health.with_lifecycle(None, true, Some(guard));
+        let health = render_health(&health, STALE_AFTER, None);
         for audience in Audience::ALL {
             let variants = rendered.for_audience(audience);
             let (answered, body) = body_of(&variants.published, 0).await;
             assert_eq!(answered, code, "{own}");
             let body = READY.check(&body, &format!("fleet guard, {own} ({audience:?})"));
             seen.record(READY.name, &body);
+            let reason = body["reason"].clone();
+            let health_variants = health.for_audience(audience);
+            for (variant, rendered) in [
+                ("published", &health_variants.published),
+                ("draining", &health_variants.draining),
+                ("stale", &health_variants.stale),
+            ] {
+                let (answered, health) = body_of(rendered, 0).await;
+                assert_eq!(answered, StatusCode::SERVICE_UNAVAILABLE);
+                let what = format!("fleet guard /health, {own} {variant}");
+                let health = HEALTH.check(&health, &what);
+                seen.record(HEALTH.name, &health);
+                let last = health["causes"].as_array().unwrap().last().unwrap().clone();
+                assert_eq!(
+                    last,
+                    json!({ "kind": "fleet_guard", "text": reason }),
+                    "{what}"
+                );
+            }
             assert_eq!(body["status"], status);
             assert_eq!(body["fleet_guard"]["members"], 4);
             assert_eq!(body["fleet_guard"]["in_rotation"], 2);
@@ -624,6 +646,7 @@ async fn the_fleet_guard_s_answers_match_the_schema() {
         }
     }
     seen.saw_every(&READY, "status", &[json!("degraded"), json!("not_ready")]);
+    seen.saw_every(&HEALTH, "kind", &[json!("fleet_guard")]);
 }
 
 #[tokio::test]

@@ -212,6 +212,9 @@ impl FleetGuard {
     }
 }
 
+// `fraction` is never NaN (a `Fraction` is within (0, 1]): equality is total.
+impl Eq for FleetGuard {}
+
 impl fmt::Display for FleetGuard {
     /// The reason readiness gives.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -230,6 +230,27 @@ async fn with_the_guard_at_half_two_of_four_stay_in_rotation_and_all_say_why() {
         )
         .await;
 
+    // `/health` lists the same conclusion last among its causes, its status the database's.
+    let client = Client::new();
+    for addr in &fleet.addrs {
+        let listed = eventually(LIMIT, || async {
+            let (Some(ready), Ok(health)) = (
+                readiness(&client, *addr).await,
+                client.try_get(*addr, "/health").await,
+            ) else {
+                return false;
+            };
+            let health = health.json();
+            let last = health["causes"].as_array().and_then(|causes| causes.last());
+            health["status"] == "unhealthy"
+                && last.is_some_and(|last| {
+                    last["kind"] == "fleet_guard" && last["text"] == ready.body["reason"]
+                })
+        })
+        .await;
+        assert!(listed, "{addr}: /health does not list the fleet guard");
+    }
+
     // A local fault: `fleet-0` drains. It leaves whatever the guard says, and the guard
     // keeps `fleet-2` in its place.
     fleet.processes[0].sigterm();
@@ -276,7 +297,6 @@ async fn with_the_guard_at_half_two_of_four_stay_in_rotation_and_all_say_why() {
         )
         .await;
     // `/health` tells the same once the fleet's shared verdict has caught up.
-    let client = Client::new();
     for addr in &fleet.addrs[1..] {
         let healthy = eventually(LIMIT, || async {
             client
