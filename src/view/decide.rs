@@ -29,7 +29,7 @@ impl Judged for ReadinessVerdict {
 
     fn status(&self) -> &'static str {
         // `degraded` while the fleet guard keeps it in rotation.
-        ReadinessVerdict::status(self)
+        Self::status(self)
     }
 
     const STALE_STATUS: &'static str = "not_ready";
