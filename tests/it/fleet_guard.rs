@@ -2,7 +2,8 @@
 //! their PostgreSQL reached through a fault proxy that refuses it: without the guard every
 //! process leaves; with it at 50%, the first two by process id stay in rotation and every
 //! process says why; a process that drains still leaves and the guard keeps another; with
-//! Redis gone the guard is off; and it lets go when the database returns.
+//! Redis gone the guard is off; and it lets go when the database returns. And, in process,
+//! what the guard makes of untrusted members under the fleet's key.
 //!
 //! Needs the example built: `cargo test --all-features` builds it; with `--test it`, build it
 //! first (`cargo build --all-features --example server`).
@@ -11,13 +12,17 @@ use crate::support;
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use http::StatusCode;
+use redis::AsyncCommands;
 use serde_json::Value;
 use support::child::Example;
 use support::fault_proxy::FaultProxy;
-use support::redis_server::{redis_url, unique_prefix};
+use support::redis_server::{connect, redis_url, unique_prefix};
 use support::{Client, LIMIT, eventually, pg_addr, refused_addr};
+use tower_health::redis::SharedCache;
+use tower_health::{HealthHandle, HealthMonitor};
 
 /// The fleet's size, and how many the guard keeps at 50% when all of it fails.
 const SIZE: usize = 4;
@@ -165,7 +170,12 @@ impl Fleet {
             reached
         })
         .await;
-        assert!(reached, "{what}: the fleet answered {:#?}", last.borrow());
+        assert!(
+            reached,
+            "{what}: the fleet answered {:#?} (an example built from another tree, in a shared \
+             target directory, knows no fleet guard: `cargo build --all-features --example server`)",
+            last.borrow()
+        );
     }
 }
 
@@ -307,4 +317,137 @@ async fn with_the_guard_at_half_two_of_four_stay_in_rotation_and_all_say_why() {
         .await;
         assert!(healthy, "{addr}: /health did not answer 200");
     }
+}
+
+/// This process's readiness now: its status and the guard's `(kept, members, in_rotation)`.
+fn standing(health: &HealthHandle) -> (&'static str, Option<(bool, usize, usize)>) {
+    let readiness = health.view().readiness;
+    let guard = readiness
+        .fleet_guard
+        .as_ref()
+        .map(|guard| (guard.kept, guard.members, guard.in_rotation));
+    (readiness.status(), guard)
+}
+
+/// Waits until this process's readiness is `wanted`; fails with the last seen.
+async fn becomes(
+    health: &HealthHandle,
+    what: &str,
+    wanted: (&'static str, Option<(bool, usize, usize)>),
+) {
+    let reached = eventually(LIMIT, || async { standing(health) == wanted }).await;
+    assert!(reached, "{what}: readiness is {:?}", standing(health));
+}
+
+/// Redis's clock, in milliseconds: what the members are stamped with.
+async fn redis_now(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query_async(redis).await.unwrap();
+    seconds * 1000 + micros / 1000
+}
+
+/// What another process (or anyone who reaches Redis) writes under the fleet's key is
+/// untrusted: members that do not read, or that are too old or stamped in the future, are
+/// not counted (and the script drops the old and unreadable ones); a valid member counts; a
+/// key of another type or a hash past the cap turns the guard off, and readiness is this
+/// process's own, until the key is usable again.
+#[tokio::test]
+async fn untrusted_fleet_members_are_not_counted_and_an_unreadable_fleet_turns_the_guard_off() {
+    require_postgres!();
+    require_redis!();
+    let database = FaultProxy::postgres(pg_addr()).await;
+    refuse(&database).await;
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(unique_prefix("fleet-guard-untrusted"))
+        .process_id("m-1")
+        .fleet_guard(0.5);
+    let key = cache.fleet_key();
+    let config = support::fast()
+        .database(
+            "default",
+            support::postgres(&database.pg_url("postgres", "unused", "postgres")),
+        )
+        .shared_cache(cache);
+    let health = HealthMonitor::spawn(config).unwrap();
+    let mut redis = connect(&redis_url()).await;
+
+    // Alone and out on the database: the fleet of one keeps it.
+    let kept_alone = ("degraded", Some((true, 1, 1)));
+    becomes(&health, "alone", kept_alone).await;
+
+    // Junk beside it: a control character in an id (stamped far ahead, so that it stays),
+    // a value that does not read, a member long gone, one from the future.
+    let now = redis_now(&mut redis).await;
+    let junk: [(&str, String); 4] = [
+        ("junk\u{1}", format!("{} ready", now + 3_600_000)),
+        ("garbage", "not a standing".to_owned()),
+        ("gone", format!("{} ready", now - 3_600_000)),
+        ("future", format!("{} ready", now + 3_600_000)),
+    ];
+    for (field, value) in &junk {
+        let _: () = redis.hset(&key, field, value).await.unwrap();
+    }
+    // The script drops what does not read and what is too old, in the next round.
+    let dropped = eventually(LIMIT, || {
+        let mut redis = redis.clone();
+        let key = key.clone();
+        async move {
+            let exists: (bool, bool) = redis::pipe()
+                .hexists(&key, "garbage")
+                .hexists(&key, "gone")
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            exists == (false, false)
+        }
+    })
+    .await;
+    assert!(
+        dropped,
+        "the unreadable and the old member are still under {key}"
+    );
+    // Nothing of it counted.
+    assert_eq!(standing(&health), kept_alone);
+
+    // A valid member that is ready, kept fresh: it counts, and the guard lets this one go.
+    let writer = {
+        let mut redis = redis.clone();
+        let key = key.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = redis_now(&mut redis).await;
+                let _: () = redis
+                    .hset(&key, "m-0", format!("{now} ready"))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    becomes(
+        &health,
+        "beside a ready member",
+        ("not_ready", Some((false, 2, 1))),
+    )
+    .await;
+    writer.abort();
+    let _ = writer.await;
+    let _: () = redis.hdel(&key, "m-0").await.unwrap();
+    becomes(&health, "alone again", kept_alone).await;
+
+    // The key holds another type: the guard is off, readiness this process's own.
+    let _: () = redis.del(&key).await.unwrap();
+    let _: () = redis.set(&key, "not a hash").await.unwrap();
+    becomes(&health, "a string under the key", ("not_ready", None)).await;
+    let _: () = redis.del(&key).await.unwrap();
+    becomes(&health, "the key usable again", kept_alone).await;
+
+    // More members than the guard counts: off, without writing or reading them.
+    let crowd: Vec<(String, String)> = (0..1001)
+        .map(|index| (format!("crowd-{index}"), format!("{now} ready")))
+        .collect();
+    let _: () = redis.hset_multiple(&key, &crowd).await.unwrap();
+    becomes(&health, "1001 members", ("not_ready", None)).await;
+    let _: () = redis.del(&key).await.unwrap();
+    becomes(&health, "the crowd gone", kept_alone).await;
 }
