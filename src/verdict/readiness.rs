@@ -12,7 +12,8 @@ pub struct ReadinessVerdict {
     /// Every critical database is usable (a timed-out one counts as usable only under
     /// [`FailDirection::Ready`]; an [optional](crate::HealthConfig::optional_database) one
     /// is shown and does not count), and no component that
-    /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble.
+    /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble;
+    /// or the fleet guard keeps this process in rotation ([`fleet_guard`](Self::fleet_guard)).
     pub ready: bool,
     /// One outcome per configured database, in configuration order.
     pub databases: Vec<CheckOutcome>,

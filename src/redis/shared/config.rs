@@ -201,9 +201,10 @@ impl SharedCache {
     /// `TOWER_HEALTH_FLEET_GUARD`. See [The fleet guard](crate::redis#the-fleet-guard).
     ///
     /// Each readiness round, the process publishes its readiness and its cause under
-    /// `<prefix>fleet` and reads the fleet's: one Redis round trip per readiness round.
-    /// With Redis unreachable or in error, the guard is off for that round and readiness is
-    /// this process's own, as without it.
+    /// `<prefix>fleet` and reads the fleet's: one Redis round trip per readiness round,
+    /// bounded by the readiness timeout (so a readiness round takes at most two). With Redis
+    /// unreachable, slow or in error, the guard is off for that round and readiness is this
+    /// process's own, as without it.
     ///
     /// Defaults to off.
     ///
