@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, Env, HealthConfig};
+use super::{ConfigError, ConfigWarning, Env, HealthConfig};
 use crate::env::validate_key_prefix;
 use crate::verdict::Fraction;
 
@@ -91,6 +91,18 @@ impl HealthConfig {
         }
         match url {
             Some((variable, url)) => with_url(self, variable, url, &variables),
+            None if variables.fleet_guard.is_some() => {
+                // Set on its own, the guard would be off without a word.
+                let mut config = self;
+                config.warnings.push(ConfigWarning::new(
+                    FLEET_GUARD,
+                    format!(
+                        "{FLEET_GUARD} is set but no Redis URL is ({}): the fleet guard counts the fleet through the shared cache, and is off",
+                        URL_VARIABLES.join(", ")
+                    ),
+                ));
+                Ok(config)
+            }
             None => Ok(self),
         }
     }
@@ -205,6 +217,18 @@ mod tests {
         let error = HealthConfig::from_vars([(TTL, "10s"), (LOCK_EXPIRY, "6s")]).unwrap_err();
         assert_eq!(error.variable(), LOCK_EXPIRY);
         assert_eq!(error.reason(), "expected at most half the TTL (10s)");
+    }
+
+    #[test]
+    fn a_fleet_guard_without_a_redis_url_is_worth_a_warning() {
+        let config = HealthConfig::from_vars([(FLEET_GUARD, "0.5")]).unwrap();
+        let warnings = config.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].variable(), FLEET_GUARD);
+        assert!(
+            warnings[0].to_string().contains("TOWER_HEALTH_REDIS_URL"),
+            "{warnings:?}"
+        );
     }
 
     #[test]
