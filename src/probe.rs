@@ -91,8 +91,8 @@ impl Probe {
     /// Whether `check` has the shape of one of this probe's checks, so that
     /// `<probe path>/<check>` is that check's own path: `ping` for liveness, `started` for
     /// startup, and for the probes that read a verdict `database/<name>`,
-    /// `component/<name>`, `database`, `hold`, `monitor` and `shutdown`. Whether such a check
-    /// exists is the verdict's to say (a 404 otherwise).
+    /// `component/<name>`, `database`, `hold`, `monitor`, `shutdown` and `fleet-guard`.
+    /// Whether such a check exists is the verdict's to say (a 404 otherwise).
     const fn may_name_check(self, check: &str) -> bool {
         match self {
             Self::Live => str_eq(check, "ping"),
@@ -104,6 +104,7 @@ impl Probe {
                     || str_eq(check, "hold")
                     || str_eq(check, "monitor")
                     || str_eq(check, "shutdown")
+                    || str_eq(check, "fleet-guard")
             }
             Self::Ping => false,
         }

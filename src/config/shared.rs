@@ -1,10 +1,11 @@
 //! The shared verdict cache: [`HealthConfig::shared_cache`] and its variables
-//! (`TOWER_HEALTH_REDIS_URL`, `TOWER_HEALTH_SHARED_*`).
+//! (`TOWER_HEALTH_REDIS_URL`, `TOWER_HEALTH_SHARED_*`, `TOWER_HEALTH_FLEET_GUARD`).
 
 use std::time::Duration;
 
-use super::{ConfigError, Env, HealthConfig};
+use super::{ConfigError, ConfigWarning, Env, HealthConfig};
 use crate::env::validate_key_prefix;
+use crate::verdict::Fraction;
 
 /// The variables naming the shared cache's Redis: ours, then the compatibility name.
 const URL_VARIABLES: [&str; 2] = ["TOWER_HEALTH_REDIS_URL", "BALDUR_REDIS_URL"];
@@ -13,6 +14,7 @@ const TTL: &str = "TOWER_HEALTH_SHARED_TTL";
 const LOCK_EXPIRY: &str = "TOWER_HEALTH_SHARED_LOCK_EXPIRY";
 const PROCESS_ID: &str = "TOWER_HEALTH_SHARED_PROCESS_ID";
 const NOCACHE_WRITES: &str = "TOWER_HEALTH_SHARED_NOCACHE_WRITES";
+const FLEET_GUARD: &str = "TOWER_HEALTH_FLEET_GUARD";
 
 /// The shared cache's settings as the environment gives them.
 #[cfg_attr(not(feature = "redis"), allow(dead_code))]
@@ -22,6 +24,7 @@ struct SharedVariables<'e> {
     lock_expiry: Option<Duration>,
     process_id: Option<&'e str>,
     nocache_writes: Option<bool>,
+    fleet_guard: Option<f64>,
 }
 
 impl HealthConfig {
@@ -56,6 +59,7 @@ impl HealthConfig {
             lock_expiry: env.duration(LOCK_EXPIRY, None)?,
             process_id: env.first(&[PROCESS_ID]).map(|(_, id)| id),
             nocache_writes: env.flag(NOCACHE_WRITES)?,
+            fleet_guard: fleet_guard(env)?,
         };
         if let Some(ttl) = variables.ttl {
             // An entry served as fresh must not be older than this process's own verdict may
@@ -87,9 +91,32 @@ impl HealthConfig {
         }
         match url {
             Some((variable, url)) => with_url(self, variable, url, &variables),
+            None if variables.fleet_guard.is_some() => {
+                // Set on its own, the guard would be off without a word.
+                let mut config = self;
+                config.warnings.push(ConfigWarning::new(
+                    FLEET_GUARD,
+                    format!(
+                        "{FLEET_GUARD} is set but no Redis URL is ({}): the fleet guard counts the fleet through the shared cache, and is off",
+                        URL_VARIABLES.join(", ")
+                    ),
+                ));
+                Ok(config)
+            }
             None => Ok(self),
         }
     }
+}
+
+/// `TOWER_HEALTH_FLEET_GUARD`: a fraction in (0, 1].
+fn fleet_guard(env: &Env) -> Result<Option<f64>, ConfigError> {
+    let Some((variable, value)) = env.first(&[FLEET_GUARD]) else {
+        return Ok(None);
+    };
+    let refused = || ConfigError::new(variable, value, Fraction::EXPECTED);
+    let fraction: f64 = value.parse().map_err(|_| refused())?;
+    Fraction::new(fraction).ok_or_else(refused)?;
+    Ok(Some(fraction))
 }
 
 #[cfg(feature = "redis")]
@@ -115,6 +142,9 @@ fn with_url(
     }
     if let Some(writes) = variables.nocache_writes {
         cache = cache.nocache_writes(writes);
+    }
+    if let Some(fraction) = variables.fleet_guard {
+        cache = cache.fleet_guard(fraction);
     }
     Ok(config.shared_cache(cache))
 }
@@ -175,6 +205,11 @@ mod tests {
             (TTL, "10"),
             (LOCK_EXPIRY, "-1s"),
             (NOCACHE_WRITES, "maybe"),
+            (FLEET_GUARD, "0"),
+            (FLEET_GUARD, "1.5"),
+            (FLEET_GUARD, "-0.5"),
+            (FLEET_GUARD, "half"),
+            (FLEET_GUARD, "NaN"),
         ] {
             let error = HealthConfig::from_vars([(variable, value)]).unwrap_err();
             assert_eq!(error.variable(), variable, "{error}");
@@ -182,6 +217,18 @@ mod tests {
         let error = HealthConfig::from_vars([(TTL, "10s"), (LOCK_EXPIRY, "6s")]).unwrap_err();
         assert_eq!(error.variable(), LOCK_EXPIRY);
         assert_eq!(error.reason(), "expected at most half the TTL (10s)");
+    }
+
+    #[test]
+    fn a_fleet_guard_without_a_redis_url_is_worth_a_warning() {
+        let config = HealthConfig::from_vars([(FLEET_GUARD, "0.5")]).unwrap();
+        let warnings = config.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].variable(), FLEET_GUARD);
+        assert!(
+            warnings[0].to_string().contains("TOWER_HEALTH_REDIS_URL"),
+            "{warnings:?}"
+        );
     }
 
     #[test]
@@ -220,6 +267,7 @@ mod tests {
             (LOCK_EXPIRY, "2s"),
             (PROCESS_ID, "web-1"),
             (NOCACHE_WRITES, "true"),
+            (FLEET_GUARD, "0.5"),
         ])
         .unwrap();
         let cache = config.shared_cache.as_ref().expect("a shared cache");
@@ -229,6 +277,8 @@ mod tests {
         assert!(debug.contains("cache.internal:6380/2"), "{debug}");
         assert!(!debug.contains("hunter2"), "{debug}");
         assert!(debug.contains("ttl: Some(20s)"), "{debug}");
+        assert!(debug.contains("fleet_guard: Some(0.5)"), "{debug}");
+        assert_eq!(cache.fleet_key(), "checkout:fleet");
         let error =
             HealthConfig::from_vars([("TOWER_HEALTH_REDIS_URL", "http://cache")]).unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_REDIS_URL");

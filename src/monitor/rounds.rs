@@ -110,7 +110,11 @@ impl MonitorState {
                 let made = self.made(now, now, self.config.health_interval);
                 let verdict =
                     HealthVerdict::panicked("health", self.is_monitor_running(), checked_at)
-                        .with_lifecycle(self.held(), self.startup.is_started());
+                        .with_lifecycle(
+                            self.held(),
+                            self.startup.is_started(),
+                            self.fleet_guard_now(),
+                        );
                 self.publish_health_verdict(verdict, made);
             }
         }
@@ -159,6 +163,9 @@ impl MonitorState {
             .default_index
             .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, started, round.finished_at);
+        // Published and read before the hold's lock is taken: it is not held across an await.
+        #[cfg(feature = "redis")]
+        let guard = self.fleet_guard(&round.outcomes).await;
         let hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
         let mut verdict = ReadinessVerdict::from_outcomes(
             round.outcomes,
@@ -168,11 +175,19 @@ impl MonitorState {
             hold.clone(),
         );
         verdict.groups = self.group_verdicts(Some(&verdict.databases));
+        // The fleet guard's decision, applied where readiness is decided: a hold placed
+        // while the fleet was read still takes the process out.
+        #[cfg(feature = "redis")]
+        let verdict = match guard {
+            Some(guard) => verdict.with_fleet_guard(guard),
+            None => verdict,
+        };
         let made = self.made(started, Instant::now(), self.config.readiness_interval);
+        let guard_changed = self.readiness.load().verdict.fleet_guard != verdict.fleet_guard;
         self.publish_readiness(verdict, made);
         drop(hold);
         self.round_clock.round_finished();
-        if self.startup.first_round_completed() {
+        if self.startup.first_round_completed() || guard_changed {
             self.lifecycle_changed(self.held());
         }
     }
@@ -267,7 +282,7 @@ impl MonitorState {
     }
 
     /// The components that gate readiness, as the last health round left them.
-    fn gating_components(&self) -> Vec<ComponentReport> {
+    pub(super) fn gating_components(&self) -> Vec<ComponentReport> {
         self.components
             .iter()
             .filter(|component| component.gates_readiness())
@@ -360,7 +375,11 @@ impl MonitorState {
             finished_at,
         );
         verdict.computed_by = computed_by;
-        let verdict = verdict.with_lifecycle(self.held(), self.startup.is_started());
+        let verdict = verdict.with_lifecycle(
+            self.held(),
+            self.startup.is_started(),
+            self.fleet_guard_now(),
+        );
         self.publish_health_verdict(verdict, made)
     }
 
@@ -385,14 +404,23 @@ impl MonitorState {
         published
     }
 
-    /// The hold or the start changed: `/health` shows both, so its verdict is republished
+    /// What the fleet guard concluded in the readiness verdict published now, for `/health`
+    /// to list.
+    fn fleet_guard_now(&self) -> Option<crate::verdict::FleetGuard> {
+        self.readiness.load().verdict.fleet_guard.clone()
+    }
+
+    /// The hold, the start or the fleet guard's conclusion changed: `/health` shows them, so
+    /// its verdict is republished
     /// with them (keeping its round's age), and watchers are told.
     pub(crate) fn lifecycle_changed(&self, held: Option<Arc<str>>) {
         let current = self.health.load_full();
         if let Some(made) = current.when_made() {
-            let verdict = current
-                .verdict
-                .with_lifecycle(held, self.startup.is_started());
+            let verdict = current.verdict.with_lifecycle(
+                held,
+                self.startup.is_started(),
+                self.fleet_guard_now(),
+            );
             // The same round's verdict: it keeps its age and its staleness.
             self.publish_health_verdict(verdict, made);
         }

@@ -13,16 +13,19 @@ use crate::check::CheckError;
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
 use crate::redis::{
-    CacheStatus, Entry, Expected, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts, Subject,
+    CacheStatus, Entry, Expected, FleetMembers, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts,
+    Subject,
 };
-use crate::verdict::{ComponentReport, HealthVerdict};
+use crate::verdict::{ComponentReport, FleetGuard, HealthVerdict, ReadinessVerdict, Standing};
 use crate::view::published::Published;
 
-/// The shared cache of a monitor, and the component that reports it.
+/// The shared cache of a monitor, the component that reports it, and the fleet guard.
 #[derive(Debug)]
 pub(crate) struct SharedRounds {
     verdicts: SharedVerdicts,
     cache: TrackedComponent,
+    /// The fleet's members, when the fleet guard is on.
+    fleet: Option<FleetMembers>,
 }
 
 impl SharedRounds {
@@ -61,9 +64,14 @@ impl SharedRounds {
             target: cache.target.as_deref().map(str::to_owned),
         };
         let spec = ComponentSpec::new(SHARED_CACHE_COMPONENT, status);
+        // A member counts as long as its readiness would stay fresh.
+        let member_expiry =
+            crate::config::stale_bound(config.readiness_interval, config.readiness_timeout);
+        let fleet = FleetMembers::new(cache, verdicts.process_id.clone(), member_expiry);
         Some(Self {
             verdicts,
             cache: TrackedComponent::new(&spec, limit),
+            fleet,
         })
     }
 
@@ -123,6 +131,45 @@ fn default_first(
 }
 
 impl MonitorState {
+    /// The fleet guard's part of a readiness round: publishes where this process stands on
+    /// `outcomes` (this round's) and, when it is out only on dependencies the fleet shares,
+    /// what the guard concludes from the fleet's standings. `None` when the guard is off,
+    /// when this process is ready or out for a cause of its own, and when Redis does not
+    /// answer: readiness is then this process's own.
+    pub(super) async fn fleet_guard(
+        &self,
+        outcomes: &[crate::verdict::CheckOutcome],
+    ) -> Option<FleetGuard> {
+        let fleet = self.shared.as_ref()?.fleet.as_ref()?;
+        let verdict = ReadinessVerdict::from_outcomes(
+            outcomes.to_vec(),
+            self.gating_components(),
+            self.readiness_rules(),
+            std::time::SystemTime::now(),
+            self.held(),
+        );
+        let draining = self
+            .drain
+            .get()
+            .is_some_and(crate::shutdown::DrainHandle::is_draining);
+        let standing = Standing::of(&verdict, draining, self.readiness_rules(), |name| {
+            self.components
+                .iter()
+                .any(|component| *component.name() == *name && component.is_shared())
+        });
+        let deadline = Instant::now() + self.config.readiness_timeout;
+        let members = fleet.publish_and_read(&standing, deadline).await.ok()?;
+        match standing {
+            Standing::Shared { cause } => Some(FleetGuard::decide(
+                &fleet.process_id,
+                cause,
+                &members,
+                fleet.fraction,
+            )),
+            Standing::Ready | Standing::Local => None,
+        }
+    }
+
     pub(super) async fn shared_health_round(
         &self,
         shared: &SharedRounds,

@@ -12,7 +12,11 @@ pub(super) fn log_readiness_transition(
     previous: &ReadinessVerdict,
     current: &ReadinessVerdict,
 ) {
-    if previous.ready == current.ready && previous.checked_at.is_some() {
+    let kept = current.is_kept_by_fleet_guard();
+    if previous.ready == current.ready
+        && previous.is_kept_by_fleet_guard() == kept
+        && previous.checked_at.is_some()
+    {
         return;
     }
     counters
@@ -30,6 +34,22 @@ pub(super) fn log_readiness_transition(
             .iter()
             .map(|report| format!("{}={}", report.name, report.status)),
     );
+    if let Some(guard) = current.fleet_guard.as_ref().filter(|_| kept) {
+        let cause = ReadinessCause::of(current);
+        tracing::warn!(
+            question = "readiness",
+            cause = %cause.subject,
+            kind = cause.kind,
+            error = cause.error.as_deref(),
+            target = cause.target,
+            members = guard.members,
+            in_rotation = guard.in_rotation,
+            databases,
+            components,
+            "readiness is now degraded: {guard}"
+        );
+        return;
+    }
     if current.ready {
         tracing::info!(
             question = "readiness",

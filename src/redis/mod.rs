@@ -75,6 +75,28 @@
 //! intervals plus the readiness timeout; `TOWER_HEALTH_SHARED_TTL` beyond it is refused at
 //! start): an entry served as fresh is never older than this process's own verdict may get.
 //!
+//! # The fleet guard
+//!
+//! Opt-in ([`SharedCache::fleet_guard`], `TOWER_HEALTH_FLEET_GUARD`): a process whose
+//! readiness fails only on a dependency the whole fleet shares (a critical database refused
+//! or timing out, a [shared](crate::component::ComponentSpec::shared) component gating
+//! readiness) stays in rotation, readiness 200 `degraded` with a reason naming the guard and
+//! the fleet's count, while answering 503 would leave less than the configured fraction of
+//! the fleet in rotation. Its own drain, a hold, its own pool saturated, a component of its
+//! own, a round that panicked or a stale monitor still take it out.
+//!
+//! Each readiness round, the process writes its standing (`ready`, `local` or
+//! `shared <cause>`) into the hash `<prefix>fleet` under its [id](SharedCache::process_id),
+//! stamped with Redis's clock, and reads the others' in the same round trip (one script);
+//! members older than the readiness verdict's staleness bound do not count and are dropped.
+//! Of `members`, ceil(fraction × members) should be in rotation; when fewer are ready on
+//! their own, the processes failing on a shared cause are ranked by id and the first ones
+//! stay in. Every process computes the same ranking from the same standings, so the fleet
+//! agrees without talking. Redis in trouble, or a hash of more than 1,000 members, turns
+//! the guard off for the round: readiness is then the process's own. What Redis returns is
+//! untrusted: bounded, validated, and a member that fails is not counted. The
+//! [fleet page](crate::guide::fleet#the-fleet-guard) of the guide has the rule in full.
+//!
 //! # Beyond one Redis
 //!
 //! [`SharedCache::connect`] and [`Redis::connect`] take
@@ -98,7 +120,8 @@
 //! `sentinel <name>/<db> at host:port,...`).
 //!
 //! Every command of the shared cache touches one key (`GET` and `SET ... PX` of the entry,
-//! `SET ... NX PX` of the lock), so the two keys may live in different slots of a cluster.
+//! `SET ... NX PX` of the lock, the fleet guard's script on `<prefix>fleet`), so the keys may
+//! live in different slots of a cluster.
 //! A connection of this crate's own is one multiplexed connection per process on every
 //! topology: on a cluster, one per node; behind Sentinel, one to the primary, dropped and
 //! found again through the Sentinels when the primary is in doubt (the connection failed,
@@ -132,7 +155,7 @@ mod shared;
 
 pub use self::component::Redis;
 pub(crate) use self::shared::{
-    CacheStatus, Entry, Expected, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts, Subject,
-    first_round_phase, next_round_wait,
+    CacheStatus, Entry, Expected, FleetMembers, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts,
+    Subject, first_round_phase, next_round_wait,
 };
 pub use self::shared::{DEFAULT_KEY_PREFIX, SharedCache};

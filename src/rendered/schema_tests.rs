@@ -577,6 +577,91 @@ async fn components_in_every_state_match_their_schema() {
     assert!(seen.bodies > 150, "{} bodies checked", seen.bodies);
 }
 
+/// The fleet guard's answers: kept in rotation (200 `degraded`, `x-envoy-degraded`) and left
+/// out (503 `not_ready`), with its count, in every variant and at both detail levels.
+#[tokio::test]
+async fn the_fleet_guard_s_answers_match_the_schema() {
+    use crate::verdict::{FleetGuard, Fraction, Member, Standing};
+
+    let handle = monitor(config_with(FakeCheck::Refused));
+    rounds(&handle).await;
+    let readiness = (*handle.view().readiness).clone();
+    let members: Vec<Member> = ["a", "b", "c", "d"]
+        .into_iter()
+        .map(|id| Member {
+            id: id.into(),
+            standing: Standing::Shared {
+                cause: "database `default`".into(),
+            },
+        })
+        .collect();
+    let half = Fraction::new(0.5).unwrap();
+    let mut seen = Seen::default();
+    for (own, code, status) in [
+        ("a", StatusCode::OK, "degraded"),
+        ("d", StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+    ] {
+        let guard = FleetGuard::decide(own, "database `default`".into(), &members, half);
+        let verdict = readiness.clone().with_fleet_guard(guard.clone());
+        let rendered = render_readiness(&verdict, Default::default(), STALE_AFTER);
+        // `/health` lists it last, its status the database's.
+        let health = handle.view().health.with_lifecycle(None, true, Some(guard));
+        let health = render_health(&health, STALE_AFTER, None);
+        for audience in Audience::ALL {
+            let variants = rendered.for_audience(audience);
+            let (answered, body) = body_of(&variants.published, 0).await;
+            assert_eq!(answered, code, "{own}");
+            let body = READY.check(&body, &format!("fleet guard, {own} ({audience:?})"));
+            seen.record(READY.name, &body);
+            let reason = body["reason"].clone();
+            let health_variants = health.for_audience(audience);
+            for (variant, rendered) in [
+                ("published", &health_variants.published),
+                ("draining", &health_variants.draining),
+                ("stale", &health_variants.stale),
+            ] {
+                let (answered, health) = body_of(rendered, 0).await;
+                assert_eq!(answered, StatusCode::SERVICE_UNAVAILABLE);
+                let what = format!("fleet guard /health, {own} {variant}");
+                let health = HEALTH.check(&health, &what);
+                seen.record(HEALTH.name, &health);
+                let last = health["causes"].as_array().unwrap().last().unwrap().clone();
+                assert_eq!(
+                    last,
+                    json!({ "kind": "fleet_guard", "text": reason }),
+                    "{what}"
+                );
+            }
+            assert_eq!(body["status"], status);
+            assert_eq!(body["fleet_guard"]["members"], 4);
+            assert_eq!(body["fleet_guard"]["in_rotation"], 2);
+            assert!(
+                body["reason"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("fleet guard: database `default` failing on 4 of 4 processes; ")
+            );
+            let degraded = variants
+                .published
+                .response(BodyMode::Full)
+                .headers()
+                .contains_key("x-envoy-degraded");
+            assert_eq!(degraded, status == "degraded", "{own}");
+            for (variant, rendered) in
+                [("draining", &variants.draining), ("stale", &variants.stale)]
+            {
+                let (answered, body) = body_of(rendered, 0).await;
+                assert_eq!(answered, StatusCode::SERVICE_UNAVAILABLE);
+                let body = READY.check(&body, &format!("fleet guard, {own} {variant}"));
+                seen.record(READY.name, &body);
+                assert_eq!(body.get("fleet_guard"), None, "{own} {variant}");
+            }
+        }
+    }
+    seen.saw_every(&READY, "status", &[json!("degraded"), json!("not_ready")]);
+    seen.saw_every(&HEALTH, "kind", &[json!("fleet_guard")]);
+}
+
 #[tokio::test]
 async fn stale_verdicts_match_their_schema() {
     let config = goes_stale_soon();

@@ -165,6 +165,7 @@ pub(crate) fn render_readiness(
     // Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
     let all_clear = verdict.reason.is_none()
         && verdict.held.is_none()
+        && verdict.fleet_guard.is_none()
         && verdict.databases.iter().all(CheckOutcome::passed)
         && verdict
             .components
@@ -175,8 +176,22 @@ pub(crate) fn render_readiness(
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let status = if verdict.ready { "ready" } else { "not_ready" };
+    let status = verdict.status();
     let stale = Circumstance::stale("readiness", stale_after);
+    // The fleet guard's count, the same for every audience: names and numbers only.
+    let fleet_guard = verdict.fleet_guard.as_ref().map(|guard| {
+        let reason = guard.to_string();
+        let body = json!({
+            "kept": guard.kept,
+            "cause": &*guard.cause,
+            "members": guard.members,
+            "failing": guard.failing,
+            "in_rotation": guard.in_rotation,
+            "wanted": guard.wanted,
+            "fraction": guard.fraction,
+        });
+        (reason, body)
+    });
     let kube = KubeAnswers::of_verdict(
         "readyz",
         verdict.ready,
@@ -224,11 +239,20 @@ pub(crate) fn render_readiness(
             }
             body
         };
-        let published = Rendered::json(
-            code,
-            to_vec(&body(status, held.as_deref().or(verdict.reason))),
-        );
+        let guard_reason = fleet_guard.as_ref().map(|(reason, _)| reason.as_str());
+        let mut published = body(status, held.as_deref().or(verdict.reason).or(guard_reason));
+        // Only in the verdict's own answer: a drain or a stale verdict is not the guard's.
+        if let Some((_, guard)) = &fleet_guard {
+            published["fleet_guard"] = guard.clone();
+        }
+        let published = Rendered::json(code, to_vec(&published));
         let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+        // Kept in rotation by the fleet guard: `x-envoy-degraded`, as a degraded `/health`.
+        let kept = if verdict.is_kept_by_fleet_guard() {
+            Status::Degraded
+        } else {
+            Status::Healthy
+        };
         Variants {
             bypassed: published.clone(),
             published,
@@ -238,6 +262,7 @@ pub(crate) fn render_readiness(
             ),
             stale: Rendered::json(unavailable, to_vec(&body("not_ready", Some(&stale.text)))),
         }
+        .of_status(kept)
     });
     rendered.groups = groups;
     rendered
@@ -488,11 +513,15 @@ fn render_group(
     }
 }
 
-/// Readiness's checks: every database and every component that gates it, then the hold.
+/// Readiness's checks: every database and every component that gates it, then the hold,
+/// then the fleet guard while it keeps the process in rotation (its failing checks are then
+/// shared dependencies, and only degrade it).
 fn readiness_checks(verdict: &ReadinessVerdict, rules: ReadinessRules) -> Vec<KubeCheck> {
+    let kept = verdict.is_kept_by_fleet_guard();
+    let failed = if kept { Mark::Degraded } else { Mark::Failed };
     let databases = verdict.databases.iter().map(|outcome| {
         let mark = if rules.database_fails(outcome) {
-            Mark::Failed
+            failed
         } else if outcome.passed() {
             Mark::Ok
         } else {
@@ -502,7 +531,7 @@ fn readiness_checks(verdict: &ReadinessVerdict, rules: ReadinessRules) -> Vec<Ku
     });
     let components = verdict.components.iter().map(|report| {
         let mark = if rules.component_fails(report) {
-            Mark::Failed
+            failed
         } else {
             Mark::Ok
         };
@@ -512,8 +541,20 @@ fn readiness_checks(verdict: &ReadinessVerdict, rules: ReadinessRules) -> Vec<Ku
         Some(reason) => held_check(reason, Mark::Failed),
         None => KubeCheck::ok("hold"),
     };
-    databases.chain(components).chain([hold]).collect()
+    let guard = verdict
+        .fleet_guard
+        .as_ref()
+        .filter(|_| kept)
+        .map(|guard| KubeCheck::public(FLEET_GUARD, Mark::Degraded, &guard.to_string()));
+    databases
+        .chain(components)
+        .chain([hold])
+        .chain(guard)
+        .collect()
 }
+
+/// The fleet guard's line: names and numbers only, shown to every audience.
+const FLEET_GUARD: &str = "fleet-guard";
 
 /// Health's checks: every database and every component, marked by the verdict's causes (a
 /// cause that makes health `unhealthy` fails its check, the others degrade it), then the
@@ -566,6 +607,14 @@ fn health_checks(verdict: &HealthVerdict) -> Vec<KubeCheck> {
         Some(reason) => held_check(reason, Mark::Degraded),
         None => KubeCheck::ok("hold"),
     });
+    checks.extend(verdict.causes.iter().find_map(|cause| match cause {
+        Cause::FleetGuard { guard } => Some(KubeCheck::public(
+            FLEET_GUARD,
+            Mark::Degraded,
+            &guard.to_string(),
+        )),
+        _ => None,
+    }));
     checks
 }
 

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::CheckStatus;
+use super::{CheckStatus, FleetGuard};
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::ComponentStatus;
 
@@ -64,6 +64,12 @@ pub enum Cause {
         /// The pool's figures.
         stats: PoolStats,
     },
+    /// The fleet guard keeps this process in rotation, or let it go, while readiness fails
+    /// on a dependency the fleet shares: listed last, for it changes readiness, not health.
+    FleetGuard {
+        /// What the guard concluded, with the fleet's count.
+        guard: FleetGuard,
+    },
 }
 
 /// How much a rendering of a [`Cause`] may say.
@@ -88,7 +94,7 @@ impl Audience {
 
 impl Cause {
     /// A short key for dashboards: `no_database`, `no_verdict`, `held`, `panicked`,
-    /// `database`, `component`, `pool_saturated`.
+    /// `database`, `component`, `pool_saturated`, `fleet_guard`.
     #[must_use]
     pub const fn kind(&self) -> &'static str {
         match self {
@@ -99,6 +105,7 @@ impl Cause {
             Self::Database { .. } => "database",
             Self::Component { .. } => "component",
             Self::PoolSaturated { .. } => "pool_saturated",
+            Self::FleetGuard { .. } => "fleet_guard",
         }
     }
 
@@ -112,7 +119,8 @@ impl Cause {
             Self::NoDatabase
             | Self::NoVerdict { .. }
             | Self::Held { .. }
-            | Self::Panicked { .. } => None,
+            | Self::Panicked { .. }
+            | Self::FleetGuard { .. } => None,
         }
     }
 
@@ -192,6 +200,8 @@ impl Cause {
                 ),
                 Audience::Minimal => write!(text, "database {name}'s pool is saturated"),
             },
+            // Configured names and counts only: the same for every audience.
+            Self::FleetGuard { guard } => write!(text, "{guard}"),
         };
         text
     }

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{Cause, CheckOutcome, ComponentReport};
+use super::{Cause, CheckOutcome, ComponentReport, FleetGuard};
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::UnknownComponents;
 use crate::verdict::Status;
@@ -166,15 +166,24 @@ impl HealthVerdict {
         }
     }
 
-    /// The same verdict with the operator's hold (if any) listed first among the causes and
-    /// the start as given: what `/health` shows of the process's lifecycle.
-    pub(crate) fn with_lifecycle(&self, held: Option<Arc<str>>, started: bool) -> Self {
+    /// The same verdict with the operator's hold (if any) listed first among the causes, the
+    /// fleet guard's conclusion (if any) last, and the start as given: what `/health` shows
+    /// of the process's lifecycle and of its readiness.
+    pub(crate) fn with_lifecycle(
+        &self,
+        held: Option<Arc<str>>,
+        started: bool,
+        fleet_guard: Option<FleetGuard>,
+    ) -> Self {
         let mut verdict = self.clone();
         verdict
             .causes
-            .retain(|cause| !matches!(cause, Cause::Held { .. }));
+            .retain(|cause| !matches!(cause, Cause::Held { .. } | Cause::FleetGuard { .. }));
         if let Some(reason) = held {
             verdict.causes.insert(0, Cause::Held { reason });
+        }
+        if let Some(guard) = fleet_guard {
+            verdict.causes.push(Cause::FleetGuard { guard });
         }
         verdict.started = started;
         verdict

@@ -6,6 +6,7 @@
 
 mod cause;
 mod component;
+mod fleet;
 mod group;
 mod health;
 mod outcome;
@@ -15,6 +16,9 @@ mod readiness;
 pub(crate) use self::cause::Audience;
 pub use self::cause::Cause;
 pub use self::component::ComponentReport;
+pub use self::fleet::FleetGuard;
+#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
+pub(crate) use self::fleet::{Fraction, Member, Standing};
 pub use self::group::{GroupMemberState, GroupVerdict};
 pub use self::health::HealthVerdict;
 pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};

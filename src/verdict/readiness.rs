@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{CheckOutcome, ComponentReport, GroupVerdict};
+use super::{CheckOutcome, ComponentReport, FleetGuard, GroupVerdict};
 use crate::component::UnknownComponents;
 use crate::env::FailDirection;
 
@@ -34,7 +34,8 @@ pub struct ReadinessVerdict {
     /// Every critical database is usable (a timed-out one counts as usable only under
     /// [`FailDirection::Ready`]; an [optional](crate::HealthConfig::optional_database) one
     /// is shown and does not count), and no component that
-    /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble.
+    /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble;
+    /// or the fleet guard keeps this process in rotation ([`fleet_guard`](Self::fleet_guard)).
     pub ready: bool,
     /// One outcome per configured database, in configuration order.
     pub databases: Vec<CheckOutcome>,
@@ -51,6 +52,11 @@ pub struct ReadinessVerdict {
     /// The [health groups](crate::config::HealthGroup), in the order they were added, from
     /// the same round.
     pub groups: Vec<GroupVerdict>,
+    /// What the fleet guard concluded, when it is on
+    /// (`redis::SharedCache::fleet_guard`) and this
+    /// process fails only on dependencies the fleet shares: `ready` is then `true` when the
+    /// guard keeps it in rotation (status `degraded`).
+    pub fleet_guard: Option<FleetGuard>,
 }
 
 impl ReadinessVerdict {
@@ -76,7 +82,36 @@ impl ReadinessVerdict {
             reason: None,
             held,
             groups: Vec::new(),
+            fleet_guard: None,
         }
+    }
+
+    /// The `status` readiness answers with: `ready`, `degraded` (kept in rotation by the
+    /// fleet guard) or `not_ready`.
+    #[must_use]
+    pub fn status(&self) -> &'static str {
+        match (self.ready, self.is_kept_by_fleet_guard()) {
+            (true, true) => "degraded",
+            (true, false) => "ready",
+            (false, _) => "not_ready",
+        }
+    }
+
+    /// Whether the fleet guard keeps this process in rotation.
+    pub(crate) fn is_kept_by_fleet_guard(&self) -> bool {
+        self.fleet_guard.as_ref().is_some_and(|guard| guard.kept)
+    }
+
+    /// The verdict with the fleet guard's conclusion: kept, a verdict that failed only on
+    /// shared dependencies becomes ready. A hold or a verdict that is not a round's (no
+    /// round, a panicked one) is never kept in.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn with_fleet_guard(mut self, guard: FleetGuard) -> Self {
+        if guard.kept && self.held.is_none() && self.reason.is_none() {
+            self.ready = true;
+        }
+        self.fleet_guard = Some(guard).filter(|guard| !guard.kept || self.ready);
+        self
     }
 
     /// The verdict of a round that panicked: not ready, with `reason`, until the next
@@ -94,6 +129,7 @@ impl ReadinessVerdict {
             reason: Some(reason),
             held,
             groups: Vec::new(),
+            fleet_guard: None,
         }
     }
 
@@ -106,6 +142,7 @@ impl ReadinessVerdict {
             reason: Some(reason),
             held: None,
             groups: Vec::new(),
+            fleet_guard: None,
         }
     }
 }

@@ -28,7 +28,8 @@ impl Judged for ReadinessVerdict {
     }
 
     fn status(&self) -> &'static str {
-        if self.ready { "ready" } else { "not_ready" }
+        // `degraded` while the fleet guard keeps it in rotation.
+        Self::status(self)
     }
 
     const STALE_STATUS: &'static str = "not_ready";

@@ -47,6 +47,8 @@ mod envoy;
 mod example;
 #[cfg(all(feature = "postgres", feature = "redis"))]
 mod fleet;
+#[cfg(all(feature = "postgres", feature = "redis", feature = "axum"))]
+mod fleet_guard;
 #[cfg(feature = "postgres")]
 mod groups;
 #[cfg(all(feature = "postgres", feature = "grpc"))]

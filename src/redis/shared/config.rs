@@ -6,6 +6,7 @@ use ::redis::aio::ConnectionLike;
 
 use crate::env::{ConfigError, FirstError, Zero, check_in_range, validate_key_prefix};
 use crate::redis::client::{AnyConnection, LazyConnection, Topology, parse, single_target};
+use crate::verdict::Fraction;
 
 /// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.
 pub const DEFAULT_KEY_PREFIX: &str = "tower-health:";
@@ -28,6 +29,8 @@ pub struct SharedCache {
     pub(crate) lock_expiry: Option<Duration>,
     pub(crate) process_id: Option<Arc<str>>,
     pub(crate) nocache_writes: bool,
+    /// The fleet guard's fraction, when it is on.
+    pub(crate) fleet_guard: Option<Fraction>,
     /// The first invalid value a setter was given, for
     /// [`HealthMonitor::new`](crate::HealthMonitor::new) to return.
     pub(crate) error: FirstError,
@@ -104,6 +107,7 @@ impl SharedCache {
             lock_expiry: None,
             process_id: None,
             nocache_writes: false,
+            fleet_guard: None,
             error: FirstError::default(),
         }
     }
@@ -187,6 +191,46 @@ impl SharedCache {
         self
     }
 
+    /// Turns the fleet guard on: a process whose readiness fails only on a dependency the
+    /// whole fleet shares (a database refused or timing out, a
+    /// [shared](crate::component::ComponentSpec::shared) component gating readiness) stays in
+    /// rotation, readiness 200 `degraded` with a reason naming the guard and the fleet's
+    /// count, while answering 503 would leave less than `fraction` of the fleet in rotation.
+    /// A cause of the process's own (its drain, a hold, its own pool saturated, a component
+    /// of its own, a stale monitor) still takes it out. Environment:
+    /// `TOWER_HEALTH_FLEET_GUARD`. See [The fleet guard](crate::redis#the-fleet-guard).
+    ///
+    /// Each readiness round, the process publishes its readiness and its cause under
+    /// `<prefix>fleet` and reads the fleet's: one Redis round trip per readiness round,
+    /// bounded by the readiness timeout (so a readiness round takes at most two). With Redis
+    /// unreachable, slow or in error, the guard is off for that round and readiness is this
+    /// process's own, as without it.
+    ///
+    /// Defaults to off.
+    ///
+    /// A `fraction` outside (0, 1] is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
+    pub fn fleet_guard(mut self, fraction: f64) -> Self {
+        match Fraction::new(fraction) {
+            Some(fraction) => self.fleet_guard = Some(fraction),
+            None => {
+                self.error.passes(Err(ConfigError::new(
+                    "SharedCache::fleet_guard",
+                    &fraction.to_string(),
+                    Fraction::EXPECTED,
+                )));
+            }
+        }
+        self
+    }
+
+    /// The key of the fleet's members, for the fleet guard: a hash of process ids to their
+    /// last readiness.
+    #[must_use]
+    pub fn fleet_key(&self) -> String {
+        format!("{}fleet", self.key_prefix)
+    }
+
     /// The key the entry is stored under.
     #[must_use]
     pub fn entry_key(&self) -> String {
@@ -223,6 +267,7 @@ impl fmt::Debug for SharedCache {
             lock_expiry,
             process_id,
             nocache_writes,
+            fleet_guard,
             error,
         } = self;
         let connection = match connection {
@@ -237,6 +282,7 @@ impl fmt::Debug for SharedCache {
             .field("lock_expiry", lock_expiry)
             .field("process_id", process_id)
             .field("nocache_writes", nocache_writes)
+            .field("fleet_guard", &fleet_guard.map(Fraction::as_f64))
             .field("error", error)
             .finish()
     }
