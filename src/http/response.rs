@@ -161,36 +161,31 @@ fn kube_answer(
 ) -> Response<ProbeBody> {
     let state = health.state();
     let draining = state.drain.get().is_some_and(DrainHandle::is_draining);
-    let now = Instant::now();
-    let moment = |stale: bool| Moment { draining, stale };
     match probe {
         Probe::Live | Probe::Ping => LIVE_CHECKS.response(Moment::default(), audience, form, mode),
         Probe::Startup => (state.startup.kube()).response(Moment::default(), audience, form, mode),
-        Probe::Ready => {
-            let published = state.readiness.load();
-            let moment = moment(published.is_stale(now));
-            published
-                .rendered()
-                .kube()
-                .response(moment, audience, form, mode)
-        }
-        Probe::Health => {
-            let published = state.health.load();
-            let moment = moment(published.is_stale(now));
-            published
-                .rendered()
-                .kube()
-                .response(moment, audience, form, mode)
-        }
-        Probe::Pool => {
-            let published = state.pool.load();
-            let moment = moment(published.is_stale(now));
-            published
-                .rendered()
-                .kube()
-                .response(moment, audience, form, mode)
-        }
+        Probe::Ready => kube_of(&state.readiness.load(), draining, audience, form, mode),
+        Probe::Health => kube_of(&state.health.load(), draining, audience, form, mode),
+        Probe::Pool => kube_of(&state.pool.load(), draining, audience, form, mode),
     }
+}
+
+/// A verdict's Kubernetes-style answer at this moment (draining or not, stale or not).
+fn kube_of<V>(
+    published: &Published<V>,
+    draining: bool,
+    audience: Audience,
+    form: Form<'_>,
+    mode: BodyMode,
+) -> Response<ProbeBody> {
+    let moment = Moment {
+        draining,
+        stale: published.is_stale(Instant::now()),
+    };
+    published
+        .rendered()
+        .kube()
+        .response(moment, audience, form, mode)
 }
 
 fn answer(

@@ -287,7 +287,10 @@ async fn with_the_guard_at_half_two_of_four_stay_in_rotation_and_all_say_why() {
         }
     };
     for addr in &fleet.addrs {
-        assert!(verbose(*addr).await, "{addr}: ?verbose disagrees with the guard");
+        assert!(
+            verbose(*addr).await,
+            "{addr}: ?verbose disagrees with the guard"
+        );
     }
 
     // A local fault: `fleet-0` drains. It leaves whatever the guard says, and the guard
