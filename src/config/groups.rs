@@ -177,10 +177,10 @@ mod tests {
     fn groups_from_the_environment() {
         let config = HealthConfig::from_vars([
             ("TOWER_HEALTH_DATABASE_URL", "postgres://db/app"),
-            ("TOWER_HEALTH_TCP_CACHE", "127.0.0.1:6379"),
+            ("TOWER_HEALTH_DATABASE_URL_ORDERS", "postgres://db/orders"),
             (
                 "TOWER_HEALTH_GROUP_CHECKOUT",
-                "database/default, component/cache:optional",
+                "database/default, database/orders:optional",
             ),
         ])
         .unwrap();
@@ -188,7 +188,7 @@ mod tests {
             config.groups,
             [HealthGroup::new("checkout")
                 .member("database/default")
-                .optional("component/cache")]
+                .optional("database/orders")]
         );
         assert!(config.checked().is_ok());
         let error = HealthConfig::from_vars([("TOWER_HEALTH_GROUP_EMPTY", " , ")]).unwrap_err();
