@@ -156,10 +156,14 @@ impl fmt::Debug for AgentHandle {
 /// The line for now: readiness's judgement and health's (two pointer loads and a clock
 /// reading), then one of the lines rendered at start.
 fn line_now(health: &HealthHandle, lines: &Lines) -> Bytes {
-    let (condition, passes, _) = health.judge(Probe::Ready);
+    let (condition, passes, status) = health.judge(Probe::Ready);
     let state = AgentState::of(condition, passes, || {
-        let (condition, _, status) = health.judge(Probe::Health);
-        degraded(condition, status)
+        // Readiness `degraded`: the fleet guard keeps this instance in rotation while a
+        // dependency the fleet shares fails; it takes less traffic meanwhile.
+        degraded(condition, status) || {
+            let (condition, _, status) = health.judge(Probe::Health);
+            degraded(condition, status)
+        }
     });
     lines.line(state, || health.view())
 }
