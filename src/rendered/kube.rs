@@ -492,3 +492,63 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn answers() -> KubeAnswers {
+        KubeAnswers::of_verdict(
+            "readyz",
+            false,
+            vec![
+                KubeCheck::withheld("database/default", Mark::Failed, "refused"),
+                KubeCheck::withheld("component/cache", Mark::Degraded, "slow"),
+                KubeCheck::ok("hold"),
+            ],
+            None,
+            "stale".to_owned(),
+        )
+    }
+
+    proptest! {
+        /// Whatever a query says (any bytes a URI's query can hold, escapes broken or not,
+        /// thousands of `exclude`s), the answer is 200 or 503 with kube-apiserver's last line,
+        /// and it passes only when every failing check is excluded.
+        #[test]
+        fn any_query_gets_a_well_formed_answer(
+            pairs in proptest::collection::vec(
+                prop_oneof![
+                    Just("verbose".to_owned()),
+                    Just("exclude=database%2Fdefault".to_owned()),
+                    Just("exclude=database/default".to_owned()),
+                    "exclude=[ -~]{0,12}",
+                    "[ -~]{0,16}",
+                ],
+                0..80,
+            ),
+            draining in any::<bool>(),
+            stale in any::<bool>(),
+        ) {
+            let query = pairs.join("&");
+            let answers = answers();
+            let excluded = Excluded::of(&query);
+            let verbose = query.split('&').any(|pair| pair.split('=').next() == Some("verbose"));
+            let (status, text) =
+                answers.write(Moment { draining, stale }, Audience::Minimal, &excluded, verbose);
+            let passes = excluded.position("database/default").is_some()
+                && !(draining && excluded.position("shutdown").is_none())
+                && !(stale && excluded.position("monitor").is_none());
+            prop_assert_eq!(status == StatusCode::OK, passes, "{}", text);
+            let last = text.lines().last().unwrap_or_default();
+            match (passes, verbose) {
+                (true, false) => prop_assert_eq!(&text, "ok"),
+                (true, true) => prop_assert_eq!(last, "readyz check passed"),
+                (false, _) => prop_assert_eq!(last, "readyz check failed"),
+            }
+            prop_assert!(text.lines().count() <= 6 + MAX_EXCLUDED.min(excluded.names.len()) + 1);
+        }
+    }
+}
