@@ -43,8 +43,8 @@ impl HealthConfig {
         self.kubernetes_aliases = aliases;
         self
     }
-    /// Whether [`HealthLayer`](crate::HealthLayer) and
-    /// [`HealthLayer::around`](crate::HealthLayer::around) add
+    /// Whether [`HealthLayer`](crate::HealthLayer) and `HealthLayer::around` (feature `axum`)
+    /// add
     /// `x-envoy-immediate-health-check-fail: true` to the application's responses while the
     /// process is held ([`HealthHandle::hold`](crate::HealthHandle::hold)) or draining: every
     /// Envoy that routes a request here then takes the host out at once, without waiting

@@ -9,7 +9,7 @@
 //! | target | asks | passes on |
 //! |---|---|---|
 //! | `http://host:port/path` | `GET /path` over HTTP/1.1 | a 2xx status |
-//! | `grpc://host:port` | `grpc.health.v1.Health/Check` for the service `""` (the whole server; with this crate's [`HealthService`](crate::grpc::HealthService), readiness) over HTTP/2 | `SERVING` |
+//! | `grpc://host:port` | `grpc.health.v1.Health/Check` for the service `""` (the whole server; with this crate's `grpc::HealthService`, readiness) over HTTP/2 | `SERVING` |
 //! | `grpc://host:port/<service>` | the same for `<service>`, verbatim, `/` included (`grpc://127.0.0.1:50051/database/default`) | `SERVING` |
 //!
 //! `grpc://` needs the `grpc` feature. Either check waits at most the timeout (the connection
