@@ -84,3 +84,4 @@ page!(haproxy, "docs/haproxy.md");
 page!(configuration, "docs/configuration.md");
 page!(migrating, "docs/migrating.md");
 page!(hardening, "docs/hardening.md");
+page!(architecture, "docs/architecture.md");

@@ -12,19 +12,65 @@
 #![doc = include_str!("docs/endpoints.md")]
 //!
 //! - A [`HealthMonitor`] checks every configured database in parallel under one deadline, on
-//!   its own cadence, and publishes each verdict already rendered (status, headers, JSON
-//!   bytes) through an `ArcSwap`. A probe costs a pointer load, not a database query, so the
-//!   database sees the same load whether probes arrive once a minute or a thousand times a
-//!   second.
+//!   its own cadence, and publishes each verdict through an `ArcSwap`. A probe costs a
+//!   pointer load, not a database query, so the database sees the same load whether probes
+//!   arrive once a minute or a thousand times a second.
 //! - A database that accepts connections and never answers is reported `timed_out` when the
 //!   deadline passes; no probe ever waits on a database.
-//! - [`HealthLayer`] answers the probe paths in front of your service, [`DrainLayer`] turns
-//!   SIGTERM into a drain that depools the instance before it stops, and [`PingLayer`] answers
-//!   the cheapest probe of all.
+//! - [`HealthLayer`] answers every probe path (ping included) in front of your service,
+//!   [`DrainLayer`] counts the application's requests in the drain that SIGTERM starts, and
+//!   [`PingLayer`] answers ping alone, for a service that wants nothing else.
 //! - With the `grpc` feature, `grpc::HealthService` answers `grpc.health.v1` (`Check`, `Watch`,
 //!   `List`) on a tonic server from the same view, so HTTP and gRPC probes never disagree.
 //!
 //! # Example
+//!
+//! One line on any Tower service (a `ServiceBuilder` stack, an axum `Router`, a tonic
+//! server): `.layer(HealthLayer::new(config))`. The layer starts the configuration's monitor
+//! and answers the probe paths before the service; every other request reaches the service
+//! untouched.
+//!
+//! ```
+//! # #[cfg(feature = "postgres")]
+//! # mod run {
+//! use bytes::Bytes;
+//! use http::{Request, Response, StatusCode};
+//! use http_body_util::Full;
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//! use tower_health::postgres::PostgresCheck;
+//! use tower_health::{HealthConfig, HealthLayer};
+//!
+//! # pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let app = service_fn(|_request: Request<Full<Bytes>>| async {
+//!     Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from("hello"))))
+//! });
+//! let config = HealthConfig::from_env()?
+//!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?);
+//! let service = ServiceBuilder::new()
+//!     .layer(HealthLayer::new(config))
+//!     .service(app);
+//!
+//! let live = service
+//!     .oneshot(Request::get("/health/live").body(Full::default())?)
+//!     .await?;
+//! assert_eq!(live.status(), StatusCode::OK);
+//! # Ok(())
+//! # }
+//! # }
+//! # #[cfg(feature = "postgres")]
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> { run::main().await }
+//! # #[cfg(not(feature = "postgres"))]
+//! # fn main() {}
+//! ```
+//!
+//! [`HealthLayer::new`] panics on a configuration it cannot use, naming the setting;
+//! [`HealthMonitor::spawn`] starts the same monitor and returns the error instead, and
+//! `HealthLayer::new` takes its [`HealthHandle`] too. Every other reader (the admin server,
+//! gRPC, metrics, your code) takes that handle, or the layer's
+//! ([`HealthLayer::handle`]): one monitor, one set of checks, however many readers.
+//!
+//! # With axum and a drain
 //!
 //! An axum app with every probe, a drain on SIGTERM, and the PostgreSQL check (features
 //! `postgres`, the default, and `axum`):
@@ -59,15 +105,12 @@
 //! # fn main() {}
 //! ```
 //!
-//! [`HealthMonitor::spawn`] is where the configuration is checked (its setters never fail)
-//! and the one monitor starts; every reader ([`HealthLayer::new`], the admin server, gRPC,
-//! metrics) takes its [`HealthHandle`], and [`HealthHandle::follow_drain`] attaches the drain
-//! to all of them. `layer.around(router)` (the `axum` module) answers the probes before
-//! routing, so a probe never reaches the router and an application request pays a path check
-//! and the drain's count; a layer added with `Router::layer` runs after routing, once per
-//! route. On any other Tower server (hyper-util, tonic), stack the layers with
-//! `ServiceBuilder`: `PingLayer`, then `HealthLayer`, then a [`DrainLayer`] counting the
-//! application's requests in the drain (see the [guide](guide::serving)).
+//! [`HealthHandle::follow_drain`] attaches the drain to every reader of the monitor.
+//! `layer.around(router)` (the `axum` module) answers the probes before routing, so a probe
+//! never reaches the router and an application request pays a path check and the drain's
+//! count; a layer added with `Router::layer` runs after routing, once per route. On any
+//! other Tower server (hyper-util, tonic), stack `HealthLayer` above a [`DrainLayer`] that
+//! counts the application's requests in the drain (see the [guide](guide::serving)).
 //!
 //! # What is where
 //!
@@ -91,6 +134,7 @@
 //! [reading an incident](guide::incident), [gRPC](guide::grpc), [HAProxy](guide::haproxy),
 //! [configuration](guide::configuration), [migrating](guide::migrating) and
 //! [hardening](guide::hardening). The environment variables are listed in [`config`].
+//! Contributors: [the architecture](guide::architecture) says where each thing lives.
 //!
 //! # Verdicts
 //!
@@ -126,7 +170,6 @@
 //! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |
 //! | `full` | every feature (Rust 1.94, for `sqlx-0-9`) | No |
 //!
-#![doc = include_str!("docs/architecture.md")]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::dbg_macro))]

@@ -4,6 +4,7 @@ use tower_layer::Layer;
 
 use super::Health;
 use super::reader::Reader;
+use crate::HealthConfig;
 use crate::access::AccessKeys;
 use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
@@ -27,13 +28,32 @@ pub struct HealthLayer {
 
 impl HealthLayer {
     /// Answers the probes, on the paths under the configured
-    /// [`path_prefix`](crate::HealthConfig::path_prefix), from the monitor of `health`
-    /// (started once with [`HealthMonitor::spawn`](crate::HealthMonitor::spawn)): every
-    /// reader of that monitor (this layer, others, the admin server, gRPC, your own code)
-    /// answers from the same verdicts, and the databases are checked once.
-    pub fn new(health: &HealthHandle) -> Self {
+    /// [`path_prefix`](crate::HealthConfig::path_prefix), from one monitor's verdicts:
+    ///
+    /// - given a [`HealthConfig`](crate::HealthConfig), the layer starts that
+    ///   configuration's monitor on the current Tokio runtime, as
+    ///   [`HealthMonitor::spawn`](crate::HealthMonitor::spawn) does, and
+    ///   [`handle`](Self::handle) hands it to every other reader (the admin server, gRPC,
+    ///   metrics, your own code): `.layer(HealthLayer::new(config))`;
+    /// - given a [`HealthHandle`] (or `&HealthHandle`), it answers from that monitor, which
+    ///   it shares with the handle's other readers.
+    ///
+    /// Either way the databases are checked once, however many readers answer: give the
+    /// other readers this layer's [`handle`](Self::handle), never the configuration again
+    /// (each configuration given to `new` starts a monitor of its own).
+    ///
+    /// # Panics
+    ///
+    /// Given a configuration, when a setter of it was given a value it cannot take (the
+    /// message names the setter, as [`HealthMonitor::new`](crate::HealthMonitor::new)'s
+    /// error does), and when called outside a Tokio runtime, as `tokio::spawn` does: a
+    /// configuration the layer cannot serve is a mistake to fix before the service runs, as
+    /// tower-http's `CorsLayer` treats rules it cannot use. To handle the error instead,
+    /// start the monitor with [`HealthMonitor::spawn`](crate::HealthMonitor::spawn) and
+    /// give its handle here.
+    pub fn new(health: impl IntoHealthHandle) -> Self {
         Self {
-            reader: Arc::new(Reader::new(health.clone())),
+            reader: Arc::new(Reader::new(health.into_health_handle())),
         }
     }
 
@@ -110,6 +130,48 @@ impl HealthLayer {
     #[cfg(feature = "axum")]
     pub(crate) fn reader(&self) -> &Arc<Reader> {
         &self.reader
+    }
+}
+
+/// What [`HealthLayer::new`] answers from: a [`HealthConfig`], whose monitor the layer
+/// starts, or a [`HealthHandle`] on a monitor already started.
+///
+/// Sealed: implemented for those types only.
+pub trait IntoHealthHandle: sealed::Sealed {}
+
+impl IntoHealthHandle for HealthConfig {}
+impl IntoHealthHandle for HealthHandle {}
+impl IntoHealthHandle for &HealthHandle {}
+
+mod sealed {
+    use crate::HealthConfig;
+    use crate::monitor::HealthHandle;
+
+    pub trait Sealed {
+        /// The handle on the monitor to answer from, started here for a configuration.
+        fn into_health_handle(self) -> HealthHandle;
+    }
+
+    impl Sealed for HealthConfig {
+        fn into_health_handle(self) -> HealthHandle {
+            crate::HealthMonitor::spawn(self).unwrap_or_else(|error| {
+                panic!(
+                    "HealthLayer::new: {error} (HealthMonitor::spawn returns this as an error)"
+                )
+            })
+        }
+    }
+
+    impl Sealed for HealthHandle {
+        fn into_health_handle(self) -> HealthHandle {
+            self
+        }
+    }
+
+    impl Sealed for &HealthHandle {
+        fn into_health_handle(self) -> HealthHandle {
+            self.clone()
+        }
     }
 }
 

@@ -19,16 +19,16 @@
 //! use http_body_util::Full;
 //! use bytes::Bytes;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//! use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
+//! use tower_health::{HealthConfig, HealthLayer};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let health = HealthMonitor::spawn(HealthConfig::new())?;
 //! let app = service_fn(|_request: Request<Full<Bytes>>| async {
 //!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
 //! });
+//! // The layer starts the configuration's monitor; `layer.handle()` is for every other reader.
 //! let service = ServiceBuilder::new()
-//!     .layer(HealthLayer::new(&health))
+//!     .layer(HealthLayer::new(HealthConfig::new()))
 //!     .service(app);
 //!
 //! let response = service
@@ -58,4 +58,5 @@ mod service;
 
 #[cfg(feature = "axum")]
 pub(crate) use self::reader::Reader;
+pub use self::layer::IntoHealthHandle;
 pub use self::service::Health;

@@ -132,6 +132,33 @@ async fn until(client: &mut HealthClient<Channel>, service: &str, status: Wire) 
     while next_status(&mut stream).await != Some(status) {}
 }
 
+/// The card on a tonic server: `Server::builder().layer(HealthLayer::new(config))` starts the
+/// configuration's monitor, answers the HTTP probes from it on the gRPC port, and
+/// `grpc.health.v1` built from `layer.handle()` answers from the same monitor.
+#[tokio::test]
+async fn the_cards_one_line_on_a_tonic_server() {
+    support::init_tracing();
+    let layer = HealthLayer::new(config());
+    let grpc = HealthService::new(&layer.handle());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let router = tonic::transport::Server::builder()
+        .accept_http1(true)
+        .layer(layer)
+        .add_service(grpc.server())
+        .add_service(GreeterServer::new(Greeter));
+    let task = tokio::spawn(router.serve_with_incoming(incoming));
+    let mut health = client(addr).await;
+    until(&mut health, "", Wire::Serving).await;
+    let http = Client::new();
+    let ready = bounded("/health/ready", http.get(addr, "/health/ready")).await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+    assert_eq!(ready.json()["checks"]["database_default"], "ready");
+    assert_eq!(check(&mut health, "database/default").await, Ok(Wire::Serving));
+    task.abort();
+}
+
 #[tokio::test]
 async fn check_answers_readiness_a_database_and_not_found() {
     require_postgres!();

@@ -212,6 +212,58 @@ async fn axum_router_layers_served_by_axum_serve() {
     assert_eq!(hello.header("connection"), Some("close"));
 }
 
+/// 0. The card: `.layer(HealthLayer::new(config))`, with `config` a `HealthConfig`, on a
+///    `ServiceBuilder` stack served by hyper-util and on an axum `Router`: the layer starts
+///    the configuration's monitor (the real database checked), every probe answers from it,
+///    the application's routes are untouched, and `layer.handle()` is that one monitor.
+#[tokio::test]
+async fn the_cards_one_line_with_a_configuration() {
+    support::init_tracing();
+    let config = || fast().database("default", support::postgres(&support::pg_url()));
+
+    let layer = HealthLayer::new(config());
+    let monitor = layer.handle();
+    let server = serve(ServiceBuilder::new().layer(layer).service(app())).await;
+    let axum = serve_axum(
+        Router::new()
+            .route("/", get(|| async { "hello" }))
+            .layer(HealthLayer::new(config())),
+    )
+    .await;
+    let client = Client::new();
+    for (addr, route, body) in [
+        (server.addr, "/route", "inner /route"),
+        (axum.addr, "/", "hello"),
+    ] {
+        let ready = eventually(LIMIT, || async {
+            fetch(&client, addr, "/health/ready").await.status == StatusCode::OK
+        })
+        .await;
+        assert!(ready, "readiness never passed on {addr}");
+        let reply = fetch(&client, addr, "/health/ready").await;
+        assert_eq!(
+            reply.json(),
+            json!({"checks": {"database_default": "ready"}, "status": "ready"})
+        );
+        let live = fetch(&client, addr, "/health/live").await;
+        assert_eq!(live.json(), json!({"status": "alive"}));
+        let app = fetch(&client, addr, route).await;
+        assert_eq!((app.status, app.text().as_str()), (StatusCode::OK, body));
+    }
+    // The monitor the first layer started is the one its handle reads: the checks ran there.
+    assert!(monitor.is_monitor_running());
+    assert!(monitor.stats().checks_started > 0);
+    assert_eq!(&*monitor.view().readiness.databases[0].name, "default");
+}
+
+/// 0b. A configuration the layer cannot use stops the program where the layer is made,
+///     naming the setter, before anything is served.
+#[tokio::test]
+#[should_panic(expected = "HealthLayer::new: HealthConfig::readiness_timeout")]
+async fn the_cards_one_line_refuses_a_configuration_it_cannot_use() {
+    let _layer = HealthLayer::new(fast().readiness_timeout(Duration::ZERO));
+}
+
 /// 2a. tower-http's timeout, compression and tracing inside the probes, in the recommended
 ///     order: probes are answered before compression, so a probe's body is never compressed
 ///     even when the client accepts gzip, while a large application response is.
