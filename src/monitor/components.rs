@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::slot::{CheckSlot, Claim};
 use super::spawner::Spawner;
 use crate::component::{ComponentSpec, ComponentStatus};
-use crate::verdict::{CheckOutcome, CheckStatus, ComponentReport};
+use crate::verdict::{CheckOutcome, CheckStatus, ComponentReport, TimeoutDetail};
 
 /// Whether a round checks every component now, cadence or not (`?nocache=true`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -54,9 +54,10 @@ pub(crate) struct ComponentClaim<'a> {
 }
 
 impl TrackedComponent {
-    pub(crate) fn new(spec: &ComponentSpec, limit: Duration) -> Self {
+    /// Tracks `spec`'s component; see [`CheckSlot::component`] for `limit` and `carry_for`.
+    pub(crate) fn new(spec: &ComponentSpec, limit: Duration, carry_for: Duration) -> Self {
         Self {
-            slot: CheckSlot::component(spec, limit),
+            slot: CheckSlot::component(spec, limit, carry_for),
             target: spec.component.target().map(|target| crate::redact(&target)),
             spec: spec.clone(),
             state: Mutex::new(Tracked {
@@ -273,6 +274,10 @@ impl ComponentClaim<'_> {
         };
         let check_started = claim.check_started_at();
         let outcome = claim.outcome(deadline).await;
+        // A starved round heard nothing new: the component stands where it stood.
+        if outcome.detail == Some(TimeoutDetail::Starved) {
+            return self.component.report();
+        }
         // Cut short by this round's deadline, the check is still running: each round that
         // waits for it in vain counts, as before. A result counts once.
         let cut_short = outcome.status == CheckStatus::TimedOut && outcome.error.is_none();

@@ -5,7 +5,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::components::{Forced, TrackedComponent};
-use super::slot::CheckSlot;
+use super::slot::{CheckSlot, STARVED_AFTER};
 use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::check::{CheckError, CheckErrorKind};
@@ -449,23 +449,20 @@ impl MonitorState {
     }
 }
 
-/// How late past its deadline a round may finish before it is worth a warning: scheduling
-/// jitter is not news, a starved or blocked runtime is.
-const OVERRUN_WORTH_A_WARNING: Duration = Duration::from_millis(100);
-
-/// Warns when a round finished well past its deadline. A round waits for its checks only
-/// until the deadline, so lateness means the runtime did not run the monitor on time (a
-/// blocked worker thread, CPU starvation): once per round that overran, never per probe.
+/// Warns when a round finished well past its deadline (by more than [`STARVED_AFTER`]). A
+/// round waits for its checks only until the deadline, so lateness means the runtime did not
+/// run the monitor on time (a blocked worker thread, CPU starvation): once per round that
+/// overran, never per probe. Its timeouts were not counted (see [`CheckSlot`]).
 fn warn_on_overrun(round: &'static str, started: Instant, deadline: Instant) {
     let finished = Instant::now();
     let late = finished.saturating_duration_since(deadline);
-    if late > OVERRUN_WORTH_A_WARNING {
+    if late > STARVED_AFTER {
         tracing::warn!(
             round,
             took = ?finished.duration_since(started),
             deadline = ?deadline.duration_since(started),
             late = ?late,
-            "a round overran its deadline: the runtime is blocked or starved"
+            "a round overran its deadline: the runtime is blocked or starved; the checks it could not hear keep the result heard before"
         );
     }
 }

@@ -70,7 +70,7 @@ impl SharedRounds {
         let fleet = FleetMembers::new(cache, verdicts.process_id.clone(), member_expiry);
         Some(Self {
             verdicts,
-            cache: TrackedComponent::new(&spec, limit),
+            cache: TrackedComponent::new(&spec, limit, super::state::component_carry(config, &spec)),
             fleet,
         })
     }

@@ -3,6 +3,13 @@
 //! A slot runs at most one check at a time. A round that finds a check in flight (started by
 //! an earlier round, the other cadence, or a `?nocache=true` bypass) waits for that check
 //! instead of starting another: a stalled database never gets a pile of connection attempts.
+//!
+//! A round whose deadline fires late, past [`STARVED_AFTER`], was not run on time: the
+//! runtime was starved or blocked, and its timeouts say nothing of the check. Such a timeout
+//! gives way to what the slot last heard from the check ([`TimeoutDetail::Starved`]), as long
+//! as the rounds since then heard it on time and that result is no older than the slot's
+//! bound; otherwise it counts. One starved round never turns a passing check into a failing
+//! one, and a starved process whose check really stopped answering is still told so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -55,9 +62,31 @@ struct SlotInner {
     /// How long a check may run before it is dropped.
     limit: Duration,
     in_flight: Mutex<Option<InFlight>>,
+    /// What the rounds last heard from the check, for a round too starved to tell.
+    heard: Mutex<Heard>,
+    /// How old a result may be and still stand in for a starved round's timeout: the
+    /// staleness bound of the cadence the slot is checked at.
+    carry_for: Duration,
     checks_started: AtomicU64,
     /// Checks that finished with an error, by category: written once per finished check.
     failures: Mutex<Vec<(CheckErrorKind, u64)>>,
+}
+
+/// How late past its deadline a round may wake before its timeouts say more of the process
+/// than of the checks: the timer fired that late because the runtime did not run the monitor
+/// (a blocked worker thread, CPU starvation). Scheduling jitter on a loaded machine stays
+/// well below it; the rounds that overran in the rollout this rule comes from woke 640 ms late.
+pub(crate) const STARVED_AFTER: Duration = Duration::from_millis(100);
+
+/// What a slot's rounds last heard from its check.
+#[derive(Debug, Default)]
+struct Heard {
+    /// The last outcome that said something of the check (it passed, it failed, or it gave up
+    /// waiting itself), and when it was reported.
+    last: Option<(CheckOutcome, Instant)>,
+    /// Whether a round since then, run on time, waited for the check in vain: the check is
+    /// silent, and a starved round's timeout is no news.
+    silent: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -69,6 +98,7 @@ struct InFlight {
 /// A round's claim on a slot's check, to be waited on until the round's deadline.
 #[derive(Debug)]
 pub(crate) struct Claim {
+    slot: Arc<SlotInner>,
     name: Arc<str>,
     critical: bool,
     target: Option<Arc<str>>,
@@ -79,7 +109,13 @@ pub(crate) struct Claim {
 }
 
 impl CheckSlot {
-    fn with(name: Arc<str>, check: Checked, critical: bool, limit: Duration) -> Self {
+    fn with(
+        name: Arc<str>,
+        check: Checked,
+        critical: bool,
+        limit: Duration,
+        carry_for: Duration,
+    ) -> Self {
         let target = match &check {
             Checked::Database(check) => check.target(),
             Checked::Component(component) => component.target(),
@@ -92,27 +128,39 @@ impl CheckSlot {
                 target: target.map(|target| Arc::from(crate::redact(&target))),
                 limit,
                 in_flight: Mutex::new(None),
+                heard: Mutex::new(Heard::default()),
+                carry_for,
                 checks_started: AtomicU64::new(0),
                 failures: Mutex::new(Vec::new()),
             }),
         }
     }
 
-    pub(crate) fn database(entry: &DatabaseEntry, critical: bool, limit: Duration) -> Self {
+    /// A database's slot; its checks run at most `limit`, and a result stands in for a
+    /// starved round's timeout for `carry_for` (see the [module docs](self)).
+    pub(crate) fn database(
+        entry: &DatabaseEntry,
+        critical: bool,
+        limit: Duration,
+        carry_for: Duration,
+    ) -> Self {
         Self::with(
             entry.name.clone(),
             Checked::Database(entry.check.clone()),
             critical,
             limit,
+            carry_for,
         )
     }
 
-    pub(crate) fn component(spec: &ComponentSpec, limit: Duration) -> Self {
+    /// A component's slot, as [`database`](Self::database)'s.
+    pub(crate) fn component(spec: &ComponentSpec, limit: Duration, carry_for: Duration) -> Self {
         Self::with(
             spec.name.clone(),
             Checked::Component(spec.component.clone()),
             spec.critical,
             limit,
+            carry_for,
         )
     }
 
@@ -175,6 +223,7 @@ impl CheckSlot {
             .unwrap_or_else(PoisonError::into_inner);
         if let Some(in_flight) = &*slot {
             return Claim {
+                slot: self.inner.clone(),
                 name: self.inner.name.clone(),
                 critical: self.inner.critical,
                 target: self.inner.target.clone(),
@@ -236,6 +285,7 @@ impl CheckSlot {
             let _ = finished_tx.send(Some((result, elapsed)));
         });
         Claim {
+            slot: self.inner.clone(),
             name: self.inner.name.clone(),
             critical: self.inner.critical,
             target: self.inner.target.clone(),
@@ -254,6 +304,34 @@ impl SlotInner {
             Some((_, count)) => *count += 1,
             None => failures.push((kind, 1)),
         }
+    }
+
+    /// Notes what a round heard from the check: `outcome`, or (`None`) nothing by a deadline
+    /// the round kept.
+    fn hear(&self, outcome: Option<&CheckOutcome>) {
+        let mut heard = self.heard.lock().unwrap_or_else(PoisonError::into_inner);
+        match outcome {
+            Some(outcome) => {
+                heard.last = Some((outcome.clone(), Instant::now()));
+                heard.silent = false;
+            }
+            None => heard.silent = true,
+        }
+    }
+
+    /// What stands in for the timeout of a round that woke `late` past its deadline: the
+    /// last result heard, when the rounds since heard the check on time and it is no older
+    /// than the slot's bound.
+    fn stand_in(&self, late: Duration) -> Option<CheckOutcome> {
+        if late <= STARVED_AFTER {
+            return None;
+        }
+        let heard = self.heard.lock().unwrap_or_else(PoisonError::into_inner);
+        let (last, at) = heard.last.as_ref().filter(|_| !heard.silent)?;
+        (at.elapsed() <= self.carry_for).then(|| CheckOutcome {
+            detail: Some(TimeoutDetail::Starved),
+            ..last.clone()
+        })
     }
 }
 
@@ -318,6 +396,15 @@ impl Claim {
                 None,
             ),
             Err(_) => {
+                // A round the runtime woke late cannot tell a silent check from its own
+                // starvation: the last result heard stands in, when there is one to trust.
+                let late = Instant::now().saturating_duration_since(deadline);
+                if let Some(stand_in) = self.slot.stand_in(late) {
+                    return stand_in;
+                }
+                if late <= STARVED_AFTER {
+                    self.slot.hear(None);
+                }
                 // `elapsed` is what this round waited (its deadline); how long the check has
                 // been running goes beside it, so the two are never confused.
                 let detail = if self.inherited {
@@ -339,7 +426,7 @@ impl Claim {
             ),
             None => (self.target, None),
         };
-        CheckOutcome {
+        let outcome = CheckOutcome {
             name: self.name,
             status,
             elapsed,
@@ -349,6 +436,95 @@ impl Claim {
             critical: self.critical,
             target,
             details,
+        };
+        if outcome.detail.is_none() {
+            self.slot.hear(Some(&outcome));
         }
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+    use crate::check::CheckReport;
+
+    /// Passes its first check, then never answers: a database that went dark.
+    #[derive(Debug, Default)]
+    struct PassesThenHangs(AtomicUsize);
+
+    impl DatabaseCheck for PassesThenHangs {
+        fn vendor(&self) -> &'static str {
+            "fake"
+        }
+
+        fn check(&self) -> CheckFuture {
+            let first = self.0.fetch_add(1, Ordering::SeqCst) == 0;
+            Box::pin(async move {
+                if !first {
+                    std::future::pending::<()>().await;
+                }
+                Ok(CheckReport::default())
+            })
+        }
+    }
+
+    fn slot(carry_for: Duration) -> CheckSlot {
+        let entry = DatabaseEntry {
+            name: "default".into(),
+            check: Arc::new(PassesThenHangs::default()),
+            variable: None,
+        };
+        CheckSlot::database(&entry, true, Duration::from_secs(60), carry_for)
+    }
+
+    /// One round over `slot` with a `deadline` from now; `starve` blocks the runtime's only
+    /// thread that long meanwhile, as a starved process does not run the monitor.
+    async fn round(slot: &CheckSlot, deadline: Duration, starve: Duration) -> CheckOutcome {
+        let started = Instant::now();
+        let claim = slot.claim(started, &Spawner::default());
+        if !starve.is_zero() {
+            tokio::spawn(async move { std::thread::sleep(starve) });
+        }
+        claim.outcome(started + deadline).await
+    }
+
+    const DEADLINE: Duration = Duration::from_millis(50);
+    const STARVED: Duration = Duration::from_millis(400);
+
+    #[tokio::test]
+    async fn a_starved_round_keeps_the_result_heard_until_a_round_on_time_hears_nothing() {
+        let slot = slot(Duration::from_secs(60));
+        let first = round(&slot, Duration::from_secs(10), Duration::ZERO).await;
+        assert_eq!((first.status, first.detail), (CheckStatus::Passed, None));
+
+        // The check now hangs, and the round wakes 350 ms past its deadline.
+        let starved = round(&slot, DEADLINE, STARVED).await;
+        assert_eq!(
+            (starved.status, starved.detail),
+            (CheckStatus::Passed, Some(TimeoutDetail::Starved)),
+            "a starved round is no news: the result heard stands in"
+        );
+
+        // A round run on time waits in vain: the check is silent, and that counts.
+        let on_time = round(&slot, DEADLINE, Duration::ZERO).await;
+        assert_eq!(on_time.status, CheckStatus::TimedOut);
+        assert_eq!(on_time.detail, Some(TimeoutDetail::EarlierCheckRunning));
+        // From then on a starved round no longer hides the silence.
+        let starved = round(&slot, DEADLINE, STARVED).await;
+        assert_eq!(starved.status, CheckStatus::TimedOut);
+        assert_ne!(starved.detail, Some(TimeoutDetail::Starved));
+    }
+
+    #[tokio::test]
+    async fn a_result_older_than_the_bound_stands_in_for_nothing() {
+        let slot = slot(Duration::from_millis(1));
+        round(&slot, Duration::from_secs(10), Duration::ZERO).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let starved = round(&slot, DEADLINE, STARVED).await;
+        assert_eq!(starved.status, CheckStatus::TimedOut);
+        assert_eq!(starved.detail, Some(TimeoutDetail::DeadlinePassed));
     }
 }

@@ -131,10 +131,16 @@ impl Source for MonitorState {
 impl MonitorState {
     pub(crate) fn new(config: HealthConfig) -> Self {
         let limit = config.check_limit.max(config.readiness_timeout);
+        // A result heard stands in for a starved round's timeout as long as a verdict of the
+        // cadence that checks it stays fresh.
+        let carry_for = stale_bound(config.readiness_interval, config.readiness_timeout);
         let slots: Vec<CheckSlot> = config
             .databases
             .iter()
-            .map(|entry| CheckSlot::database(entry, !config.is_optional(&entry.name), limit))
+            .map(|entry| {
+                let critical = !config.is_optional(&entry.name);
+                CheckSlot::database(entry, critical, limit, carry_for)
+            })
             .collect();
         for name in &config.optional_databases {
             if !config.database_names().any(|database| database == &**name) {
@@ -148,7 +154,7 @@ impl MonitorState {
             .map(|spec| {
                 let mut spec = spec.clone();
                 spec.critical |= config.is_listed_critical(&spec.name);
-                TrackedComponent::new(&spec, limit)
+                TrackedComponent::new(&spec, limit, component_carry(&config, &spec))
             })
             .collect();
         if config.self_monitoring
@@ -162,7 +168,11 @@ impl MonitorState {
                 deadline: config.readiness_timeout,
             };
             let spec = crate::component::ComponentSpec::new(MONITOR_COMPONENT, lag);
-            components.push(TrackedComponent::new(&spec, limit));
+            components.push(TrackedComponent::new(
+                &spec,
+                limit,
+                component_carry(&config, &spec),
+            ));
         }
         for name in &config.critical_components {
             if !config
@@ -333,6 +343,16 @@ impl MonitorState {
     pub(super) fn stale_after(&self, interval: Duration) -> Duration {
         stale_bound(interval, self.config.readiness_timeout)
     }
+}
+
+/// How long a component's result stands in for a starved round's timeout: a health
+/// verdict's staleness bound, over the component's own cadence when it is slower.
+pub(super) fn component_carry(
+    config: &HealthConfig,
+    spec: &crate::component::ComponentSpec,
+) -> Duration {
+    let cadence = spec.cadence.unwrap_or_default().max(config.health_interval);
+    stale_bound(cadence, config.readiness_timeout)
 }
 
 fn placeholders(

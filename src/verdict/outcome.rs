@@ -124,15 +124,20 @@ pub enum TimeoutDetail {
     DeadlinePassed,
     /// A check started by an earlier round is still running, and no other was started.
     EarlierCheckRunning,
+    /// The round's deadline passed while the process was starved (the runtime woke the round
+    /// well past it), which says nothing of the check: the outcome is the last one the
+    /// rounds heard, standing in for this round's timeout. See [`HealthConfig::readiness_timeout`](crate::HealthConfig::readiness_timeout).
+    Starved,
 }
 
 impl TimeoutDetail {
-    /// A short key: `deadline_passed` or `earlier_check_running`.
+    /// A short key: `deadline_passed`, `earlier_check_running` or `starved`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::DeadlinePassed => "deadline_passed",
             Self::EarlierCheckRunning => "earlier_check_running",
+            Self::Starved => "starved",
         }
     }
 
@@ -143,6 +148,9 @@ impl TimeoutDetail {
             Self::DeadlinePassed => "the check did not finish before the deadline",
             Self::EarlierCheckRunning => {
                 "a check started by an earlier round is still running; no new check was started"
+            }
+            Self::Starved => {
+                "the process was starved past the round's deadline; this is the last result heard"
             }
         }
     }

@@ -444,10 +444,14 @@ impl Outcome {
                     .ok_or_else(|| invalid(format!("{}: an unknown detail", subject.name)))
             })
             .transpose()?;
+        // A result a starved round reported in place of its timeout is the result heard
+        // before, and agrees with its status as that one did.
+        let heard = detail.filter(|detail| *detail != TimeoutDetail::Starved);
         let consistent = match status {
-            CheckStatus::Passed => error.is_none() && detail.is_none(),
-            CheckStatus::Failed => error.is_some() && detail.is_none(),
-            CheckStatus::TimedOut => error.is_some() != detail.is_some(),
+            CheckStatus::Passed => error.is_none() && heard.is_none(),
+            CheckStatus::Failed => error.is_some() && heard.is_none(),
+            CheckStatus::TimedOut if detail == Some(TimeoutDetail::Starved) => error.is_some(),
+            CheckStatus::TimedOut => error.is_some() != heard.is_some(),
         };
         if !consistent || (self.details.is_some() && status != CheckStatus::Passed) {
             return Err(invalid(format!(
@@ -571,6 +575,7 @@ fn detail_named(name: &str) -> Option<TimeoutDetail> {
     [
         TimeoutDetail::DeadlinePassed,
         TimeoutDetail::EarlierCheckRunning,
+        TimeoutDetail::Starved,
     ]
     .into_iter()
     .find(|detail| detail.as_str() == name)
