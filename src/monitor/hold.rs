@@ -3,7 +3,6 @@
 use std::sync::{Arc, PoisonError};
 
 use super::state::MonitorState;
-use crate::verdict::ReadinessVerdict;
 
 impl MonitorState {
     /// Places (`Some`) or releases (`None`) the manual hold, and republishes readiness at
@@ -17,18 +16,11 @@ impl MonitorState {
         let current = self.readiness.load_full();
         // Before the first round (or once the monitor stopped) there is nothing to
         // re-render: the next round applies the hold.
-        if let (Some(checked_at), Some(made)) = (current.verdict.checked_at, current.when_made()) {
-            let mut verdict = ReadinessVerdict::from_outcomes(
-                current.verdict.databases.clone(),
-                current.verdict.components.clone(),
-                self.readiness_rules(),
-                checked_at,
-                reason.clone(),
-            );
-            // The groups do not follow the hold: readiness's judgement applies it to them.
-            verdict.groups.clone_from(&current.verdict.groups);
-            // The same round's verdict: it keeps its age and its staleness.
-            self.publish_readiness(verdict, made);
+        if let Some(made) = current.when_made() {
+            // The hold and nothing else: the round's conclusion (the fleet guard's, a
+            // panicked round's reason) is what a release restores. The same round's verdict:
+            // it keeps its age and its staleness.
+            self.publish_readiness(current.verdict.with_hold(reason.clone()), made);
         }
         drop(hold);
         self.lifecycle_changed(reason.clone());

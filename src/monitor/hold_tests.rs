@@ -37,7 +37,9 @@ async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
         )
     );
     assert!(changes.has_changed().unwrap());
-    assert!(!handle.view().readiness.ready);
+    let held = handle.view().readiness;
+    assert!(!held.passes());
+    assert!(held.ready, "the checks' conclusion is the round's: the hold is beside it");
     // Liveness, health and startup are untouched.
     assert_eq!(get(&handle, Probe::Live).await.0, StatusCode::OK);
     assert_eq!(get(&handle, Probe::Startup).await.0, StatusCode::OK);
@@ -56,7 +58,30 @@ async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
         (StatusCode::OK, READY.to_owned())
     );
     assert!(changes.has_changed().unwrap());
-    assert!(handle.view().readiness.ready);
+    assert!(handle.view().readiness.passes());
+}
+
+/// A hold, then its release, change the hold and nothing else: a round that panicked is
+/// still reported as such after the release, until the next round (a hold once rebuilt
+/// readiness from the outcomes, and a release made a panicked round read `ready`).
+#[tokio::test]
+async fn a_release_restores_what_the_round_concluded() {
+    let handle = monitor(config());
+    rounds(&handle).await;
+    handle
+        .state
+        .round_panicked(super::rounds::Cadence::Readiness, "the fake round panicked");
+    let panicked = get(&handle, Probe::Ready).await;
+    assert_eq!(panicked.0, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(handle.hold("deploy freeze"));
+    assert!(handle.release());
+    assert_eq!(get(&handle, Probe::Ready).await, panicked);
+    // The next round decides again.
+    rounds(&handle).await;
+    assert_eq!(
+        get(&handle, Probe::Ready).await,
+        (StatusCode::OK, READY.to_owned())
+    );
 }
 
 #[tokio::test]

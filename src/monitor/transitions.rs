@@ -13,7 +13,7 @@ pub(super) fn log_readiness_transition(
     current: &ReadinessVerdict,
 ) {
     let kept = current.is_kept_by_fleet_guard();
-    if previous.ready == current.ready
+    if previous.passes() == current.passes()
         && previous.is_kept_by_fleet_guard() == kept
         && previous.checked_at.is_some()
     {
@@ -50,7 +50,7 @@ pub(super) fn log_readiness_transition(
         );
         return;
     }
-    if current.ready {
+    if current.passes() {
         tracing::info!(
             question = "readiness",
             databases,

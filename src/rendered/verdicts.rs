@@ -171,7 +171,7 @@ pub(crate) fn render_readiness(
             .components
             .iter()
             .all(|report| report.status == ComponentStatus::Healthy);
-    let code = if verdict.ready {
+    let code = if verdict.passes() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -194,7 +194,7 @@ pub(crate) fn render_readiness(
     });
     let kube = KubeAnswers::of_verdict(
         "readyz",
-        verdict.ready,
+        verdict.passes(),
         readiness_checks(verdict, rules),
         verdict.reason,
         stale.text.clone(),

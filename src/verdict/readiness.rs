@@ -31,11 +31,14 @@ impl ReadinessRules {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ReadinessVerdict {
-    /// Every critical database is usable (a timed-out one counts as usable only under
-    /// [`FailDirection::Ready`]; an [optional](crate::HealthConfig::optional_database) one
-    /// is shown and does not count), and no component that
-    /// [gates readiness](crate::component::ComponentSpec::gates_readiness) is in trouble;
-    /// or the fleet guard keeps this process in rotation ([`fleet_guard`](Self::fleet_guard)).
+    /// What the checks conclude: every critical database is usable (a timed-out one counts
+    /// as usable only under [`FailDirection::Ready`]; an
+    /// [optional](crate::HealthConfig::optional_database) one is shown and does not count),
+    /// and no component that [gates readiness](crate::component::ComponentSpec::gates_readiness)
+    /// is in trouble; or the fleet guard keeps this process in rotation
+    /// ([`fleet_guard`](Self::fleet_guard)). An operator's [hold](Self::held) takes the
+    /// process out on top of this: readiness passes when both allow it
+    /// ([`passes`](Self::passes)), and placing or releasing a hold changes nothing else.
     pub ready: bool,
     /// One outcome per configured database, in configuration order.
     pub databases: Vec<CheckOutcome>,
@@ -47,7 +50,8 @@ pub struct ReadinessVerdict {
     /// after a round that panicked).
     pub reason: Option<&'static str>,
     /// The reason of a manual hold, while one is in place
-    /// ([`HealthHandle::hold`](crate::HealthHandle::hold)): `ready` is then `false`.
+    /// ([`HealthHandle::hold`](crate::HealthHandle::hold)): readiness does not pass then,
+    /// whatever [`ready`](Self::ready) says.
     pub held: Option<Arc<str>>,
     /// The [health groups](crate::config::HealthGroup), in the order they were added, from
     /// the same round.
@@ -73,7 +77,7 @@ impl ReadinessVerdict {
         let components_ready = !components
             .iter()
             .any(|report| rules.component_fails(report));
-        let ready = databases_ready && components_ready && held.is_none();
+        let ready = databases_ready && components_ready;
         Self {
             ready,
             databases,
@@ -86,11 +90,28 @@ impl ReadinessVerdict {
         }
     }
 
+    /// Whether readiness passes: the checks allow it ([`ready`](Self::ready)) and no hold is
+    /// in place.
+    #[must_use]
+    pub fn passes(&self) -> bool {
+        self.ready && self.held.is_none()
+    }
+
+    /// The same verdict under the hold `held` (`None`: released): nothing else changes, so
+    /// that a release restores what the round concluded (the fleet guard's decision and a
+    /// panicked round's reason included) until the next round.
+    pub(crate) fn with_hold(&self, held: Option<Arc<str>>) -> Self {
+        Self {
+            held,
+            ..self.clone()
+        }
+    }
+
     /// The `status` readiness answers with: `ready`, `degraded` (kept in rotation by the
-    /// fleet guard) or `not_ready`.
+    /// fleet guard) or `not_ready` (the checks, or a hold).
     #[must_use]
     pub fn status(&self) -> &'static str {
-        match (self.ready, self.is_kept_by_fleet_guard()) {
+        match (self.passes(), self.is_kept_by_fleet_guard()) {
             (true, true) => "degraded",
             (true, false) => "ready",
             (false, _) => "not_ready",
@@ -103,11 +124,11 @@ impl ReadinessVerdict {
     }
 
     /// The verdict with the fleet guard's conclusion: kept, a verdict that failed only on
-    /// shared dependencies becomes ready. A hold or a verdict that is not a round's (no
-    /// round, a panicked one) is never kept in.
+    /// shared dependencies becomes ready. A verdict that is not a round's (no round, a
+    /// panicked one) is never kept in; a hold still takes a kept process out.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn with_fleet_guard(mut self, guard: FleetGuard) -> Self {
-        if guard.kept && self.held.is_none() && self.reason.is_none() {
+        if guard.kept && self.reason.is_none() {
             self.ready = true;
         }
         self.fleet_guard = Some(guard).filter(|guard| !guard.kept || self.ready);
@@ -144,5 +165,59 @@ impl ReadinessVerdict {
             groups: Vec::new(),
             fleet_guard: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::check::{CheckError, CheckErrorKind};
+    use crate::verdict::{CheckStatus, Fraction};
+
+    fn refused() -> CheckOutcome {
+        CheckOutcome {
+            name: "default".into(),
+            status: CheckStatus::Failed,
+            elapsed: Duration::ZERO,
+            running_for: None,
+            error: Some(CheckError::new(CheckErrorKind::Refused, "refused")),
+            detail: None,
+            critical: true,
+            target: None,
+            details: None,
+        }
+    }
+
+    /// A hold is beside the round's conclusion: placing and releasing one leaves the fleet
+    /// guard's decision as the round made it (a release once dropped it until the next
+    /// round, and a kept process read 503 `not_ready`).
+    #[test]
+    fn a_hold_and_its_release_leave_the_fleet_guards_decision_alone() {
+        let verdict = ReadinessVerdict::from_outcomes(
+            vec![refused()],
+            Vec::new(),
+            ReadinessRules::default(),
+            SystemTime::now(),
+            None,
+        );
+        assert_eq!(verdict.status(), "not_ready");
+        let guard = FleetGuard::decide(
+            "a",
+            Arc::from("database `default`"),
+            &[],
+            Fraction::new(0.5).unwrap(),
+        );
+        let kept = verdict.with_fleet_guard(guard);
+        assert_eq!((kept.status(), kept.passes()), ("degraded", true));
+
+        let held = kept.with_hold(Some(Arc::from("deploy freeze")));
+        assert_eq!((held.status(), held.passes()), ("not_ready", false));
+        assert!(held.ready, "the round's conclusion is untouched");
+
+        let released = held.with_hold(None);
+        assert_eq!((released.status(), released.passes()), ("degraded", true));
+        assert_eq!(released.fleet_guard, kept.fleet_guard);
     }
 }

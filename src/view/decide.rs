@@ -24,7 +24,7 @@ pub(crate) trait Judged {
 
 impl Judged for ReadinessVerdict {
     fn passes(&self) -> bool {
-        self.ready
+        Self::passes(self)
     }
 
     fn status(&self) -> &'static str {
