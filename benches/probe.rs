@@ -391,7 +391,7 @@ fn report_allocations() {
             path,
         );
     }
-    let mut with_components = HealthLayer::new(&monitor(
+    let mut with_components = HealthLayer::new(monitor(
         &runtime,
         with_components(
             HealthConfig::new()
@@ -471,7 +471,7 @@ fn axum_pair(
     let config = HealthConfig::new()
         .readiness_interval(hour)
         .health_interval(hour);
-    let health = HealthLayer::new(&monitor(runtime, config));
+    let health = HealthLayer::new(monitor(runtime, config));
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
     // `with_state` prepares the routes once, as `axum::serve` does for each connection.

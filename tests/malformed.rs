@@ -83,7 +83,7 @@ impl LayerServer {
             .operator(OPERATOR_KEY)
             .readonly(VIEWER_KEY);
         let config = support::fast().database("default", support::postgres(&support::pg_url()));
-        let health = HealthLayer::new(&tower_health::HealthMonitor::spawn(config).unwrap())
+        let health = HealthLayer::new(tower_health::HealthMonitor::spawn(config).unwrap())
             .details(tower_health::config::Details::Authorized)
             .access_keys(&keys);
         let drain = DrainHandle::new(DrainConfig::new()).unwrap();

@@ -41,7 +41,7 @@ fn stack() -> (
         .route("/", get(|| async { "hello" }))
         .route("/empty", get(|| async { StatusCode::NO_CONTENT }))
         .route("/stream", get(stream));
-    let health = HealthLayer::new(&test_monitor(HealthConfig::new()));
+    let health = HealthLayer::new(test_monitor(HealthConfig::new()));
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
     (health.around(router), drain, senders)

@@ -36,6 +36,7 @@ pub struct HealthConfig {
     pub(crate) readiness_interval: Duration,
     pub(crate) health_interval: Duration,
     pub(crate) fail_direction: FailDirection,
+    pub(crate) debounce: Duration,
     pub(crate) path_prefix: String,
     pub(crate) nocache: NoCache,
     pub(crate) nocache_min_interval: Duration,
@@ -80,6 +81,7 @@ impl HealthConfig {
             readiness_interval: Duration::from_secs(1),
             health_interval: Duration::from_secs(10),
             fail_direction: FailDirection::NotReady,
+            debounce: Duration::from_secs(4),
             path_prefix: "/health".to_owned(),
             nocache: NoCache::Allowed,
             nocache_min_interval: Duration::from_secs(1),
@@ -146,6 +148,7 @@ impl fmt::Debug for HealthConfig {
             readiness_interval,
             health_interval,
             fail_direction,
+            debounce,
             path_prefix,
             nocache,
             nocache_min_interval,
@@ -176,6 +179,7 @@ impl fmt::Debug for HealthConfig {
             .field("readiness_interval", readiness_interval)
             .field("health_interval", health_interval)
             .field("fail_direction", fail_direction)
+            .field("debounce", debounce)
             .field("path_prefix", path_prefix)
             .field("nocache", nocache)
             .field("nocache_min_interval", nocache_min_interval)

@@ -35,6 +35,9 @@ impl HealthConfig {
         )? {
             config.fail_direction = direction;
         }
+        if let Some(debounce) = env.duration_or_zero("TOWER_HEALTH_DEBOUNCE")? {
+            config.debounce = debounce;
+        }
         if let Some((name, prefix)) = env.first(&["TOWER_HEALTH_PATH_PREFIX"]) {
             config.path_prefix =
                 validate_prefix(prefix).map_err(|reason| ConfigError::new(name, prefix, reason))?;

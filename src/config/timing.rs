@@ -73,6 +73,34 @@ impl HealthConfig {
         self.fail_direction = direction;
         self
     }
+    /// How long readiness must fail without a break before the readers whose consumers act
+    /// on a single answer say so: HAProxy's agent (its `down` takes a server out at once,
+    /// whatever `fall` says) and gRPC `Watch` streams (a client-side health check stops
+    /// sending to a backend at its first `NOT_SERVING`). Until then the agent lowers the
+    /// weight and `Watch` keeps `SERVING`, so that one slow round is never a server out of
+    /// rotation; the HTTP probes and `Check` answer at once, for their callers debounce
+    /// themselves (the kubelet's `failureThreshold`, HAProxy's `fall`, Envoy's
+    /// `unhealthy_threshold`). Set it to the debounce of the check beside the agent
+    /// (HAProxy's `fall × inter`). A drain, an operator's hold, a stale verdict and a process
+    /// that has not passed since it started are never debounced; nor is a recovery.
+    ///
+    /// Defaults to 4 seconds (`fall 2`, `inter 2s`, as the HAProxy guide sets them). Zero
+    /// acts on every answer at once.
+    ///
+    /// A `debounce` that is neither zero nor from 1 ms to 1 year (see
+    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
+    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
+    pub fn debounce(mut self, debounce: Duration) -> Self {
+        if self.error.passes(check_in_range(
+            "HealthConfig::debounce",
+            debounce,
+            Zero::Allowed,
+        )) {
+            self.debounce = debounce;
+        }
+        self
+    }
     /// The shortest time between two fresh computations for `?nocache=true`. A bypass that
     /// arrives sooner gets the latest fresh result (still marked bypassed, with its real age);
     /// concurrent bypasses always share one computation. Zero leaves only the coalescing.

@@ -113,6 +113,7 @@ impl HealthService {
             view: &view,
             config: self.shared.handle.config(),
             app: &app,
+            debounced_at: None,
         })
     }
 }

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::ServingStatus;
 use crate::config::HealthConfig;
 use crate::probe::Probe;
-use crate::view::{Condition, View};
+use crate::verdict::{Failing, Streaks};
+use crate::view::{Condition, View, passes_debounced};
 
 /// The prefix of the service of each configured database: `database/<name>`
 /// (`database/default` for the default one).
@@ -42,6 +44,11 @@ pub(crate) struct Services<'a> {
     pub(crate) view: &'a View,
     pub(crate) config: &'a HealthConfig,
     pub(crate) app: &'a BTreeMap<Arc<str>, ServingStatus>,
+    /// `Some(now)` for a `Watch` stream, whose client acts on a single answer: a verdict that
+    /// has failed for less than the debounce keeps `SERVING` there
+    /// ([`passes_debounced`](crate::view::passes_debounced)). `None` for `Check` and `List`,
+    /// which are polled, and answer the verdict as it is.
+    pub(crate) debounced_at: Option<Instant>,
 }
 
 impl Services<'_> {
@@ -85,8 +92,15 @@ impl Services<'_> {
 
     fn undrained(&self, name: &str) -> Option<ServingStatus> {
         if name.is_empty() {
-            return Some(ServingStatus::of_answer(
-                self.view.answer(Probe::Ready),
+            let answer = self.view.answer(Probe::Ready);
+            let passing = self.passes(
+                answer.passing,
+                answer.condition,
+                self.view.readiness.streaks.verdict,
+            );
+            return Some(ServingStatus::of_judged(
+                answer.condition,
+                passing,
                 self.view.monitor_running,
             ));
         }
@@ -111,9 +125,11 @@ impl Services<'_> {
         match (outcome, self.view.answer(Probe::Ready).condition) {
             (None, _) if !configured() => None,
             (_, Condition::Stale) => Some(ServingStatus::NotServing),
-            (Some(outcome), _) => Some(ServingStatus::from_passing(
+            (Some(outcome), _) => Some(ServingStatus::from_passing(self.passes(
                 outcome.status.passes_readiness(fail_direction),
-            )),
+                Condition::Verdict,
+                Streaks::of(&readiness.streaks.databases, name),
+            ))),
             (None, _) => Some(self.no_verdict()),
         }
     }
@@ -146,11 +162,24 @@ impl Services<'_> {
             .iter()
             .find(|g| &*g.name == name)?;
         match self.view.answer(Probe::Ready).condition {
-            Condition::Verdict => Some(ServingStatus::from_passing(group.passes())),
+            Condition::Verdict => Some(ServingStatus::from_passing(self.passes(
+                group.passes(),
+                Condition::Verdict,
+                Streaks::of(&self.view.readiness.streaks.groups, name),
+            ))),
             Condition::Unavailable | Condition::Starting => Some(self.no_verdict()),
             Condition::Held | Condition::Stale | Condition::Draining => {
                 Some(ServingStatus::NotServing)
             }
+        }
+    }
+
+    /// Whether an answer that is `passing` as judged (by `condition`, failing as `failing`
+    /// says) passes for this reader: as it is, or debounced for a `Watch`.
+    fn passes(&self, passing: bool, condition: Condition, failing: Failing) -> bool {
+        match self.debounced_at {
+            Some(now) => passes_debounced(passing, condition, failing, self.config.debounce, now),
+            None => passing,
         }
     }
 

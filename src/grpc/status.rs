@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::pb::health_check_response::ServingStatus as WireStatus;
 use crate::component::ComponentStatus;
-use crate::view::{Answer, Condition};
+use crate::view::Condition;
 
 /// The serving status of one service of `grpc.health.v1`.
 ///
@@ -40,14 +40,9 @@ impl ServingStatus {
         }
     }
 
-    /// What a probe's answer is on the wire: the answer as it is, but `Unknown` while no
-    /// verdict exists and the monitor is running (before the first round). A monitor that is
-    /// not running is a failure, as over HTTP.
-    pub(crate) fn of_answer(answer: &Answer, monitor_running: bool) -> Self {
-        Self::of_judged(answer.condition, answer.passing, monitor_running)
-    }
-
-    /// [`of_answer`](Self::of_answer) from what decided an answer and whether it passes.
+    /// What a probe's answer is on the wire, from what decided it and whether it passes:
+    /// `Unknown` while no verdict exists and the monitor is running (before the first round).
+    /// A monitor that is not running is a failure, as over HTTP.
     pub(crate) fn of_judged(condition: Condition, passing: bool, monitor_running: bool) -> Self {
         match condition {
             Condition::Unavailable if monitor_running => Self::Unknown,

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
+use std::time::Instant;
 
 use futures_core::Stream;
 use tokio::sync::watch;
@@ -119,6 +120,9 @@ impl Watcher {
             view,
             config: self.shared.handle.config(),
             app: &apps,
+            // A client-side health check acts on the first `NOT_SERVING`: one slow round
+            // must not take the backend out through it.
+            debounced_at: Some(Instant::now()),
         };
         services
             .status(&self.service)

@@ -20,9 +20,16 @@ use crate::test_helpers::{FakeCheck, FakeComponent};
 /// A bound against hanging, not a measurement.
 const LIMIT: Duration = Duration::from_secs(10);
 
+/// The service of a monitor of `database` whose `Watch` streams act on every answer at once.
 fn service(database: &FakeComponent) -> HealthService {
+    debounced(database, Duration::ZERO)
+}
+
+/// The service of a monitor of `database` with `debounce`.
+fn debounced(database: &FakeComponent, debounce: Duration) -> HealthService {
     let config = HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
+        .debounce(debounce)
         .database("default", database.clone());
     HealthService::new(&test_monitor(config))
 }
@@ -69,6 +76,91 @@ async fn a_watch_sends_each_change_once() {
     assert_eq!(next(&mut ready).await, Some(Wire::NotServing));
     assert_eq!(next(&mut default).await, Some(Wire::NotServing));
     assert!(nothing_pending(&mut ready));
+}
+
+/// A client-side health check acts on the first `NOT_SERVING`: a `Watch` stream says it once
+/// the failure has lasted the debounce, while `Check`, which is polled, says it at once. A
+/// recovery and a drain are sent at once, and so is a failure that never passed.
+#[tokio::test]
+async fn a_watch_waits_out_the_debounce_before_not_serving() {
+    let debounce = Duration::from_millis(300);
+    let database = FakeComponent::new(FakeCheck::Ready);
+    let service = debounced(&database, debounce);
+    let handle = service.handle().clone();
+    let mut ready = watch(&service, "").await;
+    let mut default = watch(&service, "database/default").await;
+    assert_eq!(next(&mut ready).await, Some(Wire::Unknown));
+    assert_eq!(next(&mut default).await, Some(Wire::Unknown));
+    test_rounds(&handle).await;
+    assert_eq!(next(&mut ready).await, Some(Wire::Serving));
+    assert_eq!(next(&mut default).await, Some(Wire::Serving));
+
+    database.set(FakeCheck::Refused);
+    test_rounds(&handle).await;
+    assert_eq!(service.status(""), Some(ServingStatus::NotServing), "Check");
+    tokio::time::sleep(debounce).await;
+    test_rounds(&handle).await;
+    assert_eq!(next(&mut ready).await, Some(Wire::NotServing));
+    assert_eq!(next(&mut default).await, Some(Wire::NotServing));
+
+    database.set(FakeCheck::Ready);
+    test_rounds(&handle).await;
+    assert_eq!(
+        next(&mut ready).await,
+        Some(Wire::Serving),
+        "a recovery at once"
+    );
+    assert_eq!(next(&mut default).await, Some(Wire::Serving));
+
+    let drain = DrainHandle::new(DrainConfig::new().timeout(LIMIT)).unwrap();
+    handle.follow_drain(&drain);
+    drain.start();
+    assert_eq!(
+        next(&mut ready).await,
+        Some(Wire::NotServing),
+        "a drain at once"
+    );
+}
+
+#[tokio::test]
+async fn a_watch_keeps_serving_through_failed_rounds_shorter_than_the_debounce() {
+    let database = FakeComponent::new(FakeCheck::Ready);
+    let service = debounced(&database, Duration::from_secs(3600));
+    let handle = service.handle().clone();
+    let mut streams = Vec::new();
+    for name in ["", "database/default"] {
+        let mut stream = watch(&service, name).await;
+        assert_eq!(next(&mut stream).await, Some(Wire::Unknown));
+        streams.push(stream);
+    }
+    test_rounds(&handle).await;
+    for stream in &mut streams {
+        assert_eq!(next(stream).await, Some(Wire::Serving));
+    }
+    database.set(FakeCheck::Refused);
+    for _ in 0..3 {
+        test_rounds(&handle).await;
+        assert_eq!(service.status(""), Some(ServingStatus::NotServing), "Check");
+        for stream in &mut streams {
+            assert!(
+                nothing_pending(stream),
+                "failing for less than the debounce"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_watch_of_a_process_that_never_passed_is_not_debounced() {
+    let service = debounced(
+        &FakeComponent::new(FakeCheck::Refused),
+        Duration::from_secs(3600),
+    );
+    let handle = service.handle().clone();
+    let mut ready = watch(&service, "").await;
+    assert_eq!(next(&mut ready).await, Some(Wire::Unknown));
+    test_rounds(&handle).await;
+    assert_eq!(next(&mut ready).await, Some(Wire::NotServing));
 }
 
 #[tokio::test]

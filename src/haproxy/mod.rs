@@ -10,7 +10,8 @@
 //! | ready, `degraded` | `up ready 50%` ([`AgentConfig::degraded_weight`]) | keeps serving it, with a smaller share of new sessions |
 //! | draining ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)) | `drain` | sends it no new sessions; those open finish |
 //! | held ([`HealthHandle::hold`](crate::HealthHandle::hold)) | `maint` | sends it nothing at all (`MAINT` on the stats page) |
-//! | not ready: a database, no verdict yet, a stale verdict | `down ready` | marks it `DOWN (agent)` |
+//! | not ready for less than the [debounce](crate::HealthConfig::debounce) (4 s by default) | `up ready 50%` | keeps serving it, with a smaller share, while its HTTP check (which debounces) decides |
+//! | not ready for longer (a database, a panicked round); at once with no verdict yet, a stale verdict, or a process that has not passed since it started | `down ready` | marks it `DOWN (agent)` |
 //!
 //! Every line states the whole state, since HAProxy changes only what a line says and only
 //! the agent undoes what the agent did: `ready` ends a `drain` or `maint` that an earlier
@@ -19,6 +20,9 @@
 //! come from readiness's judgement, in its order: the drain, then a missing or stale
 //! verdict, then the hold, then the verdict. The weight of a ready instance is lowered when
 //! the health verdict is `degraded` (as Envoy's `x-envoy-degraded` is set), and only then.
+//! HAProxy acts on `down` at once, whatever `fall` says; so that one slow round never takes
+//! a server out through the agent, a verdict that fails says `down` only once it has failed
+//! for the debounce (see the [HAProxy guide](crate::guide::haproxy#one-slow-round-and-a-real-outage)).
 //!
 //! Under [`Details::Always`](crate::config::Details::Always) (the agent's own
 //! [`details`](AgentConfig::details), else the monitor's), `down ready` carries its reason

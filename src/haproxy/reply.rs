@@ -23,7 +23,8 @@ const MAX_REASON: usize = 200;
 pub(crate) enum AgentState {
     /// Ready and healthy: `up ready 100%`.
     Up,
-    /// Ready and `degraded`: `up ready <degraded weight>%`.
+    /// Ready and `degraded`, or not ready for less than the debounce
+    /// ([`HealthConfig::debounce`](crate::HealthConfig::debounce)): `up ready <degraded weight>%`.
     Degraded,
     /// The drain the monitor follows has started: `drain`.
     Drain,
@@ -35,19 +36,29 @@ pub(crate) enum AgentState {
 }
 
 impl AgentState {
-    /// The state for readiness's `condition` and whether it `passes` (the judgement
-    /// `/health/ready` answers from, so that the two never disagree), with whether the health
+    /// The state for readiness's `condition`, whether it `passes` (the judgement
+    /// `/health/ready` answers from) and whether it passes once `debounced`
+    /// ([`passes_debounced`](crate::view::passes_debounced)), with whether the health
     /// verdict, as judged, is `degraded` (asked only of a ready instance, for its weight).
     ///
     /// The judgement's order decides: a drain first, then a verdict that is missing or
     /// stale, then a hold, then the verdict itself. A hold on a monitor whose verdict went
-    /// stale is `down`, as `/health/ready` says `not_ready` for staleness then.
-    pub(crate) fn of(condition: Condition, passes: bool, degraded: impl FnOnce() -> bool) -> Self {
+    /// stale is `down`, as `/health/ready` says `not_ready` for staleness then. HAProxy acts
+    /// on `down` at once, whatever `fall` says: a verdict that has failed for less than the
+    /// debounce lowers the weight instead, and the HTTP check beside the agent, which
+    /// debounces, decides meanwhile.
+    pub(crate) fn of(
+        condition: Condition,
+        passes: bool,
+        debounced: bool,
+        degraded: impl FnOnce() -> bool,
+    ) -> Self {
         match condition {
             Condition::Draining => Self::Drain,
             Condition::Held => Self::Maint,
             Condition::Verdict if passes && degraded() => Self::Degraded,
             Condition::Verdict if passes => Self::Up,
+            Condition::Verdict if debounced => Self::Degraded,
             Condition::Verdict
             | Condition::Stale
             | Condition::Unavailable
@@ -178,23 +189,27 @@ mod tests {
     fn each_condition_has_its_word() {
         use AgentState::*;
         use Condition::*;
-        for (condition, passes, degraded, expected) in [
-            (Verdict, true, false, Up),
-            (Verdict, true, true, Degraded),
-            (Verdict, false, false, Down),
-            (Verdict, false, true, Down),
-            (Draining, false, false, Drain),
-            (Draining, false, true, Drain),
-            (Held, false, false, Maint),
-            (Held, false, true, Maint),
-            (Stale, false, false, Down),
-            (Unavailable, false, false, Down),
-            (Starting, false, false, Down),
+        // (condition, passes, passes once debounced, health degraded): the word.
+        for (condition, passes, debounced, degraded, expected) in [
+            (Verdict, true, true, false, Up),
+            (Verdict, true, true, true, Degraded),
+            (Verdict, false, false, false, Down),
+            (Verdict, false, false, true, Down),
+            // Failing for less than the debounce: a lower weight, never `down`.
+            (Verdict, false, true, false, Degraded),
+            (Verdict, false, true, true, Degraded),
+            (Draining, false, false, false, Drain),
+            (Draining, false, false, true, Drain),
+            (Held, false, false, false, Maint),
+            (Held, false, false, true, Maint),
+            (Stale, false, false, false, Down),
+            (Unavailable, false, false, false, Down),
+            (Starting, false, false, false, Down),
         ] {
             assert_eq!(
-                AgentState::of(condition, passes, || degraded),
+                AgentState::of(condition, passes, debounced, || degraded),
                 expected,
-                "{condition:?} passes={passes} degraded={degraded}"
+                "{condition:?} passes={passes} debounced={debounced} degraded={degraded}"
             );
         }
     }

@@ -155,9 +155,7 @@ mod sealed {
     impl Sealed for HealthConfig {
         fn into_health_handle(self) -> HealthHandle {
             crate::HealthMonitor::spawn(self).unwrap_or_else(|error| {
-                panic!(
-                    "HealthLayer::new: {error} (HealthMonitor::spawn returns this as an error)"
-                )
+                panic!("HealthLayer::new: {error} (HealthMonitor::spawn returns this as an error)")
             })
         }
     }

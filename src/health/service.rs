@@ -114,7 +114,7 @@ mod tests {
     #[tokio::test]
     async fn a_probe_is_answered_without_waiting_for_the_inner_service() {
         let inner = ReadyOnSecondPoll::default();
-        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+        let mut service = HealthLayer::new(HealthMonitor::spawn(HealthConfig::new()).unwrap())
             .layer(inner.clone());
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         let response = service.call(get("/health/live")).await.unwrap();
@@ -126,7 +126,7 @@ mod tests {
     #[tokio::test]
     async fn an_application_request_waits_for_the_inner_service_then_goes_through() {
         let inner = ReadyOnSecondPoll::default();
-        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+        let mut service = HealthLayer::new(HealthMonitor::spawn(HealthConfig::new()).unwrap())
             .layer(inner.clone());
         // The layer is ready although the inner service is not, and does not ask it.
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
@@ -145,7 +145,7 @@ mod tests {
     async fn a_ready_inner_service_is_called_directly() {
         let inner = ReadyOnSecondPoll::default();
         inner.polls.store(1, Ordering::SeqCst);
-        let mut service = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap())
+        let mut service = HealthLayer::new(HealthMonitor::spawn(HealthConfig::new()).unwrap())
             .layer(inner.clone());
         poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
         let response = service.call(get("/work")).await.unwrap();
@@ -161,7 +161,7 @@ mod tests {
         use crate::test_helpers::FakeCheck;
 
         let config = HealthConfig::new().database("default", FakeCheck::Refused);
-        let layer = HealthLayer::new(&HealthMonitor::spawn(config).unwrap());
+        let layer = HealthLayer::new(HealthMonitor::spawn(config).unwrap());
         let mut watch = layer.handle().watch();
         while !watch.changed().await.unwrap().started {}
         let keys = AccessKeys::new().operator("operator-key-0123456789");

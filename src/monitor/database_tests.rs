@@ -73,3 +73,30 @@ async fn an_optional_default_database_degrades_instead_of_unhealthy() {
     );
     assert_eq!(get(&handle, Probe::Ready).await.0, StatusCode::OK);
 }
+
+/// A health round that met the database refusing keeps `/health` failing only until the
+/// next readiness round hears it again, not for a whole health interval; while it passes,
+/// readiness rounds leave `/health` to its own rounds.
+#[tokio::test]
+async fn a_failing_health_verdict_follows_the_readiness_rounds() {
+    use crate::test_helpers::FakeComponent;
+
+    let database = FakeComponent::new(FakeCheck::Refused);
+    let handle = monitor(
+        HealthConfig::new()
+            .readiness_timeout(Duration::from_secs(10))
+            .database("default", database.clone()),
+    );
+    handle.state.health_round().await;
+    assert_eq!(handle.view().health.status, Status::Unhealthy);
+    database.set(FakeCheck::Ready);
+    handle.state.readiness_round().await;
+    assert_eq!(handle.view().health.status, Status::Healthy);
+    assert_eq!(get(&handle, Probe::Health).await.0, StatusCode::OK);
+    // Healthy, it is the health rounds' again: a readiness round does not touch it.
+    database.set(FakeCheck::Refused);
+    handle.state.readiness_round().await;
+    assert_eq!(handle.view().health.status, Status::Healthy);
+    handle.state.health_round().await;
+    assert_eq!(handle.view().health.status, Status::Unhealthy);
+}

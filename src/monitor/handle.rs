@@ -197,6 +197,13 @@ impl HealthHandle {
         self.state.judge(probe)
     }
 
+    /// Readiness for a reader whose consumer acts on a single answer: see
+    /// [`MonitorState::readiness_debounced`].
+    #[cfg(any(feature = "haproxy-agent", test))]
+    pub(crate) fn readiness_debounced(&self) -> (crate::view::Condition, bool, bool, &'static str) {
+        self.state.readiness_debounced()
+    }
+
     /// Follows the [`View`]: wakes on each publication, the drain starting, a hold, the
     /// start, and a verdict going stale.
     #[must_use]

@@ -39,7 +39,10 @@ async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
     assert!(changes.has_changed().unwrap());
     let held = handle.view().readiness;
     assert!(!held.passes());
-    assert!(held.ready, "the checks' conclusion is the round's: the hold is beside it");
+    assert!(
+        held.ready,
+        "the checks' conclusion is the round's: the hold is beside it"
+    );
     // Liveness, health and startup are untouched.
     assert_eq!(get(&handle, Probe::Live).await.0, StatusCode::OK);
     assert_eq!(get(&handle, Probe::Startup).await.0, StatusCode::OK);

@@ -39,6 +39,17 @@
 //! wait for that same check (up to their own deadline) instead of starting another, so a
 //! database that accepts connections and never answers does not collect a pile of them.
 //!
+//! # One slow round
+//!
+//! A round whose deadline the runtime fired late (a starved or blocked process) cannot tell a
+//! silent database from its own lateness: the result last heard stands in for its timeouts
+//! (`detail` "starved"), for a verdict's staleness bound, and only while the rounds since
+//! heard the database on time. While `/health` shows a database that did not pass, each
+//! readiness round republishes it with that round's outcomes, so that one slow health round
+//! does not keep it failing for a health interval. And the readers whose consumers act on a
+//! single answer (HAProxy's agent, gRPC `Watch`) wait out
+//! [`HealthConfig::debounce`](crate::HealthConfig::debounce) before they report a failure.
+//!
 //! # Self-monitoring
 //!
 //! With [`HealthConfig::self_monitoring`](crate::HealthConfig::self_monitoring), the monitor

@@ -163,6 +163,7 @@ impl MonitorState {
             .default_index
             .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, started, round.finished_at);
+        self.follow_failing_health(&round);
         // Published and read before the hold's lock is taken: it is not held across an await.
         #[cfg(feature = "redis")]
         let guard = self.fleet_guard(&round.outcomes).await;
@@ -190,6 +191,34 @@ impl MonitorState {
         if self.startup.first_round_completed() || guard_changed {
             self.lifecycle_changed(self.held());
         }
+    }
+
+    /// While `/health` shows a database that did not pass, each readiness round (which checks
+    /// every database every second anyway) republishes it with that round's outcomes: a
+    /// health round that met one slow moment does not keep `/health` failing for a whole
+    /// health interval (Envoy's checker would take the host out meanwhile), and a recovery
+    /// shows within a readiness interval. The components stand as they are; no check more is
+    /// run.
+    fn follow_failing_health(&self, round: &Round) {
+        let current = self.health.load();
+        let verdict = &current.verdict;
+        let fails_on_a_database = verdict
+            .database
+            .iter()
+            .chain(&verdict.databases)
+            .any(|outcome| !outcome.passed());
+        if current.is_placeholder() || !fails_on_a_database {
+            return;
+        }
+        drop(current);
+        let (default, others) = self.split_default(round.outcomes.clone());
+        let components = self
+            .components
+            .iter()
+            .map(TrackedComponent::report)
+            .collect();
+        let made = self.made(round.started, Instant::now(), self.config.health_interval);
+        self.publish_health_from(default, others, components, round.finished_at, None, made);
     }
 
     /// Every database and every component due (all of them when `forced`), in parallel
@@ -439,6 +468,13 @@ impl MonitorState {
     /// transition.
     /// The caller holds the hold's lock.
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
+        let previous = self.readiness.load();
+        let verdict = verdict.with_streaks(
+            &previous.verdict,
+            self.config.fail_direction,
+            Instant::now(),
+        );
+        drop(previous);
         let stale_after = self.stale_after(self.config.readiness_interval);
         let rendered = render_readiness(&verdict, self.readiness_rules(), stale_after);
         let published = Arc::new(Published::made(verdict, rendered, made));

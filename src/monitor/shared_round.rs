@@ -70,7 +70,11 @@ impl SharedRounds {
         let fleet = FleetMembers::new(cache, verdicts.process_id.clone(), member_expiry);
         Some(Self {
             verdicts,
-            cache: TrackedComponent::new(&spec, limit, super::state::component_carry(config, &spec)),
+            cache: TrackedComponent::new(
+                &spec,
+                limit,
+                super::state::component_carry(config, &spec),
+            ),
             fleet,
         })
     }

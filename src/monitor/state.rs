@@ -275,6 +275,24 @@ impl MonitorState {
         (answer.condition, answer.passing, answer.status)
     }
 
+    /// Readiness as a reader whose consumer acts on a single answer reads it (HAProxy's
+    /// agent): its condition, whether it passes, whether it passes once debounced
+    /// ([`passes_debounced`](crate::view::passes_debounced)), and its `status`. One pointer
+    /// load, as [`judge`](Self::judge).
+    #[cfg(any(feature = "haproxy-agent", test))]
+    pub(crate) fn readiness_debounced(&self) -> (crate::view::Condition, bool, bool, &'static str) {
+        use crate::probe::Probe;
+        use crate::view::{judge, passes_debounced};
+
+        let draining = self.drain.get().is_some_and(DrainHandle::is_draining);
+        let now = Instant::now();
+        let published = self.readiness.load();
+        let (condition, passing, status) = judge(Probe::Ready, &published, draining, now);
+        let failing = published.verdict.streaks.verdict;
+        let debounced = passes_debounced(passing, condition, failing, self.config.debounce, now);
+        (condition, passing, debounced, status)
+    }
+
     /// A receiver woken on every change of what the view is read from.
     pub(crate) fn view_changes(&self) -> watch::Receiver<()> {
         self.view_changes.subscribe()

@@ -23,6 +23,6 @@ pub use self::group::{GroupMemberState, GroupVerdict};
 pub use self::health::HealthVerdict;
 pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
 pub use self::pool::PoolVerdict;
-pub(crate) use self::readiness::ReadinessRules;
 pub use self::readiness::ReadinessVerdict;
+pub(crate) use self::readiness::{Failing, ReadinessRules, Streaks};
 pub use crate::status::Status;

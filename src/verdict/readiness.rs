@@ -1,5 +1,5 @@
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::{CheckOutcome, ComponentReport, FleetGuard, GroupVerdict};
 use crate::component::UnknownComponents;
@@ -24,6 +24,82 @@ impl ReadinessRules {
     /// Whether `report` (a component that gates readiness) fails readiness.
     pub(crate) fn component_fails(self, report: &ComponentReport) -> bool {
         report.counts_as_trouble(self.unknown)
+    }
+}
+
+/// Since when an answer of readiness (the verdict's, a database's, a group's) has failed
+/// without a break: what the readers whose consumers act on a single answer wait out
+/// ([`HealthConfig::debounce`](crate::HealthConfig::debounce)). Set by the monitor as it
+/// publishes each verdict, from the one before.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Failing {
+    /// It passes.
+    No,
+    /// It has failed since this instant, and passed before.
+    Since(Instant),
+    /// It has failed since the first round: it never passed, so there is no passing answer
+    /// to hold on to.
+    #[default]
+    FromTheStart,
+}
+
+impl Failing {
+    /// What an answer that `fails` now is, after `previous`.
+    pub(crate) fn after(previous: Self, fails: bool, now: Instant) -> Self {
+        match (fails, previous) {
+            (false, _) => Self::No,
+            (true, Self::No) => Self::Since(now),
+            (true, failing) => failing,
+        }
+    }
+
+    /// Whether a failure has lasted `debounce` at `now`: a consumer that acts on one answer
+    /// may act on it. A passing answer is no failure.
+    pub(crate) fn lasted(self, debounce: Duration, now: Instant) -> bool {
+        match self {
+            Self::No => false,
+            Self::Since(since) => now.saturating_duration_since(since) >= debounce,
+            Self::FromTheStart => true,
+        }
+    }
+}
+
+/// The failure streaks of one readiness verdict: see [`Failing`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Streaks {
+    /// The verdict's own ([`ReadinessVerdict::ready`]).
+    pub(crate) verdict: Failing,
+    /// Each database's, by name.
+    pub(crate) databases: Vec<(Arc<str>, Failing)>,
+    /// Each group's, by name.
+    pub(crate) groups: Vec<(Arc<str>, Failing)>,
+}
+
+impl Streaks {
+    /// The streak of the database or group `name`.
+    pub(crate) fn of(streaks: &[(Arc<str>, Failing)], name: &str) -> Failing {
+        streaks
+            .iter()
+            .find(|(known, _)| **known == *name)
+            .map_or(Failing::FromTheStart, |(_, failing)| *failing)
+    }
+
+    /// The streaks after `previous` of the answers `now` (each a name and whether it
+    /// fails); a name `now` does not list keeps its streak.
+    fn each<'a>(
+        previous: &[(Arc<str>, Failing)],
+        now_failing: impl Iterator<Item = (&'a Arc<str>, bool)>,
+        now: Instant,
+    ) -> Vec<(Arc<str>, Failing)> {
+        let mut streaks = previous.to_vec();
+        for (name, fails) in now_failing {
+            let after = Failing::after(Self::of(previous, name), fails, now);
+            match streaks.iter_mut().find(|(known, _)| known == name) {
+                Some((_, streak)) => *streak = after,
+                None => streaks.push((name.clone(), after)),
+            }
+        }
+        streaks
     }
 }
 
@@ -61,6 +137,8 @@ pub struct ReadinessVerdict {
     /// process fails only on dependencies the fleet shares: `ready` is then `true` when the
     /// guard keeps it in rotation (status `degraded`).
     pub fleet_guard: Option<FleetGuard>,
+    /// Since when each of its answers has failed, set when it is published.
+    pub(crate) streaks: Streaks,
 }
 
 impl ReadinessVerdict {
@@ -87,6 +165,7 @@ impl ReadinessVerdict {
             held,
             groups: Vec::new(),
             fleet_guard: None,
+            streaks: Streaks::default(),
         }
     }
 
@@ -95,6 +174,31 @@ impl ReadinessVerdict {
     #[must_use]
     pub fn passes(&self) -> bool {
         self.ready && self.held.is_none()
+    }
+
+    /// Since when each answer of this verdict has failed, after `previous` (the verdict
+    /// published before it), at `now`. A database or a group this verdict does not list (a
+    /// round that panicked lists none) keeps its streak.
+    pub(crate) fn with_streaks(
+        mut self,
+        previous: &Self,
+        fail_direction: FailDirection,
+        now: Instant,
+    ) -> Self {
+        let databases = self.databases.iter().map(|outcome| {
+            let fails = !outcome.status.passes_readiness(fail_direction);
+            (&outcome.name, fails)
+        });
+        let groups = self
+            .groups
+            .iter()
+            .map(|group| (&group.name, !group.passes()));
+        self.streaks = Streaks {
+            verdict: Failing::after(previous.streaks.verdict, !self.ready, now),
+            databases: Streaks::each(&previous.streaks.databases, databases, now),
+            groups: Streaks::each(&previous.streaks.groups, groups, now),
+        };
+        self
     }
 
     /// The same verdict under the hold `held` (`None`: released): nothing else changes, so
@@ -151,6 +255,7 @@ impl ReadinessVerdict {
             held,
             groups: Vec::new(),
             fleet_guard: None,
+            streaks: Streaks::default(),
         }
     }
 
@@ -164,6 +269,7 @@ impl ReadinessVerdict {
             held: None,
             groups: Vec::new(),
             fleet_guard: None,
+            streaks: Streaks::default(),
         }
     }
 }

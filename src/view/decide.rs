@@ -1,12 +1,12 @@
 //! The one place that decides what a probe answers: the verdict, then the drain, the age of
 //! the verdict, an operator's hold and the start. Every reader applies this function.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::published::Published;
 use super::{Answer, Condition};
 use crate::probe::Probe;
-use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{Failing, HealthVerdict, PoolVerdict, ReadinessVerdict};
 
 /// What the decision needs to know of a verdict.
 pub(crate) trait Judged {
@@ -102,6 +102,23 @@ pub(crate) fn judge<V: Judged>(
     } else {
         (Condition::Verdict, verdict.passes(), verdict.status())
     }
+}
+
+/// Whether an answer passes for a reader whose consumer acts on a single answer (HAProxy's
+/// agent, whose `down` takes a server out whatever `fall` says; a gRPC `Watch` stream, whose
+/// client-side health check stops at its first `NOT_SERVING`): it passes, or it fails on the
+/// verdict alone (`condition`) and has not failed (`failing`) for `debounce` at `now`. A drain,
+/// a hold, a stale or missing verdict act at once, and so does a failure that never passed.
+/// The readers that are polled (the HTTP probes, `Check`) answer `passing` itself: their
+/// callers debounce (the kubelet's `failureThreshold`, HAProxy's `fall`).
+pub(crate) fn passes_debounced(
+    passing: bool,
+    condition: Condition,
+    failing: Failing,
+    debounce: Duration,
+    now: Instant,
+) -> bool {
+    passing || (condition == Condition::Verdict && !failing.lasted(debounce, now))
 }
 
 /// The answer of liveness and ping: always yes, while the process answers.

@@ -43,7 +43,7 @@ mod snapshot;
 mod watch;
 
 pub use self::answer::{Answer, Condition};
-pub(crate) use self::decide::{Judged, alive, decide, judge, startup};
+pub(crate) use self::decide::{Judged, alive, decide, judge, passes_debounced, startup};
 #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 pub(crate) use self::snapshot::Stale;
 pub use self::snapshot::View;

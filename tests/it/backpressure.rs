@@ -68,7 +68,7 @@ async fn saturated_app_still_answers_probes(with_ping: bool) {
     let events = Events::default();
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
@@ -169,7 +169,7 @@ async fn shed_load_sheds(order: ShedOrder) {
     let events = Events::default();
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
     let drain_layer = DrainLayer::new(&_drain);
@@ -250,7 +250,7 @@ async fn a_queued_request_counts_in_the_drain_until_it_has_run() {
     let events = Events::default();
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO)).unwrap();
     health.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);

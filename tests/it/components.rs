@@ -329,7 +329,7 @@ async fn watchers_see_the_transitions_of_health_and_readiness() {
     health.hold("maintenance");
     let view = tokio::time::timeout(at_once, updates.changed()).await;
     let verdict = view.expect("woken by the hold").unwrap().readiness;
-    assert!(!verdict.ready);
+    assert!(!verdict.passes());
     assert_eq!(verdict.held.as_deref(), Some("maintenance"));
     let client = Client::new();
     let reply = client.get(server.addr, "/health/ready").await;
@@ -340,7 +340,12 @@ async fn watchers_see_the_transitions_of_health_and_readiness() {
     );
     health.release();
     let view = tokio::time::timeout(at_once, updates.changed()).await;
-    assert!(view.expect("woken by the release").unwrap().readiness.ready);
+    assert!(
+        view.expect("woken by the release")
+            .unwrap()
+            .readiness
+            .passes()
+    );
     assert_eq!(
         client.get(server.addr, "/health/ready").await.status,
         StatusCode::OK

@@ -98,7 +98,7 @@ fn assert_short(path: &str, body: &str) {
 async fn never_shows_statuses_categories_and_names_only_on_both_ports() {
     require_postgres!();
     let stalled = StalledListener::start().await;
-    let layer = HealthLayer::new(&HealthMonitor::spawn(faults(&stalled).await).unwrap())
+    let layer = HealthLayer::new(HealthMonitor::spawn(faults(&stalled).await).unwrap())
         .details(Details::Never);
     let health = layer.handle();
     settled(&health).await;
@@ -146,7 +146,7 @@ async fn authorized_shows_the_detail_to_key_holders_only_on_both_ports() {
     require_postgres!();
     let stalled = StalledListener::start().await;
     let keys = AccessKeys::new().operator(OPERATOR).readonly(VIEWER);
-    let layer = HealthLayer::new(&HealthMonitor::spawn(faults(&stalled).await).unwrap())
+    let layer = HealthLayer::new(HealthMonitor::spawn(faults(&stalled).await).unwrap())
         .details(Details::Authorized)
         .access_keys(&keys);
     let health = layer.handle();

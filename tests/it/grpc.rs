@@ -155,7 +155,10 @@ async fn the_cards_one_line_on_a_tonic_server() {
     let ready = bounded("/health/ready", http.get(addr, "/health/ready")).await;
     assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
     assert_eq!(ready.json()["checks"]["database_default"], "ready");
-    assert_eq!(check(&mut health, "database/default").await, Ok(Wire::Serving));
+    assert_eq!(
+        check(&mut health, "database/default").await,
+        Ok(Wire::Serving)
+    );
     task.abort();
 }
 

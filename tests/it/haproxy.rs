@@ -547,3 +547,176 @@ async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_fail
     // The agent, still answering `drain` once app1's requests are done.
     assert_eq!(agent_line(agents[0].local_addr()).await, "drain\n");
 }
+
+/// One server behind HAProxy set up as the HAProxy guide sets it (an HTTP check of
+/// `/health/ready`, `inter 2s fall 2 rise 2`, the agent every second).
+fn guide_config(frontend: u16, app: SocketAddr, agent: SocketAddr) -> String {
+    format!(
+        "global
+    stats socket {{dir}}/stats mode 600 level admin
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    timeout check 2s
+
+frontend fe
+    bind 127.0.0.1:{frontend}
+    default_backend app
+
+backend app
+    option httpchk GET /health/ready
+    http-check expect status 200
+    default-server check inter 2s fall 2 rise 2 agent-check agent-inter 1s weight 100
+    server app1 {app} agent-port {agent}
+",
+        agent = agent.port(),
+    )
+}
+
+/// What one sample of the freeze tests saw: since the freeze, HAProxy's status of the
+/// server, `/health/ready`'s status, and the agent's line.
+type Sample = (Duration, String, u16, String);
+
+/// Samples every 100 ms, timed from `started`, until `until` says stop (given what was seen
+/// so far).
+async fn sample(
+    haproxy: &Haproxy,
+    client: &Client,
+    (server, agent): (&TestServer, SocketAddr),
+    started: std::time::Instant,
+    mut until: impl FnMut(&[Sample]) -> bool,
+) -> Vec<Sample> {
+    let mut samples: Vec<Sample> = Vec::new();
+    bounded("sampling HAProxy, readiness and the agent", async {
+        while !until(&samples) {
+            let status = haproxy
+                .servers("app")
+                .await
+                .get("app1")
+                .map(|stat| stat.status.clone())
+                .unwrap_or_default();
+            let ready = ready_status(client, server).await.as_u16();
+            let line = agent_line(agent).await.trim_end().to_owned();
+            samples.push((started.elapsed(), status, ready, line));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    samples
+}
+
+/// The samples in a few lines, each change once, for the test's output and its failures.
+fn changes(samples: &[Sample]) -> String {
+    let mut lines = Vec::new();
+    let mut last = None;
+    for (at, status, ready, line) in samples {
+        let now = (status, ready, line);
+        if last != Some(now) {
+            lines.push(format!(
+                "{:>6} ms  haproxy {status:<14} ready {ready}  agent {line:?}",
+                at.as_millis()
+            ));
+            last = Some(now);
+        }
+    }
+    lines.join("\n")
+}
+
+/// One slow round never takes a server out, the agent no quicker than the HTTP check beside
+/// it (issue: a rollout under overload lost 6,860 of 46,548 requests): the connection the
+/// check uses goes dark for 1.5 s, readiness answers 503 for a round or two, the agent lowers
+/// the weight instead of saying `down`, and HAProxy keeps the server `UP` throughout. A
+/// database that stops answering for good takes it out, and its return brings it back.
+#[tokio::test]
+async fn one_slow_round_keeps_the_server_and_an_outage_takes_it_out() {
+    require_postgres!();
+    let binary = require_haproxy!();
+    let proxy = support::PgProxy::start(support::pg_addr()).await;
+    // The defaults users get: readiness every 1 s under a 500 ms deadline, debounce 4 s.
+    let instance = instance(
+        HealthConfig::new().database("default", postgres(&proxy.url())),
+        app(),
+    )
+    .await;
+    first_rounds(&instance.health).await;
+    let agent = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+        .start()
+        .await
+        .unwrap();
+    let frontend = free_port();
+    let haproxy = Haproxy::start(
+        &binary,
+        &guide_config(frontend, instance.server.addr, agent.local_addr()),
+    );
+    let up = |stat: &ServerStat| stat.status == "UP" && stat.weight == 100;
+    wait_for_server(&haproxy, "app1", "UP at weight 100", up).await;
+    let client = Client::new();
+
+    // 1.5 s of silence on the check's connection, then it flows again.
+    let watched = (&instance.server, agent.local_addr());
+    let frozen_at = std::time::Instant::now();
+    proxy.freeze();
+    let mut all = sample(&haproxy, &client, watched, frozen_at, |seen| {
+        seen.last()
+            .is_some_and(|(at, ..)| *at >= Duration::from_millis(1500))
+    })
+    .await;
+    proxy.thaw();
+    all.extend(
+        sample(&haproxy, &client, watched, frozen_at, |seen| {
+            seen.len() >= 30
+        })
+        .await,
+    );
+    eprintln!(
+        "a 1.5 s freeze of the check's connection:\n{}",
+        changes(&all)
+    );
+    assert!(
+        all.iter().any(|(_, _, ready, _)| *ready == 503),
+        "the freeze failed no round: it tests nothing\n{}",
+        changes(&all)
+    );
+    assert!(
+        all.iter().all(|(_, status, ..)| status == "UP"),
+        "one slow round took the server out\n{}",
+        changes(&all)
+    );
+    assert!(
+        all.iter().all(|(.., line)| !line.starts_with("down")),
+        "the agent said down for one slow round\n{}",
+        changes(&all)
+    );
+    wait_for_server(&haproxy, "app1", "UP at weight 100", up).await;
+
+    // The database stops answering for good: the server goes out, and the agent says
+    // `down` once the debounce is over.
+    let frozen_at = std::time::Instant::now();
+    proxy.freeze();
+    let outage = sample(&haproxy, &client, watched, frozen_at, |seen| {
+        seen.last().is_some_and(|(_, status, _, line)| {
+            status.starts_with("DOWN") && line.starts_with("down")
+        })
+    })
+    .await;
+    let out_at = outage
+        .iter()
+        .find(|(_, status, ..)| status.starts_with("DOWN"))
+        .map(|(at, ..)| *at);
+    let down_at = outage
+        .iter()
+        .find(|(.., line)| line.starts_with("down"))
+        .map(|(at, ..)| *at);
+    eprintln!(
+        "an outage (the check's connection dark for good): HAProxy out at {out_at:?}, the agent's down at {down_at:?} (bound: 1 s + 500 ms + 4 s + 1 s)\n{}",
+        changes(&outage)
+    );
+
+    // A check past its limit is abandoned and the next one opens a new connection, which
+    // flows: the database is back, and so is the server.
+    proxy.thaw();
+    wait_for_server(&haproxy, "app1", "UP at weight 100 again", up).await;
+}

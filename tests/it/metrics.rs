@@ -349,7 +349,7 @@ async fn metrics_need_the_viewer_key_on_a_keyed_admin_server() {
 
 #[tokio::test]
 async fn the_layers_metrics_path_is_opt_in() {
-    let off = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let off = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     first_rounds(&off.handle()).await;
     let health = HealthMonitor::spawn(fast().metrics_path("/_health/metrics/")).unwrap();
     first_rounds(&health).await;

@@ -508,8 +508,7 @@ async fn the_monitor_stops_when_every_handle_is_gone() {
 #[tokio::test]
 async fn startup_waits_for_the_first_round_and_the_application_then_stays_started() {
     let health = HealthLayer::new(
-        &HealthMonitor::spawn(fast().startup_waits_for_mark(true).kubernetes_aliases(true))
-            .unwrap(),
+        HealthMonitor::spawn(fast().startup_waits_for_mark(true).kubernetes_aliases(true)).unwrap(),
     );
     let handle = health.handle().clone();
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
@@ -556,7 +555,7 @@ async fn startup_waits_for_the_first_round_and_the_application_then_stays_starte
 async fn the_aliases_are_off_by_default() {
     let server = serve(
         tower::ServiceBuilder::new()
-            .layer(HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap()))
+            .layer(HealthLayer::new(HealthMonitor::spawn(fast()).unwrap()))
             .service(app()),
     )
     .await;
@@ -569,7 +568,7 @@ async fn the_aliases_are_off_by_default() {
 
 #[tokio::test]
 async fn a_layer_built_from_a_config_runs_its_monitor_until_the_last_service_is_gone() {
-    let layer = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let layer = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let mut updates = layer.handle().watch();
     let service = layer.layer(app());
     drop(layer);

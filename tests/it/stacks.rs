@@ -166,7 +166,7 @@ async fn assert_probes(client: &Client, addr: SocketAddr) {
 #[tokio::test]
 async fn axum_router_layers_served_by_axum_serve() {
     support::init_tracing();
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
@@ -270,7 +270,7 @@ async fn the_cards_one_line_refuses_a_configuration_it_cannot_use() {
 #[tokio::test]
 async fn tower_http_layers_inside_the_probes() {
     support::init_tracing();
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
@@ -326,7 +326,7 @@ async fn tower_http_layers_inside_the_probes() {
 #[tokio::test]
 async fn compression_outside_the_probes_compresses_them() {
     support::init_tracing();
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
@@ -372,7 +372,7 @@ async fn compression_outside_the_probes_compresses_them() {
 #[tokio::test]
 async fn cors_inside_the_probes() {
     support::init_tracing();
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
@@ -430,7 +430,7 @@ async fn assert_stack_under_limits(server: &TestServer) {
 #[tokio::test]
 async fn concurrency_limit_under_the_stack() {
     support::init_tracing();
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
@@ -450,7 +450,7 @@ async fn concurrency_limit_under_the_stack() {
 #[tokio::test]
 async fn buffer_under_the_stack() {
     support::init_tracing();
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
@@ -470,7 +470,7 @@ async fn buffer_under_the_stack() {
 #[tokio::test]
 async fn load_shed_and_concurrency_limit_under_the_stack() {
     support::init_tracing();
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
@@ -486,7 +486,7 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
     first_rounds(&monitor).await;
     assert_stack_under_limits(&server).await;
 
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&_drain);
@@ -510,7 +510,7 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
 #[tokio::test]
 async fn timeout_inside_the_probes_times_out_the_app_not_the_probes() {
     support::init_tracing();
-    let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
@@ -630,7 +630,7 @@ mod around {
         support::init_tracing();
         let (entered_tx, mut entered) = mpsc::unbounded_channel();
         let release = Arc::new(Notify::new());
-        let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+        let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
         let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO)).unwrap();
         health.handle().follow_drain(&drain);
@@ -697,7 +697,7 @@ mod around {
         support::init_tracing();
         let (entered_tx, mut entered) = mpsc::unbounded_channel();
         let release = Arc::new(Notify::new());
-        let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+        let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
         let drain = DrainHandle::new(DrainConfig::new()).unwrap();
         health.handle().follow_drain(&drain);
@@ -745,7 +745,7 @@ mod around {
         support::init_tracing();
         let (entered_tx, mut entered) = mpsc::unbounded_channel();
         let release = Arc::new(Notify::new());
-        let health = HealthLayer::new(&HealthMonitor::spawn(fast()).unwrap());
+        let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
         let drain = DrainHandle::new(DrainConfig::new()).unwrap();
         health.handle().follow_drain(&drain);

@@ -68,7 +68,7 @@ async fn read_head(stream: &mut TcpStream) -> String {
 
 #[tokio::test]
 async fn an_upgrade_during_the_drain_keeps_its_connection() {
-    let health = HealthLayer::new(&HealthMonitor::spawn(HealthConfig::new()).unwrap());
+    let health = HealthLayer::new(HealthMonitor::spawn(HealthConfig::new()).unwrap());
     let drain = DrainHandle::new(DrainConfig::new()).unwrap();
     health.handle().follow_drain(&drain);
     let drain_layer = DrainLayer::new(&drain);
