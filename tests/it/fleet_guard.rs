@@ -594,6 +594,19 @@ async fn another_configuration_s_ready_members_do_not_push_this_one_s_out() {
         becomes(b, &format!("b-{index}"), ("ready", None)).await;
     }
     a_counts_only_its_own(&a, "beside B's ready processes").await;
+    // Issue 29 D5: the keep shows in the metrics, where readiness passes alike for `a-0`,
+    // kept, and `b-0`, ready on its own.
+    #[cfg(feature = "metrics")]
+    for (health, passing, kept) in [(&a[0], 1, 1), (&a[1], 0, 0), (&b[0], 1, 0)] {
+        let metrics = tower_health::metrics::HealthMetrics::new(health);
+        let text = String::from_utf8(metrics.exposition().to_vec()).unwrap();
+        for line in [
+            format!("\ntower_health_probe_passing{{probe=\"ready\"}} {passing}\n"),
+            format!("\ntower_health_fleet_guard_kept {kept}\n"),
+        ] {
+            assert!(text.contains(&line), "{line:?} in\n{text}");
+        }
+    }
     warned_once_each(
         &logs,
         &[&a[0], &a[1], &b[0], &b[1]],
