@@ -632,4 +632,6 @@ async fn another_configuration_s_held_or_draining_members_keep_no_more_of_this_o
     becomes(&b[0], "b-0 held", ("not_ready", None)).await;
     a_counts_only_its_own(&a, "beside B's held and draining processes").await;
     warned_once_each(&logs, &[&a[0], &a[1]], &["a-0", "a-1"]).await;
+    // Not a moment before B's standings were published: ten rounds on, the same.
+    a_counts_only_its_own(&a, "ten rounds later").await;
 }
