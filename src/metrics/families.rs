@@ -38,7 +38,7 @@ pub(super) enum Series {
 }
 
 /// Every family, in the order of the table in the [module docs](super).
-pub(super) const FAMILIES: [Family; 20] = [
+pub(super) const FAMILIES: [Family; 21] = [
     Family {
         name: "tower_health_probe_passing",
         help: "Whether the probe passes now (HTTP 200, gRPC SERVING)",
@@ -130,6 +130,11 @@ pub(super) const FAMILIES: [Family; 20] = [
         series: Series::Flags(|snapshot, series| series(&[], snapshot.view.held.is_some())),
     },
     Family {
+        name: "tower_health_fleet_guard_kept",
+        help: "Whether the fleet guard keeps this process in rotation (readiness passes, degraded, while a dependency the fleet shares fails)",
+        series: Series::Flags(fleet_guard_kept),
+    },
+    Family {
         name: "tower_health_started",
         help: "Whether the process has finished starting (the startup probe passes)",
         series: Series::Flags(|snapshot, series| series(&[], snapshot.view.started)),
@@ -204,6 +209,15 @@ fn group_passing(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) 
     for group in &view.readiness.groups {
         series(&[("group", &*group.name)], judged && group.passes());
     }
+}
+
+/// Kept in rotation on the fleet guard's word, as readiness's path answers: a drain or a
+/// stale verdict takes the process out whatever the guard concluded (a hold rebuilds the
+/// verdict without it).
+fn fleet_guard_kept(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
+    let view = &snapshot.view;
+    let judged = view.answer(Probe::Ready).condition == Condition::Verdict;
+    series(&[], judged && view.readiness.is_kept_by_fleet_guard());
 }
 
 fn component_status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {

@@ -123,6 +123,7 @@
 //! | `tower_health_nocache_computations_total` | counter | | fresh computations run for `?nocache=true` |
 //! | `tower_health_draining` | gauge | | 1 once the drain has started |
 //! | `tower_health_held` | gauge | | 1 while an operator's hold is in place |
+//! | `tower_health_fleet_guard_kept` | gauge | | 1 while the [fleet guard](crate::guide::fleet#the-fleet-guard) keeps this process in rotation: readiness passes, `degraded`, while a dependency the fleet shares fails (`tower_health_probe_passing{probe="ready"}` reads 1, as for a process ready on its own); 0 otherwise, and once a drain, a hold or staleness takes the process out |
 //! | `tower_health_started` | gauge | | 1 once the startup probe passes |
 //! | `tower_health_monitor_running` | gauge | | 1 while the background monitor runs |
 //!

@@ -213,6 +213,7 @@ const HEALTHY: &[(&str, &str)] = &[
         "1",
     ),
     ("tower_health_draining", "0"),
+    ("tower_health_fleet_guard_kept", "0"),
     ("tower_health_group_passing{group=\"checkout\"}", "1"),
     ("tower_health_held", "0"),
     ("tower_health_monitor_running", "1"),

@@ -2,6 +2,7 @@
 //! exposition read back and held to the view, and a scrape that renders nothing and checks
 //! nothing while the view stands still.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{StatusCode, header};
@@ -13,7 +14,11 @@ use crate::monitor::{HealthHandle, test_monitor as monitor, test_rounds as round
 use crate::probe::BodyMode;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
+use crate::verdict::{FleetGuard, Fraction, Member, Standing};
 use crate::view::View;
+
+use super::collector::SnapshotCollector;
+use super::snapshot::Snapshot;
 
 /// One database and one component.
 fn config(check: FakeCheck) -> HealthConfig {
@@ -243,6 +248,9 @@ tower_health_draining 0
 # HELP tower_health_held Whether an operator's hold keeps readiness failing
 # TYPE tower_health_held gauge
 tower_health_held 0
+# HELP tower_health_fleet_guard_kept Whether the fleet guard keeps this process in rotation (readiness passes, degraded, while a dependency the fleet shares fails)
+# TYPE tower_health_fleet_guard_kept gauge
+tower_health_fleet_guard_kept 0
 # HELP tower_health_started Whether the process has finished starting (the startup probe passes)
 # TYPE tower_health_started gauge
 tower_health_started 1
@@ -362,6 +370,82 @@ async fn refused_then_held_then_draining() {
     handle.state().set_monitor_running(false);
     let stopped = check(&metrics, &handle);
     assert_eq!(value(&stopped, "tower_health_monitor_running"), "0");
+}
+
+/// The exposition of `snapshot`, as [`HealthMetrics`] renders one.
+fn exposition_of(snapshot: Snapshot) -> String {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(SnapshotCollector(Arc::new(snapshot))));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    text
+}
+
+/// Every line of the family `name`, its descriptors included.
+fn lines_of(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| line.split([' ', '{']).any(|word| word == name))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Issue 29 D5: `tower_health_fleet_guard_kept` is 1 while the fleet guard keeps the process
+/// in rotation (readiness passes, `degraded`), 0 when the guard lets it go, and 0 once a
+/// drain takes it out whatever the guard concluded. The guard's conclusion is applied to the
+/// refused round's verdict as the monitor applies it (`with_fleet_guard`); readiness's
+/// condition is the verdict's in both, as it is in a monitor's view.
+#[tokio::test]
+async fn the_fleet_guard_s_keep_every_line() {
+    let handle = monitor(config(FakeCheck::Refused));
+    rounds(&handle).await;
+    let members: Vec<Member> = ["a", "b"]
+        .into_iter()
+        .map(|id| Member {
+            id: id.into(),
+            standing: Standing::Shared {
+                cause: "database `default`".into(),
+            },
+        })
+        .collect();
+    let guarded = |own: &str| {
+        let guard = FleetGuard::decide(
+            own,
+            "database `default`".into(),
+            &members,
+            Fraction::new(0.5).unwrap(),
+        );
+        let mut snapshot = Snapshot::read(&handle);
+        let readiness = (*snapshot.view.readiness).clone().with_fleet_guard(guard);
+        snapshot.view.readiness = Arc::new(readiness);
+        snapshot
+    };
+    let family = |kept: &str| {
+        [
+            "# HELP tower_health_fleet_guard_kept Whether the fleet guard keeps this process in rotation (readiness passes, degraded, while a dependency the fleet shares fails)".to_owned(),
+            "# TYPE tower_health_fleet_guard_kept gauge".to_owned(),
+            format!("tower_health_fleet_guard_kept {kept}"),
+        ]
+    };
+    let name = "tower_health_fleet_guard_kept";
+
+    let kept = guarded("a");
+    assert_eq!(kept.view.readiness.status(), "degraded");
+    assert_eq!(lines_of(&exposition_of(kept), name), family("1"));
+    let let_go = guarded("b");
+    assert_eq!(let_go.view.readiness.status(), "not_ready");
+    assert_eq!(lines_of(&exposition_of(let_go), name), family("0"));
+    // Without the guard (the monitor's own view): 0.
+    assert_eq!(
+        lines_of(&exposition(&HealthMetrics::new(&handle)), name),
+        family("0")
+    );
+
+    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
+    handle.follow_drain(&drain);
+    drain.start();
+    let draining = guarded("a");
+    assert!(draining.view.readiness.is_kept_by_fleet_guard());
+    assert_eq!(lines_of(&exposition_of(draining), name), family("0"));
 }
 
 #[tokio::test]

@@ -67,7 +67,14 @@ impl SharedRounds {
         // A member counts as long as its readiness would stay fresh.
         let member_expiry =
             crate::config::stale_bound(config.readiness_interval, config.readiness_timeout);
-        let fleet = FleetMembers::new(cache, verdicts.process_id.clone(), member_expiry);
+        // The entry's fingerprint, computed once: the fleet is scoped to the configuration
+        // as the entry is.
+        let fleet = FleetMembers::new(
+            cache,
+            verdicts.process_id.clone(),
+            verdicts.expected.fingerprint.clone(),
+            member_expiry,
+        );
         Some(Self {
             verdicts,
             cache: TrackedComponent::new(

@@ -87,9 +87,12 @@
 //!
 //! Each readiness round, the process writes its standing (`ready`, `local` or
 //! `shared <cause>`) into the hash `<prefix>fleet` under its [id](SharedCache::process_id),
-//! stamped with Redis's clock, and reads the others' in the same round trip (one script);
-//! members older than the readiness verdict's staleness bound do not count and are dropped.
-//! Of `members`, ceil(fraction × members) should be in rotation; when fewer are ready on
+//! stamped with Redis's clock and its configuration's fingerprint (the entry's), and reads
+//! the others' in the same round trip (one script); members older than the readiness
+//! verdict's staleness bound do not count and are dropped. Members of another configuration
+//! (another application under the same prefix, the other side of a rollout) do not count
+//! either, with one warning: each configuration is a fleet of its own, whose standings its
+//! own criticality judged. Of `members`, ceil(fraction × members) should be in rotation; when fewer are ready on
 //! their own, the processes failing on a shared cause are ranked by id and the first ones
 //! stay in. Every process computes the same ranking from the same standings, so the fleet
 //! agrees without talking. Redis in trouble, or a hash of more than 1,000 members, turns

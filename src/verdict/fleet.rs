@@ -144,9 +144,10 @@ pub(crate) struct Member {
 /// the whole fleet shares (`redis::SharedCache::fleet_guard`):
 /// whether it stays in rotation, and the fleet's count it decided on.
 ///
-/// The rule: of the `members` that published their readiness recently, `wanted` =
-/// ceil(fraction × members) should be in rotation. When fewer are ready on their own, the
-/// guard keeps in the processes failing on a shared cause, ranked by process id, up to
+/// The rule: of the `members` (of this process's configuration) that published their
+/// readiness recently, `wanted` = ceil(fraction × members) should be in rotation. When fewer
+/// are ready on their own, the guard keeps in the processes failing on a shared cause,
+/// ranked by process id, up to
 /// `wanted`; a process failing for a cause of its own (drain, hold, its own pool) is never
 /// kept. Every process computes the same ranking from the same published standings, so the
 /// processes agree on who stays without talking to each other.
@@ -157,7 +158,8 @@ pub struct FleetGuard {
     pub kept: bool,
     /// What fails here (``database `default` ``).
     pub cause: Arc<str>,
-    /// The processes that published their readiness recently, this one included.
+    /// The processes of this configuration (the shared entry's fingerprint) that published
+    /// their readiness recently, this one included.
     pub members: usize,
     /// How many of them are out, or kept in, on a shared cause.
     pub failing: usize,

@@ -2,8 +2,9 @@
 //! their PostgreSQL reached through a fault proxy that refuses it: without the guard every
 //! process leaves; with it at 50%, the first two by process id stay in rotation and every
 //! process says why; a process that drains still leaves and the guard keeps another; with
-//! Redis gone the guard is off; and it lets go when the database returns. And, in process,
-//! what the guard makes of untrusted members under the fleet's key.
+//! Redis gone the guard is off; and it lets go when the database returns. And, with monitors
+//! in this process, what the guard makes of untrusted members under the fleet's key and of
+//! another configuration's members under the same prefix.
 //!
 //! Needs the example built: `cargo test --all-features` builds it; with `--test it`, build it
 //! first (`cargo build --all-features --example server`).
@@ -379,7 +380,8 @@ async fn redis_now(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
 
 /// What another process (or anyone who reaches Redis) writes under the fleet's key is
 /// untrusted: members that do not read, or that are too old or stamped in the future, are
-/// not counted (and the script drops the old and unreadable ones); a valid member counts; a
+/// not counted (and the script drops the old and unreadable ones); a valid member of this
+/// configuration counts; a
 /// key of another type or a hash past the cap turns the guard off, and readiness is this
 /// process's own, until the key is usable again.
 #[tokio::test]
@@ -407,14 +409,21 @@ async fn untrusted_fleet_members_are_not_counted_and_an_unreadable_fleet_turns_t
     let kept_alone = ("degraded", Some((true, 1, 1)));
     becomes(&health, "alone", kept_alone).await;
 
+    // This process's configuration, as its own member names it: `<ms> <fingerprint> ...`.
+    let own: String = redis.hget(&key, "m-1").await.unwrap();
+    let fingerprint = own.split(' ').nth(1).unwrap().to_owned();
+
     // Junk beside it: a control character in an id (stamped far ahead, so that it stays),
     // a value that does not read, a member long gone, one from the future.
     let now = redis_now(&mut redis).await;
     let junk: [(&str, String); 4] = [
-        ("junk\u{1}", format!("{} ready", now + 3_600_000)),
+        (
+            "junk\u{1}",
+            format!("{} {fingerprint} ready", now + 3_600_000),
+        ),
         ("garbage", "not a standing".to_owned()),
-        ("gone", format!("{} ready", now - 3_600_000)),
-        ("future", format!("{} ready", now + 3_600_000)),
+        ("gone", format!("{} {fingerprint} ready", now - 3_600_000)),
+        ("future", format!("{} {fingerprint} ready", now + 3_600_000)),
     ];
     for (field, value) in &junk {
         let _: () = redis.hset(&key, field, value).await.unwrap();
@@ -445,11 +454,12 @@ async fn untrusted_fleet_members_are_not_counted_and_an_unreadable_fleet_turns_t
     let writer = {
         let mut redis = redis.clone();
         let key = key.clone();
+        let fingerprint = fingerprint.clone();
         tokio::spawn(async move {
             loop {
                 let now = redis_now(&mut redis).await;
                 let _: () = redis
-                    .hset(&key, "m-0", format!("{now} ready"))
+                    .hset(&key, "m-0", format!("{now} {fingerprint} ready"))
                     .await
                     .unwrap();
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -476,10 +486,152 @@ async fn untrusted_fleet_members_are_not_counted_and_an_unreadable_fleet_turns_t
 
     // More members than the guard counts: off, without writing or reading them.
     let crowd: Vec<(String, String)> = (0..1001)
-        .map(|index| (format!("crowd-{index}"), format!("{now} ready")))
+        .map(|index| {
+            (
+                format!("crowd-{index}"),
+                format!("{now} {fingerprint} ready"),
+            )
+        })
         .collect();
     let _: () = redis.hset_multiple(&key, &crowd).await.unwrap();
     becomes(&health, "1001 members", ("not_ready", None)).await;
     let _: () = redis.del(&key).await.unwrap();
     becomes(&health, "the crowd gone", kept_alone).await;
+}
+
+/// One process of a fleet of monitors in this process, under the prefix `prefix`, with the
+/// guard at 50%: `id` on `database` (whose target decides the configuration), readiness
+/// rounds every 100 ms, members counting for 2.3 s (a deadline of 2 s: a check refused
+/// answers at once, and a member is not lost to one slow round of a busy machine).
+fn member(prefix: &str, id: &str, database: &str) -> HealthHandle {
+    let cache = SharedCache::connect(&redis_url())
+        .unwrap()
+        .key_prefix(prefix)
+        .process_id(id)
+        .fleet_guard(0.5);
+    let config = support::fast()
+        .readiness_timeout(Duration::from_secs(2))
+        .database("default", support::postgres(database))
+        .shared_cache(cache);
+    HealthMonitor::spawn(config).unwrap()
+}
+
+/// Two configurations under one prefix: A's two processes (`a-0`, `a-1`) on a database that
+/// refuses, B's two (`b-0`, `b-1`) on the real one. Returns A's, then B's.
+async fn two_configurations(prefix: &str) -> ([HealthHandle; 2], [HealthHandle; 2]) {
+    let refused = support::refused_addr().await;
+    let refused = format!("postgres://postgres@{refused}/postgres");
+    let ready = support::pg_url();
+    (
+        [
+            member(prefix, "a-0", &refused),
+            member(prefix, "a-1", &refused),
+        ],
+        [member(prefix, "b-0", &ready), member(prefix, "b-1", &ready)],
+    )
+}
+
+/// A's fleet as the guard counts it at 50%: two members, one wanted, so `a-0` (first by id)
+/// stays in rotation and `a-1` leaves.
+async fn a_counts_only_its_own(a: &[HealthHandle; 2], what: &str) {
+    becomes(
+        &a[0],
+        &format!("a-0, {what}"),
+        ("degraded", Some((true, 2, 1))),
+    )
+    .await;
+    becomes(
+        &a[1],
+        &format!("a-1, {what}"),
+        ("not_ready", Some((false, 2, 1))),
+    )
+    .await;
+}
+
+/// Waits for ten more readiness rounds of each of `fleet`, unchanged, then checks that each
+/// process warned once that members of another configuration are not counted, not once per
+/// round.
+///
+/// Both tests that reach this warning capture the logs: `tracing` decides once for the whole
+/// process whether a log line is wanted, when a thread first reaches it, and while one
+/// subscriber is set anywhere it asks that thread's alone: a test without one could silence
+/// the line for the other.
+async fn warned_once_each(logs: &support::logs::Captured, fleet: &[&HealthHandle], ids: &[&str]) {
+    let rounds: Vec<u64> = fleet
+        .iter()
+        .map(|health| health.stats().readiness_rounds)
+        .collect();
+    let later = eventually(LIMIT, || async {
+        fleet
+            .iter()
+            .zip(&rounds)
+            .all(|(health, before)| health.stats().readiness_rounds >= before + 10)
+    })
+    .await;
+    assert!(later, "the monitors ran no more rounds");
+    for id in ids {
+        let field = format!("process_id={id}");
+        let warnings = logs
+            .matching("of another configuration")
+            .into_iter()
+            .filter(|line| line.split_whitespace().any(|word| word == field))
+            .count();
+        assert_eq!(warnings, 1, "{id}: {:#?}", logs.lines());
+    }
+}
+
+/// Issue 29 C2: another application's ready processes under the same prefix do not meet
+/// A's `wanted` on paper: A keeps the fraction of its own fleet in rotation, and each
+/// process says once that members of another configuration are not counted.
+#[tokio::test]
+async fn another_configuration_s_ready_members_do_not_push_this_one_s_out() {
+    require_postgres!();
+    require_redis!();
+    let (logs, _guard) = support::logs::Captured::start();
+    let prefix = unique_prefix("fleet-guard-configurations");
+    let (a, b) = two_configurations(&prefix).await;
+    for (index, b) in b.iter().enumerate() {
+        becomes(b, &format!("b-{index}"), ("ready", None)).await;
+    }
+    a_counts_only_its_own(&a, "beside B's ready processes").await;
+    // Issue 29 D5: the keep shows in the metrics, where readiness passes alike for `a-0`,
+    // kept, and `b-0`, ready on its own.
+    #[cfg(feature = "metrics")]
+    for (health, passing, kept) in [(&a[0], 1, 1), (&a[1], 0, 0), (&b[0], 1, 0)] {
+        let metrics = tower_health::metrics::HealthMetrics::new(health);
+        let text = String::from_utf8(metrics.exposition().to_vec()).unwrap();
+        for line in [
+            format!("\ntower_health_probe_passing{{probe=\"ready\"}} {passing}\n"),
+            format!("\ntower_health_fleet_guard_kept {kept}\n"),
+        ] {
+            assert!(text.contains(&line), "{line:?} in\n{text}");
+        }
+    }
+    warned_once_each(
+        &logs,
+        &[&a[0], &a[1], &b[0], &b[1]],
+        &["a-0", "a-1", "b-0", "b-1"],
+    )
+    .await;
+    a_counts_only_its_own(&a, "ten rounds later").await;
+}
+
+/// Issue 29 C2, the reverse: another configuration's held and draining processes do not
+/// count in A's fleet, so they do not keep more of A in rotation than the fraction says.
+#[tokio::test]
+async fn another_configuration_s_held_or_draining_members_keep_no_more_of_this_one_in() {
+    require_postgres!();
+    require_redis!();
+    let (logs, _guard) = support::logs::Captured::start();
+    let prefix = unique_prefix("fleet-guard-configurations-out");
+    let (a, b) = two_configurations(&prefix).await;
+    assert!(b[0].hold("maintenance"));
+    let drain = tower_health::DrainHandle::new(tower_health::DrainConfig::new()).unwrap();
+    assert!(b[1].follow_drain(&drain));
+    drain.start();
+    becomes(&b[0], "b-0 held", ("not_ready", None)).await;
+    a_counts_only_its_own(&a, "beside B's held and draining processes").await;
+    warned_once_each(&logs, &[&a[0], &a[1]], &["a-0", "a-1"]).await;
+    // Not a moment before B's standings were published: ten rounds on, the same.
+    a_counts_only_its_own(&a, "ten rounds later").await;
 }

@@ -201,7 +201,8 @@ impl SharedCache {
     /// `TOWER_HEALTH_FLEET_GUARD`. See [The fleet guard](crate::redis#the-fleet-guard).
     ///
     /// Each readiness round, the process publishes its readiness and its cause under
-    /// `<prefix>fleet` and reads the fleet's: one Redis round trip per readiness round,
+    /// `<prefix>fleet` and reads the fleet's (the processes of its own configuration:
+    /// another application under the same prefix does not count): one Redis round trip per readiness round,
     /// bounded by the readiness timeout (so a readiness round takes at most two). With Redis
     /// unreachable, slow or in error, the guard is off for that round and readiness is this
     /// process's own, as without it.
@@ -225,7 +226,8 @@ impl SharedCache {
     }
 
     /// The key of the fleet's members, for the fleet guard: a hash of process ids to their
-    /// last readiness.
+    /// last readiness and their configuration's fingerprint. Every configuration under the
+    /// prefix writes it; each process counts its own configuration's members.
     #[must_use]
     pub fn fleet_key(&self) -> String {
         format!("{}fleet", self.key_prefix)

@@ -83,9 +83,17 @@ pub(crate) struct Entry {
     pub(crate) components: Vec<ComponentReport>,
 }
 
-/// A configuration's fingerprint: 16 bytes of SHA-256, in hex.
+/// A configuration's fingerprint: 16 bytes of SHA-256, in hex. The entry carries it, and so
+/// does each member of the fleet guard's hash (`fleet.rs`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Fingerprint(String);
+
+impl Fingerprint {
+    /// The 32 hex digits, as stored.
+    pub(super) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -360,7 +368,8 @@ fn malformed(error: serde_json::Error) -> Refusal {
     ))
 }
 
-fn is_fingerprint(text: &str) -> bool {
+/// Whether `text` reads as a fingerprint (of any configuration): 32 hex digits.
+pub(super) fn is_fingerprint(text: &str) -> bool {
     text.len() == 32 && text.bytes().all(|byte| byte.is_ascii_hexdigit())
 }
 

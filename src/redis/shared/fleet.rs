@@ -2,21 +2,45 @@
 //! and reads where the others stand, in one round trip.
 //!
 //! The members are one hash, `<prefix>fleet`: a field per process id, its value
-//! `<ms> <standing>` where `<ms>` is Redis's clock when it was written and `<standing>` is
-//! `ready`, `local` or `shared <cause>`. One script writes this process's field, drops the
-//! fields older than the members' expiry, and returns the rest: one clock (Redis's) for
-//! every member, so that the hosts' clocks never decide who counts, and no `KEYS`/`SCAN` over
-//! a key per member. The hash itself expires when no process has written it for as long.
+//! `<ms> <fingerprint> <standing>` where `<ms>` is Redis's clock when it was written,
+//! `<fingerprint>` the configuration's that wrote it (the shared entry's, [`Fingerprint`]) and
+//! `<standing>` is `ready`, `local` or `shared <cause>`. One script writes this process's
+//! field, drops the fields older than the members' expiry, and returns the rest: one clock
+//! (Redis's) for every member, so that the hosts' clocks never decide who counts, and no
+//! `KEYS`/`SCAN` over a key per member. The hash itself expires when no process has written
+//! it for as long.
+//!
+//! # One fleet per configuration
+//!
+//! A process counts only the members of its own configuration. A standing is judged by the
+//! configuration that wrote it (which databases are critical, which components are shared),
+//! so another configuration's `ready` may be ready only because a database failing here is
+//! optional there: counting it would let another configuration's criticality decide for this
+//! one, where the entry's rule is that each process's own decides. Another application
+//! under the same prefix (the default prefix is everyone's) is left out the same way.
+//!
+//! The fingerprint is in the value, in one hash that every configuration under the prefix
+//! shares, rather than in the key (a hash per configuration): either way a process counts
+//! its own configuration alone, but only one hash lets it see the others, and say so with
+//! one warning. During a rolling deploy that changes the configuration, the old and the new
+//! processes are two fleets, each keeping its fraction of itself in rotation; rounded up
+//! each, `ceil(f × old) + ceil(f × new) >= ceil(f × (old + new))`, so the split never keeps
+//! less of the whole than asked, and the old members leave the hash as they stop writing.
+//! Outside a rollout the warning points at two applications under one prefix, or at a
+//! process whose configuration drifted. The price: the bound on the hash ([`MAX_MEMBERS`])
+//! and each round's read count every configuration's members; a prefix per application
+//! keeps them apart, as it keeps their entries apart.
 //!
 //! What comes back is untrusted: the script cuts every field and value to a bound, refuses a
 //! hash of more than [`MAX_MEMBERS`] fields, and every member is validated here; one that
-//! fails is not counted.
+//! fails (a fingerprint that does not read included) is not counted.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::config::{SharedCache, SharedConnection};
+use super::entry::{Fingerprint, is_fingerprint};
 use crate::check::{CheckError, CheckErrorKind};
 use crate::redis::client::{check_error, query};
 use crate::verdict::{Fraction, Member, Standing};
@@ -27,6 +51,9 @@ pub(crate) const MAX_MEMBERS: usize = 1000;
 const MAX_ID_BYTES: usize = 200;
 /// The longest value counted, in bytes (a cause names one database or component).
 const MAX_VALUE_BYTES: usize = 300;
+/// The longest cause written, in bytes: the value's bound less room for the stamp (at most
+/// 20 digits), the fingerprint (32), `shared` and the spaces.
+const MAX_CAUSE_BYTES: usize = MAX_VALUE_BYTES - 80;
 
 /// Writes this process's standing (`ARGV[1]` its id, `ARGV[2]` the standing, `ARGV[3]` the
 /// expiry in ms, `ARGV[4]` the most members, `ARGV[5]` the longest field or value returned)
@@ -64,6 +91,9 @@ pub(crate) struct FleetMembers {
     key: String,
     pub(crate) process_id: Arc<str>,
     pub(crate) fraction: Fraction,
+    /// This process's configuration (the shared entry's fingerprint): only the members
+    /// written by the same one count.
+    fingerprint: Fingerprint,
     /// How long a member counts after it last wrote: the readiness verdict's staleness
     /// bound, so that a process whose monitor stopped stops counting when its own readiness
     /// would fail closed.
@@ -72,12 +102,21 @@ pub(crate) struct FleetMembers {
     failing: AtomicBool,
     /// Whether the last read refused some members, for one warning per transition.
     refusing: AtomicBool,
+    /// Whether the last read found members of another configuration, for one warning per
+    /// transition.
+    foreign: AtomicBool,
 }
 
 impl FleetMembers {
-    /// The fleet guard of `cache`, if it is on; members count for `expiry` after they last
-    /// wrote. Off, with a warning, when this process's id could not be counted.
-    pub(crate) fn new(cache: &SharedCache, process_id: Arc<str>, expiry: Duration) -> Option<Self> {
+    /// The fleet guard of `cache`, if it is on, for a process of the configuration
+    /// `fingerprint`; members count for `expiry` after they last wrote. Off, with a warning,
+    /// when this process's id could not be counted.
+    pub(crate) fn new(
+        cache: &SharedCache,
+        process_id: Arc<str>,
+        fingerprint: Fingerprint,
+        expiry: Duration,
+    ) -> Option<Self> {
         let fraction = cache.fleet_guard?;
         if let Err(problem) = valid_text(&process_id, MAX_ID_BYTES) {
             tracing::warn!(
@@ -91,9 +130,11 @@ impl FleetMembers {
             key: cache.fleet_key(),
             process_id,
             fraction,
+            fingerprint,
             expiry,
             failing: AtomicBool::new(false),
             refusing: AtomicBool::new(false),
+            foreign: AtomicBool::new(false),
         })
     }
 
@@ -129,7 +170,7 @@ impl FleetMembers {
             .arg(1)
             .arg(&self.key)
             .arg(&*self.process_id)
-            .arg(encode(standing))
+            .arg(encode(&self.fingerprint, standing))
             .arg(
                 u64::try_from(self.expiry.as_millis())
                     .unwrap_or(u64::MAX)
@@ -173,13 +214,34 @@ impl FleetMembers {
                 ),
             ));
         }
-        let (members, refused) = decode(&fields, now, self.expiry);
+        let Decoded {
+            members,
+            foreign,
+            refused,
+        } = decode(&fields, now, self.expiry, &self.fingerprint);
         if let Some(problem) = &refused {
             if !self.refusing.swap(true, Ordering::Relaxed) {
                 tracing::warn!(key = %self.key, "fleet members not counted: {problem}");
             }
         } else {
             self.refusing.store(false, Ordering::Relaxed);
+        }
+        if self.foreign.swap(foreign > 0, Ordering::Relaxed) != (foreign > 0) {
+            if foreign > 0 {
+                tracing::warn!(
+                    key = %self.key,
+                    process_id = %self.process_id,
+                    fingerprint = %self.fingerprint,
+                    foreign,
+                    "fleet members of another configuration are not counted (another application under this key prefix, or the other side of a rollout): the guard counts this configuration's members only"
+                );
+            } else {
+                tracing::info!(
+                    key = %self.key,
+                    process_id = %self.process_id,
+                    "the fleet's members are all of this process's configuration again"
+                );
+            }
         }
         Ok(members)
     }
@@ -192,52 +254,81 @@ impl std::fmt::Debug for FleetMembers {
             .field("key", &self.key)
             .field("process_id", &self.process_id)
             .field("fraction", &self.fraction)
+            .field("fingerprint", &self.fingerprint)
             .field("expiry", &self.expiry)
             .finish_non_exhaustive()
     }
 }
 
-/// `standing` as the hash holds it (after Redis's clock).
-fn encode(standing: &Standing) -> String {
+/// `standing` of a process of the configuration `fingerprint`, as the hash holds it (after
+/// Redis's clock).
+fn encode(fingerprint: &Fingerprint, standing: &Standing) -> String {
     match standing {
-        Standing::Ready => "ready".to_owned(),
-        Standing::Local => "local".to_owned(),
+        Standing::Ready => format!("{fingerprint} ready"),
+        Standing::Local => format!("{fingerprint} local"),
         Standing::Shared { cause } => {
             // Configured names are short; a long one is cut, at a character's boundary.
-            let mut end = cause.len().min(MAX_VALUE_BYTES - 40);
+            let mut end = cause.len().min(MAX_CAUSE_BYTES);
             while !cause.is_char_boundary(end) {
                 end -= 1;
             }
-            format!("shared {}", &cause[..end])
+            format!("{fingerprint} shared {}", &cause[..end])
         }
     }
+}
+
+/// What the script's answer holds, for a process of one configuration.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Decoded {
+    /// The members of this configuration, written within the expiry.
+    members: Vec<Member>,
+    /// How many members of another configuration were left out.
+    foreign: usize,
+    /// Why some members were not counted, if any did not read.
+    refused: Option<String>,
+}
+
+/// One field of the hash, read.
+enum Field {
+    /// A member of this configuration, within the expiry.
+    Counted(Member),
+    /// A member of another configuration, within the expiry.
+    Foreign,
+    /// Too old to count (or stamped too far ahead), of whichever configuration.
+    Expired,
 }
 
 /// The members in the script's answer (`field, value, ...`) read at `now` (Redis's clock,
-/// ms), and why some were not counted, if any were not: members older than `expiry`, or
-/// that do not read as this module writes them, are left out.
-fn decode(fields: &[Vec<u8>], now: i64, expiry: Duration) -> (Vec<Member>, Option<String>) {
-    let mut members = Vec::new();
-    let mut refused = None;
+/// ms) by a process of the configuration `own`: members older than `expiry`, of another
+/// configuration, or that do not read as this module writes them are left out.
+fn decode(fields: &[Vec<u8>], now: i64, expiry: Duration, own: &Fingerprint) -> Decoded {
+    let mut decoded = Decoded::default();
     let expiry = i64::try_from(expiry.as_millis()).unwrap_or(i64::MAX);
     for pair in fields.chunks(2).take(MAX_MEMBERS + 1) {
-        let member = match pair {
-            [id, value] => member(id, value, now, expiry),
+        let field = match pair {
+            [id, value] => field(id, value, now, expiry, own),
             _ => Err("an odd number of fields and values".to_owned()),
         };
-        match member {
-            Ok(Some(member)) => members.push(member),
-            Ok(None) => {}
+        match field {
+            Ok(Field::Counted(member)) => decoded.members.push(member),
+            Ok(Field::Foreign) => decoded.foreign += 1,
+            Ok(Field::Expired) => {}
             Err(problem) => {
-                refused.get_or_insert(problem);
+                decoded.refused.get_or_insert(problem);
             }
         }
     }
-    (members, refused)
+    decoded
 }
 
-/// One member, `None` when it is too old to count.
-fn member(id: &[u8], value: &[u8], now: i64, expiry: i64) -> Result<Option<Member>, String> {
+/// One field and its value, for a process of the configuration `own`.
+fn field(
+    id: &[u8],
+    value: &[u8],
+    now: i64,
+    expiry: i64,
+    own: &Fingerprint,
+) -> Result<Field, String> {
     let id = std::str::from_utf8(id).map_err(|_| "a process id is not UTF-8".to_owned())?;
     valid_text(id, MAX_ID_BYTES).map_err(|problem| format!("a process id {problem}"))?;
     let value =
@@ -245,8 +336,25 @@ fn member(id: &[u8], value: &[u8], now: i64, expiry: i64) -> Result<Option<Membe
     valid_text(value, MAX_VALUE_BYTES)
         .map_err(|problem| format!("the standing of {id:?} {problem}"))?;
     let refused = || format!("the standing of {id:?} does not read: {value:?}");
-    let (at, standing) = value.split_once(' ').ok_or_else(refused)?;
+    let (at, rest) = value.split_once(' ').ok_or_else(refused)?;
     let at: i64 = at.parse().map_err(|_| refused())?;
+    // Written by the same clock: a member from the future is another server's (a
+    // failover), counted while within the expiry either way.
+    let fresh = now.abs_diff(at) <= expiry.unsigned_abs();
+    let (fingerprint, standing) = rest.split_once(' ').ok_or_else(refused)?;
+    if !is_fingerprint(fingerprint) {
+        return Err(format!(
+            "the standing of {id:?} names no configuration: {value:?}"
+        ));
+    }
+    if fingerprint != own.as_str() {
+        // Another configuration's words are not read: it may be another version's.
+        return Ok(if fresh {
+            Field::Foreign
+        } else {
+            Field::Expired
+        });
+    }
     let standing = match standing.split_once(' ') {
         None if standing == "ready" => Standing::Ready,
         None if standing == "local" => Standing::Local,
@@ -255,12 +363,10 @@ fn member(id: &[u8], value: &[u8], now: i64, expiry: i64) -> Result<Option<Membe
         },
         _ => return Err(refused()),
     };
-    // Written by the same clock: a member from the future is another server's (a
-    // failover), counted while within the expiry either way.
-    if now.abs_diff(at) > expiry.unsigned_abs() {
-        return Ok(None);
+    if !fresh {
+        return Ok(Field::Expired);
     }
-    Ok(Some(Member {
+    Ok(Field::Counted(Member {
         id: Arc::from(id),
         standing,
     }))
@@ -282,12 +388,31 @@ fn valid_text(text: &str, max: usize) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redis::shared::entry::{Expected, Subject};
 
     const EXPIRY: Duration = Duration::from_secs(4);
 
-    fn decoded(fields: &[&[u8]]) -> (Vec<Member>, Option<String>) {
+    /// Another configuration's fingerprint, as one reads in the hash.
+    const FOREIGN: &str = "0123456789abcdef0123456789abcdef";
+
+    /// This process's configuration: one database.
+    fn own() -> Fingerprint {
+        let database = Subject {
+            name: Arc::from("default"),
+            target: Some(Arc::from("db:5432/app")),
+            critical: true,
+        };
+        Expected::new(vec![database], Vec::new()).fingerprint
+    }
+
+    /// A value of this configuration, stamped `at`.
+    fn ours(at: i64, standing: &str) -> String {
+        format!("{at} {} {standing}", own())
+    }
+
+    fn decoded(fields: &[&[u8]]) -> Decoded {
         let fields: Vec<Vec<u8>> = fields.iter().map(|field| field.to_vec()).collect();
-        decode(&fields, 10_000, EXPIRY)
+        decode(&fields, 10_000, EXPIRY, &own())
     }
 
     #[test]
@@ -299,15 +424,17 @@ mod tests {
                 cause: Arc::from("database `default`"),
             },
         ] {
-            let value = format!("9000 {}", encode(&standing));
-            let (members, refused) = decoded(&[b"web-1/12", value.as_bytes()]);
-            assert_eq!(refused, None);
+            let value = format!("9000 {}", encode(&own(), &standing));
             assert_eq!(
-                members,
-                [Member {
-                    id: Arc::from("web-1/12"),
-                    standing
-                }]
+                decoded(&[b"web-1/12", value.as_bytes()]),
+                Decoded {
+                    members: vec![Member {
+                        id: Arc::from("web-1/12"),
+                        standing
+                    }],
+                    foreign: 0,
+                    refused: None,
+                }
             );
         }
     }
@@ -315,52 +442,100 @@ mod tests {
     #[test]
     fn a_long_cause_is_cut_at_a_character_boundary() {
         let cause: String = "é".repeat(400);
-        let encoded = encode(&Standing::Shared {
-            cause: Arc::from(cause),
-        });
-        assert!(encoded.len() <= MAX_VALUE_BYTES - 40 + "shared ".len());
+        let encoded = encode(
+            &own(),
+            &Standing::Shared {
+                cause: Arc::from(cause),
+            },
+        );
+        let value = format!("{} {encoded}", u64::MAX);
+        assert!(value.len() <= MAX_VALUE_BYTES, "{}", value.len());
         let value = format!("9000 {encoded}");
-        let (members, refused) = decoded(&[b"a", value.as_bytes()]);
-        assert_eq!((members.len(), refused), (1, None));
+        let read = decoded(&[b"a", value.as_bytes()]);
+        assert_eq!((read.members.len(), read.refused), (1, None));
     }
 
     #[test]
     fn members_past_the_expiry_do_not_count() {
-        let (members, refused) = decoded(&[b"old", b"5999 ready", b"new", b"6000 ready"]);
-        assert_eq!(refused, None);
-        assert_eq!(members.len(), 1);
-        assert_eq!(&*members[0].id, "new");
+        let (old, new) = (ours(5999, "ready"), ours(6000, "ready"));
+        let read = decoded(&[b"old", old.as_bytes(), b"new", new.as_bytes()]);
+        assert_eq!(read.refused, None);
+        assert_eq!(read.members.len(), 1);
+        assert_eq!(&*read.members[0].id, "new");
+    }
+
+    /// Issue 29 C2: a member another configuration wrote is left out of the count, ready or
+    /// not, whatever its words (another version's included), and counted as such; past the
+    /// expiry it is not counted at all.
+    #[test]
+    fn members_of_another_configuration_are_left_out() {
+        let (ready, held) = (ours(9000, "ready"), ours(9000, "local"));
+        let foreign = [
+            format!("9000 {FOREIGN} ready"),
+            format!("9000 {FOREIGN} shared database `default`"),
+            format!("9000 {} local", FOREIGN.to_uppercase()),
+            format!("9000 {FOREIGN} standing-of-a-later-version"),
+        ];
+        let gone = format!("5999 {FOREIGN} ready");
+        let mut fields: Vec<&[u8]> = vec![b"a-0", ready.as_bytes(), b"a-1", held.as_bytes()];
+        for (index, value) in foreign.iter().enumerate() {
+            fields.extend([
+                ["b-0", "b-1", "b-2", "b-3"][index].as_bytes(),
+                value.as_bytes(),
+            ]);
+        }
+        fields.extend([&b"b-gone"[..], gone.as_bytes()]);
+        let read = decoded(&fields);
+        assert_eq!(read.refused, None);
+        assert_eq!(read.foreign, 4);
+        let ids: Vec<&str> = read.members.iter().map(|member| &*member.id).collect();
+        assert_eq!(ids, ["a-0", "a-1"]);
     }
 
     #[test]
     fn untrusted_members_are_left_out_and_said_so() {
         let long_id = vec![b'a'; MAX_ID_BYTES + 1];
-        let long_value = format!("9000 shared {}", "x".repeat(MAX_VALUE_BYTES));
-        for (fields, problem) in [
-            (vec![&b"\xff"[..], b"9000 ready"], "not UTF-8"),
-            (vec![&long_id[..], b"9000 ready"], "longer than 200 bytes"),
-            (vec![b"a", long_value.as_bytes()], "longer than 300 bytes"),
-            (vec![b"a\nb", b"9000 ready"], "control character"),
-            (vec![b"a", b"9000 maybe"], "does not read"),
-            (vec![b"a", b"9000 shared "], "does not read"),
-            (vec![b"a", b"soon ready"], "does not read"),
-            (vec![b"a", b"9000"], "does not read"),
-            (vec![b"a", b""], "is empty"),
-            (vec![b"a"], "odd number"),
-        ] {
-            let mut with_a_good_one = fields.clone();
-            // A field without its value is the last one.
-            if problem != "odd number" {
-                with_a_good_one.extend([&b"good"[..], b"9000 ready"]);
-            }
-            let (members, refused) = decoded(&with_a_good_one);
-            let refused = refused.unwrap_or_default();
-            assert!(refused.contains(problem), "{fields:?}: {refused}");
-            assert_eq!(
-                members.len() + 1,
-                with_a_good_one.len().div_ceil(2),
-                "{fields:?}"
-            );
+        let long_value = ours(9000, &format!("shared {}", "x".repeat(MAX_VALUE_BYTES)));
+        let cases: [(Vec<u8>, String, &str); 14] = [
+            (b"\xff".to_vec(), ours(9000, "ready"), "not UTF-8"),
+            (long_id, ours(9000, "ready"), "longer than 200 bytes"),
+            (b"a".to_vec(), long_value, "longer than 300 bytes"),
+            (b"a\nb".to_vec(), ours(9000, "ready"), "control character"),
+            (b"a".to_vec(), ours(9000, "maybe"), "does not read"),
+            (b"a".to_vec(), ours(9000, "shared "), "does not read"),
+            (b"a".to_vec(), ours(9000, "shared"), "does not read"),
+            (
+                b"a".to_vec(),
+                format!("soon {} ready", own()),
+                "does not read",
+            ),
+            (b"a".to_vec(), format!("9000 {}", own()), "does not read"),
+            (b"a".to_vec(), "9000".to_owned(), "does not read"),
+            (b"a".to_vec(), String::new(), "is empty"),
+            // Without a fingerprint (an earlier version's member), or with one cut short.
+            (b"a".to_vec(), "9000 ready".to_owned(), "does not read"),
+            (
+                b"a".to_vec(),
+                "9000 shared database".to_owned(),
+                "names no configuration",
+            ),
+            (
+                b"a".to_vec(),
+                format!("9000 {} ready", &FOREIGN[1..]),
+                "names no configuration",
+            ),
+        ];
+        let good = ours(9000, "ready");
+        for (id, value, problem) in &cases {
+            let read = decoded(&[id, value.as_bytes(), b"good", good.as_bytes()]);
+            let refused = read.refused.unwrap_or_default();
+            assert!(refused.contains(problem), "{value:?}: {refused}");
+            assert_eq!(read.members.len(), 1, "{value:?}");
+            assert_eq!(read.foreign, 0, "{value:?}");
         }
+        // A field without its value is the last one.
+        let read = decoded(&[b"good", good.as_bytes(), b"a"]);
+        assert!(read.refused.unwrap_or_default().contains("odd number"));
+        assert_eq!(read.members.len(), 1);
     }
 }
