@@ -20,11 +20,12 @@
 //! verdict, then the hold, then the verdict. The weight of a ready instance is lowered when
 //! the health verdict is `degraded` (as Envoy's `x-envoy-degraded` is set), and only then.
 //!
-//! Under [`Details::Always`](crate::config::Details::Always) (the agent's own
-//! [`details`](AgentConfig::details), else the monitor's), `down ready` carries its reason
-//! after a `#` (`down ready #database default is not_ready (refused)`), which HAProxy shows
-//! on its stats page and logs: configured names and error categories only, one line of
-//! printable ASCII. Otherwise the line is the words alone.
+//! The line is the words alone, unless the agent's own [`details`](AgentConfig::details)
+//! are [`Details::Always`](crate::config::Details::Always): then `down ready` carries its
+//! reason after a `#` (`down ready #database default is not_ready (refused)`), which HAProxy
+//! shows on its stats page and logs: configured names and error categories only, one line of
+//! printable ASCII. The monitor's details do not count here: anyone who reaches the port
+//! reads the line, and an HAProxy on another host needs the port bound beyond loopback.
 //!
 //! Answering costs what a probe costs: the line is chosen at the accept from readiness's
 //! and health's published verdicts (two pointer loads) among lines rendered at start, then

@@ -98,8 +98,7 @@ impl AgentServer {
         let local_addr = listener
             .local_addr()
             .map_err(|source| AgentError::Bind { addr, source })?;
-        let details = config.details.unwrap_or(self.health.config().details);
-        let lines = Lines::new(config.degraded_weight, details == Details::Always);
+        let lines = Lines::new(config.degraded_weight, config.details == Details::Always);
         tracing::info!(%local_addr, "haproxy agent listening");
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, self.health, lines, stopped, config));

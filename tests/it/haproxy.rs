@@ -220,16 +220,19 @@ async fn refused_url() -> String {
 }
 
 #[tokio::test]
-async fn a_refused_database_is_down_with_its_reason_only_where_details_are_shown() {
+async fn a_refused_database_is_down_with_its_reason_only_where_the_agent_shows_details() {
     let url = refused_url().await;
-    let instance = instance(fast().database("default", postgres(&url)), app()).await;
-    // The monitor's details (`always`, the default), and an agent of its own that hides them.
-    let shown = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+    // The monitor shows details to its readers; the agent has a setting of its own.
+    let settings = fast()
+        .details(Details::Always)
+        .database("default", postgres(&url));
+    let instance = instance(settings, app()).await;
+    let default = AgentServer::new(AgentConfig::new().port(0), &instance.health)
         .start()
         .await
         .unwrap();
-    let hidden = AgentServer::new(
-        AgentConfig::new().port(0).details(Details::Never),
+    let shown = AgentServer::new(
+        AgentConfig::new().port(0).details(Details::Always),
         &instance.health,
     )
     .start()
@@ -242,7 +245,8 @@ async fn a_refused_database_is_down_with_its_reason_only_where_details_are_shown
         "down ready #database default is not_ready (refused)\n",
     )
     .await;
-    assert_says(&hidden, "down ready\n").await;
+    // Anyone who reaches the agent's port reads its line: no reason unless asked for.
+    assert_says(&default, "down ready\n").await;
     assert_eq!(
         ready_status(&client, &instance.server).await,
         StatusCode::SERVICE_UNAVAILABLE
