@@ -123,9 +123,13 @@ impl AgentConfig {
         self
     }
 
-    /// The most connections served at once. Each is answered as soon as it is accepted and
-    /// closed within the [write timeout](Self::write_timeout) and one more second; beyond
-    /// the limit, new connections wait in the listen backlog until a place is free.
+    /// The most connections open at once. Each is answered as soon as it is accepted and
+    /// then lingers (for the client's close, a second at most). When one more arrives, one
+    /// is closed to make room: the one whose line has waited longest on a client that does
+    /// not read, else the one lingering longest, each once its client has had 100 ms to read
+    /// its line; meanwhile the new connection waits in the listen backlog. So clients that
+    /// connect and sit on the socket cannot keep HAProxy's check out (see the
+    /// [module docs](super#what-the-port-withstands)).
     ///
     /// Defaults to 64.
     ///

@@ -32,7 +32,8 @@
 //! written, and the connection is closed. What the client sends (HAProxy's `agent-send`) is
 //! never parsed: it is read after the line, at most 4 KiB within a second, only so that the
 //! close is not a reset. At most [`max_connections`](AgentConfig::max_connections) are open
-//! at once; the others wait in the listen backlog.
+//! at once, and none of them can hold its place against HAProxy's check (see
+//! [below](#what-the-port-withstands)).
 //!
 //! The [HAProxy guide page](crate::guide::haproxy) has a backend using it beside an HTTP check
 //! of `/health/ready`.
@@ -65,6 +66,21 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # What the port withstands
+//!
+//! Anyone who reaches the port can connect, and HAProxy's check is one connection among
+//! theirs. A connection keeps one of the [places](AgentConfig::max_connections) only while no
+//! newcomer needs it: at the limit, the one whose line waits longest on a client that does
+//! not read gives its place up, else the one that has lingered longest after its line (for
+//! its client's close). A lingering connection keeps its place for 100 ms after its line is
+//! written, so that its client can read the line before a close could reset it; while every
+//! place is that young, newcomers wait in the listen backlog, in the order they came. So
+//! clients that connect and sit on the socket, however many and however quickly they come
+//! back, cannot keep HAProxy's check out: at the limit the places turn over at least 640
+//! times a second (at the default 64), and the check waits behind the clients queued before
+//! it (400 of them: about half a second). Keep HAProxy's `timeout check` (or `agent-inter`
+//! where it is unset) above that; more places shorten it.
 
 mod config;
 mod reply;
