@@ -15,7 +15,7 @@
 //!
 //! It implements Tokio's [`AsyncRead`] and [`AsyncWrite`], so it goes into hyper-util's
 //! [`TokioIo`] for hyper, or into the `Io` of an axum [`Listener`]. The admin server (feature
-//! `admin`) puts it on every connection.
+//! `admin`) and the HAProxy agent (feature `haproxy-agent`) put it on every connection.
 //!
 //! # Example
 //!
@@ -85,7 +85,7 @@ pin_project! {
         timeout: Duration,
         // Armed by the first write that waits, dropped by the next that completes.
         stall: Option<Pin<Box<Sleep>>>,
-        // Where the admin server reads how long this connection has been stalled.
+        // Where a side port's accept loop reads how long this connection has been stalled.
         watch: Option<Arc<StallWatch>>,
     }
 }
@@ -109,7 +109,7 @@ impl<IO> WriteTimeout<IO> {
     }
 
     /// Publishes the start of each stall to `watch`.
-    #[cfg(feature = "admin")]
+    #[cfg(any(feature = "admin", feature = "haproxy-agent"))]
     pub(crate) fn watched(mut self, watch: Arc<StallWatch>) -> Self {
         self.watch = Some(watch);
         self
@@ -226,12 +226,18 @@ fn timed<T>(
 /// Since when a connection's writes have been waiting, shared between a [`WriteTimeout`] and
 /// the accept loop that may evict it.
 #[derive(Debug, Default)]
-#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "admin", feature = "haproxy-agent")),
+    allow(dead_code)
+)]
 pub(crate) struct StallWatch {
     since: Mutex<Option<Instant>>,
 }
 
-#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "admin", feature = "haproxy-agent")),
+    allow(dead_code)
+)]
 impl StallWatch {
     /// When the current stall began, or `None` while writes complete.
     pub(crate) fn since(&self) -> Option<Instant> {

@@ -230,6 +230,8 @@ mod redact;
 pub mod redis;
 mod rendered;
 mod shutdown;
+#[cfg(any(feature = "admin", feature = "haproxy-agent"))]
+mod side_port;
 mod status;
 #[cfg(test)]
 mod test_helpers;

@@ -88,7 +88,6 @@
 //! only for key holders under `authorized`), and there is no hold or release.
 
 mod config;
-mod connections;
 mod control;
 pub(crate) mod fixed;
 mod host;

@@ -17,16 +17,32 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::AdminConfig;
-use super::connections::{Activity, OpenConnections};
 use super::host::HostPolicy;
 use super::service::AdminState;
 use crate::config::ConfigError;
 use crate::io::{StallWatch, WriteTimeout};
 use crate::monitor::HealthHandle;
+use crate::side_port::{Activity, Eviction, OpenConnections};
 use crate::util::race;
 
 /// How long open connections get to finish when the server closes.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a new connection keeps its place without a request head, whoever else connects.
+/// Long enough for a client on a loaded machine to write its request after connecting; short
+/// enough that clients which never write give their places up quickly (all of them every
+/// 100 ms: 640 a second at the default 64). Without the grace, clients that reconnect as soon
+/// as they are closed would cycle the places faster than a probe can write its head
+/// (tests/it/admin.rs `silent_clients_that_reconnect_cannot_keep_the_probes_out`).
+const HEAD_GRACE: Duration = Duration::from_millis(100);
+
+/// Which connection gives its place up at the limit: an idle keep-alive connection goes at
+/// once, as between requests its client has nothing in flight.
+const EVICTION: Eviction = Eviction {
+    server: "admin server",
+    before_answer: HEAD_GRACE,
+    after_answer: Duration::ZERO,
+};
 
 /// How often a server started before the monitor had a drain looks for one.
 const DRAIN_LOOKUP_INTERVAL: Duration = Duration::from_millis(100);
@@ -203,7 +219,7 @@ async fn serve(
     ));
     let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
-    let mut open = OpenConnections::default();
+    let mut open = OpenConnections::new(EVICTION);
     loop {
         let accepted = poll_fn(|cx| {
             if closing.as_mut().poll(cx).is_ready() {

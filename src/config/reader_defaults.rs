@@ -85,8 +85,9 @@ impl HealthConfig {
     }
     /// Who sees details (error text, targets, check details, pool figures, timings) in probe
     /// bodies: the default of every reader of this monitor, which each can override
-    /// ([`HealthLayer::details`](crate::HealthLayer::details)). Statuses, error categories
-    /// and configured names are shown at every level.
+    /// ([`HealthLayer::details`](crate::HealthLayer::details)), except the HAProxy agent,
+    /// which has its own (`never` unless set). Statuses, error categories and configured names
+    /// are shown at every level.
     ///
     /// Defaults to [`Details::Always`].
     pub fn details(mut self, details: Details) -> Self {

@@ -20,8 +20,9 @@ pub struct AgentConfig {
     pub(crate) bind: IpAddr,
     pub(crate) port: u16,
     pub(crate) degraded_weight: u8,
-    /// `None`: the monitor's [`HealthConfig::details`](crate::HealthConfig::details).
-    pub(crate) details: Option<Details>,
+    /// The agent's own: it does not follow the monitor's
+    /// [`HealthConfig::details`](crate::HealthConfig::details).
+    pub(crate) details: Details,
     pub(crate) write_timeout: Duration,
     pub(crate) max_connections: usize,
     /// The first invalid value a setter was given, for
@@ -42,7 +43,7 @@ impl AgentConfig {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 9777,
             degraded_weight: DEFAULT_DEGRADED_WEIGHT,
-            details: None,
+            details: Details::Never,
             write_timeout: Duration::from_secs(1),
             max_connections: 64,
             error: FirstError::default(),
@@ -51,9 +52,8 @@ impl AgentConfig {
 
     /// The address to bind. HAProxy connects to the agent at the server's address (or its
     /// `agent-addr`), so an HAProxy on another host needs the address it reaches this one by,
-    /// or `0.0.0.0`. The agent says a word and a weight, and a reason only under
-    /// [`Details::Always`]: what `/health/ready` already tells anyone on the application's
-    /// port.
+    /// or `0.0.0.0`. The agent says a word and a weight to whoever connects, and a reason
+    /// only when [`details`](Self::details) asks for one.
     ///
     /// Defaults to `127.0.0.1`, as the admin server: an HAProxy on the same host (a
     /// sidecar).
@@ -94,9 +94,11 @@ impl AgentConfig {
     /// not_ready (refused)`), which HAProxy shows on its stats page and logs. Only
     /// [`Details::Always`] does: the agent has no keys, so `authorized` is `never` here.
     ///
-    /// Defaults to the monitor's [`HealthConfig::details`](crate::HealthConfig::details).
+    /// Defaults to [`Details::Never`], whatever the monitor's
+    /// [`HealthConfig::details`](crate::HealthConfig::details): anyone who reaches the port
+    /// reads the line, and an HAProxy on another host needs it bound beyond loopback.
     pub fn details(mut self, details: Details) -> Self {
-        self.details = Some(details);
+        self.details = details;
         self
     }
 
@@ -121,9 +123,13 @@ impl AgentConfig {
         self
     }
 
-    /// The most connections served at once. Each is answered as soon as it is accepted and
-    /// closed within the [write timeout](Self::write_timeout) and one more second; beyond
-    /// the limit, new connections wait in the listen backlog until a place is free.
+    /// The most connections open at once. Each is answered as soon as it is accepted and
+    /// then lingers (for the client's close, a second at most). When one more arrives, one
+    /// is closed to make room: the one whose line has waited longest on a client that does
+    /// not read, else the one lingering longest, each once its client has had 100 ms to read
+    /// its line; meanwhile the new connection waits in the listen backlog. So clients that
+    /// connect and sit on the socket cannot keep HAProxy's check out (see the
+    /// [module docs](super#what-the-port-withstands)).
     ///
     /// Defaults to 64.
     ///
@@ -179,7 +185,7 @@ impl AgentConfig {
             &["TOWER_HEALTH_AGENT_DETAILS"],
             "expected always, authorized or never",
         )? {
-            config.details = Some(details);
+            config.details = details;
         }
         if let Some(timeout) = env.duration("TOWER_HEALTH_AGENT_WRITE_TIMEOUT", None)? {
             config.write_timeout = timeout;
@@ -245,7 +251,7 @@ mod tests {
             ("TOWER_HEALTH_AGENT_BIND", "0.0.0.0"),
             ("TOWER_HEALTH_AGENT_PORT", "0"),
             ("TOWER_HEALTH_AGENT_DEGRADED_WEIGHT", "25%"),
-            ("TOWER_HEALTH_AGENT_DETAILS", "never"),
+            ("TOWER_HEALTH_AGENT_DETAILS", "always"),
             ("TOWER_HEALTH_AGENT_WRITE_TIMEOUT", "3s"),
             ("TOWER_HEALTH_AGENT_MAX_CONNECTIONS", "3"),
         ])
@@ -253,7 +259,7 @@ mod tests {
         assert_eq!(config.bind, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         assert_eq!(config.port, 0);
         assert_eq!(config.degraded_weight, 25);
-        assert_eq!(config.details, Some(Details::Never));
+        assert_eq!(config.details, Details::Always);
         assert_eq!(config.write_timeout, Duration::from_secs(3));
         assert_eq!(config.max_connections, 3);
         let config = AgentConfig::from_vars([
@@ -271,7 +277,7 @@ mod tests {
         assert_eq!(config.bind, IpAddr::V4(Ipv4Addr::LOCALHOST));
         assert_eq!(config.port, 9777);
         assert_eq!(config.degraded_weight, 50);
-        assert_eq!(config.details, None);
+        assert_eq!(config.details, Details::Never);
         assert_eq!(config.write_timeout, Duration::from_secs(1));
         assert_eq!(config.max_connections, 64);
     }

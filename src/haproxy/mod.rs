@@ -24,18 +24,20 @@
 //! a server out through the agent, a verdict that fails says `down` only once it has failed
 //! for the debounce (see the [HAProxy guide](crate::guide::haproxy#one-slow-round-and-a-real-outage)).
 //!
-//! Under [`Details::Always`](crate::config::Details::Always) (the agent's own
-//! [`details`](AgentConfig::details), else the monitor's), `down ready` carries its reason
-//! after a `#` (`down ready #database default is not_ready (refused)`), which HAProxy shows
-//! on its stats page and logs: configured names and error categories only, one line of
-//! printable ASCII. Otherwise the line is the words alone.
+//! The line is the words alone, unless the agent's own [`details`](AgentConfig::details)
+//! are [`Details::Always`](crate::config::Details::Always): then `down ready` carries its
+//! reason after a `#` (`down ready #database default is not_ready (refused)`), which HAProxy
+//! shows on its stats page and logs: configured names and error categories only, one line of
+//! printable ASCII. The monitor's details do not count here: anyone who reaches the port
+//! reads the line, and an HAProxy on another host needs the port bound beyond loopback.
 //!
 //! Answering costs what a probe costs: the line is chosen at the accept from readiness's
 //! and health's published verdicts (two pointer loads) among lines rendered at start, then
 //! written, and the connection is closed. What the client sends (HAProxy's `agent-send`) is
 //! never parsed: it is read after the line, at most 4 KiB within a second, only so that the
 //! close is not a reset. At most [`max_connections`](AgentConfig::max_connections) are open
-//! at once; the others wait in the listen backlog.
+//! at once, and none of them can hold its place against HAProxy's check (see
+//! [below](#what-the-port-withstands)).
 //!
 //! The [HAProxy guide page](crate::guide::haproxy) has a backend using it beside an HTTP check
 //! of `/health/ready`.
@@ -68,6 +70,21 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # What the port withstands
+//!
+//! Anyone who reaches the port can connect, and HAProxy's check is one connection among
+//! theirs. A connection keeps one of the [places](AgentConfig::max_connections) only while no
+//! newcomer needs it: at the limit, the one whose line waits longest on a client that does
+//! not read gives its place up, else the one that has lingered longest after its line (for
+//! its client's close). A lingering connection keeps its place for 100 ms after its line is
+//! written, so that its client can read the line before a close could reset it; while every
+//! place is that young, newcomers wait in the listen backlog, in the order they came. So
+//! clients that connect and sit on the socket, however many and however quickly they come
+//! back, cannot keep HAProxy's check out: at the limit the places turn over at least 640
+//! times a second (at the default 64), and the check waits behind the clients queued before
+//! it (400 of them: about half a second). Keep HAProxy's `timeout check` (or `agent-inter`
+//! where it is unset) above that; more places shorten it.
 
 mod config;
 mod reply;

@@ -1,5 +1,6 @@
 use std::fmt;
 use std::future::{Future, poll_fn};
+use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
@@ -9,19 +10,49 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::AgentConfig;
 use super::reply::{AgentState, Lines, degraded};
 use crate::config::{ConfigError, Details};
+use crate::io::{StallWatch, WriteTimeout};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
+use crate::side_port::{Activity, Eviction, OpenConnections};
 
-/// How long a connection stays open after its line, to read what the client sent (its
+/// How long a connection may stay open after its line, to read what the client sent (its
 /// `agent-send` string) until it closes: a socket closed with unread data is reset instead
-/// of closed, and a reset may cost the client the line it has not read yet.
+/// of closed, and a reset may cost the client the line it has not read yet. Lingering holds
+/// a place only while no newcomer needs it (see [`EVICTION`]).
 const LINGER: Duration = Duration::from_secs(1);
+
+/// How long a connection keeps its place, whoever else connects: after the accept, until its
+/// task begins writing the line (on a busy runtime), and after the line is written, for its
+/// client to read it.
+///
+/// What it buys: a connection closed at the limit is reset when its client has sent bytes
+/// not read yet (an `agent-send` string) or sends some afterwards, and a reset that arrives
+/// before the client has read its line may cost it the line (some stacks drop unread data
+/// on a reset; a client that polls may see the error first). HAProxy reads its line as soon
+/// as it is written and closes; 100 ms covers a client on a loaded machine, as the admin
+/// server's grace does for a request head. What it costs: while every place is within its
+/// grace, the accept loop waits for the first to leave it, so the places turn over at least
+/// once per grace: 640 connections a second at the default 64. Clients that sit on their
+/// connections delay HAProxy's check by their number over that rate (400: about half a
+/// second), instead of by one `LINGER` per 64 of them (400: five seconds, past a
+/// `timeout check`, and HAProxy keeps the last state it heard). Tested by
+/// tests/it/haproxy.rs `clients_sitting_on_the_agent_port_cannot_freeze_a_hold_in_haproxy`.
+const GRACE: Duration = Duration::from_millis(100);
+
+/// Which connection gives its place up at the limit: a connection written its line and
+/// lingering for the client's close is idle, one whose line waits on a client that does not
+/// read is stalled; both once past [`GRACE`].
+const EVICTION: Eviction = Eviction {
+    server: "haproxy agent",
+    before_answer: GRACE,
+    after_answer: GRACE,
+};
 
 /// The most bytes read from a client after its line; the rest is left unread.
 const MAX_DISCARD: usize = 4096;
@@ -98,8 +129,7 @@ impl AgentServer {
         let local_addr = listener
             .local_addr()
             .map_err(|source| AgentError::Bind { addr, source })?;
-        let details = config.details.unwrap_or(self.health.config().details);
-        let lines = Lines::new(config.degraded_weight, details == Details::Always);
+        let lines = Lines::new(config.degraded_weight, config.details == Details::Always);
         tracing::info!(%local_addr, "haproxy agent listening");
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, self.health, lines, stopped, config));
@@ -179,23 +209,9 @@ async fn serve(
         // Closing also when the handle is gone (the channel closes).
         let _ = stop.wait_for(|stop| *stop).await;
     });
-    let places = Arc::new(Semaphore::new(config.max_connections));
     let mut connections = JoinSet::new();
+    let mut open = OpenConnections::new(EVICTION);
     loop {
-        // A place first, then a connection: beyond the limit, newcomers wait in the listen
-        // backlog, and each place is given back within the write timeout and `LINGER`.
-        let place = {
-            let mut acquire = pin!(places.clone().acquire_owned());
-            poll_fn(|cx| {
-                if closing.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(None);
-                }
-                // The semaphore is never closed.
-                acquire.as_mut().poll(cx).map(Result::ok)
-            })
-            .await
-        };
-        let Some(place) = place else { break };
         let accepted = poll_fn(|cx| {
             if closing.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(None);
@@ -214,13 +230,22 @@ async fn serve(
                 continue;
             }
         };
+        // At the limit, a connection that has had its line makes room; the accept loop waits
+        // only while every place is within its `GRACE`, never for a linger.
+        if !open.make_room(config.max_connections).await {
+            tracing::debug!(
+                "haproxy agent: connection limit reached and every connection is being written its line; closing a new connection"
+            );
+            continue;
+        }
         // Decided at the accept, before anything the client sends is read.
         let line = line_now(&health, &lines);
-        let write_timeout = config.write_timeout;
-        connections.spawn(async move {
-            answer(stream, &line, write_timeout).await;
-            drop(place);
-        });
+        let _ = stream.set_nodelay(true);
+        let stall = Arc::new(StallWatch::default());
+        let stream = WriteTimeout::new(stream, config.write_timeout).watched(stall.clone());
+        let activity = Arc::new(Activity::new());
+        let task = connections.spawn(answer(stream, line, activity.clone()));
+        open.push(task, activity, stall);
     }
     drop(listener);
     connections.shutdown().await;
@@ -228,26 +253,30 @@ async fn serve(
 }
 
 /// Writes `line`, half-closes, and reads what the client sent until it closes.
-async fn answer(mut stream: TcpStream, line: &[u8], write_timeout: Duration) {
-    let _ = stream.set_nodelay(true);
-    match tokio::time::timeout(write_timeout, stream.write_all(line)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => {
-            tracing::debug!(%error, "haproxy agent: the client left before its line");
+async fn answer(mut stream: WriteTimeout<TcpStream>, line: Bytes, activity: Arc<Activity>) {
+    let answering = activity.answering();
+    match stream.write_all(&line).await {
+        Ok(()) => {}
+        // The write timeout: no progress on a client that does not read.
+        Err(error) if error.kind() == io::ErrorKind::TimedOut => {
+            tracing::debug!("haproxy agent: the client did not take its line; closing");
             return;
         }
-        Err(_) => {
-            tracing::debug!("haproxy agent: the client did not take its line; closing");
+        Err(error) => {
+            tracing::debug!(%error, "haproxy agent: the client left before its line");
             return;
         }
     }
     // HAProxy reads up to the end of the line or of the stream, and closes (with a reset,
     // as it does every check connection): errors from here on are the client's leaving.
     let _ = stream.shutdown().await;
+    // Written: from here on the connection only lingers, and gives its place up to a
+    // newcomer once its client has had the grace to read the line.
+    drop(answering);
     let _ = tokio::time::timeout(LINGER, discard(&mut stream)).await;
 }
 
-async fn discard(stream: &mut TcpStream) {
+async fn discard(stream: &mut WriteTimeout<TcpStream>) {
     let mut buffer = [0; 512];
     let mut read = 0;
     while read < MAX_DISCARD {

@@ -25,6 +25,7 @@ use support::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
 use tower::ServiceBuilder;
 use tower_health::check::{CheckError, CheckErrorKind};
 use tower_health::component::{self, Component, ComponentSpec};
@@ -220,16 +221,19 @@ async fn refused_url() -> String {
 }
 
 #[tokio::test]
-async fn a_refused_database_is_down_with_its_reason_only_where_details_are_shown() {
+async fn a_refused_database_is_down_with_its_reason_only_where_the_agent_shows_details() {
     let url = refused_url().await;
-    let instance = instance(fast().database("default", postgres(&url)), app()).await;
-    // The monitor's details (`always`, the default), and an agent of its own that hides them.
-    let shown = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+    // The monitor shows details to its readers; the agent has a setting of its own.
+    let settings = fast()
+        .details(Details::Always)
+        .database("default", postgres(&url));
+    let instance = instance(settings, app()).await;
+    let default = AgentServer::new(AgentConfig::new().port(0), &instance.health)
         .start()
         .await
         .unwrap();
-    let hidden = AgentServer::new(
-        AgentConfig::new().port(0).details(Details::Never),
+    let shown = AgentServer::new(
+        AgentConfig::new().port(0).details(Details::Always),
         &instance.health,
     )
     .start()
@@ -242,7 +246,8 @@ async fn a_refused_database_is_down_with_its_reason_only_where_details_are_shown
         "down ready #database default is not_ready (refused)\n",
     )
     .await;
-    assert_says(&hidden, "down ready\n").await;
+    // Anyone who reaches the agent's port reads its line: no reason unless asked for.
+    assert_says(&default, "down ready\n").await;
     assert_eq!(
         ready_status(&client, &instance.server).await,
         StatusCode::SERVICE_UNAVAILABLE
@@ -719,4 +724,115 @@ async fn one_slow_round_keeps_the_server_and_an_outage_takes_it_out() {
     // flows: the database is back, and so is the server.
     proxy.thaw();
     wait_for_server(&haproxy, "app1", "UP at weight 100 again", up).await;
+}
+
+/// How often a [sitting client](sitting_clients) writes a byte to learn whether the agent
+/// closed its connection.
+const SITTER_PROBE: Duration = Duration::from_millis(50);
+
+/// `count` clients that connect to the agent at `addr` and sit on the socket: they never
+/// read (their line stays in their receive buffer) and never close. Every [`SITTER_PROBE`]
+/// each writes a byte, the only way a client that does not read learns that the agent
+/// closed its connection (the agent's side answers the byte with a reset), and then it
+/// connects again at once. `connects` counts their connections.
+fn sitting_clients(addr: SocketAddr, count: usize, connects: &Arc<AtomicUsize>) -> JoinSet<()> {
+    let mut clients = JoinSet::new();
+    for _ in 0..count {
+        let connects = connects.clone();
+        clients.spawn(async move {
+            loop {
+                let Ok(mut stream) = TcpStream::connect(addr).await else {
+                    tokio::time::sleep(SITTER_PROBE).await;
+                    continue;
+                };
+                connects.fetch_add(1, Ordering::Relaxed);
+                // The first write after the close draws the reset; the next one fails.
+                loop {
+                    tokio::time::sleep(SITTER_PROBE).await;
+                    if stream.write_all(b".").await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+    }
+    clients
+}
+
+/// One server with the guide's checks: `/health/ready` every 2 s and the agent every 500 ms,
+/// whose line HAProxy waits for 2 s once connected (`timeout check`).
+fn one_server_config(frontend: u16, app: SocketAddr, agent: SocketAddr) -> String {
+    format!(
+        "global
+    stats socket {{dir}}/stats mode 600 level admin
+    maxconn 512
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    timeout check 2s
+
+frontend fe
+    bind 127.0.0.1:{frontend}
+    default_backend app
+
+backend app
+    option httpchk GET /health/ready
+    http-check expect status 200
+    server app1 {app} check inter 2s fall 3 rise 1 agent-check agent-inter 500ms agent-port {port} weight 100
+",
+        port = agent.port(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_sitting_on_the_agent_port_cannot_freeze_a_hold_in_haproxy() {
+    const SITTERS: usize = 400;
+    let binary = require_haproxy!();
+    // No database: ready with nothing to check. The default 64 places.
+    let (health, server) = support::health_server(fast()).await;
+    let agent = AgentServer::new(AgentConfig::new().port(0), &health)
+        .start()
+        .await
+        .unwrap();
+    let haproxy = Haproxy::start(
+        &binary,
+        &one_server_config(free_port(), server.addr, agent.local_addr()),
+    );
+    wait_for_server(&haproxy, "app1", "UP", |stat| stat.status == "UP").await;
+    assert!(health.hold("maintenance window"));
+    wait_for_server(&haproxy, "app1", "MAINT", |stat| stat.status == "MAINT").await;
+
+    // Far more clients than places, each back as soon as it is closed: every place is
+    // taken, and the listen backlog holds the rest, HAProxy's own connection among them.
+    let connects = Arc::new(AtomicUsize::new(0));
+    let sitters = sitting_clients(agent.local_addr(), SITTERS, &connects);
+    let cycling = eventually(LIMIT, || async {
+        connects.load(Ordering::Relaxed) > SITTERS + 2 * 64
+    })
+    .await;
+    assert!(cycling, "the sitting clients did not get going");
+
+    // Released: HAProxy hears `up ready` through them, and takes the server out of MAINT.
+    assert!(health.release());
+    assert_eq!(ready_status(&Client::new(), &server).await, StatusCode::OK);
+    let released = std::time::Instant::now();
+    let connects_then = connects.load(Ordering::Relaxed);
+    // `UP`, or `UP 1/3` while the HTTP check still counts the failures of the hold.
+    wait_for_server(&haproxy, "app1", "UP after the release", |stat| {
+        stat.status.starts_with("UP")
+    })
+    .await;
+    eprintln!(
+        "HAProxy saw the release after {:?}, {} connections of the sitting clients meanwhile",
+        released.elapsed(),
+        connects.load(Ordering::Relaxed) - connects_then
+    );
+    assert!(
+        connects.load(Ordering::Relaxed) > connects_then,
+        "the sitting clients kept reconnecting"
+    );
+    drop(sitters);
 }
