@@ -635,3 +635,29 @@ async fn another_configuration_s_held_or_draining_members_keep_no_more_of_this_o
     // Not a moment before B's standings were published: ten rounds on, the same.
     a_counts_only_its_own(&a, "ten rounds later").await;
 }
+
+/// Issue 29 C3: a hold or its release changes the hold and nothing else of the verdict. A
+/// process the guard keeps in rotation, held and released between two rounds (nothing is
+/// awaited in between, so no round runs), is kept again at once: a release once rebuilt
+/// readiness from the outcomes and dropped the guard's decision, and the process read 503
+/// `not_ready` until the next round.
+#[tokio::test]
+async fn a_release_restores_the_fleet_guards_keep_at_once() {
+    require_postgres!();
+    require_redis!();
+    let refused = support::refused_addr().await;
+    let refused = format!("postgres://postgres@{refused}/postgres");
+    let alone = member(&unique_prefix("fleet-guard-hold"), "alone", &refused);
+    // Alone in its fleet and failing on the shared database: kept, one of one.
+    becomes(&alone, "kept", ("degraded", Some((true, 1, 1)))).await;
+    assert!(alone.hold("deploy freeze"));
+    let held = alone.view().readiness;
+    assert_eq!((held.status(), held.passes()), ("not_ready", false));
+    assert!(alone.release());
+    assert_eq!(
+        standing(&alone),
+        ("degraded", Some((true, 1, 1))),
+        "the release restored the round's verdict, the guard's keep included"
+    );
+    assert!(alone.view().readiness.passes());
+}
