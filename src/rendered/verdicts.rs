@@ -161,23 +161,23 @@ pub(crate) fn render_readiness(
     rules: ReadinessRules,
     stale_after: Duration,
 ) -> RenderedVerdict {
-    // Every database ready: the short answer kubelets poll all day (the JSON Baldur gave).
-    // Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
     let checks_pass = verdict.databases.iter().all(CheckOutcome::passed)
         && verdict
             .components
             .iter()
             .all(|report| report.status == ComponentStatus::Healthy);
-    let all_clear = checks_pass
-        && verdict.reason.is_none()
-        && verdict.held.is_none()
-        && verdict.fleet_guard.is_none();
     let code = if verdict.ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
     let status = verdict.status();
+    // Every database ready: the short answer kubelets poll all day (the JSON Baldur gave).
+    // Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
+    let all_clear = checks_pass
+        && verdict.reason.is_none()
+        && verdict.held.is_none()
+        && verdict.fleet_guard.is_none();
     let stale = Circumstance::stale("readiness", stale_after);
     // The fleet guard's count, the same for every audience: names and numbers only.
     let fleet_guard = verdict.fleet_guard.as_ref().map(|guard| {
