@@ -179,10 +179,10 @@ async fn shedding_stack(
 ) {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
-    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap()).shed_load();
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&drain);
-    let drain_layer = DrainLayer::new(&drain);
+    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
+    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
+    health.handle().follow_drain(&_drain);
+    let drain_layer = DrainLayer::new(&_drain);
     let app = ServiceBuilder::new()
         .layer(ConcurrencyLimitLayer::new(1))
         .service(app(events.clone(), entered_tx, release.clone()));
@@ -191,7 +191,7 @@ async fn shedding_stack(
             serve(
                 ServiceBuilder::new()
                     .layer(PingLayer::new())
-                    .layer(health)
+                    .layer(health.shed_load())
                     .layer(drain_layer)
                     .service(app),
             )
@@ -200,7 +200,7 @@ async fn shedding_stack(
         ShedOrder::PingBelowHealth => {
             serve(
                 ServiceBuilder::new()
-                    .layer(health)
+                    .layer(health.shed_load())
                     .layer(drain_layer)
                     .layer(PingLayer::new())
                     .service(app),
@@ -213,7 +213,7 @@ async fn shedding_stack(
     tokio::time::timeout(LIMIT, entered.recv())
         .await
         .expect("the slow request reached the application");
-    (server, drain, release, slow)
+    (server, _drain, release, slow)
 }
 
 /// With a `PingLayer` above it, `HealthLayer::shed_load` sheds: with `/slow` holding the only
