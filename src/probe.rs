@@ -188,7 +188,7 @@ impl Probe {
     pub(crate) fn from_admin_path(path: &str) -> Option<Target<'_>> {
         let path = trim_trailing_slash(path);
         Target::find(path, |probe| Some(probe.admin_path()))
-            .or_else(|| Target::group(path.strip_prefix("/health")?))
+            .or_else(|| Target::group(path.strip_prefix(ADMIN_GROUP_PREFIX)?))
     }
 }
 
@@ -202,9 +202,12 @@ pub(crate) struct Target<'a> {
     pub(crate) group: Option<&'a str>,
 }
 
-/// Where a health group's path starts, after the layer's prefix (after `/health` on the
-/// admin server).
+/// Where a health group's path starts, after the layer's prefix (after
+/// [`ADMIN_GROUP_PREFIX`] on the admin server).
 pub(crate) const GROUP_PATH: &str = "/group/";
+
+/// The admin server's prefix of a health group's path: `/health/group/<name>`.
+pub(crate) const ADMIN_GROUP_PREFIX: &str = "/health";
 
 impl<'a> Target<'a> {
     /// The probe itself, not one of its checks.

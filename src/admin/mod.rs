@@ -8,8 +8,9 @@
 //! The admin server's paths are the second column. `/health` needs a key once an operator key
 //! is configured (see below).
 //!
-//! Other paths get 404, other methods 405; a request with two `Host` headers, or whose target
-//! names a host (`GET http://host/path`), 400. It speaks HTTP/1.1 with keep-alive and bounds
+//! Other paths get 404, whose `paths` list what it serves (a health group's as
+//! `/health/group/<name>`), other methods 405; a request with two `Host` headers, or whose
+//! target names a host (`GET http://host/path`), 400. It speaks HTTP/1.1 with keep-alive and bounds
 //! every connection: one that stays idle or sends its request head too slowly is closed after
 //! the [header timeout](AdminConfig::header_timeout), one whose answers wait on a client that
 //! does not read them after the [write timeout](AdminConfig::write_timeout). At most

@@ -6,18 +6,19 @@ use std::sync::LazyLock;
 use http::StatusCode;
 
 use super::control::Control;
-use crate::probe::{Probe, Target};
+use crate::probe::{ADMIN_GROUP_PREFIX, GROUP_PATH, Probe, Target};
 use crate::rendered::Rendered;
 
 /// The admin server's answer to a path it does not serve: the paths it does, from the probe
-/// table.
+/// table, a health group's among them.
 pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
-    let paths: Vec<&str> = Probe::ALL
-        .into_iter()
-        .map(Probe::admin_path)
-        .chain(Control::ALL.into_iter().map(Control::path))
-        .chain(cfg!(feature = "metrics").then_some("/metrics"))
-        .collect();
+    let group = format!("{ADMIN_GROUP_PREFIX}{GROUP_PATH}<name>");
+    let mut paths: Vec<&str> = Probe::ALL.into_iter().map(Probe::admin_path).collect();
+    paths.push(&group);
+    // A closure, not `Control::path`: the list holds the group's path, borrowed for less
+    // than `'static`.
+    paths.extend(Control::ALL.into_iter().map(|control| control.path()));
+    paths.extend(cfg!(feature = "metrics").then_some("/metrics"));
     let body = serde_json::json!({ "error": "not found", "paths": paths });
     let body = serde_json::to_vec(&body).expect("a serde_json::Value always serializes");
     Rendered::fixed_bytes(StatusCode::NOT_FOUND, "no-store", body.into(), &[])
@@ -80,9 +81,9 @@ mod tests {
         assert_eq!(
             ADMIN_NOT_FOUND.body_text().await,
             if cfg!(feature = "metrics") {
-                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/hold","/release","/metrics"]}"#
+                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/health/group/<name>","/hold","/release","/metrics"]}"#
             } else {
-                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/hold","/release"]}"#
+                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/health/group/<name>","/hold","/release"]}"#
             }
         );
     }

@@ -31,8 +31,9 @@
 //!
 //! # Layer order
 //!
-//! Put [`HealthLayer`](crate::HealthLayer) (and [`PingLayer`](crate::PingLayer)) *outside*
-//! [`DrainLayer`](crate::DrainLayer): probes are then answered before they reach the drain, so they are never
+//! Put [`HealthLayer`](crate::HealthLayer), which answers every probe (ping included),
+//! *outside* [`DrainLayer`](crate::DrainLayer) (and a [`PingLayer`](crate::PingLayer), if any,
+//! above both): probes are then answered before they reach the drain, so they are never
 //! rejected and never counted as work that holds the drain open.
 //!
 //! # Example
@@ -45,7 +46,7 @@
 //! use http_body_util::Full;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
 //! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer};
-//! use tower_health::{HealthMonitor, PingLayer};
+//! use tower_health::HealthMonitor;
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -60,9 +61,8 @@
 //!     Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from("hello"))))
 //! });
 //! let service = ServiceBuilder::new()
-//!     .layer(PingLayer::new())
-//!     .layer(health)
-//!     .layer(drain_layer)
+//!     .layer(health) // answers the probes, ping included
+//!     .layer(drain_layer) // counts the application's requests
 //!     .service(app);
 //!
 //! drain.start();

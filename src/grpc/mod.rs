@@ -82,7 +82,7 @@
 //! use tonic::transport::Server;
 //! use tower_health::grpc::HealthService;
 //! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer};
-//! use tower_health::{HealthMonitor, PingLayer};
+//! use tower_health::HealthMonitor;
 //! use tower_layer::Layer;
 //!
 //! # #[tokio::main]
@@ -100,8 +100,7 @@
 //!     .serve(|shutdown| {
 //!         Server::builder()
 //!             .accept_http1(true) // kubelet's httpGet probes speak HTTP/1.1
-//!             .layer(PingLayer::new())
-//!             .layer(health)
+//!             .layer(health) // the HTTP probes, ping included
 //!             .add_service(grpc_health.server())
 //!             // The drain counts the application's calls, not the health streams.
 //!             .add_service(drain_layer.layer(GreeterServer))
@@ -115,8 +114,8 @@
 //! # On a tonic server
 //!
 //! - **`accept_http1(true)`.** tonic speaks HTTP/2 only by default; kubelet's `httpGet` probes
-//!   and most load balancers' HTTP checks speak HTTP/1.1. With it, [`HealthLayer`] and
-//!   [`PingLayer`] answer them on the gRPC port (and over h2c too).
+//!   and most load balancers' HTTP checks speak HTTP/1.1. With it, [`HealthLayer`] answers
+//!   them, ping included, on the gRPC port (and over h2c too).
 //! - **The drain around the application's services, not the server.** `DrainLayer` on the
 //!   builder wraps every service, this one included: its `Watch` streams would count as work
 //!   in flight, and under [`DrainPolicy::Reject`](crate::drain::DrainPolicy::Reject) its `Check`s
@@ -128,7 +127,6 @@
 //!   in flight finish; the health streams end at that moment.
 //!
 //! [`HealthLayer`]: crate::HealthLayer
-//! [`PingLayer`]: crate::PingLayer
 
 mod named;
 mod reporter;

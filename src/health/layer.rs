@@ -114,11 +114,12 @@ impl HealthLayer {
     /// inner service is not ready, instead of letting it wait (tower's `LoadShed`). Probes
     /// are answered either way.
     ///
-    /// The probe layers are always ready, so only the one nearest the application sees its
-    /// saturation: with no [`PingLayer`](crate::PingLayer) below this layer (the examples'
-    /// stacks have none, or one above it), shed here; with `PingLayer` below it, shed there
-    /// ([`PingLayer::shed_load`](crate::PingLayer::shed_load)). The axum stack
-    /// (`around`, feature `axum`) takes this setting.
+    /// The one place shedding is set: the axum stack (`around`, feature `axum`) takes it, and
+    /// under `ServiceBuilder` it sheds with a [`DrainLayer`](crate::DrainLayer) below this
+    /// layer (which passes the application's readiness on) and a
+    /// [`PingLayer`](crate::PingLayer) above it. Not with a `PingLayer` below it: the probe
+    /// layers are always ready, so that one would hide the application's readiness from this
+    /// layer, which would never shed (and this layer answers the ping itself).
     ///
     /// Defaults to off: application requests keep the inner service's backpressure.
     pub fn shed_load(mut self) -> Self {

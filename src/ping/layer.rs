@@ -11,7 +11,6 @@ use super::Ping;
 #[must_use]
 pub struct PingLayer {
     path: Arc<str>,
-    shed_load: bool,
 }
 
 impl Default for PingLayer {
@@ -25,22 +24,7 @@ impl PingLayer {
     pub fn new() -> Self {
         Self {
             path: "/health/ping".into(),
-            shed_load: false,
         }
-    }
-
-    /// Answers 503 with `Retry-After: 1` to an ordinary request that arrives while the inner
-    /// service is not ready, instead of letting it wait (tower's `LoadShed`).
-    ///
-    /// The probe layers are always ready, so only the one nearest the application sees its
-    /// saturation: set this when `PingLayer` is directly above the application (or its
-    /// limit); with a [`HealthLayer`](crate::HealthLayer) below it, shed there
-    /// ([`HealthLayer::shed_load`](crate::HealthLayer::shed_load)).
-    ///
-    /// Defaults to off: ordinary requests keep the inner service's backpressure.
-    pub fn shed_load(mut self) -> Self {
-        self.shed_load = true;
-        self
     }
 
     /// The path to answer; a trailing slash on requests is accepted either way. `PingLayer`
@@ -58,6 +42,16 @@ impl PingLayer {
         self
     }
 }
+
+/// `PingLayer` has no `shed_load`: shedding has one place,
+/// [`HealthLayer::shed_load`](crate::HealthLayer::shed_load), for a probe layer sees the
+/// readiness of what is below it only (see the [module docs](super#backpressure)).
+///
+/// ```compile_fail,E0599
+/// let _ = tower_health::PingLayer::new().shed_load();
+/// ```
+#[cfg(doctest)]
+struct SheddingIsTheHealthLayers;
 
 /// `path` as a request's path: cut at the first `?` or `#`, with a leading `/` and without
 /// trailing ones (`/` alone stays).
@@ -78,7 +72,6 @@ impl<S> Layer<S> for PingLayer {
         Ping {
             inner,
             path: self.path.clone(),
-            shed_load: self.shed_load,
         }
     }
 }

@@ -4,8 +4,10 @@
 //! `{"ping": "pong", "status": "alive"}` and 200: no database, no verdict, no lock, drain
 //! included. Put it outermost, before authentication, tracing or rate limiting, so that a
 //! load balancer polling it many times a second costs next to nothing and never gets a 401 or
-//! a 429. [`HealthLayer`](crate::HealthLayer) answers the same path itself: `PingLayer` earns
-//! its place above layers the health layer sits below, or in a service without a monitor.
+//! a 429. [`HealthLayer`](crate::HealthLayer) answers the same path itself, so `PingLayer` is
+//! for a service that wants ping alone (no monitor), or goes outermost, above a `HealthLayer`
+//! that sits below layers the ping should skip; never below a `HealthLayer` (see
+//! [Backpressure](#backpressure)).
 //!
 //! # Example
 //!
@@ -38,10 +40,13 @@
 //! request waits for it in its response future (on the instance that was asked), as routers
 //! do, so adding `PingLayer` changes nothing for the application's own requests.
 //!
-//! To shed them instead, as tower's `LoadShed` does, ask the probe layer nearest the
-//! application: [`PingLayer::shed_load`] when `PingLayer` is directly above it, else
-//! [`HealthLayer::shed_load`](crate::HealthLayer::shed_load). A request that arrives while
-//! the inner service is not ready then gets 503 with `Retry-After: 1`.
+//! `PingLayer` never sheds: shedding has one place,
+//! [`HealthLayer::shed_load`](crate::HealthLayer::shed_load), which sheds with a `PingLayer`
+//! above it. Below a `HealthLayer`, a `PingLayer` would answer nothing (the health layer
+//! answers the ping first) and, always ready, would hide the application's readiness from it,
+//! so that it never sheds. Under a `PingLayer` alone, put tower's `LoadShed` below it (above
+//! an always-ready layer it never sheds either); its `Overloaded` error becomes whatever
+//! response your server makes of an error (axum's `HandleErrorLayer`, say).
 
 pub(crate) mod layer;
 mod service;

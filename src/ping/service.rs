@@ -18,7 +18,6 @@ use crate::rendered::fixed::{METHOD_NOT_ALLOWED, PING};
 pub struct Ping<S> {
     pub(super) inner: S,
     pub(super) path: Arc<str>,
-    pub(super) shed_load: bool,
 }
 
 impl<S> Ping<S> {
@@ -56,15 +55,16 @@ where
             };
             return ResponseFuture::probe(response);
         }
-        let when_busy = WhenBusy::shed(self.shed_load);
-        call_inner(&mut self.inner, request, when_busy, Count::No, false)
+        // Never shed here: shedding is `HealthLayer::shed_load`'s, its one place.
+        call_inner(&mut self.inner, request, WhenBusy::Wait, Count::No, false)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::convert::Infallible;
-    use std::future::Ready;
+    use std::future::{Ready, poll_fn};
+    use std::pin::pin;
 
     use http::StatusCode;
     use http_body_util::{BodyExt, Empty};
@@ -89,15 +89,27 @@ mod tests {
         }
     }
 
-    async fn send(service: &mut Ping<Saturated>, path: &str) -> (StatusCode, String) {
-        std::future::poll_fn(|cx| service.poll_ready(cx))
-            .await
-            .unwrap();
-        let request = Request::get(path).body(Empty::new()).unwrap();
-        let response = service.call(request).await.unwrap();
+    fn get(path: &str) -> Request<Empty<Bytes>> {
+        Request::get(path).body(Empty::new()).unwrap()
+    }
+
+    async fn send<S>(service: &mut Ping<S>, path: &str) -> (StatusCode, String)
+    where
+        S: Service<Request<Empty<Bytes>>, Response = Response<Empty<Bytes>>> + Clone,
+        S::Error: std::fmt::Debug,
+    {
+        poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+        let response = service.call(get(path)).await.unwrap();
         let status = response.status();
         let body = response.into_body().collect().await.unwrap().to_bytes();
         (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    /// Whether `path` waits for the saturated inner service (polled once: it is not answered).
+    async fn waits(service: &mut Ping<Saturated>, path: &str) -> bool {
+        poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+        let mut call = pin!(service.call(get(path)));
+        poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx).is_pending())).await
     }
 
     #[tokio::test]
@@ -107,37 +119,30 @@ mod tests {
         assert_eq!(status, StatusCode::OK);
         assert_eq!(body, r#"{"ping":"pong","status":"alive"}"#);
         // Anything else keeps the inner service's backpressure: it waits, it is not shed.
-        std::future::poll_fn(|cx| service.poll_ready(cx))
-            .await
-            .unwrap();
-        let mut work =
-            std::pin::pin!(service.call(Request::get("/work").body(Empty::new()).unwrap()));
-        let polled = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await;
         assert!(
-            polled.is_pending(),
+            waits(&mut service, "/work").await,
             "an ordinary request was answered by PingLayer"
         );
     }
 
+    /// `PingLayer` never sheds; under it alone, tower's `LoadShed` below it does, while the
+    /// ping still answers.
     #[tokio::test]
-    async fn shedding_is_asked_for() {
-        let mut service = PingLayer::new().shed_load().layer(Saturated);
+    async fn tower_s_load_shed_below_it_sheds() {
+        let mut service = PingLayer::new().layer(tower::load_shed::LoadShed::new(Saturated));
         assert_eq!(send(&mut service, "/health/ping").await.0, StatusCode::OK);
-        let (status, body) = send(&mut service, "/work").await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(body, r#"{"error":"service overloaded"}"#);
+        poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+        let error = service.call(get("/work")).await.unwrap_err();
+        assert!(error.is::<tower::load_shed::error::Overloaded>(), "{error}");
     }
 
     #[tokio::test]
     async fn the_path_is_configurable() {
-        let mut service = PingLayer::new()
-            .path("/_ping/")
-            .shed_load()
-            .layer(Saturated);
+        let mut service = PingLayer::new().path("/_ping/").layer(Saturated);
         assert_eq!(send(&mut service, "/_ping").await.0, StatusCode::OK);
-        assert_eq!(
-            send(&mut service, "/health/ping").await.0,
-            StatusCode::SERVICE_UNAVAILABLE
+        assert!(
+            waits(&mut service, "/health/ping").await,
+            "the default path, no longer the ping's, goes to the inner service"
         );
     }
 }

@@ -100,8 +100,8 @@ pub(crate) static METHOD_NOT_ALLOWED: LazyLock<Rendered> = LazyLock::new(|| {
     )
 });
 
-/// [`Ping`](crate::ping::Ping)'s answer to an ordinary request that arrives while the inner
-/// service is not ready, when it is set to shed load.
+/// The answer to an application request that arrives while the inner service is not ready,
+/// when [`HealthLayer::shed_load`](crate::HealthLayer::shed_load) is set.
 pub(crate) static OVERLOADED: LazyLock<Rendered> = LazyLock::new(|| {
     Rendered::fixed(
         StatusCode::SERVICE_UNAVAILABLE,

@@ -887,6 +887,62 @@ fn the_definitions_the_schemas_share_are_the_same() {
     assert!(shared >= 10, "{shared} shared definitions");
 }
 
+/// A hold over passing checks, at each detail level, byte for byte (timestamps and timings
+/// aside): at `Details::Never` the 503 says what the 200 says plus the hold, with no `details`
+/// object whose every entry repeats `checks` between nulls; at `Details::Always` the entries
+/// carry the timings.
+#[tokio::test]
+async fn a_held_readiness_body_at_each_detail_level() {
+    use crate::config::Details;
+    use crate::test_helpers::normalize;
+
+    let handle = monitor(config_with(FakeCheck::Ready));
+    rounds(&handle).await;
+    handle.hold("db migration by alice");
+    let body = |details: Details| {
+        let handle = handle.clone();
+        async move {
+            let audience = crate::access::audience(details, false);
+            let response = handle
+                .probe_response(
+                    Probe::Ready,
+                    BodyMode::Full,
+                    Freshness::Published,
+                    audience,
+                    crate::probe::Form::Json,
+                )
+                .await;
+            let (status, _, body) = read(response).await;
+            assert_eq!(
+                status,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{details:?}: {body}"
+            );
+            READY.check(&body, &format!("held, {details:?}"));
+            normalize(&body)
+        }
+    };
+    assert_eq!(
+        body(Details::Never).await,
+        r#"{"checks":{"database_default":"ready"},"reason":"held by the operator","status":"not_ready","timestamp":"T"}"#
+    );
+    assert_eq!(
+        body(Details::Always).await,
+        r#"{"checks":{"database_default":"ready"},"details":{"database_default":{"detail":null,"elapsed_ms":0,"error":null,"error_kind":null,"status":"ready"}},"reason":"held by the operator: db migration by alice","status":"not_ready","timestamp":"T"}"#
+    );
+    // The schema holds the minimal level to it.
+    READY.refuses(
+        &json!({
+            "checks": {"database_default": "ready"},
+            "details": {"database_default": {"detail": null, "error": null, "error_kind": null, "status": "ready"}},
+            "reason": "held by the operator",
+            "status": "not_ready",
+            "timestamp": "2026-12-01T06:45:17.267Z",
+        }),
+        "a minimal held body listing passing databases between nulls",
+    );
+}
+
 /// A real body of `probe` for `audience`, as JSON.
 async fn real(handle: &HealthHandle, probe: Probe, audience: Audience) -> Value {
     let response = handle

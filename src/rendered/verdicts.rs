@@ -161,12 +161,7 @@ pub(crate) fn render_readiness(
     rules: ReadinessRules,
     stale_after: Duration,
 ) -> RenderedVerdict {
-    // Every database ready: the short answer kubelets poll all day (the JSON Baldur gave).
-    // Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
-    let all_clear = verdict.reason.is_none()
-        && verdict.held.is_none()
-        && verdict.fleet_guard.is_none()
-        && verdict.databases.iter().all(CheckOutcome::passed)
+    let checks_pass = verdict.databases.iter().all(CheckOutcome::passed)
         && verdict
             .components
             .iter()
@@ -177,6 +172,12 @@ pub(crate) fn render_readiness(
         StatusCode::SERVICE_UNAVAILABLE
     };
     let status = verdict.status();
+    // Every database ready: the short answer kubelets poll all day (the JSON Baldur gave).
+    // Otherwise, and in every 503, the diagnosis: per-database details, when, and why.
+    let all_clear = checks_pass
+        && verdict.reason.is_none()
+        && verdict.held.is_none()
+        && verdict.fleet_guard.is_none();
     let stale = Circumstance::stale("readiness", stale_after);
     // The fleet guard's count, the same for every audience: names and numbers only.
     let fleet_guard = verdict.fleet_guard.as_ref().map(|guard| {
@@ -228,10 +229,15 @@ pub(crate) fn render_readiness(
             }
             .describe_for(audience)
         });
+        // Passing checks at the minimal level say nothing `checks` does not (their status
+        // between nulls): a hold, a drain or a stale verdict over them adds its reason only.
+        let shows_details = !checks_pass || audience == Audience::Full;
         let body = |status: &str, reason: Option<&str>| {
             let mut body = json!({ "status": status, "checks": checks });
             if !all_clear || reason.is_some() {
-                body["details"] = Value::Object(details.clone());
+                if shows_details {
+                    body["details"] = Value::Object(details.clone());
+                }
                 body["timestamp"] = timestamp(verdict.checked_at);
             }
             if let Some(reason) = reason {

@@ -1,6 +1,7 @@
 //! Probes never wait on the application: with a saturated `ConcurrencyLimit` under the stack,
 //! liveness, readiness and ping answer at once, while the application's own requests keep
-//! their backpressure (they queue; they are not shed).
+//! their backpressure (they queue; they are not shed), unless `HealthLayer::shed_load` sheds
+//! them: with a `PingLayer` above it, not below.
 
 use crate::support;
 
@@ -154,19 +155,28 @@ async fn probes_answer_while_the_application_is_saturated_without_ping_layer() {
     saturated_app_still_answers_probes(false).await;
 }
 
-/// Where `PingLayer` sits relative to `HealthLayer`; the one nearest the application sheds.
+/// Where `PingLayer` sits relative to `HealthLayer::shed_load`, the one place shedding is set.
 #[derive(Clone, Copy, Debug)]
 enum ShedOrder {
-    /// `PingLayer` outermost, `HealthLayer::shed_load` inside it.
+    /// `PingLayer` outermost, above the shedding health layer: the documented stack.
     PingAboveHealth,
-    /// `PingLayer::shed_load` directly above the application's limit, inside `HealthLayer`.
+    /// `PingLayer` between the shedding health layer and the application's limit: always
+    /// ready, it hides the limit's readiness from the health layer, which cannot shed.
     PingBelowHealth,
 }
 
-/// With `/slow` holding the only permit, `/orders` is shed (503 at once) rather than queued,
-/// while the probes still answer 200.
-async fn shed_load_sheds(order: ShedOrder) {
-    let events = Events::default();
+/// `HealthLayer::shed_load` over the drain over the application's limit of one, with
+/// `PingLayer` where `order` puts it; `/slow` takes the one permit. Returns the server, the
+/// drain and what to release `/slow` with.
+async fn shedding_stack(
+    order: ShedOrder,
+    events: &Events,
+) -> (
+    support::TestServer,
+    DrainHandle,
+    Arc<Notify>,
+    tokio::task::JoinHandle<support::Reply>,
+) {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
@@ -190,23 +200,31 @@ async fn shed_load_sheds(order: ShedOrder) {
         ShedOrder::PingBelowHealth => {
             serve(
                 ServiceBuilder::new()
-                    .layer(health)
+                    .layer(health.shed_load())
                     .layer(drain_layer)
-                    .layer(PingLayer::new().shed_load())
+                    .layer(PingLayer::new())
                     .service(app),
             )
             .await
         }
     };
     let addr = server.addr;
-    let client = Client::new();
-    let slow = tokio::spawn({
-        let client = client.clone();
-        async move { client.get(addr, "/slow").await }
-    });
+    let slow = tokio::spawn(async move { Client::new().get(addr, "/slow").await });
     tokio::time::timeout(LIMIT, entered.recv())
         .await
         .expect("the slow request reached the application");
+    (server, _drain, release, slow)
+}
+
+/// With a `PingLayer` above it, `HealthLayer::shed_load` sheds: with `/slow` holding the only
+/// permit, `/orders` gets 503 at once rather than queueing, while the probes still answer 200.
+#[tokio::test]
+async fn shed_load_sheds_under_a_ping_layer() {
+    let order = ShedOrder::PingAboveHealth;
+    let events = Events::default();
+    let (server, drain, release, slow) = shedding_stack(order, &events).await;
+    let addr = server.addr;
+    let client = Client::new();
 
     let orders = tokio::time::timeout(LIMIT, client.get(addr, "/orders"))
         .await
@@ -214,7 +232,8 @@ async fn shed_load_sheds(order: ShedOrder) {
     assert_eq!(orders.status, StatusCode::SERVICE_UNAVAILABLE, "{order:?}");
     assert_eq!(orders.text(), r#"{"error":"service overloaded"}"#);
     assert_eq!(orders.header("retry-after"), Some("1"));
-    for path in ["/health/live", "/health/ping"] {
+    assert_eq!(drain.in_flight(), 1, "a shed request is not in flight");
+    for path in ["/health/live", "/health/ready", "/health/ping"] {
         let reply = tokio::time::timeout(LIMIT, client.get(addr, path))
             .await
             .unwrap_or_else(|_| panic!("{path} waited on the saturated application"));
@@ -232,14 +251,51 @@ async fn shed_load_sheds(order: ShedOrder) {
     assert_eq!(events.all(), ["app /slow", "app /orders"], "{order:?}");
 }
 
+/// The other order, which the docs of `HealthLayer::shed_load` and of the `ping` module warn
+/// against: a `PingLayer` below the shedding health layer is always ready, so the health
+/// layer never sees the limit saturated and `/orders` waits for the permit (counted in the
+/// drain meanwhile) instead of being shed. The probes still answer at once.
 #[tokio::test]
-async fn shed_load_sheds_above_the_health_layer() {
-    shed_load_sheds(ShedOrder::PingAboveHealth).await;
-}
+async fn a_ping_layer_below_the_shedding_health_layer_hides_the_saturation() {
+    let order = ShedOrder::PingBelowHealth;
+    let events = Events::default();
+    let (server, drain, release, slow) = shedding_stack(order, &events).await;
+    let addr = server.addr;
+    let client = Client::new();
 
-#[tokio::test]
-async fn shed_load_sheds_below_the_health_layer() {
-    shed_load_sheds(ShedOrder::PingBelowHealth).await;
+    let orders = tokio::spawn({
+        let client = client.clone();
+        async move { client.get(addr, "/orders").await }
+    });
+    let both_in_flight = eventually(LIMIT, || async { drain.in_flight() == 2 }).await;
+    assert!(
+        both_in_flight,
+        "{order:?}: /orders is not waiting in the stack (in flight: {})",
+        drain.in_flight()
+    );
+    for path in ["/health/live", "/health/ready", "/health/ping"] {
+        let reply = tokio::time::timeout(LIMIT, client.get(addr, path))
+            .await
+            .unwrap_or_else(|_| panic!("{path} waited on the saturated application"));
+        assert_eq!(reply.status, StatusCode::OK, "{order:?} {path}");
+    }
+    events.push("release");
+    release.notify_one();
+
+    let slow = tokio::time::timeout(LIMIT, slow).await.unwrap().unwrap();
+    assert_eq!(slow.status, StatusCode::OK);
+    let orders = tokio::time::timeout(LIMIT, orders).await.unwrap().unwrap();
+    assert_eq!(
+        orders.status,
+        StatusCode::OK,
+        "{order:?}: {}",
+        orders.text()
+    );
+    assert_eq!(
+        events.all(),
+        ["app /slow", "release", "app /orders"],
+        "{order:?}: /orders waited for the permit"
+    );
 }
 
 /// With the drain below the application's limit, a request that waits for the limit inside

@@ -67,6 +67,8 @@ mod otel;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod probes;
+// Reads the README and the manifest only: no feature, no helper.
+mod readme;
 #[cfg(feature = "postgres")]
 mod recycle;
 #[cfg(all(feature = "postgres", feature = "redis"))]

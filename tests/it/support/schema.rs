@@ -163,7 +163,7 @@ pub fn validate(target: &str, status: u16, body: &[u8]) {
         return;
     }
     // A probe path behind a layer that answers first (a drain rejecting everything, a
-    // shedding ping layer) gets that layer's 503.
+    // shedding health layer in front of a path it does not answer) gets that layer's 503.
     if status == 503 && schema.name != ERROR.name && ERROR.errors(&value).is_empty() {
         count(&ERROR);
         return;
