@@ -251,7 +251,8 @@ pub mod view;
     feature = "axum",
     feature = "sqlx-0-9",
     feature = "redis",
-    feature = "admin"
+    feature = "admin",
+    feature = "haproxy-agent"
 ))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
