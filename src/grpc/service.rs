@@ -90,10 +90,10 @@ impl HealthService {
             // verdict judged alone (a pointer load and a clock reading), by the rule the whole
             // view follows.
             let handle = &self.shared.handle;
-            let (condition, passing, _) = handle.judge(Probe::Ready);
+            let judgement = handle.judge(Probe::Ready);
             return Some(ServingStatus::of_judged(
-                condition,
-                passing,
+                judgement.condition,
+                judgement.passing,
                 handle.is_monitor_running(),
             ));
         }

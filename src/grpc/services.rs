@@ -9,7 +9,7 @@ use super::ServingStatus;
 use crate::config::HealthConfig;
 use crate::probe::Probe;
 use crate::verdict::{Failing, Streaks};
-use crate::view::{Condition, View, passes_debounced};
+use crate::view::{Condition, GroupAnswer, View, passes_debounced};
 
 /// The prefix of the service of each configured database: `database/<name>`
 /// (`database/default` for the default one).
@@ -152,8 +152,8 @@ impl Services<'_> {
         }
     }
 
-    /// A health group: its own verdict where readiness's answer is its verdict's, not
-    /// serving where a hold or staleness fails readiness.
+    /// A health group, as every reader of a group answers it ([`GroupAnswer`]); `UNKNOWN`
+    /// before the first round.
     fn group(&self, name: &str) -> Option<ServingStatus> {
         let group = self
             .view
@@ -161,17 +161,15 @@ impl Services<'_> {
             .groups
             .iter()
             .find(|g| &*g.name == name)?;
-        match self.view.answer(Probe::Ready).condition {
-            Condition::Verdict => Some(ServingStatus::from_passing(self.passes(
-                group.passes(),
-                Condition::Verdict,
+        let answer = GroupAnswer::of(self.view.answer(Probe::Ready).condition, group);
+        Some(match answer.condition {
+            Condition::Unavailable | Condition::Starting => self.no_verdict(),
+            _ => ServingStatus::from_passing(self.passes(
+                answer.passing,
+                answer.condition,
                 Streaks::of(&self.view.readiness.streaks.groups, name),
-            ))),
-            Condition::Unavailable | Condition::Starting => Some(self.no_verdict()),
-            Condition::Held | Condition::Stale | Condition::Draining => {
-                Some(ServingStatus::NotServing)
-            }
-        }
+            )),
+        })
     }
 
     /// Whether an answer that is `passing` as judged (by `condition`, failing as `failing`

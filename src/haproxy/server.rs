@@ -186,15 +186,20 @@ impl fmt::Debug for AgentHandle {
 /// The line for now: readiness's judgement and health's (two pointer loads and a clock
 /// reading), then one of the lines rendered at start.
 fn line_now(health: &HealthHandle, lines: &Lines) -> Bytes {
-    let (condition, passes, debounced, status) = health.readiness_debounced();
-    let state = AgentState::of(condition, passes, debounced, || {
-        // Readiness `degraded`: the fleet guard keeps this instance in rotation while a
-        // dependency the fleet shares fails; it takes less traffic meanwhile.
-        degraded(condition, status) || {
-            let (condition, _, status) = health.judge(Probe::Health);
-            degraded(condition, status)
-        }
-    });
+    let ready = health.judge(Probe::Ready);
+    let state = AgentState::of(
+        ready.condition,
+        ready.passing,
+        ready.passes_debounced(),
+        || {
+            // Readiness `degraded`: the fleet guard keeps this instance in rotation while a
+            // dependency the fleet shares fails; it takes less traffic meanwhile.
+            degraded(ready.condition, ready.status) || {
+                let health = health.judge(Probe::Health);
+                degraded(health.condition, health.status)
+            }
+        },
+    );
     lines.line(state, || health.view())
 }
 

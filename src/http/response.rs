@@ -19,8 +19,9 @@ use crate::rendered::fixed::{LIVE, LIVE_CHECKS, NO_SUCH_GROUP, PING};
 use crate::rendered::kube::Moment;
 use crate::shutdown::DrainHandle;
 use crate::verdict::Audience;
+use crate::verdict::ReadinessVerdict;
 use crate::view::published::Published;
-use crate::view::{Condition, Judged, judge};
+use crate::view::{Condition, Reads};
 
 /// A fresh computation's response. Boxed: the bypass path is rare and may wait for the
 /// database, unlike every other probe.
@@ -117,26 +118,27 @@ impl HealthHandle {
         audience: Audience,
         form: Form<'_>,
     ) -> Response<ProbeBody> {
-        let state = self.state();
-        let drain = state.drain.get();
-        let draining = drain.is_some_and(DrainHandle::is_draining);
-        let now = Instant::now();
-        let published = state.readiness.load();
-        let Some(group) = published.rendered().group(name) else {
+        let store = &self.state().store;
+        let judgement = store.judge(Probe::Ready);
+        let Reads::Readiness(published) = &judgement.read else {
+            unreachable!("readiness reads the readiness verdict")
+        };
+        let (Some(rendered), Some((_, answer))) =
+            (published.rendered().group(name), judgement.group(name))
+        else {
             return NO_SUCH_GROUP.response(mode);
         };
         if form != Form::Json {
             let moment = Moment {
-                draining,
-                stale: published.is_stale(now),
+                draining: store.is_draining(),
+                stale: published.is_stale(judgement.now),
             };
-            return group.kube().response(moment, audience, form, mode);
+            return rendered.kube().response(moment, audience, form, mode);
         }
-        let (condition, ..) = judge(Probe::Ready, &published, draining, now);
-        let variants = group.for_audience(audience);
-        match condition {
+        let variants = rendered.for_audience(audience);
+        match answer.condition {
             Condition::Draining => {
-                let retry_after = drain.map(DrainHandle::retry_after);
+                let retry_after = store.drain().map(DrainHandle::retry_after);
                 let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
                 variants.draining.response_aged(mode, 0, extra)
             }
@@ -159,33 +161,23 @@ fn kube_answer(
     audience: Audience,
     form: Form<'_>,
 ) -> Response<ProbeBody> {
-    let state = health.state();
-    let draining = state.drain.get().is_some_and(DrainHandle::is_draining);
-    match probe {
-        Probe::Live | Probe::Ping => LIVE_CHECKS.response(Moment::default(), audience, form, mode),
-        Probe::Startup => (state.startup.kube()).response(Moment::default(), audience, form, mode),
-        Probe::Ready => kube_of(&state.readiness.load(), draining, audience, form, mode),
-        Probe::Health => kube_of(&state.health.load(), draining, audience, form, mode),
-        Probe::Pool => kube_of(&state.pool.load(), draining, audience, form, mode),
-    }
-}
-
-/// A verdict's Kubernetes-style answer at this moment (draining or not, stale or not).
-fn kube_of<V>(
-    published: &Published<V>,
-    draining: bool,
-    audience: Audience,
-    form: Form<'_>,
-    mode: BodyMode,
-) -> Response<ProbeBody> {
-    let moment = Moment {
-        draining,
-        stale: published.is_stale(Instant::now()),
+    let store = &health.state().store;
+    let judgement = store.judge(probe);
+    let moment = |stale: bool| Moment {
+        draining: store.is_draining(),
+        stale,
     };
-    published
-        .rendered()
-        .kube()
-        .response(moment, audience, form, mode)
+    let now = judgement.now;
+    let (kube, moment) = match &judgement.read {
+        Reads::Nothing => (&*LIVE_CHECKS, Moment::default()),
+        Reads::Start => (store.startup.kube(), Moment::default()),
+        Reads::Readiness(published) => {
+            (published.rendered().kube(), moment(published.is_stale(now)))
+        }
+        Reads::Health(published) => (published.rendered().kube(), moment(published.is_stale(now))),
+        Reads::Pool(published) => (published.rendered().kube(), moment(published.is_stale(now))),
+    };
+    kube.response(moment, audience, form, mode)
 }
 
 fn answer(
@@ -195,36 +187,26 @@ fn answer(
     freshness: Freshness,
     audience: Audience,
 ) -> ProbeResponse {
-    let state = health.state();
-    let drain = state.drain.get();
-    let response = match probe {
-        Probe::Live => LIVE.response(mode),
-        Probe::Ping => PING.response(mode),
-        Probe::Startup => state.startup.rendered().response(mode),
-        Probe::Ready => respond(
-            probe,
-            &state.readiness.load(),
-            drain,
-            freshness,
-            audience,
-            mode,
-        ),
-        Probe::Health | Probe::Pool
-            if freshness == Freshness::Bypass && !drain.is_some_and(DrainHandle::is_draining) =>
+    let store = &health.state().store;
+    let judgement = store.judge(probe);
+    let drain = store.drain();
+    let (condition, now) = (judgement.condition, judgement.now);
+    let respond = |published: &dyn Renders| {
+        respond(condition, now, published, drain, freshness, audience, mode)
+    };
+    ProbeResponse::ready(match &judgement.read {
+        Reads::Nothing if probe == Probe::Ping => PING.response(mode),
+        Reads::Nothing => LIVE.response(mode),
+        Reads::Start => store.startup.rendered().response(mode),
+        Reads::Health(_) | Reads::Pool(_)
+            if freshness == Freshness::Bypass && judgement.condition != Condition::Draining =>
         {
             return fresh_response(health, probe, mode, audience);
         }
-        Probe::Health => respond(
-            probe,
-            &state.health.load(),
-            drain,
-            freshness,
-            audience,
-            mode,
-        ),
-        Probe::Pool => respond(probe, &state.pool.load(), drain, freshness, audience, mode),
-    };
-    ProbeResponse::ready(response)
+        Reads::Readiness(published) => respond(&***published),
+        Reads::Health(published) => respond(&***published),
+        Reads::Pool(published) => respond(&***published),
+    })
 }
 
 /// A fresh computation's response, for `?nocache=true` on health or pool.
@@ -237,54 +219,81 @@ fn fresh_response(
     let state = Arc::clone(health.state());
     // The computation starts when the future is first polled, in the server's runtime.
     ProbeResponse::Fresh(Box::pin(async move {
-        let drain = state.drain.get();
-        match (state.fresh().fresh().await, probe) {
-            (Some(fresh), Probe::Pool) => {
-                respond(probe, &fresh.pool, drain, Freshness::Bypass, audience, mode)
-            }
-            (Some(fresh), _) => respond(
-                probe,
-                &fresh.health,
-                drain,
-                Freshness::Bypass,
-                audience,
-                mode,
-            ),
-            // The computation could not finish (runtime shutdown): serve what is
-            // published, unmarked.
-            (None, Probe::Pool) => respond(
-                probe,
-                &state.pool.load(),
-                drain,
+        let store = &state.store;
+        let Some(fresh) = state.fresh().fresh().await else {
+            // The computation could not finish (runtime shutdown): serve what is published,
+            // unmarked.
+            let judgement = store.judge(probe);
+            let published: &dyn Renders = match &judgement.read {
+                Reads::Pool(published) => &***published,
+                _ => &**store.health(),
+            };
+            return respond(
+                judgement.condition,
+                judgement.now,
+                published,
+                store.drain(),
                 Freshness::Published,
                 audience,
                 mode,
-            ),
-            (None, _) => respond(
-                probe,
-                &state.health.load(),
-                drain,
-                Freshness::Published,
-                audience,
-                mode,
-            ),
-        }
+            );
+        };
+        // The fresh verdicts, judged by the same rule as the published ones.
+        let read: Reads<&Arc<Published<ReadinessVerdict>>, _, _> = match probe {
+            Probe::Pool => Reads::Pool(&fresh.pool),
+            _ => Reads::Health(&fresh.health),
+        };
+        let now = Instant::now();
+        let (condition, ..) = read.judge(
+            probe,
+            || store.is_draining(),
+            || store.startup.is_started(),
+            now,
+        );
+        let published: &dyn Renders = match &read {
+            Reads::Pool(published) => &***published,
+            _ => &*fresh.health,
+        };
+        let drain = store.drain();
+        respond(
+            condition,
+            now,
+            published,
+            drain,
+            Freshness::Bypass,
+            audience,
+            mode,
+        )
     }))
 }
 
-/// The response to `probe` from `published`, as [`decide`](crate::view::decide) answers it
-/// now.
-fn respond<V: Judged>(
-    probe: Probe,
-    published: &Published<V>,
+/// A verdict as published, for its rendered responses.
+trait Renders {
+    fn rendered(&self) -> &crate::rendered::RenderedVerdict;
+    fn age(&self, now: Instant) -> std::time::Duration;
+}
+
+impl<V> Renders for Published<V> {
+    fn rendered(&self) -> &crate::rendered::RenderedVerdict {
+        Self::rendered(self)
+    }
+
+    fn age(&self, now: Instant) -> std::time::Duration {
+        Self::age(self, now)
+    }
+}
+
+/// The response to a probe whose answer `condition` decided at `now`, from `published`, the
+/// verdict it was judged from.
+fn respond(
+    condition: Condition,
+    now: Instant,
+    published: &dyn Renders,
     drain: Option<&DrainHandle>,
     freshness: Freshness,
     audience: Audience,
     mode: BodyMode,
 ) -> Response<ProbeBody> {
-    let now = Instant::now();
-    let draining = drain.is_some_and(DrainHandle::is_draining);
-    let (condition, ..) = judge(probe, published, draining, now);
     let variant = Variant::of(condition, freshness, drain.map(DrainHandle::retry_after));
     let variants = published.rendered().for_audience(audience);
     let (rendered, retry_after) = match variant {

@@ -8,7 +8,7 @@ use super::states::{COMPONENT_STATUSES, CONDITIONS, DATABASE_STATUSES, STATUSES}
 use super::work;
 use crate::probe::Probe;
 use crate::status::Status;
-use crate::view::Condition;
+use crate::view::{Condition, GroupAnswer};
 
 /// The label names and values of one series.
 pub(super) type Labels<'a> = &'a [(&'static str, &'a str)];
@@ -205,15 +205,15 @@ fn database_check_status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>,
 /// verdict's, failing while held, draining, stale or before the first round.
 fn group_passing(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
     let view = &snapshot.view;
-    let judged = view.answer(Probe::Ready).condition == Condition::Verdict;
+    let readiness = view.answer(Probe::Ready).condition;
     for group in &view.readiness.groups {
-        series(&[("group", &*group.name)], judged && group.passes());
+        let passing = GroupAnswer::of(readiness, group).passing;
+        series(&[("group", &*group.name)], passing);
     }
 }
 
-/// Kept in rotation on the fleet guard's word, as readiness's path answers: a drain or a
-/// stale verdict takes the process out whatever the guard concluded (a hold rebuilds the
-/// verdict without it).
+/// Kept in rotation on the fleet guard's word, as readiness's path answers: a drain, a hold
+/// or a stale verdict takes the process out whatever the guard concluded.
 fn fleet_guard_kept(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
     let view = &snapshot.view;
     let judged = view.answer(Probe::Ready).condition == Condition::Verdict;

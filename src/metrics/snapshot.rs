@@ -43,7 +43,7 @@ impl Snapshot {
     pub(super) fn read(health: &HealthHandle) -> Self {
         let state = health.state();
         // Before the view: a rendering of this snapshot is current while it has not moved.
-        let generation = state.view_generation();
+        let generation = state.store.generation();
         let view = health.view();
         let counters = &state.counters;
         let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
@@ -70,7 +70,7 @@ impl Snapshot {
     /// drain has not started since (it starts without a publication), and no verdict it
     /// shows fresh has gone stale (a stuck monitor publishes nothing).
     pub(super) fn is_current(&self, health: &HealthHandle) -> bool {
-        self.generation == health.state().view_generation()
+        self.generation == health.state().store.generation()
             && (self.view.draining || !health.drain().is_some_and(DrainHandle::is_draining))
             && (self.view.next_stale_at).is_none_or(|until| Instant::now() <= until)
     }

@@ -280,7 +280,7 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
 async fn a_watcher_is_told_of_each_transition() {
     let cache = FakeComponent::new(FakeCheck::Refused);
     let handle = with_component(ComponentSpec::new("cache", cache.clone()));
-    let mut changes = handle.state.view_changes();
+    let mut changes = handle.state.store.changes();
     handle.state.health_round().await;
     assert!(changes.has_changed().unwrap());
     changes.borrow_and_update();

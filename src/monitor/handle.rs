@@ -120,7 +120,7 @@ impl HealthHandle {
     /// completed, then 200 for the rest of the process's life. Without that setting it
     /// changes nothing. Calling it again does nothing.
     pub fn mark_started(&self) {
-        if self.state.startup.mark() {
+        if self.state.store.startup.mark() {
             tracing::info!("the application declared itself started");
             self.state.lifecycle_changed(self.state.held());
         }
@@ -129,7 +129,7 @@ impl HealthHandle {
     /// Whether `/health/startup` answers 200.
     #[must_use]
     pub fn is_started(&self) -> bool {
-        self.state.startup.is_started()
+        self.state.store.startup.is_started()
     }
 
     /// Makes every reader of this monitor (its layers, the admin server, gRPC, metrics)
@@ -142,16 +142,7 @@ impl HealthHandle {
     /// follows `drain` (attached now, or already); `false` when it already follows a
     /// different drain, which it keeps following (logged at error level).
     pub fn follow_drain(&self, drain: &DrainHandle) -> bool {
-        let mut attached = false;
-        let followed = self.state.drain.get_or_init(|| {
-            attached = true;
-            drain.clone()
-        });
-        if attached {
-            // Watchers start following the drain's start from here.
-            self.state.notify_view();
-        }
-        let follows = followed.same_drain(drain);
+        let follows = self.state.store.follow_drain(drain).same_drain(drain);
         if !follows {
             tracing::error!(
                 "this health monitor already follows another drain: it keeps following that one"
@@ -164,14 +155,14 @@ impl HealthHandle {
     #[must_use]
     #[inline]
     pub fn drain(&self) -> Option<&DrainHandle> {
-        self.state.drain.get()
+        self.state.store.drain()
     }
 
     /// Whether the process is out of rotation of its own accord: held by an operator, or
     /// draining (what `x-envoy-immediate-health-check-fail` tells Envoy).
     pub(crate) fn is_out_of_rotation(&self) -> bool {
         self.drain().is_some_and(DrainHandle::is_draining)
-            || self.state.readiness.load().verdict.held.is_some()
+            || self.state.store.readiness().verdict.held.is_some()
     }
 
     /// The monitor's configuration: the defaults of its readers' own settings.
@@ -186,22 +177,10 @@ impl HealthHandle {
         self.state.view()
     }
 
-    /// One probe's condition, whether it passes, and its `status` now, as
-    /// [`view`](Self::view)`().answer(probe)` says them, read from that probe's verdict alone
-    /// (one pointer load, not the whole view's) and without the age.
-    #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
-    pub(crate) fn judge(
-        &self,
-        probe: crate::probe::Probe,
-    ) -> (crate::view::Condition, bool, &'static str) {
-        self.state.judge(probe)
-    }
-
-    /// Readiness for a reader whose consumer acts on a single answer: see
-    /// [`MonitorState::readiness_debounced`].
-    #[cfg(any(feature = "haproxy-agent", test))]
-    pub(crate) fn readiness_debounced(&self) -> (crate::view::Condition, bool, bool, &'static str) {
-        self.state.readiness_debounced()
+    /// What `probe` answers now, and the verdict it was judged from: the one reading of one
+    /// probe (one pointer load), for the crate's readers.
+    pub(crate) fn judge(&self, probe: crate::probe::Probe) -> crate::view::Judgement {
+        self.state.store.judge(probe)
     }
 
     /// Follows the [`View`]: wakes on each publication, the drain starting, a hold, the

@@ -13,7 +13,7 @@ impl MonitorState {
             return false;
         }
         hold.clone_from(&reason);
-        let current = self.readiness.load_full();
+        let current = arc_swap::Guard::into_inner(self.store.readiness());
         // Before the first round (or once the monitor stopped) there is nothing to
         // re-render: the next round applies the hold.
         if let Some(made) = current.when_made() {

@@ -21,7 +21,7 @@ const READY: &str = r#"{"checks":{"database_default":"ready"},"status":"ready"}"
 async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
     let handle = monitor(config());
     rounds(&handle).await;
-    let mut changes = handle.state.view_changes();
+    let mut changes = handle.state.store.changes();
     changes.borrow_and_update();
     assert!(handle.hold("deploy freeze"));
     assert!(
@@ -103,7 +103,7 @@ async fn a_hold_placed_before_the_first_round_applies_to_it() {
 #[tokio::test]
 async fn a_watcher_is_told_of_each_readiness_round() {
     let handle = monitor(config());
-    let mut changes = handle.state.view_changes();
+    let mut changes = handle.state.store.changes();
     changes.borrow_and_update();
     assert!(handle.view().readiness.checked_at.is_none());
     handle.state.readiness_round().await;

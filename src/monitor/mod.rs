@@ -85,7 +85,6 @@ pub(crate) mod runner;
 mod shared_round;
 mod slot;
 mod spawner;
-mod startup;
 mod state;
 // `pub(crate)`: the renderer's and the HTTP response's tests drive a monitor by hand too.
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::verdict::{
     CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
 };
-use crate::view::published::{Made, Published, publish_newer};
+use crate::view::published::{Made, Published};
 
 /// The two cadences of rounds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl MonitorState {
                     HealthVerdict::panicked("health", self.is_monitor_running(), checked_at)
                         .with_lifecycle(
                             self.held(),
-                            self.startup.is_started(),
+                            self.store.startup.is_started(),
                             self.fleet_guard_now(),
                         );
                 self.publish_health_verdict(verdict, made);
@@ -184,11 +184,11 @@ impl MonitorState {
             None => verdict,
         };
         let made = self.made(started, Instant::now(), self.config.readiness_interval);
-        let guard_changed = self.readiness.load().verdict.fleet_guard != verdict.fleet_guard;
+        let guard_changed = self.store.readiness().verdict.fleet_guard != verdict.fleet_guard;
         self.publish_readiness(verdict, made);
         drop(hold);
         self.round_clock.round_finished();
-        if self.startup.first_round_completed() || guard_changed {
+        if self.store.startup.first_round_completed() || guard_changed {
             self.lifecycle_changed(self.held());
         }
     }
@@ -200,7 +200,7 @@ impl MonitorState {
     /// shows within a readiness interval. The components stand as they are; no check more is
     /// run.
     fn follow_failing_health(&self, round: &Round) {
-        let current = self.health.load();
+        let current = self.store.health();
         let verdict = &current.verdict;
         let fails_on_a_database = verdict
             .database
@@ -347,9 +347,7 @@ impl MonitorState {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let rendered = render_pool(&verdict, stale_after);
         let published = Arc::new(Published::made(verdict, rendered, made));
-        if publish_newer(&self.pool, &published, &self.monitor_running).is_some() {
-            self.notify_view();
-        }
+        self.store.publish_pool(&published);
         published
     }
 
@@ -406,7 +404,7 @@ impl MonitorState {
         verdict.computed_by = computed_by;
         let verdict = verdict.with_lifecycle(
             self.held(),
-            self.startup.is_started(),
+            self.store.startup.is_started(),
             self.fleet_guard_now(),
         );
         self.publish_health_verdict(verdict, made)
@@ -426,9 +424,8 @@ impl MonitorState {
         let own_id = None;
         let rendered = render_health(&verdict, stale_after, own_id);
         let published = Arc::new(Published::made(verdict, rendered, made));
-        if let Some(previous) = publish_newer(&self.health, &published, &self.monitor_running) {
+        if let Some(previous) = self.store.publish_health(&published) {
             log_health_transition(&self.counters, &previous.verdict, &published.verdict);
-            self.notify_view();
         }
         published
     }
@@ -436,24 +433,24 @@ impl MonitorState {
     /// What the fleet guard concluded in the readiness verdict published now, for `/health`
     /// to list.
     fn fleet_guard_now(&self) -> Option<crate::verdict::FleetGuard> {
-        self.readiness.load().verdict.fleet_guard.clone()
+        self.store.readiness().verdict.fleet_guard.clone()
     }
 
     /// The hold, the start or the fleet guard's conclusion changed: `/health` shows them, so
     /// its verdict is republished
     /// with them (keeping its round's age), and watchers are told.
     pub(crate) fn lifecycle_changed(&self, held: Option<Arc<str>>) {
-        let current = self.health.load_full();
+        let current = arc_swap::Guard::into_inner(self.store.health());
         if let Some(made) = current.when_made() {
             let verdict = current.verdict.with_lifecycle(
                 held,
-                self.startup.is_started(),
+                self.store.startup.is_started(),
                 self.fleet_guard_now(),
             );
             // The same round's verdict: it keeps its age and its staleness.
             self.publish_health_verdict(verdict, made);
         }
-        self.notify_view();
+        self.store.notify();
     }
 
     /// What fails readiness, as configured.
@@ -468,7 +465,7 @@ impl MonitorState {
     /// transition.
     /// The caller holds the hold's lock.
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
-        let previous = self.readiness.load();
+        let previous = self.store.readiness();
         let verdict = verdict.with_streaks(
             &previous.verdict,
             self.config.fail_direction,
@@ -478,9 +475,8 @@ impl MonitorState {
         let stale_after = self.stale_after(self.config.readiness_interval);
         let rendered = render_readiness(&verdict, self.readiness_rules(), stale_after);
         let published = Arc::new(Published::made(verdict, rendered, made));
-        if let Some(previous) = publish_newer(&self.readiness, &published, &self.monitor_running) {
+        if let Some(previous) = self.store.publish_readiness(&published) {
             log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);
-            self.notify_view();
         }
     }
 }

@@ -159,10 +159,7 @@ impl MonitorState {
             std::time::SystemTime::now(),
             self.held(),
         );
-        let draining = self
-            .drain
-            .get()
-            .is_some_and(crate::shutdown::DrainHandle::is_draining);
+        let draining = self.store.is_draining();
         let standing = Standing::of(&verdict, draining, self.readiness_rules(), |name| {
             self.components
                 .iter()

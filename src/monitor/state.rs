@@ -3,11 +3,10 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
 use super::components::TrackedComponent;
@@ -16,16 +15,14 @@ use super::handle::MonitorStats;
 use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
 use super::slot::CheckSlot;
 use super::spawner::Spawner;
-use super::startup::Startup;
 use crate::config::{HealthConfig, stale_bound};
 use crate::rendered::{render_health, render_pool, render_readiness};
-use crate::shutdown::DrainHandle;
 use crate::verdict::{
     CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
 };
 use crate::view::published::Published;
-use crate::view::{Source, View, ViewInputs};
+use crate::view::{Placeholders, Source, Store, View};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
@@ -35,23 +32,11 @@ pub(crate) struct MonitorState {
     /// When the last readiness round finished, for self-monitoring.
     pub(super) round_clock: Arc<RoundClock>,
     pub(super) default_index: Option<usize>,
-    pub(crate) readiness: ArcSwap<Published<ReadinessVerdict>>,
-    pub(crate) health: ArcSwap<Published<HealthVerdict>>,
-    pub(crate) pool: ArcSwap<Published<PoolVerdict>>,
-    pub(crate) startup: Startup,
-    /// The drain every reader of this monitor follows, once one is attached.
-    pub(crate) drain: OnceLock<DrainHandle>,
+    /// What the monitor publishes, and the lifecycle beside it: written here only.
+    pub(crate) store: Store,
     pub(super) fresh: FreshRounds,
     /// Where checks and bypasses run: the monitor's runtime, once `run` has started.
     pub(super) spawner: Spawner,
-    pub(super) monitor_running: AtomicBool,
-    /// Ticks on every change of what the view is read from (see [`ViewWatch`]).
-    ///
-    /// [`ViewWatch`]: crate::view::ViewWatch
-    view_changes: watch::Sender<()>,
-    /// Bumped on every change of what the view is read from (with `view_changes`): a reader
-    /// that renders the view ahead of time (metrics) re-renders when it moves.
-    view_generation: AtomicU64,
     /// The manual hold's reason, while one is in place. Also serialises readiness
     /// publications, so that a round that read the hold before it changed cannot publish
     /// after the change.
@@ -115,15 +100,15 @@ const MONITOR_STOPPED: &str = "the health monitor is not running";
 
 impl Source for MonitorState {
     fn view(&self) -> View {
-        Self::view(self)
+        self.store.view()
     }
 
     fn changes(&self) -> watch::Receiver<()> {
-        self.view_changes()
+        self.store.changes()
     }
 
     fn drain_started(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
-        let drain = self.drain.get()?.clone();
+        let drain = self.store.drain()?.clone();
         Some(Box::pin(async move { drain.started().await }))
     }
 }
@@ -192,24 +177,20 @@ impl MonitorState {
             limit,
             stale_bound(config.health_interval, config.readiness_timeout),
         );
-        let startup = Startup::new(config.startup_waits_for_mark);
-        let (readiness, health, pool) = placeholders(&config, NO_ROUND_YET, false);
+        let store = Store::new(
+            placeholders(&config, NO_ROUND_YET, false),
+            config.startup_waits_for_mark,
+            config.debounce,
+        );
         Self {
             config,
             slots,
             components,
             round_clock,
             default_index,
-            readiness: ArcSwap::from_pointee(readiness),
-            health: ArcSwap::from_pointee(health),
-            pool: ArcSwap::from_pointee(pool),
-            startup,
-            drain: OnceLock::new(),
+            store,
             fresh: FreshRounds::default(),
             spawner: Spawner::default(),
-            monitor_running: AtomicBool::new(false),
-            view_changes: watch::Sender::new(()),
-            view_generation: AtomicU64::new(0),
             hold: Mutex::new(None),
             counters: Counters::default(),
             #[cfg(feature = "redis")]
@@ -222,94 +203,13 @@ impl MonitorState {
     }
 
     pub(crate) fn is_monitor_running(&self) -> bool {
-        self.monitor_running.load(Ordering::Acquire)
+        self.store.is_running()
     }
 
     pub(crate) fn set_monitor_running(&self, running: bool) {
-        self.monitor_running.store(running, Ordering::Release);
-        if !running {
-            let (readiness, health, pool) = placeholders(&self.config, MONITOR_STOPPED, false);
-            self.readiness.store(Arc::new(readiness));
-            self.pool.store(Arc::new(pool));
-            self.health.store(Arc::new(health));
-        }
-        self.notify_view();
-    }
-
-    /// Every probe's answer now.
-    pub(crate) fn view(&self) -> View {
-        let inputs = ViewInputs {
-            readiness: self.readiness.load_full(),
-            health: self.health.load_full(),
-            pool: self.pool.load_full(),
-            draining: self.drain.get().is_some_and(DrainHandle::is_draining),
-            started: self.startup.is_started(),
-            monitor_running: self.is_monitor_running(),
-        };
-        View::new(inputs, Instant::now())
-    }
-
-    /// One probe's condition, whether it passes, and its `status` now, read from that probe's
-    /// verdict alone: what `view().answer(probe)` says but its age, for a reader that needs
-    /// no more on its hot path (gRPC's overall `Check`, which a load balancer sends every few
-    /// seconds per connection; HAProxy's agent check), so that it does no clock arithmetic for
-    /// an age it never shows.
-    #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
-    pub(crate) fn judge(
-        &self,
-        probe: crate::probe::Probe,
-    ) -> (crate::view::Condition, bool, &'static str) {
-        use crate::probe::Probe;
-        use crate::view::{alive, judge, startup};
-
-        let draining = || self.drain.get().is_some_and(DrainHandle::is_draining);
-        let answer = match probe {
-            Probe::Live | Probe::Ping => alive(probe),
-            Probe::Startup => startup(self.startup.is_started()),
-            Probe::Ready => {
-                return judge(probe, &self.readiness.load(), draining(), Instant::now());
-            }
-            Probe::Health => return judge(probe, &self.health.load(), draining(), Instant::now()),
-            Probe::Pool => return judge(probe, &self.pool.load(), draining(), Instant::now()),
-        };
-        (answer.condition, answer.passing, answer.status)
-    }
-
-    /// Readiness as a reader whose consumer acts on a single answer reads it (HAProxy's
-    /// agent): its condition, whether it passes, whether it passes once debounced
-    /// ([`passes_debounced`](crate::view::passes_debounced)), and its `status`. One pointer
-    /// load, as [`judge`](Self::judge).
-    #[cfg(any(feature = "haproxy-agent", test))]
-    pub(crate) fn readiness_debounced(&self) -> (crate::view::Condition, bool, bool, &'static str) {
-        use crate::probe::Probe;
-        use crate::view::{judge, passes_debounced};
-
-        let draining = self.drain.get().is_some_and(DrainHandle::is_draining);
-        let now = Instant::now();
-        let published = self.readiness.load();
-        let (condition, passing, status) = judge(Probe::Ready, &published, draining, now);
-        let failing = published.verdict.streaks.verdict;
-        let debounced = passes_debounced(passing, condition, failing, self.config.debounce, now);
-        (condition, passing, debounced, status)
-    }
-
-    /// A receiver woken on every change of what the view is read from.
-    pub(crate) fn view_changes(&self) -> watch::Receiver<()> {
-        self.view_changes.subscribe()
-    }
-
-    /// Wakes the view's watchers: something it is read from changed.
-    pub(crate) fn notify_view(&self) {
-        self.view_generation.fetch_add(1, Ordering::Release);
-        self.view_changes.send_replace(());
-    }
-
-    /// How many times what the view is read from has changed: read it before the view, and
-    /// a rendering of that view is current while it has not moved (a drain's start and a
-    /// verdict going stale aside, which the reader checks itself).
-    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
-    pub(crate) fn view_generation(&self) -> u64 {
-        self.view_generation.load(Ordering::Acquire)
+        self.store.set_running(running, || {
+            placeholders(&self.config, MONITOR_STOPPED, false)
+        });
     }
 
     pub(crate) fn stats(&self) -> MonitorStats {
@@ -373,29 +273,21 @@ pub(super) fn component_carry(
     stale_bound(cadence, config.readiness_timeout)
 }
 
-fn placeholders(
-    config: &HealthConfig,
-    reason: &'static str,
-    self_healing: bool,
-) -> (
-    Published<ReadinessVerdict>,
-    Published<HealthVerdict>,
-    Published<PoolVerdict>,
-) {
+fn placeholders(config: &HealthConfig, reason: &'static str, self_healing: bool) -> Placeholders {
     let mut readiness = ReadinessVerdict::unavailable(reason);
     readiness.groups = group_verdicts(config, None, &[]);
     let health = HealthVerdict::unavailable(reason, self_healing);
     let pool = PoolVerdict::unavailable(reason);
     // The bound is unused (placeholders never go stale), but the renderer wants one.
     let unused = Duration::ZERO;
-    (
-        Published::placeholder(
+    Placeholders {
+        readiness: Published::placeholder(
             readiness.clone(),
             render_readiness(&readiness, ReadinessRules::default(), unused),
         ),
-        Published::placeholder(health.clone(), render_health(&health, unused, None)),
-        Published::placeholder(pool.clone(), render_pool(&pool, unused)),
-    )
+        health: Published::placeholder(health.clone(), render_health(&health, unused, None)),
+        pool: Published::placeholder(pool.clone(), render_pool(&pool, unused)),
+    }
 }
 
 /// Every group's verdict from `databases` (`None`: unavailable) and `components`.

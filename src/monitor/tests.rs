@@ -635,7 +635,7 @@ async fn watchers_see_only_what_is_published_while_the_monitor_is_stopped() {
     let handle = with(FakeCheck::Ready);
     rounds(&handle).await;
     handle.state.set_monitor_running(false);
-    let mut changes = handle.state.view_changes();
+    let mut changes = handle.state.store.changes();
     changes.borrow_and_update();
     assert_eq!(handle.view().health.status, Status::Unavailable);
     // A bypass computes for its requester; readers keep the "not running" placeholder, and
@@ -724,7 +724,7 @@ fn a_request_runtime_that_dies_costs_the_running_monitor_nothing() {
             handle.refresh().await.is_some(),
             "the bypass state was left set"
         );
-        let mut changes = handle.state.view_changes();
+        let mut changes = handle.state.store.changes();
         let rounds_before = handle.stats().readiness_rounds;
         let two_more_rounds = async {
             while handle.stats().readiness_rounds < rounds_before + 2 {

@@ -22,7 +22,8 @@ fn config(check: FakeCheck) -> HealthConfig {
 /// to it, in every state.
 fn agrees_alone(handle: &super::HealthHandle, view: &View) {
     for probe in Probe::ALL {
-        let (condition, passing, status) = handle.judge(probe);
+        let one = handle.judge(probe);
+        let (condition, passing, status) = (one.condition, one.passing, one.status);
         let whole = view.answer(probe);
         assert_eq!(
             (passing, condition, status),

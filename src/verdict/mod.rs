@@ -23,6 +23,10 @@ pub use self::group::{GroupMemberState, GroupVerdict};
 pub use self::health::HealthVerdict;
 pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
 pub use self::pool::PoolVerdict;
+#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
+pub(crate) use self::readiness::Failing;
+pub(crate) use self::readiness::ReadinessRules;
 pub use self::readiness::ReadinessVerdict;
-pub(crate) use self::readiness::{Failing, ReadinessRules, Streaks};
+#[cfg(feature = "grpc")]
+pub(crate) use self::readiness::Streaks;
 pub use crate::status::Status;

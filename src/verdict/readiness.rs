@@ -1,5 +1,5 @@
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use super::{CheckOutcome, ComponentReport, FleetGuard, GroupVerdict};
 use crate::component::UnknownComponents;
@@ -55,7 +55,8 @@ impl Failing {
 
     /// Whether a failure has lasted `debounce` at `now`: a consumer that acts on one answer
     /// may act on it. A passing answer is no failure.
-    pub(crate) fn lasted(self, debounce: Duration, now: Instant) -> bool {
+    #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
+    pub(crate) fn lasted(self, debounce: std::time::Duration, now: Instant) -> bool {
         match self {
             Self::No => false,
             Self::Since(since) => now.saturating_duration_since(since) >= debounce,

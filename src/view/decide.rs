@@ -1,12 +1,16 @@
 //! The one place that decides what a probe answers: the verdict, then the drain, the age of
 //! the verdict, an operator's hold and the start. Every reader applies this function.
 
-use std::time::{Duration, Instant};
+#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
+use std::time::Duration;
+use std::time::Instant;
 
 use super::published::Published;
 use super::{Answer, Condition};
 use crate::probe::Probe;
-use crate::verdict::{Failing, HealthVerdict, PoolVerdict, ReadinessVerdict};
+#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
+use crate::verdict::Failing;
+use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
 
 /// What the decision needs to know of a verdict.
 pub(crate) trait Judged {
@@ -63,26 +67,8 @@ impl Judged for PoolVerdict {
     const STALE_STATUS: &'static str = "unavailable";
 }
 
-/// The answer of a probe that reads `published` (readiness, health, pool) at `now`.
-pub(crate) fn decide<V: Judged>(
-    probe: Probe,
-    published: &Published<V>,
-    draining: bool,
-    now: Instant,
-) -> Answer {
-    let (condition, passing, status) = judge(probe, published, draining, now);
-    Answer {
-        probe,
-        passing,
-        condition,
-        status,
-        age: (!published.is_placeholder()).then(|| published.age(now)),
-    }
-}
-
-/// What decided the answer, whether it passes, and its `status`: [`decide`] without the age,
-/// which the HTTP layers read only for the bodies that carry it, so that a probe whose body
-/// shows no age does no clock arithmetic for it.
+/// What decided the answer of a probe that reads `published` (readiness, health, pool) at
+/// `now`, whether it passes, and its `status`: the order every answer follows, written once.
 #[inline]
 pub(crate) fn judge<V: Judged>(
     probe: Probe,
@@ -111,6 +97,7 @@ pub(crate) fn judge<V: Judged>(
 /// a hold, a stale or missing verdict act at once, and so does a failure that never passed.
 /// The readers that are polled (the HTTP probes, `Check`) answer `passing` itself: their
 /// callers debounce (the kubelet's `failureThreshold`, HAProxy's `fall`).
+#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
 pub(crate) fn passes_debounced(
     passing: bool,
     condition: Condition,

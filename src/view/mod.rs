@@ -39,14 +39,21 @@
 mod answer;
 mod decide;
 pub(crate) mod published;
+mod reading;
 mod snapshot;
+mod startup;
+mod store;
 mod watch;
 
 pub use self::answer::{Answer, Condition};
-pub(crate) use self::decide::{Judged, alive, decide, judge, passes_debounced, startup};
+#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
+pub(crate) use self::decide::passes_debounced;
+pub(crate) use self::decide::{alive, judge, startup};
+pub(crate) use self::reading::{GroupAnswer, Judgement, Reads};
 #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 pub(crate) use self::snapshot::Stale;
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;
+pub(crate) use self::store::{Placeholders, Store};
 pub(crate) use self::watch::Source;
 pub use self::watch::{ViewClosed, ViewWatch};

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::Answer;
 use super::published::Published;
-use super::{Answer, alive, decide, startup};
+use super::reading::reads;
 use crate::probe::Probe;
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
 
@@ -68,12 +69,16 @@ impl View {
             started,
             monitor_running,
         } = inputs;
-        let answers = Probe::ALL.map(|probe| match probe {
-            Probe::Live | Probe::Ping => alive(probe),
-            Probe::Startup => startup(started),
-            Probe::Ready => decide(probe, &readiness, draining, now),
-            Probe::Health => decide(probe, &health, draining, now),
-            Probe::Pool => decide(probe, &pool, draining, now),
+        let answers = Probe::ALL.map(|probe| {
+            let read = reads(probe, || &readiness, || &health, || &pool);
+            let (condition, passing, status) = read.judge(probe, || draining, || started, now);
+            Answer {
+                probe,
+                passing,
+                condition,
+                status,
+                age: read.age(now),
+            }
         });
         #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
         let stale = Stale {

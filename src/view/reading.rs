@@ -1,0 +1,194 @@
+//! The one reading every reader asks: which published verdict a probe reads (one `match`),
+//! and what it answers now by the one rule ([`judge`](super::judge)), per probe and per
+//! health group. A probe reads one verdict: one pointer load.
+
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::Guard;
+
+use super::published::Published;
+use super::store::Store;
+use super::{Condition, alive, judge, startup};
+use crate::probe::Probe;
+use crate::verdict::{GroupVerdict, HealthVerdict, PoolVerdict, ReadinessVerdict};
+
+/// What a probe reads: the one place a probe is mapped to the verdict it answers from. The
+/// pointers are whatever the caller loaded (guards for one probe, `Arc`s for a whole view).
+#[derive(Clone, Debug)]
+pub(crate) enum Reads<R, H, P> {
+    /// Nothing: liveness and ping answer yes while the process answers.
+    Nothing,
+    /// The start (`/health/startup`).
+    Start,
+    /// The readiness verdict.
+    Readiness(R),
+    /// The health verdict.
+    Health(H),
+    /// The pool verdict.
+    Pool(P),
+}
+
+/// What `probe` reads; `readiness`, `health` and `pool` load a verdict, and only the one
+/// read is loaded.
+pub(crate) fn reads<R, H, P>(
+    probe: Probe,
+    readiness: impl FnOnce() -> R,
+    health: impl FnOnce() -> H,
+    pool: impl FnOnce() -> P,
+) -> Reads<R, H, P> {
+    match probe {
+        Probe::Live | Probe::Ping => Reads::Nothing,
+        Probe::Startup => Reads::Start,
+        Probe::Ready => Reads::Readiness(readiness()),
+        Probe::Health => Reads::Health(health()),
+        Probe::Pool => Reads::Pool(pool()),
+    }
+}
+
+impl<R, H, P> Reads<R, H, P>
+where
+    R: Deref<Target = Arc<Published<ReadinessVerdict>>>,
+    H: Deref<Target = Arc<Published<HealthVerdict>>>,
+    P: Deref<Target = Arc<Published<PoolVerdict>>>,
+{
+    /// What `probe`, reading this, answers at `now`: what decided it, whether it passes, and
+    /// its `status`. `draining` and `started` are asked only of the probes they concern.
+    pub(crate) fn judge(
+        &self,
+        probe: Probe,
+        draining: impl FnOnce() -> bool,
+        started: impl FnOnce() -> bool,
+        now: Instant,
+    ) -> (Condition, bool, &'static str) {
+        let answer = match self {
+            Self::Nothing => alive(probe),
+            Self::Start => startup(started()),
+            Self::Readiness(published) => return judge(probe, published, draining(), now),
+            Self::Health(published) => return judge(probe, published, draining(), now),
+            Self::Pool(published) => return judge(probe, published, draining(), now),
+        };
+        (answer.condition, answer.passing, answer.status)
+    }
+
+    /// How old the verdict read is at `now`; `None` when none is read, or before the first
+    /// round.
+    pub(crate) fn age(&self, now: Instant) -> Option<Duration> {
+        let (placeholder, age) = match self {
+            Self::Nothing | Self::Start => return None,
+            Self::Readiness(published) => (published.is_placeholder(), published.age(now)),
+            Self::Health(published) => (published.is_placeholder(), published.age(now)),
+            Self::Pool(published) => (published.is_placeholder(), published.age(now)),
+        };
+        (!placeholder).then_some(age)
+    }
+}
+
+/// The verdicts one probe may read, as the store loads them.
+pub(crate) type Loaded = Reads<
+    Guard<Arc<Published<ReadinessVerdict>>>,
+    Guard<Arc<Published<HealthVerdict>>>,
+    Guard<Arc<Published<PoolVerdict>>>,
+>;
+
+/// One probe's answer now, and the published verdict it was judged from: what every reader
+/// of one probe asks ([`Store::judge`]).
+pub(crate) struct Judgement {
+    /// What decided the answer.
+    pub(crate) condition: Condition,
+    /// Whether it passes: HTTP 200, gRPC `SERVING`.
+    pub(crate) passing: bool,
+    /// The `status` its body carries.
+    pub(crate) status: &'static str,
+    /// The verdict judged, for the readers that render it.
+    pub(crate) read: Loaded,
+    /// When it was judged.
+    pub(crate) now: Instant,
+    debounce: Duration,
+}
+
+impl Judgement {
+    /// Whether the answer passes for a reader whose consumer acts on a single answer
+    /// (HAProxy's agent, a gRPC `Watch`): see [`passes_debounced`](super::passes_debounced).
+    /// Only readiness keeps the failure streaks this needs; the other probes answer as they
+    /// are.
+    #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
+    pub(crate) fn passes_debounced(&self) -> bool {
+        let failing = match &self.read {
+            Reads::Readiness(published) => published.verdict.streaks.verdict,
+            _ => return self.passing,
+        };
+        super::passes_debounced(
+            self.passing,
+            self.condition,
+            failing,
+            self.debounce,
+            self.now,
+        )
+    }
+
+    /// How the health group `name` answers, judged as readiness is; `None` for a name that
+    /// is no group, or when this is not readiness's judgement.
+    pub(crate) fn group(&self, name: &str) -> Option<(&GroupVerdict, GroupAnswer)> {
+        let Reads::Readiness(published) = &self.read else {
+            return None;
+        };
+        let group = published.verdict.groups.iter().find(|g| *g.name == *name)?;
+        Some((group, GroupAnswer::of(self.condition, group)))
+    }
+}
+
+/// How a health group answers: its own verdict where readiness's answer is its verdict's, and
+/// readiness's judgement otherwise (draining, held, stale: 503; no verdict yet:
+/// unavailable). The one rule every reader of a group follows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct GroupAnswer {
+    /// What decided it: readiness's condition.
+    pub(crate) condition: Condition,
+    /// Whether it passes: HTTP 200, gRPC `SERVING`.
+    pub(crate) passing: bool,
+    /// The `status` its body carries: the group's own, `held`, `draining` or `unavailable`.
+    pub(crate) status: &'static str,
+}
+
+impl GroupAnswer {
+    /// The answer of `group` when readiness's judgement is `readiness`.
+    pub(crate) fn of(readiness: Condition, group: &GroupVerdict) -> Self {
+        let (passing, status) = match readiness {
+            Condition::Verdict | Condition::Unavailable | Condition::Starting => {
+                (group.passes(), group.status.as_str())
+            }
+            Condition::Held => (false, "held"),
+            Condition::Draining => (false, "draining"),
+            Condition::Stale => (false, "unavailable"),
+        };
+        Self {
+            condition: readiness,
+            passing,
+            status,
+        }
+    }
+}
+
+impl Store {
+    /// What `probe` answers now: the one reading of one probe, one pointer load.
+    pub(crate) fn judge(&self, probe: Probe) -> Judgement {
+        let now = Instant::now();
+        let read = reads(probe, || self.readiness(), || self.health(), || self.pool());
+        let (condition, passing, status) = read.judge(
+            probe,
+            || self.is_draining(),
+            || self.startup.is_started(),
+            now,
+        );
+        Judgement {
+            condition,
+            passing,
+            status,
+            read,
+            now,
+            debounce: self.debounce,
+        }
+    }
+}
