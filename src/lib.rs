@@ -228,7 +228,6 @@ mod redact;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
-mod rendered;
 mod shutdown;
 #[cfg(any(feature = "admin", feature = "haproxy-agent"))]
 mod side_port;

@@ -8,7 +8,7 @@ use http_body_util::BodyExt;
 use crate::check::{
     CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
 };
-use crate::rendered::ProbeBody;
+use crate::http::render::ProbeBody;
 
 /// A database check with a fixed outcome, and no database behind it.
 #[derive(Copy, Clone, Debug)]

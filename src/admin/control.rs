@@ -7,9 +7,9 @@ use http::{Method, Request, StatusCode};
 use super::fixed::{ADMIN_INVALID_KEY, ADMIN_MISSING_KEY};
 use crate::access::{Denied, KeyDigests, Role};
 use crate::http::ProbeResponse;
+use crate::http::render::Rendered;
 use crate::monitor::HealthHandle;
 use crate::probe::BodyMode;
-use crate::rendered::Rendered;
 
 /// The longest hold reason kept, in characters; the rest is cut.
 const MAX_REASON_CHARS: usize = 200;

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use http::StatusCode;
 use http::header::{self, HeaderValue};
 
-use crate::rendered::Rendered;
+use crate::http::render::Rendered;
 
 /// The admin server's answer to a `Host` or `Origin` it does not know (DNS rebinding).
 pub(crate) static ADMIN_FORBIDDEN: LazyLock<Rendered> = LazyLock::new(|| {

@@ -6,8 +6,8 @@ use std::sync::LazyLock;
 use http::StatusCode;
 
 use super::control::Control;
+use crate::http::render::Rendered;
 use crate::probe::{ADMIN_GROUP_PREFIX, GROUP_PATH, Probe, Target};
-use crate::rendered::Rendered;
 
 /// The admin server's answer to a path it does not serve: the paths it does, from the probe
 /// table, a health group's among them.

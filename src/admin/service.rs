@@ -10,11 +10,11 @@ use super::route::{Needs, Route};
 use super::strict;
 use crate::access::{Denied, KeyDigests, Role};
 use crate::config::{Details, NoCache};
+use crate::http::render::ProbeBody;
+use crate::http::render::fixed::METHOD_NOT_ALLOWED;
 use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Form, Freshness};
-use crate::rendered::ProbeBody;
-use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 
 /// What every connection of one admin server shares.
 pub(crate) struct AdminState {

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use http::header::HOST;
 use http::{Request, StatusCode};
 
-use crate::rendered::Rendered;
+use crate::http::render::Rendered;
 
 /// The answer to more than one `Host` header (RFC 9112, section 3.2: a server must answer
 /// 400).

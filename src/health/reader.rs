@@ -11,10 +11,10 @@ use http::{HeaderMap, Request, header};
 
 use crate::access::{AccessKeys, KeyDigests};
 use crate::config::{Details, NoCache};
+use crate::http::render::fixed::METHOD_NOT_ALLOWED;
 use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
 use crate::probe::{self, BodyMode, Form, Freshness, Probe, ProbePaths};
-use crate::rendered::fixed::METHOD_NOT_ALLOWED;
 use crate::verdict::Audience;
 
 /// What a request asks a reader: see [`Reader::ask`].
@@ -70,6 +70,8 @@ pub(crate) struct Reader {
 impl Reader {
     /// The settings of the monitor's configuration.
     pub(crate) fn new(handle: HealthHandle) -> Self {
+        // Each verdict is rendered once, as it is published, from now on.
+        crate::http::render::attach(&handle);
         let config = handle.config();
         Self {
             paths: ProbePaths::new(&config.path_prefix, config.kubernetes_aliases),
@@ -200,7 +202,7 @@ impl Reader {
     /// `Details::Authorized`, for key holders only (`allowed`).
     #[cfg(feature = "metrics")]
     fn metrics_response(&self, mode: BodyMode, allowed: bool) -> ProbeResponse {
-        use crate::rendered::fixed::METRICS_UNAUTHORIZED;
+        use crate::http::render::fixed::METRICS_UNAUTHORIZED;
 
         match &self.metrics {
             Some((_, metrics)) if allowed => ProbeResponse::ready(metrics.response(mode)),

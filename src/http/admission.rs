@@ -8,8 +8,9 @@
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 
+use super::render::ProbeBody;
+use super::render::fixed::DRAIN_REJECTED;
 use crate::probe::BodyMode;
-use crate::rendered::ProbeBody;
 use crate::shutdown::{DrainHandle, DrainPolicy, InFlightGuard};
 
 /// What happens to an application request's response on its way out: counted in a drain
@@ -48,7 +49,8 @@ pub(crate) fn admit<B>(drain: &DrainHandle, request: &Request<B>) -> Option<Admi
 
 /// The answer to a request `drain` refused: 503 `draining` with `Retry-After`.
 pub(crate) fn rejection(drain: &DrainHandle) -> Response<ProbeBody> {
-    drain.rejected().response(BodyMode::Full)
+    let retry_after = (header::RETRY_AFTER, drain.retry_after());
+    DRAIN_REJECTED.response_aged(BodyMode::Full, 0, Some(retry_after))
 }
 
 impl Admitted {

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
-use crate::rendered::ProbeBody;
+use crate::http::render::ProbeBody;
 use crate::shutdown::InFlightGuard;
 
 pin_project! {

@@ -8,8 +8,8 @@ use tower_service::Service;
 
 use super::admission::Admitted;
 use super::{ProbeResponse, ResponseFuture};
+use crate::http::render::fixed::OVERLOADED;
 use crate::probe::BodyMode;
-use crate::rendered::fixed::OVERLOADED;
 use crate::shutdown::DrainHandle;
 
 /// What an application request does when the inner service is not ready.

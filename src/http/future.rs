@@ -11,7 +11,7 @@ use tower_service::Service;
 use super::ProbeResponse;
 use super::ResponseBody;
 use super::admission::Admitted;
-use crate::rendered::ProbeBody;
+use crate::http::render::ProbeBody;
 use crate::shutdown::InFlightGuard;
 
 pin_project! {

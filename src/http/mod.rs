@@ -7,6 +7,7 @@ mod admission;
 mod body;
 mod call;
 mod future;
+pub(crate) mod render;
 mod response;
 #[cfg(test)]
 mod response_tests;

@@ -11,16 +11,14 @@ use std::time::Instant;
 use http::Response;
 use http::header::{self, HeaderValue};
 
+use super::render::fixed::{LIVE, LIVE_CHECKS, NO_SUCH_GROUP, PING, startup, startup_kube};
+use super::render::kube::{KubeAnswers, Moment};
+use super::render::{ProbeBody, with_rendered};
 use crate::monitor::HealthHandle;
 use crate::probe::{BodyMode, Form, Freshness, Probe};
-use crate::rendered::ProbeBody;
-use crate::rendered::Rendered;
-use crate::rendered::fixed::{LIVE, LIVE_CHECKS, NO_SUCH_GROUP, PING};
-use crate::rendered::kube::Moment;
 use crate::shutdown::DrainHandle;
-use crate::verdict::Audience;
-use crate::verdict::ReadinessVerdict;
-use crate::view::published::Published;
+use crate::verdict::{Audience, ReadinessVerdict};
+use crate::view::published::{Published, Verdict};
 use crate::view::{Condition, Reads};
 
 /// A fresh computation's response. Boxed: the bypass path is rare and may wait for the
@@ -38,8 +36,8 @@ impl ProbeResponse {
         Self::Ready(Some(response))
     }
 
-    /// A response with a fixed body (one of [`crate::rendered::fixed`]).
-    pub(crate) fn fixed(rendered: &Rendered, mode: BodyMode) -> Self {
+    /// A response with a fixed body (one of [`crate::http::render::fixed`]).
+    pub(crate) fn fixed(rendered: &super::render::Rendered, mode: BodyMode) -> Self {
         Self::ready(rendered.response(mode))
     }
 }
@@ -106,26 +104,27 @@ impl Respond for HealthHandle {
         audience: Audience,
         form: Form<'_>,
     ) -> ProbeResponse {
-        ProbeResponse::ready(self.group_answer(name, mode, audience, form))
+        ProbeResponse::ready(group_answer(self, name, mode, audience, form))
     }
 }
 
-impl HealthHandle {
-    fn group_answer(
-        &self,
-        name: &str,
-        mode: BodyMode,
-        audience: Audience,
-        form: Form<'_>,
-    ) -> Response<ProbeBody> {
-        let store = &self.state().store;
-        let judgement = store.judge(Probe::Ready);
-        let Reads::Readiness(published) = &judgement.read else {
-            unreachable!("readiness reads the readiness verdict")
-        };
-        let (Some(rendered), Some((_, answer))) =
-            (published.rendered().group(name), judgement.group(name))
-        else {
+/// A health group's answer: its rendered responses, picked by the group's answer in the one
+/// reading ([`GroupAnswer`](crate::view::GroupAnswer)).
+fn group_answer(
+    health: &HealthHandle,
+    name: &str,
+    mode: BodyMode,
+    audience: Audience,
+    form: Form<'_>,
+) -> Response<ProbeBody> {
+    let store = &health.state().store;
+    let judgement = store.judge(Probe::Ready);
+    let (Reads::Readiness(published), Some((_, answer))) = (&judgement.read, judgement.group(name))
+    else {
+        return NO_SUCH_GROUP.response(mode);
+    };
+    with_rendered(health, published, |rendered| {
+        let Some(group) = rendered.group(name) else {
             return NO_SUCH_GROUP.response(mode);
         };
         if form != Form::Json {
@@ -133,9 +132,9 @@ impl HealthHandle {
                 draining: store.is_draining(),
                 stale: published.is_stale(judgement.now),
             };
-            return rendered.kube().response(moment, audience, form, mode);
+            return group.kube().response(moment, audience, form, mode);
         }
-        let variants = rendered.for_audience(audience);
+        let variants = group.for_audience(audience);
         match answer.condition {
             Condition::Draining => {
                 let retry_after = store.drain().map(DrainHandle::retry_after);
@@ -148,10 +147,10 @@ impl HealthHandle {
                 variants.published.response(mode)
             }
         }
-    }
+    })
 }
 
-/// A Kubernetes-style answer ([`crate::rendered::kube`]), from the published verdicts:
+/// A Kubernetes-style answer ([`crate::http::render::kube`]), from the published verdicts:
 /// `?nocache` is for the JSON answers.
 #[inline(never)]
 fn kube_answer(
@@ -167,17 +166,21 @@ fn kube_answer(
         draining: store.is_draining(),
         stale,
     };
+    let respond = |kube: &KubeAnswers, moment| kube.response(moment, audience, form, mode);
     let now = judgement.now;
-    let (kube, moment) = match &judgement.read {
-        Reads::Nothing => (&*LIVE_CHECKS, Moment::default()),
-        Reads::Start => (store.startup.kube(), Moment::default()),
-        Reads::Readiness(published) => {
-            (published.rendered().kube(), moment(published.is_stale(now)))
-        }
-        Reads::Health(published) => (published.rendered().kube(), moment(published.is_stale(now))),
-        Reads::Pool(published) => (published.rendered().kube(), moment(published.is_stale(now))),
-    };
-    kube.response(moment, audience, form, mode)
+    match &judgement.read {
+        Reads::Nothing => respond(&LIVE_CHECKS, Moment::default()),
+        Reads::Start => respond(startup_kube(store.startup.phase()), Moment::default()),
+        Reads::Readiness(published) => with_rendered(health, published, |rendered| {
+            respond(rendered.kube(), moment(published.is_stale(now)))
+        }),
+        Reads::Health(published) => with_rendered(health, published, |rendered| {
+            respond(rendered.kube(), moment(published.is_stale(now)))
+        }),
+        Reads::Pool(published) => with_rendered(health, published, |rendered| {
+            respond(rendered.kube(), moment(published.is_stale(now)))
+        }),
+    }
 }
 
 fn answer(
@@ -189,17 +192,17 @@ fn answer(
 ) -> ProbeResponse {
     let store = &health.state().store;
     let judgement = store.judge(probe);
-    let drain = store.drain();
     let (condition, now) = (judgement.condition, judgement.now);
-    let respond = |published: &dyn Renders| {
-        respond(condition, now, published, drain, freshness, audience, mode)
+    let drain = store.drain();
+    let respond = |published: &dyn Rendered| {
+        published.respond(health, condition, now, drain, freshness, audience, mode)
     };
     ProbeResponse::ready(match &judgement.read {
         Reads::Nothing if probe == Probe::Ping => PING.response(mode),
         Reads::Nothing => LIVE.response(mode),
-        Reads::Start => store.startup.rendered().response(mode),
+        Reads::Start => startup(store.startup.phase()).response(mode),
         Reads::Health(_) | Reads::Pool(_)
-            if freshness == Freshness::Bypass && judgement.condition != Condition::Draining =>
+            if freshness == Freshness::Bypass && condition != Condition::Draining =>
         {
             return fresh_response(health, probe, mode, audience);
         }
@@ -209,36 +212,29 @@ fn answer(
     })
 }
 
-/// A fresh computation's response, for `?nocache=true` on health or pool.
+/// A fresh computation's response, for `?nocache=true` on health or pool: its verdicts
+/// judged by the same rule as the published ones.
 fn fresh_response(
     health: &HealthHandle,
     probe: Probe,
     mode: BodyMode,
     audience: Audience,
 ) -> ProbeResponse {
-    let state = Arc::clone(health.state());
+    let health = health.clone();
     // The computation starts when the future is first polled, in the server's runtime.
     ProbeResponse::Fresh(Box::pin(async move {
+        let state = health.state();
         let store = &state.store;
         let Some(fresh) = state.fresh().fresh().await else {
             // The computation could not finish (runtime shutdown): serve what is published,
             // unmarked.
-            let judgement = store.judge(probe);
-            let published: &dyn Renders = match &judgement.read {
-                Reads::Pool(published) => &***published,
-                _ => &**store.health(),
+            return match answer(&health, probe, mode, Freshness::Published, audience) {
+                ProbeResponse::Ready(Some(response)) => response,
+                ProbeResponse::Ready(None) | ProbeResponse::Fresh(_) => {
+                    unreachable!("a published answer is ready at once")
+                }
             };
-            return respond(
-                judgement.condition,
-                judgement.now,
-                published,
-                store.drain(),
-                Freshness::Published,
-                audience,
-                mode,
-            );
         };
-        // The fresh verdicts, judged by the same rule as the published ones.
         let read: Reads<&Arc<Published<ReadinessVerdict>>, _, _> = match probe {
             Probe::Pool => Reads::Pool(&fresh.pool),
             _ => Reads::Health(&fresh.health),
@@ -250,15 +246,15 @@ fn fresh_response(
             || store.startup.is_started(),
             now,
         );
-        let published: &dyn Renders = match &read {
+        let published: &dyn Rendered = match &read {
             Reads::Pool(published) => &***published,
             _ => &*fresh.health,
         };
         let drain = store.drain();
-        respond(
+        published.respond(
+            &health,
             condition,
             now,
-            published,
             drain,
             Freshness::Bypass,
             audience,
@@ -267,48 +263,53 @@ fn fresh_response(
     }))
 }
 
-/// A verdict as published, for its rendered responses.
-trait Renders {
-    fn rendered(&self) -> &crate::rendered::RenderedVerdict;
-    fn age(&self, now: Instant) -> std::time::Duration;
+/// A published verdict of any kind, as the JSON answers read it.
+trait Rendered {
+    /// The response to a probe whose answer `condition` decided at `now`, from this verdict:
+    /// its rendered variant for that condition, `Retry-After` with a drain's, its age in the
+    /// bodies that carry one.
+    #[allow(clippy::too_many_arguments)]
+    fn respond(
+        &self,
+        health: &HealthHandle,
+        condition: Condition,
+        now: Instant,
+        drain: Option<&DrainHandle>,
+        freshness: Freshness,
+        audience: Audience,
+        mode: BodyMode,
+    ) -> Response<ProbeBody>;
 }
 
-impl<V> Renders for Published<V> {
-    fn rendered(&self) -> &crate::rendered::RenderedVerdict {
-        Self::rendered(self)
+impl<V: Verdict> Rendered for Published<V> {
+    fn respond(
+        &self,
+        health: &HealthHandle,
+        condition: Condition,
+        now: Instant,
+        drain: Option<&DrainHandle>,
+        freshness: Freshness,
+        audience: Audience,
+        mode: BodyMode,
+    ) -> Response<ProbeBody> {
+        let variant = Variant::of(condition, freshness, drain.map(DrainHandle::retry_after));
+        with_rendered(health, self, |rendered| {
+            let variants = rendered.for_audience(audience);
+            let (rendered, retry_after) = match variant {
+                Variant::Draining(retry_after) => (&variants.draining, Some(retry_after)),
+                Variant::Stale => (&variants.stale, None),
+                Variant::Bypassed => (&variants.bypassed, None),
+                Variant::Published => (&variants.published, None),
+            };
+            let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
+            let age_ms = if rendered.has_age() {
+                u64::try_from(self.age(now).as_millis()).unwrap_or(u64::MAX)
+            } else {
+                0
+            };
+            rendered.response_aged(mode, age_ms, extra)
+        })
     }
-
-    fn age(&self, now: Instant) -> std::time::Duration {
-        Self::age(self, now)
-    }
-}
-
-/// The response to a probe whose answer `condition` decided at `now`, from `published`, the
-/// verdict it was judged from.
-fn respond(
-    condition: Condition,
-    now: Instant,
-    published: &dyn Renders,
-    drain: Option<&DrainHandle>,
-    freshness: Freshness,
-    audience: Audience,
-    mode: BodyMode,
-) -> Response<ProbeBody> {
-    let variant = Variant::of(condition, freshness, drain.map(DrainHandle::retry_after));
-    let variants = published.rendered().for_audience(audience);
-    let (rendered, retry_after) = match variant {
-        Variant::Draining(retry_after) => (&variants.draining, Some(retry_after)),
-        Variant::Stale => (&variants.stale, None),
-        Variant::Bypassed => (&variants.bypassed, None),
-        Variant::Published => (&variants.published, None),
-    };
-    let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
-    let age_ms = if rendered.has_age() {
-        u64::try_from(published.age(now).as_millis()).unwrap_or(u64::MAX)
-    } else {
-        0
-    };
-    rendered.response_aged(mode, age_ms, extra)
 }
 
 /// Which of a verdict's rendered responses a request gets: what [`decide`](crate::view)

@@ -9,7 +9,6 @@ use super::slot::{CheckSlot, STARVED_AFTER};
 use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::check::{CheckError, CheckErrorKind};
-use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{
     CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
@@ -338,15 +337,13 @@ impl MonitorState {
         self.publish_pool_verdict(verdict, made)
     }
 
-    /// Renders and publishes a pool verdict, and tells watchers.
+    /// Publishes a pool verdict, and tells watchers.
     fn publish_pool_verdict(
         &self,
         verdict: PoolVerdict,
         made: Made,
     ) -> Arc<Published<PoolVerdict>> {
-        let stale_after = self.stale_after(self.config.readiness_interval);
-        let rendered = render_pool(&verdict, stale_after);
-        let published = Arc::new(Published::made(verdict, rendered, made));
+        let published = self.store.made(verdict, made);
         self.store.publish_pool(&published);
         published
     }
@@ -410,20 +407,13 @@ impl MonitorState {
         self.publish_health_verdict(verdict, made)
     }
 
-    /// Renders and publishes a health verdict, tells the view's watchers, and logs a
-    /// transition.
+    /// Publishes a health verdict, tells the view's watchers, and logs a transition.
     fn publish_health_verdict(
         &self,
         verdict: HealthVerdict,
         made: Made,
     ) -> Arc<Published<HealthVerdict>> {
-        let stale_after = self.stale_after(self.config.health_interval);
-        #[cfg(feature = "redis")]
-        let own_id = self.shared.as_ref().map(|shared| &**shared.process_id());
-        #[cfg(not(feature = "redis"))]
-        let own_id = None;
-        let rendered = render_health(&verdict, stale_after, own_id);
-        let published = Arc::new(Published::made(verdict, rendered, made));
+        let published = self.store.made(verdict, made);
         if let Some(previous) = self.store.publish_health(&published) {
             log_health_transition(&self.counters, &previous.verdict, &published.verdict);
         }
@@ -461,8 +451,7 @@ impl MonitorState {
         }
     }
 
-    /// Renders and publishes a readiness verdict, tells the view's watchers, and logs a
-    /// transition.
+    /// Publishes a readiness verdict, tells the view's watchers, and logs a transition.
     /// The caller holds the hold's lock.
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let previous = self.store.readiness();
@@ -472,9 +461,7 @@ impl MonitorState {
             Instant::now(),
         );
         drop(previous);
-        let stale_after = self.stale_after(self.config.readiness_interval);
-        let rendered = render_readiness(&verdict, self.readiness_rules(), stale_after);
-        let published = Arc::new(Published::made(verdict, rendered, made));
+        let published = self.store.made(verdict, made);
         if let Some(previous) = self.store.publish_readiness(&published) {
             log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);
         }

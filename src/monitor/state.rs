@@ -16,12 +16,10 @@ use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
 use super::slot::CheckSlot;
 use super::spawner::Spawner;
 use crate::config::{HealthConfig, stale_bound};
-use crate::rendered::{render_health, render_pool, render_readiness};
 use crate::verdict::{
     CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
 };
-use crate::view::published::Published;
 use crate::view::{Placeholders, Source, Store, View};
 
 #[derive(Debug)]
@@ -212,6 +210,17 @@ impl MonitorState {
         });
     }
 
+    /// This process's id, when it shares its verdicts through Redis.
+    pub(crate) fn shared_process_id(&self) -> Option<Arc<str>> {
+        #[cfg(feature = "redis")]
+        return self
+            .shared
+            .as_ref()
+            .map(|shared| shared.process_id().clone());
+        #[cfg(not(feature = "redis"))]
+        None
+    }
+
     pub(crate) fn stats(&self) -> MonitorStats {
         MonitorStats {
             readiness_rounds: self.counters.readiness_rounds.load(Ordering::Relaxed),
@@ -276,17 +285,10 @@ pub(super) fn component_carry(
 fn placeholders(config: &HealthConfig, reason: &'static str, self_healing: bool) -> Placeholders {
     let mut readiness = ReadinessVerdict::unavailable(reason);
     readiness.groups = group_verdicts(config, None, &[]);
-    let health = HealthVerdict::unavailable(reason, self_healing);
-    let pool = PoolVerdict::unavailable(reason);
-    // The bound is unused (placeholders never go stale), but the renderer wants one.
-    let unused = Duration::ZERO;
     Placeholders {
-        readiness: Published::placeholder(
-            readiness.clone(),
-            render_readiness(&readiness, ReadinessRules::default(), unused),
-        ),
-        health: Published::placeholder(health.clone(), render_health(&health, unused, None)),
-        pool: Published::placeholder(pool.clone(), render_pool(&pool, unused)),
+        readiness,
+        health: HealthVerdict::unavailable(reason, self_healing),
+        pool: PoolVerdict::unavailable(reason),
     }
 }
 

@@ -7,9 +7,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::PingLayer;
+use crate::http::render::fixed::{METHOD_NOT_ALLOWED, PING};
 use crate::http::{Count, ProbeResponse, ResponseBody, ResponseFuture, WhenBusy, call_inner};
 use crate::probe::{BodyMode, trim_trailing_slash};
-use crate::rendered::fixed::{METHOD_NOT_ALLOWED, PING};
 
 /// Middleware that answers the ping path before the inner service.
 ///

@@ -14,8 +14,6 @@ const RECHECK: Duration = Duration::from_millis(50);
 use super::DrainConfig;
 use super::in_flight::{InFlight, InFlightGuard};
 use crate::config::ConfigError;
-use crate::rendered::Rendered;
-use crate::rendered::fixed::drain_rejected;
 
 /// The shared drain state: start the drain, watch its phase, wait for it to finish.
 ///
@@ -32,7 +30,6 @@ pub struct DrainHandle {
 struct DrainState {
     config: DrainConfig,
     retry_after: HeaderValue,
-    rejected: Rendered,
     draining: AtomicBool,
     /// Set once the drain has been seen over, so that the phase never goes back.
     drained: AtomicBool,
@@ -104,12 +101,10 @@ impl DrainHandle {
     pub fn new(config: DrainConfig) -> Result<Self, ConfigError> {
         config.checked()?;
         let retry_after = HeaderValue::from(config.retry_after_secs());
-        let rejected = drain_rejected(&retry_after);
         Ok(Self {
             state: Arc::new(DrainState {
                 config,
                 retry_after,
-                rejected,
                 draining: AtomicBool::new(false),
                 drained: AtomicBool::new(false),
                 started_at: OnceLock::new(),
@@ -266,10 +261,6 @@ impl DrainHandle {
 
     pub(crate) fn retry_after(&self) -> &HeaderValue {
         &self.state.retry_after
-    }
-
-    pub(crate) fn rejected(&self) -> &Rendered {
-        &self.state.rejected
     }
 
     /// Whether `other` is a handle on the same drain.

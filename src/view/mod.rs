@@ -54,6 +54,7 @@ pub(crate) use self::reading::{GroupAnswer, Judgement, Reads};
 pub(crate) use self::snapshot::Stale;
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;
+pub(crate) use self::startup::Phase as StartupPhase;
 pub(crate) use self::store::{Placeholders, Store};
 pub(crate) use self::watch::Source;
 pub use self::watch::{ViewClosed, ViewWatch};

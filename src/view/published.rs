@@ -1,13 +1,15 @@
-//! A verdict as published: the verdict itself, its bytes rendered ahead of time, and when it
-//! was made.
+//! A verdict as published: the verdict itself, when it was made, and what the readers that
+//! answer with bytes rendered of it then.
 
+use std::any::Any;
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 
-use crate::rendered::RenderedVerdict;
+use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
 
 #[derive(Debug)]
 pub(crate) struct Published<V> {
@@ -15,7 +17,45 @@ pub(crate) struct Published<V> {
     /// When the verdict was made; `None` for a placeholder (no round yet, monitor stopped):
     /// a response of its own rather than a round's verdict, which never goes stale.
     made: Option<Made>,
-    rendered: RenderedVerdict,
+    /// What the [`Render`] registered on the store made of the verdict when it was published;
+    /// `None` before one is registered.
+    rendering: Option<Rendering>,
+}
+
+/// What a [`Render`] makes of a verdict: the readers' own type, behind `Any`, so that what
+/// is published names no reader's type.
+pub(crate) type Rendering = Arc<dyn Any + Send + Sync>;
+
+/// Renders each verdict as it is published, for the readers that answer with bytes (the
+/// HTTP side): registered once on the [`Store`](super::Store), so that answering a probe
+/// never renders, and that neither the monitor nor the view knows what a byte looks like.
+pub(crate) trait Render: Send + Sync + fmt::Debug {
+    fn readiness(&self, verdict: &ReadinessVerdict) -> Rendering;
+    fn health(&self, verdict: &HealthVerdict) -> Rendering;
+    fn pool(&self, verdict: &PoolVerdict) -> Rendering;
+}
+
+/// A verdict the store publishes: which of [`Render`]'s methods renders it.
+pub(crate) trait Verdict: Send + Sync + fmt::Debug + 'static {
+    fn rendered_by(&self, render: &dyn Render) -> Rendering;
+}
+
+impl Verdict for ReadinessVerdict {
+    fn rendered_by(&self, render: &dyn Render) -> Rendering {
+        render.readiness(self)
+    }
+}
+
+impl Verdict for HealthVerdict {
+    fn rendered_by(&self, render: &dyn Render) -> Rendering {
+        render.health(self)
+    }
+}
+
+impl Verdict for PoolVerdict {
+    fn rendered_by(&self, render: &dyn Render) -> Rendering {
+        render.pool(self)
+    }
 }
 
 /// When a published verdict was made: what orders publications, what `age_ms` counts from,
@@ -48,23 +88,37 @@ impl Made {
     }
 }
 
-impl<V> Published<V> {
-    /// A round's verdict.
-    pub(crate) fn made(verdict: V, rendered: RenderedVerdict, made: Made) -> Self {
+impl<V: Verdict> Published<V> {
+    /// A round's verdict (`made`), or a placeholder (`None`: no round yet, or the monitor
+    /// stopped), rendered by `render` if one is registered.
+    pub(crate) fn new(verdict: V, made: Option<Made>, render: Option<&dyn Render>) -> Self {
         Self {
+            rendering: render.map(|render| verdict.rendered_by(render)),
             verdict: Arc::new(verdict),
-            made: Some(made),
-            rendered,
+            made,
         }
     }
 
-    /// A placeholder: no round yet, or the monitor stopped.
-    pub(crate) fn placeholder(verdict: V, rendered: RenderedVerdict) -> Self {
+    /// This publication rendered by `render`: the same verdict, made at the same instant.
+    pub(crate) fn rendered_by(&self, render: &dyn Render) -> Self {
         Self {
-            verdict: Arc::new(verdict),
-            made: None,
-            rendered,
+            verdict: Arc::clone(&self.verdict),
+            made: self.made,
+            rendering: Some(self.verdict.rendered_by(render)),
         }
+    }
+}
+
+impl<V> Published<V> {
+    /// What the registered [`Render`] made of the verdict, as the reader's own type `T`;
+    /// `None` when none was registered when it was published.
+    pub(crate) fn rendering<T: Any>(&self) -> Option<&T> {
+        self.rendering.as_deref()?.downcast_ref()
+    }
+
+    /// Whether a [`Render`] rendered it.
+    pub(crate) fn is_rendered(&self) -> bool {
+        self.rendering.is_some()
     }
 
     /// When the verdict was made; `None` for a placeholder.
@@ -92,11 +146,6 @@ impl<V> Published<V> {
         self.made.map_or(Duration::ZERO, |made| {
             now.saturating_duration_since(made.computed_at)
         })
-    }
-
-    /// The responses rendered for this verdict, for the readers that answer with them.
-    pub(crate) fn rendered(&self) -> &RenderedVerdict {
-        &self.rendered
     }
 }
 

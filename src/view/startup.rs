@@ -8,13 +8,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::rendered::Rendered;
-use crate::rendered::fixed::{
-    STARTED, STARTED_CHECKS, STARTING_APPLICATION, STARTING_APPLICATION_CHECKS,
-    STARTING_FIRST_ROUND, STARTING_FIRST_ROUND_CHECKS,
-};
-use crate::rendered::kube::KubeAnswers;
-
 #[derive(Debug)]
 pub(crate) struct Startup {
     waits_for_mark: bool,
@@ -46,25 +39,8 @@ impl Startup {
             && (!self.waits_for_mark || self.marked.load(Ordering::Acquire))
     }
 
-    /// The response `/health/startup` gives now.
-    pub(crate) fn rendered(&self) -> &'static Rendered {
-        match self.phase() {
-            Phase::FirstRound => &STARTING_FIRST_ROUND,
-            Phase::Application => &STARTING_APPLICATION,
-            Phase::Started => &STARTED,
-        }
-    }
-
-    /// `/health/startup`'s checks now, for its Kubernetes-style answers.
-    pub(crate) fn kube(&self) -> &'static KubeAnswers {
-        match self.phase() {
-            Phase::FirstRound => &STARTING_FIRST_ROUND_CHECKS,
-            Phase::Application => &STARTING_APPLICATION_CHECKS,
-            Phase::Started => &STARTED_CHECKS,
-        }
-    }
-
-    fn phase(&self) -> Phase {
+    /// Where the start is.
+    pub(crate) fn phase(&self) -> Phase {
         if !self.first_round.load(Ordering::Acquire) {
             Phase::FirstRound
         } else if self.waits_for_mark && !self.marked.load(Ordering::Acquire) {
@@ -76,7 +52,8 @@ impl Startup {
 }
 
 /// Where the start is.
-enum Phase {
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
     /// The first readiness round has not completed.
     FirstRound,
     /// The application has not called `mark_started()`, and the configuration waits for it.
@@ -92,13 +69,10 @@ mod tests {
     fn started_after_the_first_round() {
         let startup = Startup::new(false);
         assert!(!startup.is_started());
-        assert_eq!(
-            startup.rendered().status(),
-            http::StatusCode::SERVICE_UNAVAILABLE
-        );
+        assert_eq!(startup.phase(), Phase::FirstRound);
         startup.first_round_completed();
         assert!(startup.is_started());
-        assert_eq!(startup.rendered().status(), http::StatusCode::OK);
+        assert_eq!(startup.phase(), Phase::Started);
     }
 
     #[test]
@@ -109,9 +83,9 @@ mod tests {
         assert!(!startup.is_started(), "the first round has not completed");
         let startup = Startup::new(true);
         startup.first_round_completed();
-        assert!(std::ptr::eq(startup.rendered(), &*STARTING_APPLICATION));
+        assert_eq!(startup.phase(), Phase::Application);
         startup.mark();
         assert!(startup.is_started());
-        assert!(std::ptr::eq(startup.rendered(), &*STARTED));
+        assert_eq!(startup.phase(), Phase::Started);
     }
 }

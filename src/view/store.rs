@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use arc_swap::{ArcSwap, Guard};
 use tokio::sync::watch;
 
-use super::published::{Published, publish_newer};
+use super::published::{Made, Published, Render, Verdict, publish_newer};
 use super::startup::Startup;
 use super::{View, ViewInputs};
 use crate::shutdown::DrainHandle;
@@ -35,13 +35,16 @@ pub(crate) struct Store {
     /// Bumped with every tick of `changes`: a reader that renders the view ahead of time
     /// (metrics) re-renders when it moves.
     generation: AtomicU64,
+    /// What renders each verdict as it is published, once a reader that answers with bytes
+    /// registered it ([`render_with`](Self::render_with)).
+    render: OnceLock<Arc<dyn Render>>,
 }
 
 /// The three verdicts a monitor publishes before its first round or once it has stopped.
 pub(crate) struct Placeholders {
-    pub(crate) readiness: Published<ReadinessVerdict>,
-    pub(crate) health: Published<HealthVerdict>,
-    pub(crate) pool: Published<PoolVerdict>,
+    pub(crate) readiness: ReadinessVerdict,
+    pub(crate) health: HealthVerdict,
+    pub(crate) pool: PoolVerdict,
 }
 
 impl Store {
@@ -53,19 +56,30 @@ impl Store {
         debounce: Duration,
     ) -> Self {
         Self {
-            readiness: ArcSwap::from_pointee(placeholders.readiness),
-            health: ArcSwap::from_pointee(placeholders.health),
-            pool: ArcSwap::from_pointee(placeholders.pool),
+            readiness: ArcSwap::from_pointee(Published::new(placeholders.readiness, None, None)),
+            health: ArcSwap::from_pointee(Published::new(placeholders.health, None, None)),
+            pool: ArcSwap::from_pointee(Published::new(placeholders.pool, None, None)),
             drain: OnceLock::new(),
             startup: Startup::new(startup_waits_for_mark),
             running: AtomicBool::new(false),
             debounce,
             changes: watch::Sender::new(()),
             generation: AtomicU64::new(0),
+            render: OnceLock::new(),
         }
     }
 
     // ===== the monitor's side: publishing =====
+
+    /// `verdict`, made as `made` says, ready to publish: rendered by the registered
+    /// [`Render`], if any.
+    pub(crate) fn made<V: Verdict>(&self, verdict: V, made: Made) -> Arc<Published<V>> {
+        Arc::new(Published::new(verdict, Some(made), self.render()))
+    }
+
+    fn render(&self) -> Option<&dyn Render> {
+        self.render.get().map(|render| &**render)
+    }
 
     /// Publishes a readiness verdict unless a later round's is published (see
     /// [`publish_newer`]), and tells watchers. Returns what was published before, or `None`
@@ -113,11 +127,37 @@ impl Store {
                 health,
                 pool,
             } = placeholders();
-            self.readiness.store(Arc::new(readiness));
-            self.pool.store(Arc::new(pool));
-            self.health.store(Arc::new(health));
+            let render = self.render();
+            self.readiness
+                .store(Arc::new(Published::new(readiness, None, render)));
+            self.pool
+                .store(Arc::new(Published::new(pool, None, render)));
+            self.health
+                .store(Arc::new(Published::new(health, None, render)));
         }
         self.notify();
+    }
+
+    /// Registers what renders each verdict as it is published, unless one is registered
+    /// already (the first reader that answers with bytes registers it), and renders what is
+    /// published now, so that no reader finds a verdict unrendered but one published in
+    /// between (which the reader then renders itself, once).
+    pub(crate) fn render_with(&self, render: impl FnOnce() -> Arc<dyn Render>) {
+        let mut registered = false;
+        let render = self.render.get_or_init(|| {
+            registered = true;
+            render()
+        });
+        if registered {
+            rerender(&self.readiness, &**render);
+            rerender(&self.health, &**render);
+            rerender(&self.pool, &**render);
+        }
+    }
+
+    /// The registered [`Render`], if any.
+    pub(crate) fn registered_render(&self) -> Option<&Arc<dyn Render>> {
+        self.render.get()
     }
 
     /// Attaches `drain`, unless one is attached already; returns the drain followed.
@@ -197,4 +237,15 @@ impl Store {
         };
         View::new(inputs, Instant::now())
     }
+}
+
+/// Replaces the publication in `slot` by itself rendered by `render`, unless it is rendered.
+fn rerender<V: Verdict>(slot: &ArcSwap<Published<V>>, render: &dyn Render) {
+    slot.rcu(|current| {
+        if current.is_rendered() {
+            Arc::clone(current)
+        } else {
+            Arc::new(current.rendered_by(render))
+        }
+    });
 }

@@ -487,11 +487,21 @@ async fn metrics_count_computed_shared_and_failed_rounds_apart() {
         .unwrap()
         .key_prefix(&prefix)
         .entry_key();
-    let mut redis = connect(&redis_url()).await;
-    let _: () = redis::AsyncCommands::set(&mut redis, &key, "garbage")
-        .await
-        .unwrap();
-    let counted = eventually(LIMIT, || async { stats(|s| s.shared_cache_errors) > 0 }).await;
+    let redis = connect(&redis_url()).await;
+    // Written again until a process reads it: one that computes at that moment may replace it
+    // with a valid entry before any reads it.
+    let counted = eventually(LIMIT, || {
+        let mut redis = redis.clone();
+        let key = key.clone();
+        async move {
+            let _: () = redis::AsyncCommands::set(&mut redis, &key, "garbage")
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            stats(|s| s.shared_cache_errors) > 0
+        }
+    })
+    .await;
     assert!(counted, "no shared cache error counted");
     assert_eq!(metric(errors), stats(|s| s.shared_cache_errors));
 }

@@ -2,7 +2,7 @@
 //! halves once per round, the digits written per request.
 //!
 //! The age changes with every request, so the body is stored as the bytes before the number
-//! and a static tail after it, and [`ProbeBody`](crate::rendered::ProbeBody) writes the digits
+//! and a static tail after it, and [`ProbeBody`](crate::http::render::ProbeBody) writes the digits
 //! from a static table: no JSON encoding and no allocation on the probe path beyond the
 //! response's header map.
 

@@ -8,6 +8,7 @@ use http::header::{self, HeaderValue};
 
 use super::Rendered;
 use super::kube::{KubeAnswers, KubeCheck, Mark};
+use crate::view::StartupPhase;
 
 /// `/health/live`: the process answers, so it is alive.
 pub(crate) static LIVE: LazyLock<Rendered> =
@@ -47,6 +48,25 @@ pub(crate) static STARTING_APPLICATION: LazyLock<Rendered> = LazyLock::new(|| {
         &[],
     )
 });
+
+/// `/health/startup`'s answer where the start is at `phase`.
+pub(crate) fn startup(phase: StartupPhase) -> &'static Rendered {
+    match phase {
+        StartupPhase::FirstRound => &STARTING_FIRST_ROUND,
+        StartupPhase::Application => &STARTING_APPLICATION,
+        StartupPhase::Started => &STARTED,
+    }
+}
+
+/// `/health/startup`'s checks where the start is at `phase`, for its Kubernetes-style
+/// answers.
+pub(crate) fn startup_kube(phase: StartupPhase) -> &'static KubeAnswers {
+    match phase {
+        StartupPhase::FirstRound => &STARTING_FIRST_ROUND_CHECKS,
+        StartupPhase::Application => &STARTING_APPLICATION_CHECKS,
+        StartupPhase::Started => &STARTED_CHECKS,
+    }
+}
 
 /// `/health/live`'s checks for `?verbose`, `?exclude` and `/livez/ping`.
 pub(crate) static LIVE_CHECKS: LazyLock<KubeAnswers> =
@@ -128,14 +148,14 @@ pub(crate) static METRICS_UNAUTHORIZED: LazyLock<Rendered> = LazyLock::new(|| {
 
 /// The drain's answer to an ordinary request under [`DrainPolicy::Reject`](crate::drain::DrainPolicy),
 /// with the drain's `Retry-After`.
-pub(crate) fn drain_rejected(retry_after: &HeaderValue) -> Rendered {
+pub(crate) static DRAIN_REJECTED: LazyLock<Rendered> = LazyLock::new(|| {
     Rendered::fixed(
         StatusCode::SERVICE_UNAVAILABLE,
         "no-store",
         br#"{"status":"draining","error":"the server is draining and takes no new requests"}"#,
-        &[(header::RETRY_AFTER, retry_after.clone())],
+        &[],
     )
-}
+});
 
 #[cfg(test)]
 mod tests {
@@ -167,13 +187,8 @@ mod tests {
             METHOD_NOT_ALLOWED.response(BodyMode::Full).headers()[header::ALLOW],
             "GET, HEAD"
         );
-        let rejected = drain_rejected(&HeaderValue::from_static("7"));
         assert_eq!(
-            rejected.response(BodyMode::Full).headers()[header::RETRY_AFTER],
-            "7"
-        );
-        assert_eq!(
-            body(&rejected).await,
+            body(&DRAIN_REJECTED).await,
             r#"{"status":"draining","error":"the server is draining and takes no new requests"}"#
         );
     }

@@ -15,16 +15,16 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolS
 use crate::component::{Component, ComponentSpec, UnknownComponents};
 use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
+use crate::http::render::fixed;
+use crate::http::render::{Rendered, render_health, render_pool, render_readiness};
 use crate::monitor::tests::{goes_stale_soon, monitor, rounds, rounds_panicked};
 use crate::probe::{BodyMode, Freshness, Probe};
-use crate::rendered::fixed;
-use crate::rendered::{Rendered, render_health, render_pool, render_readiness};
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::verdict::Audience;
 
 // The error printer the integration tests use too.
-#[path = "../../tests/it/support/schema_errors.rs"]
+#[path = "../../../tests/it/support/schema_errors.rs"]
 mod schema_errors;
 use schema_errors::describe;
 
@@ -39,9 +39,9 @@ macro_rules! schema {
     ($name:literal) => {
         Schema {
             name: $name,
-            text: include_str!(concat!("../../schemas/", $name)),
+            text: include_str!(concat!("../../../schemas/", $name)),
             validator: LazyLock::new(|| {
-                compile($name, include_str!(concat!("../../schemas/", $name)))
+                compile($name, include_str!(concat!("../../../schemas/", $name)))
             }),
         }
     };
@@ -708,8 +708,10 @@ async fn fixed_bodies_match_their_schema() {
     ] {
         schema.check(&body_of(rendered, 0).await.1, what);
     }
-    let rejected = fixed::drain_rejected(&http::HeaderValue::from_static("5"));
-    ERROR.check(&body_of(&rejected, 0).await.1, "drain rejection");
+    ERROR.check(
+        &body_of(&fixed::DRAIN_REJECTED, 0).await.1,
+        "drain rejection",
+    );
 }
 
 #[cfg(feature = "admin")]
@@ -800,7 +802,7 @@ async fn admin_bodies_match_their_schema() {
 
 /// Every `<!-- body: <endpoint>/<state> -->` sample of README.md, raw (timestamps and all).
 fn readme_samples() -> Vec<(String, String)> {
-    let readme = include_str!("../docs/bodies.md");
+    let readme = include_str!("../../docs/bodies.md");
     let marker = "<!-- body: ";
     let mut samples = Vec::new();
     let mut rest = readme;

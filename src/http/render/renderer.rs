@@ -1,0 +1,95 @@
+//! The HTTP side's [`Render`]: registered on a monitor's store by the first HTTP reader, it
+//! renders each verdict once, as it is published, into every response a probe may get
+//! ([`RenderedVerdict`]), so that answering a probe never encodes JSON.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{RenderedVerdict, render_health, render_pool, render_readiness};
+use crate::config::stale_bound;
+use crate::monitor::HealthHandle;
+use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessRules, ReadinessVerdict};
+use crate::view::published::{Published, Render, Rendering, Verdict};
+
+/// What the bodies need of the monitor's configuration.
+#[derive(Debug)]
+pub(crate) struct Renderer {
+    rules: ReadinessRules,
+    /// The staleness bound of readiness's and pool's verdicts, which the stale bodies name.
+    readiness_stale: Duration,
+    health_stale: Duration,
+    /// This process's id when it shares its verdicts through Redis: `_cache` then names who
+    /// computed each verdict, this process included.
+    own_id: Option<Arc<str>>,
+}
+
+impl Renderer {
+    fn of(health: &HealthHandle) -> Self {
+        let config = health.config();
+        Self {
+            rules: ReadinessRules {
+                fail_direction: config.fail_direction,
+                unknown: config.unknown_components,
+            },
+            readiness_stale: stale_bound(config.readiness_interval, config.readiness_timeout),
+            health_stale: stale_bound(config.health_interval, config.readiness_timeout),
+            own_id: health.state().shared_process_id(),
+        }
+    }
+}
+
+impl Render for Renderer {
+    fn readiness(&self, verdict: &ReadinessVerdict) -> Rendering {
+        Arc::new(render_readiness(verdict, self.rules, self.readiness_stale))
+    }
+
+    fn health(&self, verdict: &HealthVerdict) -> Rendering {
+        Arc::new(render_health(
+            verdict,
+            self.health_stale,
+            self.own_id.as_deref(),
+        ))
+    }
+
+    fn pool(&self, verdict: &PoolVerdict) -> Rendering {
+        Arc::new(render_pool(verdict, self.readiness_stale))
+    }
+}
+
+/// Registers the HTTP renderer on `health`'s monitor, once for every HTTP reader of it: one
+/// atomic load when it is there already.
+pub(crate) fn attach(health: &HealthHandle) {
+    let store = &health.state().store;
+    if store.registered_render().is_none() {
+        store.render_with(|| Arc::new(Renderer::of(health)));
+    }
+}
+
+/// Calls `answer` with the responses rendered for `published`: those of its publication, or
+/// (for a verdict published in the moment before the first HTTP reader registered its
+/// renderer) rendered now, once for this request.
+#[inline]
+pub(crate) fn with_rendered<V: Verdict, T>(
+    health: &HealthHandle,
+    published: &Published<V>,
+    answer: impl FnOnce(&RenderedVerdict) -> T,
+) -> T {
+    match published.rendering::<RenderedVerdict>() {
+        Some(rendered) => answer(rendered),
+        None => answer(&rendered_now(health, published)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn rendered_now<V: Verdict>(health: &HealthHandle, published: &Published<V>) -> RenderedVerdict {
+    attach(health);
+    let render = health.state().store.registered_render();
+    let rendering = published
+        .verdict
+        .rendered_by(&**render.expect("attached just now"));
+    rendering
+        .downcast_ref::<RenderedVerdict>()
+        .expect("the HTTP renderer renders RenderedVerdict")
+        .clone()
+}
