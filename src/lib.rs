@@ -189,6 +189,7 @@ pub mod axum;
 pub mod check;
 pub mod component;
 pub mod config;
+mod dialect;
 pub mod drain;
 mod env;
 #[cfg(feature = "grpc")]

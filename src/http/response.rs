@@ -12,8 +12,9 @@ use http::Response;
 use http::header::{self, HeaderValue};
 
 use super::render::fixed::{LIVE, LIVE_CHECKS, NO_SUCH_GROUP, PING, startup, startup_kube};
-use super::render::kube::{KubeAnswers, Moment};
+use super::render::kube::KubeAnswers;
 use super::render::{ProbeBody, with_rendered};
+use crate::dialect::kube::Moment;
 use crate::monitor::HealthHandle;
 use crate::probe::{BodyMode, Form, Freshness, Probe};
 use crate::shutdown::DrainHandle;
@@ -132,7 +133,9 @@ fn group_answer(
                 draining: store.is_draining(),
                 stale: published.is_stale(judgement.now),
             };
-            return group.kube().response(moment, audience, form, mode);
+            return group
+                .kube()
+                .response(moment, answer.passing, audience, form, mode);
         }
         let variants = group.for_audience(audience);
         match answer.condition {
@@ -166,7 +169,8 @@ fn kube_answer(
         draining: store.is_draining(),
         stale,
     };
-    let respond = |kube: &KubeAnswers, moment| kube.response(moment, audience, form, mode);
+    let passing = judgement.passing;
+    let respond = |kube: &KubeAnswers, moment| kube.response(moment, passing, audience, form, mode);
     let now = judgement.now;
     match &judgement.read {
         Reads::Nothing => respond(&LIVE_CHECKS, Moment::default()),

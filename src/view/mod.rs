@@ -37,6 +37,7 @@
 //! ```
 
 mod answer;
+mod checks;
 mod decide;
 pub(crate) mod published;
 mod reading;
@@ -46,6 +47,7 @@ mod store;
 mod watch;
 
 pub use self::answer::{Answer, Condition};
+pub(crate) use self::checks::{Check, Checked, Mark, group_checks};
 #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
 pub(crate) use self::decide::passes_debounced;
 pub(crate) use self::decide::{alive, judge, startup};

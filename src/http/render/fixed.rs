@@ -7,8 +7,9 @@ use http::StatusCode;
 use http::header::{self, HeaderValue};
 
 use super::Rendered;
-use super::kube::{KubeAnswers, KubeCheck, Mark};
+use super::kube::KubeAnswers;
 use crate::view::StartupPhase;
+use crate::view::{Check, Mark};
 
 /// `/health/live`: the process answers, so it is alive.
 pub(crate) static LIVE: LazyLock<Rendered> =
@@ -70,17 +71,17 @@ pub(crate) fn startup_kube(phase: StartupPhase) -> &'static KubeAnswers {
 
 /// `/health/live`'s checks for `?verbose`, `?exclude` and `/livez/ping`.
 pub(crate) static LIVE_CHECKS: LazyLock<KubeAnswers> =
-    LazyLock::new(|| KubeAnswers::fixed("livez", KubeCheck::ok("ping")));
+    LazyLock::new(|| KubeAnswers::fixed("livez", Check::ok("ping")));
 
 /// `/health/startup`'s checks once started.
 pub(crate) static STARTED_CHECKS: LazyLock<KubeAnswers> =
-    LazyLock::new(|| KubeAnswers::fixed("startupz", KubeCheck::ok("started")));
+    LazyLock::new(|| KubeAnswers::fixed("startupz", Check::ok("started")));
 
 /// `/health/startup`'s checks before the first readiness round has completed.
 pub(crate) static STARTING_FIRST_ROUND_CHECKS: LazyLock<KubeAnswers> = LazyLock::new(|| {
     KubeAnswers::fixed(
         "startupz",
-        KubeCheck::public(
+        Check::public(
             "started",
             Mark::Failed,
             "the first readiness round has not completed",
@@ -92,7 +93,7 @@ pub(crate) static STARTING_FIRST_ROUND_CHECKS: LazyLock<KubeAnswers> = LazyLock:
 pub(crate) static STARTING_APPLICATION_CHECKS: LazyLock<KubeAnswers> = LazyLock::new(|| {
     KubeAnswers::fixed(
         "startupz",
-        KubeCheck::public(
+        Check::public(
             "started",
             Mark::Failed,
             "the application has not declared itself started (HealthHandle::mark_started)",

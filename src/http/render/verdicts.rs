@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::Rendered;
 use super::age::{Hit, with_cache};
-use super::kube::{KubeAnswers, KubeCheck, Mark};
+use super::kube::KubeAnswers;
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
 use crate::verdict::Status;
@@ -23,6 +23,7 @@ use crate::verdict::{
     Audience, Cause, CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict,
     ReadinessRules, ReadinessVerdict, TimeoutDetail,
 };
+use crate::view::{Checked, group_checks};
 
 /// Every variant of one verdict's response, for one audience.
 #[derive(Clone, Debug)]
@@ -195,8 +196,7 @@ pub(crate) fn render_readiness(
     });
     let kube = KubeAnswers::of_verdict(
         "readyz",
-        verdict.passes(),
-        readiness_checks(verdict, rules),
+        verdict.checks(rules),
         verdict.reason,
         stale.text.clone(),
     );
@@ -292,8 +292,7 @@ pub(crate) fn render_health(
     });
     let kube = KubeAnswers::of_verdict(
         "healthz",
-        verdict.status.is_serving(),
-        health_checks(verdict),
+        verdict.checks(rules_unused()),
         no_verdict.as_deref(),
         stale.text.clone(),
     );
@@ -374,8 +373,7 @@ pub(crate) fn render_pool(verdict: &PoolVerdict, stale_after: Duration) -> Rende
     let stale = Circumstance::stale("pool", stale_after);
     let kube = KubeAnswers::of_verdict(
         "poolz",
-        verdict.is_usable(),
-        pool_checks(verdict),
+        verdict.checks(rules_unused()),
         verdict.reason,
         stale.text.clone(),
     );
@@ -484,26 +482,7 @@ fn render_group(
             stale: Rendered::json(unavailable, body("unavailable", Some(stale.text.clone()))),
         }
     });
-    let checks = group
-        .members
-        .iter()
-        .map(|member| {
-            let mark = match (member.passed, member.optional) {
-                (true, _) => Mark::Ok,
-                (false, true) => Mark::Degraded,
-                (false, false) => Mark::Failed,
-            };
-            let reason = member
-                .reason
-                .as_deref()
-                .map_or_else(|| member.state.to_owned(), str::to_owned);
-            KubeCheck::withheld(&*member.check, mark, reason)
-        })
-        .chain([match &readiness.held {
-            Some(reason) => held_check(reason, Mark::Failed),
-            None => KubeCheck::ok("hold"),
-        }])
-        .collect();
+    let checks = group_checks(group, readiness);
     let no_verdict =
         (group.status == Status::Unavailable).then_some("no round has checked the group yet");
     RenderedGroup {
@@ -511,164 +490,11 @@ fn render_group(
         audiences,
         kube: KubeAnswers::of_verdict(
             format!("group/{}", group.name),
-            group.passes() && readiness.held.is_none(),
             checks,
             no_verdict,
             stale.text.clone(),
         ),
     }
-}
-
-/// Readiness's checks: every database and every component that gates it, then the hold,
-/// then the fleet guard while it keeps the process in rotation (its failing checks are then
-/// shared dependencies, and only degrade it).
-fn readiness_checks(verdict: &ReadinessVerdict, rules: ReadinessRules) -> Vec<KubeCheck> {
-    let kept = verdict.is_kept_by_fleet_guard();
-    let failed = if kept { Mark::Degraded } else { Mark::Failed };
-    let databases = verdict.databases.iter().map(|outcome| {
-        let mark = if rules.database_fails(outcome) {
-            failed
-        } else if outcome.passed() {
-            Mark::Ok
-        } else {
-            Mark::Degraded
-        };
-        database_check(outcome, mark)
-    });
-    let components = verdict.components.iter().map(|report| {
-        let mark = if rules.component_fails(report) {
-            failed
-        } else {
-            Mark::Ok
-        };
-        component_check(report, mark)
-    });
-    let hold = match &verdict.held {
-        Some(reason) => held_check(reason, Mark::Failed),
-        None => KubeCheck::ok("hold"),
-    };
-    let guard = verdict
-        .fleet_guard
-        .as_ref()
-        .filter(|_| kept)
-        .map(|guard| KubeCheck::public(FLEET_GUARD, Mark::Degraded, &guard.to_string()));
-    databases
-        .chain(components)
-        .chain([hold])
-        .chain(guard)
-        .collect()
-}
-
-/// The fleet guard's line: names and numbers only, shown to every audience.
-const FLEET_GUARD: &str = "fleet-guard";
-
-/// Health's checks: every database and every component, marked by the verdict's causes (a
-/// cause that makes health `unhealthy` fails its check, the others degrade it), then the
-/// hold, which `/health` shows without failing.
-fn health_checks(verdict: &HealthVerdict) -> Vec<KubeCheck> {
-    let caused = |kind: &str, name: &str| {
-        verdict
-            .causes
-            .iter()
-            .find(|cause| cause.kind() == kind && cause.name() == Some(name))
-    };
-    let mut checks = Vec::new();
-    if verdict.causes.contains(&Cause::NoDatabase) {
-        checks.push(KubeCheck::public(
-            "database",
-            Mark::Failed,
-            &Cause::NoDatabase.describe(),
-        ));
-    }
-    for outcome in verdict.database.iter().chain(&verdict.databases) {
-        let mark = match caused("database", &outcome.name) {
-            Some(Cause::Database {
-                optional: false, ..
-            }) => Mark::Failed,
-            Some(_) => Mark::Degraded,
-            // A critical database besides the default one fails readiness, not health.
-            None if !outcome.passed() => Mark::Degraded,
-            None if caused("pool_saturated", &outcome.name).is_some() => Mark::Degraded,
-            None => Mark::Ok,
-        };
-        let mut check = database_check(outcome, mark);
-        if let Some(saturated) = caused("pool_saturated", &outcome.name) {
-            check.reason = saturated.describe().into();
-        }
-        checks.push(check);
-    }
-    for report in &verdict.components {
-        let mark = match caused("component", &report.name) {
-            Some(Cause::Component { critical: true, .. }) => Mark::Failed,
-            Some(_) => Mark::Degraded,
-            None => Mark::Ok,
-        };
-        checks.push(component_check(report, mark));
-    }
-    let held = verdict.causes.iter().find_map(|cause| match cause {
-        Cause::Held { reason } => Some(reason),
-        _ => None,
-    });
-    checks.push(match held {
-        Some(reason) => held_check(reason, Mark::Degraded),
-        None => KubeCheck::ok("hold"),
-    });
-    checks.extend(verdict.causes.iter().find_map(|cause| match cause {
-        Cause::FleetGuard { guard } => Some(KubeCheck::public(
-            FLEET_GUARD,
-            Mark::Degraded,
-            &guard.to_string(),
-        )),
-        _ => None,
-    }));
-    checks
-}
-
-/// `hold` while an operator holds the process out: the operator's words for the audience
-/// that sees details, that it is held for the others.
-fn held_check(reason: &std::sync::Arc<str>, mark: Mark) -> KubeCheck {
-    let held = Cause::Held {
-        reason: reason.clone(),
-    };
-    KubeCheck {
-        minimal: Some(held.describe_for(Audience::Minimal).into()),
-        ..KubeCheck::withheld("hold", mark, held.describe_for(Audience::Full))
-    }
-}
-
-/// The pool's check: the default database, failing when it is not usable.
-fn pool_checks(verdict: &PoolVerdict) -> Vec<KubeCheck> {
-    let Some(outcome) = &verdict.outcome else {
-        return Vec::new();
-    };
-    let mark = if !verdict.is_usable() {
-        Mark::Failed
-    } else if verdict.is_saturated() || !outcome.passed() {
-        Mark::Degraded
-    } else {
-        Mark::Ok
-    };
-    vec![database_check(outcome, mark)]
-}
-
-/// `database/<name>`, with what its check found.
-fn database_check(outcome: &CheckOutcome, mark: Mark) -> KubeCheck {
-    let reason = match (&outcome.error, detail_text(outcome)) {
-        (Some(error), _) => error.message().to_owned(),
-        (None, Some(detail)) => format!("{}: {detail}", outcome.status.as_str()),
-        (None, None) => outcome.status.as_str().to_owned(),
-    };
-    KubeCheck::withheld(format!("database/{}", outcome.name), mark, reason)
-}
-
-/// `component/<name>`, with its state and reason.
-fn component_check(report: &ComponentReport, mark: Mark) -> KubeCheck {
-    let reason = if report.reason.is_empty() {
-        report.status.as_str().to_owned()
-    } else {
-        format!("{}: {}", report.status.as_str(), report.reason)
-    };
-    KubeCheck::withheld(format!("component/{}", report.name), mark, reason)
 }
 
 /// `causes` in the body: the circumstance of the variant first, then the verdict's own.
@@ -811,4 +637,9 @@ fn timestamp(at: Option<SystemTime>) -> Value {
 
 pub(super) fn to_vec(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).expect("a serde_json::Value always serializes")
+}
+
+/// The rules health's and pool's checks do not read (only readiness's do).
+fn rules_unused() -> ReadinessRules {
+    ReadinessRules::default()
 }
