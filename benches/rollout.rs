@@ -907,16 +907,21 @@ struct Outcome {
 }
 
 impl Outcome {
-    /// The survivor's (app2's) changes that took it out of rotation or lowered its weight,
-    /// and app1's before its SIGTERM: what a rollout should never show.
+    /// When the survivor (app2) was out of rotation, and app1 before its SIGTERM: what a
+    /// rollout should never show. Each as `app2 DOWN (agent) +23.7 s to +24.7 s`, from the
+    /// samples (a state shorter than [`SAMPLE_EVERY`] can slip between two).
     fn out_of_drain(&self) -> Vec<String> {
         let mut seen = Vec::new();
         for (server, changes) in &self.changes {
-            for (at, stat) in changes {
+            for (index, (at, stat)) in changes.iter().enumerate() {
                 let at = self.timeline.at(*at);
                 let before_drain = server == "app1" && at < self.sigterm_at;
                 if (server == "app2" || before_drain) && !stat.status.starts_with("UP") {
-                    seen.push(format!("{server} {} at {at:+.1} s", stat.status));
+                    let until = changes.get(index + 1).map_or_else(
+                        || "the end".to_owned(),
+                        |(until, _)| format!("{:+.1} s", self.timeline.at(*until)),
+                    );
+                    seen.push(format!("{server} {} {at:+.1} s to {until}", stat.status));
                 }
             }
         }
@@ -1046,21 +1051,21 @@ fn or_none(items: &[String]) -> String {
 /// Every run in one Markdown table, for `benches/README.md`.
 fn table(rows: &[(String, u32, Outcome)]) -> String {
     let mut out = String::from(
-        "| configuration | run | requests | failed | non-2xx | `<NOSRV>` | timeouts | other socket errors | survivor's overruns | out of rotation outside the drain |\n\
+        "| configuration | run | requests | failed | non-2xx | `<NOSRV>` | timeouts | other socket errors | survivor: overruns, not ready | out of rotation outside the drain |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (label, run, outcome) in rows {
         let wrk = &outcome.wrk;
+        let (overran, not_ready) = outcome.survivor_warnings();
         let _ = writeln!(
             out,
-            "| `{label}` | {run} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{label}` | {run} | {} | {} | {} | {} | {} | {} | {overran}, {not_ready} | {} |",
             thousands(wrk.requests),
             thousands(wrk.failed()),
             thousands(wrk.non_2xx),
             thousands(outcome.access.nosrv),
             thousands(wrk.timeout),
             wrk.connect + wrk.read + wrk.write,
-            outcome.survivor_warnings().0,
             or_none(&outcome.out_of_drain()),
         );
     }
