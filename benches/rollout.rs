@@ -42,8 +42,9 @@
 //! - `TEST_DATABASE_URL`: the database, default `postgres://postgres@127.0.0.1:5432/postgres`;
 //! - `ROLLOUT_WRK`, `ROLLOUT_HAPROXY`: the binaries, default `wrk` and `haproxy` from the
 //!   `PATH` (and `/usr/sbin`);
-//! - `ROLLOUT_KEEP`: set, each scenario's folder (HAProxy's configuration and log) is kept
-//!   and its path printed.
+//! - `ROLLOUT_KEEP`: set, each scenario's folder is kept and its path printed: HAProxy's
+//!   configuration and access log, and each process's whole log (`app1.log`, `app2.log`,
+//!   `haproxy.log`: HAProxy's stderr), timed from wrk's start.
 //!
 //! The instance is the README's production form adapted to bb8: the application's pool
 //! (bb8's defaults but `max_size`), `HealthConfig::from_env()` with the default database
@@ -632,6 +633,9 @@ async fn scenario(settings: &Settings, configuration: &Configuration) -> Result<
     std::fs::create_dir_all(&dir)?;
     let result = run_scenario(settings, configuration, &dir).await;
     if settings.keep {
+        if let Ok(outcome) = &result {
+            outcome.write_logs(&dir)?;
+        }
         println!("   (kept: {})", dir.display());
     } else {
         let _ = std::fs::remove_dir_all(&dir);
@@ -941,6 +945,19 @@ impl Outcome {
             count("overran its deadline"),
             count("readiness is now not_ready"),
         )
+    }
+
+    /// Each process's whole log, every line timed on the scenario's clock, into `dir`
+    /// (`app1.log`, `app2.log`, `haproxy.log`).
+    fn write_logs(&self, dir: &Path) -> std::io::Result<()> {
+        for (name, lines) in &self.logs {
+            let mut text = String::new();
+            for (at, line) in &lines.lines {
+                let _ = writeln!(text, "{:+8.3} s  {line}", self.timeline.at(*at));
+            }
+            std::fs::write(dir.join(format!("{name}.log")), text)?;
+        }
+        Ok(())
     }
 
     fn report(&self) -> String {
