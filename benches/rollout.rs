@@ -2,8 +2,9 @@
 //! route `/db` queries PostgreSQL through the application's own bb8 pool, HAProxy in front set
 //! up as the HAProxy guide shows (the HTTP check of `/health/ready` and the agent check),
 //! `wrk` loading the frontend's `/db`, and SIGTERM to one instance while it runs (issue 29
-//! part B). What it measures is whether the rollout loses requests: a starved survivor whose
-//! agent says `down` for one slow round leaves HAProxy no server while the other drains.
+//! part B). What it measures is whether the rollout loses requests: a survivor whose agent
+//! says `down` for one slow round (a starved process, a late answer from the database) leaves
+//! HAProxy no server while the other drains.
 //!
 //! Run with
 //!
@@ -12,7 +13,7 @@
 //! ```
 //!
 //! It needs `wrk` and `haproxy` (Debian's packages: `apt-get install -y wrk haproxy`) and the
-//! local PostgreSQL. Each scenario (about 40 s) runs from scratch: two instances as child
+//! local PostgreSQL. Each scenario (about 30 s) runs from scratch: two instances as child
 //! processes (this binary with `--instance <listen> <agent-port>`), a new HAProxy, then
 //! `wrk -t2 -c64 -d25s --latency` against the frontend's `/db`, SIGTERM to instance 1 at
 //! +8 s, and the report: wrk's requests, non-2xx responses and socket errors; HAProxy's
