@@ -1,0 +1,1104 @@
+//! A rolling restart behind a real HAProxy, measured: two instances of an axum app whose
+//! route `/db` queries PostgreSQL through the application's own bb8 pool, HAProxy in front set
+//! up as the HAProxy guide shows (the HTTP check of `/health/ready` and the agent check),
+//! `wrk` loading the frontend's `/db`, and SIGTERM to one instance while it runs (issue 29
+//! part B). What it measures is whether the rollout loses requests: a survivor whose agent
+//! says `down` for one slow round (a starved process, a late answer from the database) leaves
+//! HAProxy no server while the other drains.
+//!
+//! Run with
+//!
+//! ```not_rust
+//! cargo bench --bench rollout --features axum,haproxy-agent -- debounce=0 default --runs 3
+//! ```
+//!
+//! It needs `wrk` and `haproxy` (Debian's packages: `apt-get install -y wrk haproxy`) and the
+//! local PostgreSQL. Each scenario (about 30 s) runs from scratch: two instances as child
+//! processes (this binary with `--instance <listen> <agent-port>`), a new HAProxy, then
+//! `wrk -t2 -c64 -d25s --latency` against the frontend's `/db`, SIGTERM to instance 1 at
+//! +8 s, and the report: wrk's requests, non-2xx responses and socket errors; HAProxy's
+//! `<NOSRV>` answers and its log's statuses by server; each server's status and weight over
+//! time (`show stat` on the stats socket every 100 ms, the changes printed, timed from wrk's
+//! start); and each instance's warnings (`a round overran its deadline`, `readiness is now
+//! not_ready`). A table of every run ends the output.
+//!
+//! Configurations, on the command line, each run back to back in the order given (default
+//! `debounce=0 default`); `--runs N` repeats the whole list N times, interleaved (default 1):
+//!
+//! - `default`: the instances' `TOWER_HEALTH_*` settings all at their defaults;
+//! - `name=value[,name=value...]`: `TOWER_HEALTH_<NAME>=value` for each pair, the rest at the
+//!   defaults: `debounce=0` is `TOWER_HEALTH_DEBOUNCE=0`, the agent acting on every answer as
+//!   before the debounce existed (the starved rounds' handling stays: this is not the code
+//!   before the fix).
+//!
+//! The instances get no other `TOWER_HEALTH_*` (nor `BALDUR_*`) variable from this process's
+//! environment, so that a configuration is exactly what its name says.
+//!
+//! Settings (environment):
+//!
+//! - `ROLLOUT_CONNECTIONS`: wrk's connections, default 64 (on 2 threads);
+//! - `ROLLOUT_DURATION`: wrk's run, default `25s` (whole seconds);
+//! - `ROLLOUT_SIGTERM_AT`: when instance 1 gets SIGTERM after wrk starts, default `8s`;
+//! - `ROLLOUT_POOL_SIZE`: each instance's pool, default 10;
+//! - `TEST_DATABASE_URL`: the database, default `postgres://postgres@127.0.0.1:5432/postgres`;
+//! - `ROLLOUT_WRK`, `ROLLOUT_HAPROXY`: the binaries, default `wrk` and `haproxy` from the
+//!   `PATH` (and `/usr/sbin`);
+//! - `ROLLOUT_KEEP`: set, each scenario's folder is kept and its path printed: HAProxy's
+//!   configuration and access log, and each process's whole log (`app1.log`, `app2.log`,
+//!   `haproxy.log`: HAProxy's stderr), timed from wrk's start.
+//!
+//! The instance is the README's production form adapted to bb8: the application's pool
+//! (bb8's defaults but `max_size`), `HealthConfig::from_env()` with the default database
+//! checked beside that pool (`PostgresCheck::new`: a connection of its own, outside the
+//! pool), `HealthMonitor::spawn`, a drain from `DrainConfig::from_env()` followed by the
+//! monitor, the HAProxy agent, `HealthLayer::new(&health).details(Details::Never).around(router)`,
+//! a tracing subscriber (info and up, to stderr) and `drain.serve(..)` around `axum::serve`, so
+//! that SIGTERM drains as in production (the drain delay, 5 s by default, then the graceful
+//! shutdown). `/db` checks a connection out of the pool and runs `SELECT 1` with
+//! `query_one` (a prepare and an execute: two round trips, as a handler written the obvious
+//! way does); a checkout or query that fails answers 503.
+//!
+//! Nothing here is asserted: it prints what it saw. Only 127.0.0.1 is used.
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream, UnixStream};
+use tokio::process::{Child, Command};
+use tower_health::config::Details;
+use tower_health::haproxy::{AgentConfig, AgentServer};
+use tower_health::postgres::PostgresCheck;
+use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
+use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer, HealthMonitor};
+
+type AppPool = bb8::Pool<bb8_postgres::PostgresConnectionManager<tokio_postgres::NoTls>>;
+type BoxError = Box<dyn Error>;
+
+const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+/// How often HAProxy's stats are sampled during a scenario.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// The longest wait for the instances to be ready and HAProxy to have both `UP`.
+const START_LIMIT: Duration = Duration::from_secs(60);
+/// How long after wrk's planned end it may still run before it is killed.
+const WRK_GRACE: Duration = Duration::from_secs(30);
+/// How long the SIGTERMed instance may take to exit once wrk is done: the drain timeout (20 s
+/// by default) bounds it.
+const EXIT_LIMIT: Duration = Duration::from_secs(30);
+/// Lines of a process's log printed per scenario, at most.
+const LOG_LINES: usize = 12;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|arg| arg == "--list" || arg == "--test") {
+        return ExitCode::SUCCESS; // `cargo bench -- --list`, `cargo test --benches`
+    }
+    let result = match args.iter().position(|arg| arg == "--instance") {
+        Some(at) => match (args.get(at + 1), args.get(at + 2)) {
+            (Some(listen), Some(agent_port)) => agent_port
+                .parse()
+                .map_err(|_| format!("--instance: not a port: {agent_port:?}").into())
+                .and_then(|agent_port| instance(listen, agent_port)),
+            _ => Err("usage: rollout --instance <listen> <agent-port>".into()),
+        },
+        None => orchestrate(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// One instance: the README's production form, adapted to bb8.
+// ------------------------------------------------------------------------------------------
+
+/// Serves one instance on `listen`, its HAProxy agent on 127.0.0.1:`agent_port`, until
+/// SIGTERM has drained it.
+fn instance(listen: &str, agent_port: u16) -> Result<(), BoxError> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    // What `#[tokio::main]` builds: a worker thread per core.
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let manager = bb8_postgres::PostgresConnectionManager::new_from_stringlike(
+            database_url(),
+            tokio_postgres::NoTls,
+        )?;
+        let pool: AppPool = bb8::Pool::builder()
+            .max_size(env_or("ROLLOUT_POOL_SIZE", 10))
+            .build_unchecked(manager);
+
+        let config = HealthConfig::from_env()? // the TOWER_HEALTH_* variables
+            // One connection of its own beside the pool: a check never queues behind traffic.
+            .database("default", PostgresCheck::new(pool.clone()));
+        let health = HealthMonitor::spawn(config)?;
+        let drain = DrainHandle::new(DrainConfig::from_env()?)?;
+        health.follow_drain(&drain);
+
+        let agent = AgentConfig::from_env()?.port(agent_port);
+        let _agent = AgentServer::new(agent, &health).start().await?;
+        let app = Router::new().route("/db", get(db)).with_state(pool);
+        let app = HealthLayer::new(&health)
+            .details(Details::Never)
+            .around(app);
+        let listener = TcpListener::bind(listen).await?;
+        drain
+            .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
+            .await?;
+        Ok(())
+    })
+}
+
+/// `GET /db`: one query through the application's pool.
+async fn db(State(pool): State<AppPool>) -> Result<String, (StatusCode, String)> {
+    let unavailable = |error: String| (StatusCode::SERVICE_UNAVAILABLE, error);
+    let conn = pool
+        .get()
+        .await
+        .map_err(|error| unavailable(error.to_string()))?;
+    let row = conn
+        .query_one("SELECT 1", &[])
+        .await
+        .map_err(|error| unavailable(error.to_string()))?;
+    let one: i32 = row.get(0);
+    Ok(format!("{one}\n"))
+}
+
+fn database_url() -> String {
+    std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_owned())
+}
+
+/// `name` parsed, or `default` when it is unset; a value that does not parse is a mistake
+/// worth stopping for.
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} does not parse")),
+        Err(_) => default,
+    }
+}
+
+/// `name` as a duration (`25s`, `1500ms`), or `default` when it is unset.
+fn env_duration(name: &str, default: Duration) -> Duration {
+    match std::env::var(name) {
+        Ok(value) => humantime::parse_duration(&value)
+            .unwrap_or_else(|error| panic!("{name}={value:?}: {error}")),
+        Err(_) => default,
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The orchestrator: a scenario per configuration and run.
+// ------------------------------------------------------------------------------------------
+
+/// What every scenario shares.
+struct Settings {
+    connections: u32,
+    duration: Duration,
+    sigterm_at: Duration,
+    wrk: PathBuf,
+    haproxy: PathBuf,
+    keep: bool,
+}
+
+/// A configuration of the instances: a label and the `TOWER_HEALTH_*` variables it sets.
+struct Configuration {
+    label: String,
+    env: Vec<(String, String)>,
+}
+
+impl Configuration {
+    /// `default`, or `name=value[,name=value...]` (`debounce=0`: `TOWER_HEALTH_DEBOUNCE=0`).
+    fn parse(label: &str) -> Result<Self, BoxError> {
+        let mut env = Vec::new();
+        if label != "default" {
+            for pair in label.split(',') {
+                let (name, value) = pair
+                    .split_once('=')
+                    .ok_or_else(|| format!("{label:?}: expected default or name=value"))?;
+                let name = format!("TOWER_HEALTH_{}", name.trim().to_ascii_uppercase());
+                env.push((name, value.trim().to_owned()));
+            }
+        }
+        Ok(Self {
+            label: label.to_owned(),
+            env,
+        })
+    }
+}
+
+fn orchestrate(args: &[String]) -> Result<(), BoxError> {
+    let mut runs = 1;
+    let mut configurations = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bench" => {} // what `cargo bench` passes
+            "--runs" => {
+                let value = args.next().ok_or("--runs needs a number")?;
+                runs = value.parse().map_err(|_| format!("--runs {value:?}"))?;
+            }
+            other if other.starts_with("--") => return Err(format!("unknown flag {other}").into()),
+            label => configurations.push(Configuration::parse(label)?),
+        }
+    }
+    if configurations.is_empty() {
+        configurations = vec![
+            Configuration::parse("debounce=0")?,
+            Configuration::parse("default")?,
+        ];
+    }
+    let settings = Settings {
+        connections: env_or("ROLLOUT_CONNECTIONS", 64),
+        duration: env_duration("ROLLOUT_DURATION", Duration::from_secs(25)),
+        sigterm_at: env_duration("ROLLOUT_SIGTERM_AT", Duration::from_secs(8)),
+        wrk: binary("ROLLOUT_WRK", "wrk")?,
+        haproxy: binary("ROLLOUT_HAPROXY", "haproxy")?,
+        keep: std::env::var_os("ROLLOUT_KEEP").is_some(),
+    };
+    if settings.duration.as_secs() == 0 || settings.sigterm_at >= settings.duration {
+        return Err("ROLLOUT_SIGTERM_AT must fall within ROLLOUT_DURATION (whole seconds)".into());
+    }
+    println!(
+        "rolling restart: wrk -t2 -c{} -d{}s on /db, SIGTERM to app1 at +{:?}; pool {}; {} run(s) of {}",
+        settings.connections,
+        settings.duration.as_secs(),
+        settings.sigterm_at,
+        env_or::<u32>("ROLLOUT_POOL_SIZE", 10),
+        runs,
+        configurations
+            .iter()
+            .map(|configuration| configuration.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut rows = Vec::new();
+    for run in 1..=runs {
+        for configuration in &configurations {
+            println!(
+                "\n== {} (run {run} of {runs}; load average {})",
+                configuration.label,
+                load_average()
+            );
+            let outcome = runtime.block_on(scenario(&settings, configuration))?;
+            print!("{}", outcome.report());
+            rows.push((configuration.label.clone(), run, outcome));
+        }
+    }
+    println!("\n{}", table(&rows));
+    Ok(())
+}
+
+/// `variable`'s path, or `name` found on the `PATH` (or in `/usr/sbin`).
+fn binary(variable: &str, name: &str) -> Result<PathBuf, BoxError> {
+    if let Some(path) = std::env::var_os(variable) {
+        return Ok(path.into());
+    }
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+        .ok_or_else(|| {
+            format!("{name} not found (apt-get install -y {name}, or set {variable})").into()
+        })
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|loadavg| {
+            loadavg
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// A port that was free a moment ago.
+fn free_port() -> Result<u16, BoxError> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Lines a child wrote, each with when it was read; and when its stream closed (its exit).
+#[derive(Default)]
+struct Lines {
+    lines: Vec<(Instant, String)>,
+    closed: Option<Instant>,
+}
+
+/// Reads `stream` line by line into a shared [`Lines`], stamping each line, until it closes.
+fn collect_lines(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Arc<Mutex<Lines>> {
+    let collected = Arc::new(Mutex::new(Lines::default()));
+    let writer = Arc::clone(&collected);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stream).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            writer.lock().unwrap().lines.push((Instant::now(), line));
+        }
+        writer.lock().unwrap().closed = Some(Instant::now());
+    });
+    collected
+}
+
+/// One running instance, killed if the scenario ends before it exits.
+struct Instance {
+    name: &'static str,
+    listen: u16,
+    agent: u16,
+    child: Child,
+    stderr: Arc<Mutex<Lines>>,
+}
+
+impl Instance {
+    fn spawn(name: &'static str, configuration: &Configuration) -> Result<Self, BoxError> {
+        let (listen, agent) = (free_port()?, free_port()?);
+        let mut command = Command::new(std::env::current_exe()?);
+        command
+            .arg("--instance")
+            .arg(format!("127.0.0.1:{listen}"))
+            .arg(agent.to_string());
+        for (variable, _) in std::env::vars_os() {
+            let variable = variable.to_string_lossy();
+            if variable.starts_with("TOWER_HEALTH_") || variable.starts_with("BALDUR_") {
+                command.env_remove(&*variable);
+            }
+        }
+        command.envs(configuration.env.iter().cloned());
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stderr = collect_lines(child.stderr.take().ok_or("stderr is piped")?);
+        Ok(Self {
+            name,
+            listen,
+            agent,
+            child,
+            stderr,
+        })
+    }
+
+    /// Whether `/health/ready` answers 200 now.
+    async fn is_ready(&self) -> bool {
+        let ask = async {
+            let mut stream = TcpStream::connect(("127.0.0.1", self.listen)).await?;
+            stream
+                .write_all(b"GET /health/ready HTTP/1.0\r\nHost: rollout\r\n\r\n")
+                .await?;
+            let mut answer = Vec::new();
+            stream.read_to_end(&mut answer).await?;
+            Ok::<_, std::io::Error>(answer.split(|&byte| byte == b' ').nth(1) == Some(b"200"))
+        };
+        matches!(
+            tokio::time::timeout(Duration::from_secs(2), ask).await,
+            Ok(Ok(true))
+        )
+    }
+
+    fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    fn sigterm(&self) -> Result<(), BoxError> {
+        let pid = self.child.id().ok_or("the instance has exited already")?;
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()?;
+        if !status.success() {
+            return Err(format!("kill -TERM {pid} failed").into());
+        }
+        Ok(())
+    }
+
+    /// Its stderr so far, for an error's message.
+    fn log(&self) -> String {
+        let lines = self.stderr.lock().unwrap();
+        lines
+            .lines
+            .iter()
+            .map(|(_, line)| line.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// An HAProxy running in the foreground (`-db`), its access log in a file, its stderr (the
+/// servers' state changes) read as it comes.
+struct Haproxy {
+    child: Child,
+    dir: PathBuf,
+    stderr: Arc<Mutex<Lines>>,
+}
+
+impl Haproxy {
+    fn start(
+        binary: &Path,
+        dir: &Path,
+        frontend: u16,
+        instances: &[Instance; 2],
+    ) -> Result<Self, BoxError> {
+        let config = haproxy_config(dir, frontend, instances);
+        let path = dir.join("haproxy.cfg");
+        std::fs::write(&path, &config)?;
+        let check = std::process::Command::new(binary)
+            .args(["-c", "-q", "-f"])
+            .arg(&path)
+            .output()?;
+        if !check.status.success() {
+            return Err(format!(
+                "haproxy refuses the configuration:\n{config}\n{}",
+                String::from_utf8_lossy(&check.stderr)
+            )
+            .into());
+        }
+        let mut child = Command::new(binary)
+            .arg("-f")
+            .arg(&path)
+            .arg("-db")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.join("access.log"))?)
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stderr = collect_lines(child.stderr.take().ok_or("stderr is piped")?);
+        Ok(Self {
+            child,
+            dir: dir.to_owned(),
+            stderr,
+        })
+    }
+
+    /// Each server of backend `app` as `show stat` shows it; empty while HAProxy is not
+    /// listening yet.
+    async fn servers(&self) -> BTreeMap<String, ServerStat> {
+        let ask = async {
+            let mut socket = UnixStream::connect(self.dir.join("stats")).await?;
+            socket.write_all(b"show stat\n").await?;
+            let mut answer = String::new();
+            socket.read_to_string(&mut answer).await?;
+            Ok::<_, std::io::Error>(answer)
+        };
+        match tokio::time::timeout(Duration::from_secs(2), ask).await {
+            Ok(Ok(csv)) => ServerStat::parse(&csv),
+            _ => BTreeMap::new(),
+        }
+    }
+}
+
+/// The guide's backend (`src/docs/haproxy.md`, "The backend"), two servers on this host,
+/// with a stats socket and the access log on stdout. The log is `option httplog`'s format
+/// with the accept date as a UNIX timestamp (`%Ts.%ms`), so that a `<NOSRV>` answer can be
+/// placed on the scenario's timeline.
+fn haproxy_config(dir: &Path, frontend: u16, [app1, app2]: &[Instance; 2]) -> String {
+    format!(
+        "global
+    stats socket {dir}/stats mode 600 level admin
+    log stdout format raw local0
+
+defaults
+    mode http
+    log global
+    log-format \"%ci:%cp [%Ts.%ms] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %{{+Q}}r\"
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    timeout check 2s
+
+frontend fe
+    bind 127.0.0.1:{frontend}
+    default_backend app
+
+backend app
+    balance roundrobin
+    option httpchk GET /health/ready
+    http-check expect status 200
+    default-server check inter 2s fall 2 rise 2 agent-check agent-inter 1s
+    server app1 127.0.0.1:{listen1} weight 100 agent-port {agent1}
+    server app2 127.0.0.1:{listen2} weight 100 agent-port {agent2}
+",
+        dir = dir.display(),
+        listen1 = app1.listen,
+        agent1 = app1.agent,
+        listen2 = app2.listen,
+        agent2 = app2.agent,
+    )
+}
+
+/// One server of the backend, as `show stat` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct ServerStat {
+    /// `UP`, `DOWN`, `DOWN (agent)`, `DRAIN (agent)`, `MAINT`, `UP 1/2`, ...
+    status: String,
+    weight: u32,
+    /// The last checks' results (`L7OK`, `L4CON`, ...).
+    check: String,
+    agent: String,
+}
+
+impl ServerStat {
+    fn parse(csv: &str) -> BTreeMap<String, Self> {
+        let mut lines = csv.lines();
+        let Some(header) = lines.next().and_then(|line| line.strip_prefix("# ")) else {
+            return BTreeMap::new();
+        };
+        let columns: Vec<&str> = header.split(',').collect();
+        let column = |name: &str| columns.iter().position(|column| *column == name);
+        let (Some(px), Some(sv), Some(status), Some(weight), Some(check), Some(agent)) = (
+            column("pxname"),
+            column("svname"),
+            column("status"),
+            column("weight"),
+            column("check_status"),
+            column("agent_status"),
+        ) else {
+            return BTreeMap::new();
+        };
+        lines
+            .map(|line| line.split(',').collect::<Vec<_>>())
+            .filter(|fields| fields.len() == columns.len())
+            .filter(|fields| fields[px] == "app" && !matches!(fields[sv], "BACKEND" | "FRONTEND"))
+            .map(|fields| {
+                let stat = Self {
+                    status: fields[status].to_owned(),
+                    weight: fields[weight].parse().unwrap_or(0),
+                    check: fields[check].to_owned(),
+                    agent: fields[agent].to_owned(),
+                };
+                (fields[sv].to_owned(), stat)
+            })
+            .collect()
+    }
+}
+
+/// Samples `show stat` every [`SAMPLE_EVERY`] until `stop` fires, keeping each server's
+/// changes of status or weight.
+async fn sample(haproxy: &Haproxy, mut stop: tokio::sync::oneshot::Receiver<()>) -> Changes {
+    let mut changes = Changes::new();
+    loop {
+        let now = Instant::now();
+        for (server, stat) in haproxy.servers().await {
+            let seen = changes.entry(server).or_default();
+            if seen
+                .last()
+                .is_none_or(|(_, last)| (&last.status, last.weight) != (&stat.status, stat.weight))
+            {
+                seen.push((now, stat));
+            }
+        }
+        tokio::select! {
+            _ = &mut stop => return changes,
+            () = tokio::time::sleep(SAMPLE_EVERY) => {}
+        }
+    }
+}
+
+/// Each server's changes of status or weight, by name.
+type Changes = BTreeMap<String, Vec<(Instant, ServerStat)>>;
+
+/// Runs one scenario from scratch and gathers what it saw.
+async fn scenario(settings: &Settings, configuration: &Configuration) -> Result<Outcome, BoxError> {
+    let dir = std::env::temp_dir().join(format!(
+        "tower-health-rollout-{}-{}",
+        std::process::id(),
+        SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let result = run_scenario(settings, configuration, &dir).await;
+    if settings.keep {
+        if let Ok(outcome) = &result {
+            outcome.write_logs(&dir)?;
+        }
+        println!("   (kept: {})", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
+async fn run_scenario(
+    settings: &Settings,
+    configuration: &Configuration,
+    dir: &Path,
+) -> Result<Outcome, BoxError> {
+    let mut instances = [
+        Instance::spawn("app1", configuration)?,
+        Instance::spawn("app2", configuration)?,
+    ];
+    let started = Instant::now();
+    for instance in &mut instances {
+        while !instance.is_ready().await {
+            if instance.exited() || started.elapsed() > START_LIMIT {
+                return Err(
+                    format!("{} never became ready:\n{}", instance.name, instance.log()).into(),
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let frontend = free_port()?;
+    let haproxy = Haproxy::start(&settings.haproxy, dir, frontend, &instances)?;
+    // Both servers in, at their full weight, each check and agent check heard.
+    loop {
+        let servers = haproxy.servers().await;
+        let ready = |stat: &ServerStat| {
+            stat.status == "UP"
+                && stat.weight == 100
+                && stat.check == "L7OK"
+                && stat.agent == "L7OK"
+        };
+        if servers.len() == 2 && servers.values().all(ready) {
+            break;
+        }
+        if started.elapsed() > START_LIMIT {
+            return Err(
+                format!("HAProxy never had both servers UP at weight 100: {servers:?}").into(),
+            );
+        }
+        tokio::time::sleep(SAMPLE_EVERY).await;
+    }
+
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let sampler = async { sample(&haproxy, stopped).await };
+    let load = async {
+        let wrk = Command::new(&settings.wrk)
+            .args(["-t2", &format!("-c{}", settings.connections)])
+            .arg(format!("-d{}s", settings.duration.as_secs()))
+            .arg("--latency")
+            .arg(format!("http://127.0.0.1:{frontend}/db"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let wrk_started = (Instant::now(), SystemTime::now());
+        tokio::time::sleep_until((wrk_started.0 + settings.sigterm_at).into()).await;
+        let sigterm_at = Instant::now();
+        instances[0].sigterm()?;
+        let output = tokio::time::timeout(settings.duration + WRK_GRACE, wrk.wait_with_output())
+            .await
+            .map_err(|_| "wrk did not finish")??;
+        let _ = stop.send(());
+        if !output.status.success() {
+            return Err(format!("wrk failed: {}", String::from_utf8_lossy(&output.stderr)).into());
+        }
+        Ok::<_, BoxError>((
+            wrk_started,
+            sigterm_at,
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        ))
+    };
+    let (changes, loaded) = tokio::join!(sampler, load);
+    let ((t0, t0_wall), sigterm_at, wrk) = loaded?;
+
+    // The drained instance exits by itself within its drain timeout; the other is stopped.
+    let [mut app1, app2] = instances;
+    let exited = tokio::time::timeout(EXIT_LIMIT, app1.child.wait()).await;
+    let app2_log = Arc::clone(&app2.stderr);
+    drop((app2, haproxy.child));
+    // The killed processes' stderr closes at once; give the readers a moment to see it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let access = std::fs::read_to_string(dir.join("access.log"))?;
+
+    let timeline = Timeline { t0, t0_wall };
+    Ok(Outcome {
+        wrk: WrkReport::parse(&wrk),
+        wrk_text: wrk,
+        access: AccessLog::parse(&access, &timeline),
+        changes,
+        sigterm_at: timeline.at(sigterm_at),
+        app1_exit: match exited {
+            Ok(Ok(status)) => format!("exited ({status})"),
+            Ok(Err(error)) => format!("unknown ({error})"),
+            Err(_) => format!("still running {EXIT_LIMIT:?} after wrk ended: killed"),
+        },
+        logs: [
+            ("app1", take_lines(&app1.stderr)),
+            ("app2", take_lines(&app2_log)),
+            ("haproxy", take_lines(&haproxy.stderr)),
+        ],
+        timeline,
+    })
+}
+
+fn take_lines(lines: &Mutex<Lines>) -> Lines {
+    std::mem::take(&mut *lines.lock().unwrap())
+}
+
+/// Times on the scenario's clock: seconds since wrk started.
+struct Timeline {
+    t0: Instant,
+    t0_wall: SystemTime,
+}
+
+impl Timeline {
+    fn at(&self, instant: Instant) -> f64 {
+        match instant.checked_duration_since(self.t0) {
+            Some(after) => after.as_secs_f64(),
+            None => -(self.t0 - instant).as_secs_f64(),
+        }
+    }
+
+    /// A UNIX timestamp (HAProxy's `%Ts.%ms`) on the scenario's clock.
+    fn at_unix(&self, seconds: f64) -> f64 {
+        let t0 = self
+            .t0_wall
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |since| since.as_secs_f64());
+        seconds - t0
+    }
+}
+
+/// What wrk printed, the figures that matter.
+#[derive(Default)]
+struct WrkReport {
+    requests: u64,
+    seconds: f64,
+    non_2xx: u64,
+    connect: u64,
+    read: u64,
+    write: u64,
+    timeout: u64,
+    /// `50%`, `75%`, `90%`, `99%` of `--latency`'s distribution, as wrk writes them.
+    latency: Vec<(String, String)>,
+}
+
+impl WrkReport {
+    fn parse(text: &str) -> Self {
+        let mut report = Self::default();
+        let mut in_distribution = false;
+        for line in text.lines().map(str::trim) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if line.starts_with("Latency Distribution") {
+                in_distribution = true;
+                continue;
+            }
+            if in_distribution {
+                match words.as_slice() {
+                    [percent, value] if percent.ends_with('%') => {
+                        report
+                            .latency
+                            .push(((*percent).to_owned(), (*value).to_owned()));
+                        continue;
+                    }
+                    _ => in_distribution = false,
+                }
+            }
+            if let [requests, "requests", "in", seconds, ..] = words.as_slice() {
+                report.requests = requests.parse().unwrap_or(0);
+                report.seconds = seconds
+                    .trim_end_matches(',')
+                    .trim_end_matches('s')
+                    .parse()
+                    .unwrap_or(0.0);
+            } else if let Some(errors) = line.strip_prefix("Socket errors:") {
+                for error in errors.split(',') {
+                    let mut parts = error.split_whitespace();
+                    let (Some(kind), Some(count)) = (parts.next(), parts.next()) else {
+                        continue;
+                    };
+                    let count = count.parse().unwrap_or(0);
+                    match kind {
+                        "connect" => report.connect = count,
+                        "read" => report.read = count,
+                        "write" => report.write = count,
+                        "timeout" => report.timeout = count,
+                        _ => {}
+                    }
+                }
+            } else if let Some(count) = line.strip_prefix("Non-2xx or 3xx responses:") {
+                report.non_2xx = count.trim().parse().unwrap_or(0);
+            }
+        }
+        report
+    }
+
+    /// Requests that did not get a 2xx answer: non-2xx answers and socket errors. (A timeout
+    /// is counted by wrk as an error, not as a request.)
+    fn failed(&self) -> u64 {
+        self.non_2xx + self.connect + self.read + self.write + self.timeout
+    }
+}
+
+/// HAProxy's access log, summed: answers by server, status and termination state, and when
+/// the `<NOSRV>` answers came.
+#[derive(Default)]
+struct AccessLog {
+    lines: u64,
+    /// Answers HAProxy gave itself for want of a server (`<NOSRV>` 503).
+    nosrv: u64,
+    nosrv_first_last: Option<(f64, f64)>,
+    /// `(backend/server, status, termination state)` and its count.
+    groups: BTreeMap<(String, String, String), u64>,
+}
+
+impl AccessLog {
+    /// Parses lines of the format `haproxy_config` sets: `client [ts] frontend
+    /// backend/server timers status bytes termination ...`.
+    fn parse(text: &str, timeline: &Timeline) -> Self {
+        let mut log = Self::default();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [_, stamp, _, server, _, status, _, termination, ..] = fields.as_slice() else {
+                continue;
+            };
+            let Some(stamp) = stamp
+                .strip_prefix('[')
+                .and_then(|stamp| stamp.strip_suffix(']'))
+                .and_then(|stamp| stamp.parse::<f64>().ok())
+            else {
+                continue; // not an access line (a server's state change, say)
+            };
+            log.lines += 1;
+            // No server to send it to (HAProxy's 503 `SC`); wrk's first connection, which it
+            // closes unused, is logged as the frontend's `<NOSRV>` 400 and left out.
+            if server.ends_with("/<NOSRV>") && *status == "503" {
+                log.nosrv += 1;
+                let at = timeline.at_unix(stamp);
+                log.nosrv_first_last = Some(match log.nosrv_first_last {
+                    Some((first, last)) => (first.min(at), last.max(at)),
+                    None => (at, at),
+                });
+            }
+            let key = (
+                (*server).to_owned(),
+                (*status).to_owned(),
+                (*termination).to_owned(),
+            );
+            *log.groups.entry(key).or_default() += 1;
+        }
+        log
+    }
+}
+
+/// What one scenario saw.
+struct Outcome {
+    wrk: WrkReport,
+    wrk_text: String,
+    access: AccessLog,
+    changes: Changes,
+    sigterm_at: f64,
+    app1_exit: String,
+    logs: [(&'static str, Lines); 3],
+    timeline: Timeline,
+}
+
+impl Outcome {
+    /// When the survivor (app2) was out of rotation, and app1 before its SIGTERM: what a
+    /// rollout should never show. Each as `app2 DOWN (agent) +23.7 s to +24.7 s`, from the
+    /// samples (a state shorter than [`SAMPLE_EVERY`] can slip between two).
+    fn out_of_drain(&self) -> Vec<String> {
+        let mut seen = Vec::new();
+        for (server, changes) in &self.changes {
+            for (index, (at, stat)) in changes.iter().enumerate() {
+                let at = self.timeline.at(*at);
+                let before_drain = server == "app1" && at < self.sigterm_at;
+                if (server == "app2" || before_drain) && !stat.status.starts_with("UP") {
+                    let until = changes.get(index + 1).map_or_else(
+                        || "the end".to_owned(),
+                        |(until, _)| format!("{:+.1} s", self.timeline.at(*until)),
+                    );
+                    seen.push(format!("{server} {} {at:+.1} s to {until}", stat.status));
+                }
+            }
+        }
+        seen
+    }
+
+    /// The survivor's warnings that say its round was late or it was not ready.
+    fn survivor_warnings(&self) -> (usize, usize) {
+        let lines = &self.logs[1].1.lines;
+        let count = |needle: &str| {
+            lines
+                .iter()
+                .filter(|(_, line)| line.contains(needle))
+                .count()
+        };
+        (
+            count("overran its deadline"),
+            count("readiness is now not_ready"),
+        )
+    }
+
+    /// Each process's whole log, every line timed on the scenario's clock, into `dir`
+    /// (`app1.log`, `app2.log`, `haproxy.log`).
+    fn write_logs(&self, dir: &Path) -> std::io::Result<()> {
+        for (name, lines) in &self.logs {
+            let mut text = String::new();
+            for (at, line) in &lines.lines {
+                let _ = writeln!(text, "{:+8.3} s  {line}", self.timeline.at(*at));
+            }
+            std::fs::write(dir.join(format!("{name}.log")), text)?;
+        }
+        Ok(())
+    }
+
+    fn report(&self) -> String {
+        let mut out = String::new();
+        let wrk = &self.wrk;
+        let _ = writeln!(
+            out,
+            "   wrk: {} requests in {:.2} s ({:.0}/s), {} non-2xx; socket errors: connect {}, read {}, write {}, timeout {}",
+            thousands(wrk.requests),
+            wrk.seconds,
+            wrk.requests as f64 / wrk.seconds.max(f64::EPSILON),
+            thousands(wrk.non_2xx),
+            wrk.connect,
+            wrk.read,
+            wrk.write,
+            wrk.timeout,
+        );
+        if wrk.requests == 0 {
+            let _ = writeln!(out, "   wrk said:\n{}", self.wrk_text);
+        }
+        let latency: Vec<String> = wrk
+            .latency
+            .iter()
+            .map(|(percent, value)| format!("p{} {value}", percent.trim_end_matches('%')))
+            .collect();
+        let _ = writeln!(out, "   latency: {}", latency.join(", "));
+        let access = &self.access;
+        let nosrv_when = access
+            .nosrv_first_last
+            .map(|(first, last)| format!(" (from {first:+.2} s to {last:+.2} s)"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "   haproxy: {} answers logged, {} <NOSRV>{nosrv_when}",
+            thousands(access.lines),
+            thousands(access.nosrv),
+        );
+        for ((server, status, termination), count) in &access.groups {
+            let _ = writeln!(
+                out,
+                "      {server:<14} {status:>4} {termination}  x {}",
+                thousands(*count)
+            );
+        }
+        for (server, changes) in &self.changes {
+            let note = if server == "app1" {
+                format!(
+                    " (SIGTERM at {:+.2} s, then {})",
+                    self.sigterm_at, self.app1_exit
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "   {server}{note}:");
+            for (at, stat) in changes {
+                let _ = writeln!(
+                    out,
+                    "      {:+7.2} s  {:<16} weight {}",
+                    self.timeline.at(*at),
+                    stat.status,
+                    stat.weight
+                );
+            }
+        }
+        for (name, lines) in &self.logs {
+            let closed = lines
+                .closed
+                .map(|closed| format!(", exited at {:+.2} s", self.timeline.at(closed)))
+                .unwrap_or_default();
+            let warnings = lines
+                .lines
+                .iter()
+                .filter(|(_, line)| line.contains("WARN"))
+                .count();
+            let _ = writeln!(
+                out,
+                "   {name}'s log: {} lines, {warnings} warnings{closed}",
+                lines.lines.len()
+            );
+            let shown = lines
+                .lines
+                .iter()
+                .filter(|(_, line)| !line.contains("listening"))
+                .take(LOG_LINES);
+            for (at, line) in shown {
+                let line: String = line.chars().take(220).collect();
+                let _ = writeln!(out, "      {:+7.2} s  {line}", self.timeline.at(*at));
+            }
+        }
+        let (overran, not_ready) = self.survivor_warnings();
+        let _ = writeln!(
+            out,
+            "   survivor (app2): {overran} \"overran its deadline\", {not_ready} \"readiness is now not_ready\"; out of rotation outside the drain: {}",
+            or_none(&self.out_of_drain())
+        );
+        out
+    }
+}
+
+fn or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "no".to_owned()
+    } else {
+        items.join("; ")
+    }
+}
+
+/// Every run in one Markdown table, for `benches/README.md`.
+fn table(rows: &[(String, u32, Outcome)]) -> String {
+    let mut out = String::from(
+        "| configuration | run | requests | failed | non-2xx | `<NOSRV>` | timeouts | other socket errors | survivor: overruns, not ready | out of rotation outside the drain |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (label, run, outcome) in rows {
+        let wrk = &outcome.wrk;
+        let (overran, not_ready) = outcome.survivor_warnings();
+        let _ = writeln!(
+            out,
+            "| `{label}` | {run} | {} | {} | {} | {} | {} | {} | {overran}, {not_ready} | {} |",
+            thousands(wrk.requests),
+            thousands(wrk.failed()),
+            thousands(wrk.non_2xx),
+            thousands(outcome.access.nosrv),
+            thousands(wrk.timeout),
+            wrk.connect + wrk.read + wrk.write,
+            or_none(&outcome.out_of_drain()),
+        );
+    }
+    out
+}
+
+/// `46548` as `46,548`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
