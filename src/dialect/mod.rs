@@ -3,5 +3,13 @@
 //! tested as tables, without I/O. A new balancer's conventions are one more file here.
 //!
 //! - [`kube`]: Kubernetes' plain-text `?verbose`, `?exclude` and per-check answers.
+//! - `envoy`: Envoy's `x-envoy-degraded` and `x-envoy-immediate-health-check-fail`.
+//! - `haproxy` (feature `haproxy-agent`): the agent check's words and weight.
+//! - `grpc` (feature `grpc`): `grpc.health.v1`'s services and serving statuses.
 
+pub(crate) mod envoy;
+#[cfg(feature = "grpc")]
+pub(crate) mod grpc;
+#[cfg(feature = "haproxy-agent")]
+pub(crate) mod haproxy;
 pub(crate) mod kube;

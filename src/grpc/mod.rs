@@ -131,7 +131,6 @@
 mod named;
 mod reporter;
 mod service;
-mod services;
 mod status;
 mod watch;
 
@@ -157,9 +156,9 @@ pub mod pb {
 
 pub use self::reporter::HealthReporter;
 pub use self::service::HealthService;
-pub use self::services::{COMPONENT_PREFIX, DATABASE_PREFIX, GROUP_PREFIX, MAX_LISTED};
 pub use self::status::ServingStatus;
 pub use self::watch::WatchStream;
+pub use crate::dialect::grpc::{COMPONENT_PREFIX, DATABASE_PREFIX, GROUP_PREFIX, MAX_LISTED};
 
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@ use tokio::sync::watch;
 use tonic::server::NamedService;
 
 use super::ServingStatus;
-use super::services::{AppStatuses, is_reserved};
+use crate::dialect::grpc::{AppStatuses, is_reserved};
 
 /// Sets the status of the application's own services in a
 /// [`HealthService`](super::HealthService), as tonic-health's `HealthReporter` does.

@@ -9,8 +9,8 @@ use tonic::{Request, Response, Status};
 
 use super::pb::health_server::{Health, HealthServer};
 use super::pb::{HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse};
-use super::services::{AppStatuses, MAX_LISTED, Services};
 use super::{HealthReporter, ServingStatus, WatchStream};
+use crate::dialect::grpc::{AppStatuses, MAX_LISTED, Services};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
 

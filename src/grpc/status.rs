@@ -1,10 +1,9 @@
-//! The serving status of one gRPC health service, and how the view's answers map to it.
+//! The serving status of one gRPC health service (how the reading maps to it is
+//! [`crate::dialect::grpc`]'s).
 
 use std::fmt;
 
 use super::pb::health_check_response::ServingStatus as WireStatus;
-use crate::component::ComponentStatus;
-use crate::view::Condition;
 
 /// The serving status of one service of `grpc.health.v1`.
 ///
@@ -28,35 +27,6 @@ impl ServingStatus {
             Self::Unknown => "UNKNOWN",
             Self::Serving => "SERVING",
             Self::NotServing => "NOT_SERVING",
-        }
-    }
-
-    /// `Serving` when `passing`, `NotServing` otherwise.
-    pub(crate) const fn from_passing(passing: bool) -> Self {
-        if passing {
-            Self::Serving
-        } else {
-            Self::NotServing
-        }
-    }
-
-    /// What a probe's answer is on the wire, from what decided it and whether it passes:
-    /// `Unknown` while no verdict exists and the monitor is running (before the first round).
-    /// A monitor that is not running is a failure, as over HTTP.
-    pub(crate) fn of_judged(condition: Condition, passing: bool, monitor_running: bool) -> Self {
-        match condition {
-            Condition::Unavailable if monitor_running => Self::Unknown,
-            _ => Self::from_passing(passing),
-        }
-    }
-
-    /// A component's status: healthy and degraded serve (degraded never depools), unhealthy
-    /// does not, unknown is unknown.
-    pub(crate) const fn of_component(status: ComponentStatus) -> Self {
-        match status {
-            ComponentStatus::Healthy | ComponentStatus::Degraded => Self::Serving,
-            ComponentStatus::Unhealthy => Self::NotServing,
-            ComponentStatus::Unknown => Self::Unknown,
         }
     }
 }
@@ -88,22 +58,6 @@ impl From<ServingStatus> for super::pb::HealthCheckResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn components_serve_unless_unhealthy() {
-        for (component, expected) in [
-            (ComponentStatus::Healthy, ServingStatus::Serving),
-            (ComponentStatus::Degraded, ServingStatus::Serving),
-            (ComponentStatus::Unhealthy, ServingStatus::NotServing),
-            (ComponentStatus::Unknown, ServingStatus::Unknown),
-        ] {
-            assert_eq!(
-                ServingStatus::of_component(component),
-                expected,
-                "{component}"
-            );
-        }
-    }
 
     #[test]
     fn the_wire_names_are_the_protos() {

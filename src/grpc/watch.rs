@@ -16,7 +16,7 @@ use super::ServingStatus;
 use super::pb::HealthCheckResponse;
 use super::pb::health_check_response::ServingStatus as WireStatus;
 use super::service::Shared;
-use super::services::{AppStatuses, Services};
+use crate::dialect::grpc::{AppStatuses, Services};
 use crate::util::race;
 use crate::view::{View, ViewWatch};
 

@@ -87,7 +87,6 @@
 //! where it is unset) above that; more places shorten it.
 
 mod config;
-mod reply;
 mod server;
 
 pub use self::config::AgentConfig;

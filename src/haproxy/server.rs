@@ -14,8 +14,8 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::AgentConfig;
-use super::reply::{AgentState, Lines, degraded};
 use crate::config::{ConfigError, Details};
+use crate::dialect::haproxy::{AgentState, Lines, degraded};
 use crate::io::{StallWatch, WriteTimeout};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;

@@ -11,6 +11,7 @@ use http::{HeaderMap, Request, header};
 
 use crate::access::{AccessKeys, KeyDigests};
 use crate::config::{Details, NoCache};
+use crate::dialect::envoy;
 use crate::http::render::fixed::METHOD_NOT_ALLOWED;
 use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
@@ -171,7 +172,12 @@ impl Reader {
     /// setting is on and the process is held or draining. Off, a load and a branch.
     #[inline(always)]
     pub(crate) fn fails_health_checks(&self) -> bool {
-        self.envoy_immediate_fail && self.handle.is_out_of_rotation()
+        let store = &self.handle.state().store;
+        envoy::fails_at_once(
+            self.envoy_immediate_fail,
+            || store.readiness().verdict.held.is_some(),
+            || store.is_draining(),
+        )
     }
 
     /// The answer to what a request [asked](Self::ask).

@@ -5,11 +5,12 @@
 //! [`Drain`](crate::drain::Drain) and the axum stack both apply it, so the rules are written
 //! once.
 
-use http::header::{self, HeaderName, HeaderValue};
+use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 
 use super::render::ProbeBody;
 use super::render::fixed::DRAIN_REJECTED;
+use crate::dialect::envoy;
 use crate::probe::BodyMode;
 use crate::shutdown::{DrainHandle, DrainPolicy, InFlightGuard};
 
@@ -85,13 +86,12 @@ impl Admitted {
     }
 }
 
-/// Envoy's "take this host out now, without waiting for the next health check".
+/// Envoy's "take this host out now, without waiting for the next health check"
+/// ([`envoy::immediate_fail`]).
 #[cold]
 pub(crate) fn fail_health_checks<B>(response: &mut Response<B>) {
-    response.headers_mut().insert(
-        HeaderName::from_static("x-envoy-immediate-health-check-fail"),
-        HeaderValue::from_static("true"),
-    );
+    let (name, value) = envoy::immediate_fail();
+    response.headers_mut().insert(name, value);
 }
 
 /// Asks an HTTP/1 client to close its connection, the response being sent during the drain.

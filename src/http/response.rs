@@ -118,8 +118,7 @@ fn group_answer(
     audience: Audience,
     form: Form<'_>,
 ) -> Response<ProbeBody> {
-    let store = &health.state().store;
-    let judgement = store.judge(Probe::Ready);
+    let judgement = health.judge(Probe::Ready);
     let (Reads::Readiness(published), Some((_, answer))) = (&judgement.read, judgement.group(name))
     else {
         return NO_SUCH_GROUP.response(mode);
@@ -130,7 +129,7 @@ fn group_answer(
         };
         if form != Form::Json {
             let moment = Moment {
-                draining: store.is_draining(),
+                draining: is_draining(health),
                 stale: published.is_stale(judgement.now),
             };
             return group
@@ -140,7 +139,7 @@ fn group_answer(
         let variants = group.for_audience(audience);
         match answer.condition {
             Condition::Draining => {
-                let retry_after = store.drain().map(DrainHandle::retry_after);
+                let retry_after = health.drain().map(DrainHandle::retry_after);
                 let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
                 variants.draining.response_aged(mode, 0, extra)
             }
@@ -163,10 +162,9 @@ fn kube_answer(
     audience: Audience,
     form: Form<'_>,
 ) -> Response<ProbeBody> {
-    let store = &health.state().store;
-    let judgement = store.judge(probe);
+    let judgement = health.judge(probe);
     let moment = |stale: bool| Moment {
-        draining: store.is_draining(),
+        draining: is_draining(health),
         stale,
     };
     let passing = judgement.passing;
@@ -174,7 +172,7 @@ fn kube_answer(
     let now = judgement.now;
     match &judgement.read {
         Reads::Nothing => respond(&LIVE_CHECKS, Moment::default()),
-        Reads::Start => respond(startup_kube(store.startup.phase()), Moment::default()),
+        Reads::Start => respond(startup_kube(health.startup_phase()), Moment::default()),
         Reads::Readiness(published) => with_rendered(health, published, |rendered| {
             respond(rendered.kube(), moment(published.is_stale(now)))
         }),
@@ -194,17 +192,16 @@ fn answer(
     freshness: Freshness,
     audience: Audience,
 ) -> ProbeResponse {
-    let store = &health.state().store;
-    let judgement = store.judge(probe);
+    let judgement = health.judge(probe);
     let (condition, now) = (judgement.condition, judgement.now);
-    let drain = store.drain();
+    let drain = health.drain();
     let respond = |published: &dyn Rendered| {
         published.respond(health, condition, now, drain, freshness, audience, mode)
     };
     ProbeResponse::ready(match &judgement.read {
         Reads::Nothing if probe == Probe::Ping => PING.response(mode),
         Reads::Nothing => LIVE.response(mode),
-        Reads::Start => startup(store.startup.phase()).response(mode),
+        Reads::Start => startup(health.startup_phase()).response(mode),
         Reads::Health(_) | Reads::Pool(_)
             if freshness == Freshness::Bypass && condition != Condition::Draining =>
         {
@@ -227,9 +224,7 @@ fn fresh_response(
     let health = health.clone();
     // The computation starts when the future is first polled, in the server's runtime.
     ProbeResponse::Fresh(Box::pin(async move {
-        let state = health.state();
-        let store = &state.store;
-        let Some(fresh) = state.fresh().fresh().await else {
+        let Some(fresh) = health.state().fresh().fresh().await else {
             // The computation could not finish (runtime shutdown): serve what is published,
             // unmarked.
             return match answer(&health, probe, mode, Freshness::Published, audience) {
@@ -244,17 +239,13 @@ fn fresh_response(
             _ => Reads::Health(&fresh.health),
         };
         let now = Instant::now();
-        let (condition, ..) = read.judge(
-            probe,
-            || store.is_draining(),
-            || store.startup.is_started(),
-            now,
-        );
+        let draining = || is_draining(&health);
+        let (condition, ..) = read.judge(probe, draining, || health.is_started(), now);
         let published: &dyn Rendered = match &read {
             Reads::Pool(published) => &***published,
             _ => &*fresh.health,
         };
-        let drain = store.drain();
+        let drain = health.drain();
         published.respond(
             &health,
             condition,
@@ -265,6 +256,11 @@ fn fresh_response(
             mode,
         )
     }))
+}
+
+/// Whether the drain `health`'s monitor follows has started.
+fn is_draining(health: &HealthHandle) -> bool {
+    health.drain().is_some_and(DrainHandle::is_draining)
 }
 
 /// A published verdict of any kind, as the JSON answers read it.

@@ -8,7 +8,8 @@ use super::states::{COMPONENT_STATUSES, CONDITIONS, DATABASE_STATUSES, STATUSES}
 use super::work;
 use crate::probe::Probe;
 use crate::status::Status;
-use crate::view::{Condition, GroupAnswer};
+use crate::view::Condition;
+use crate::view::reading::GroupAnswer;
 
 /// The label names and values of one series.
 pub(super) type Labels<'a> = &'a [(&'static str, &'a str)];

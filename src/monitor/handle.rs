@@ -158,13 +158,6 @@ impl HealthHandle {
         self.state.store.drain()
     }
 
-    /// Whether the process is out of rotation of its own accord: held by an operator, or
-    /// draining (what `x-envoy-immediate-health-check-fail` tells Envoy).
-    pub(crate) fn is_out_of_rotation(&self) -> bool {
-        self.drain().is_some_and(DrainHandle::is_draining)
-            || self.state.store.readiness().verdict.held.is_some()
-    }
-
     /// The monitor's configuration: the defaults of its readers' own settings.
     pub(crate) fn config(&self) -> &HealthConfig {
         &self.state.config
@@ -175,6 +168,11 @@ impl HealthHandle {
     #[must_use]
     pub fn view(&self) -> View {
         self.state.view()
+    }
+
+    /// Where the start is, for the readers that render `/health/startup`.
+    pub(crate) fn startup_phase(&self) -> crate::view::StartupPhase {
+        self.state.store.startup.phase()
     }
 
     /// What `probe` answers now, and the verdict it was judged from: the one reading of one

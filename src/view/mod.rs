@@ -40,7 +40,7 @@ mod answer;
 mod checks;
 mod decide;
 pub(crate) mod published;
-mod reading;
+pub(crate) mod reading;
 mod snapshot;
 mod startup;
 mod store;
@@ -51,7 +51,7 @@ pub(crate) use self::checks::{Check, Checked, Mark, group_checks};
 #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
 pub(crate) use self::decide::passes_debounced;
 pub(crate) use self::decide::{alive, judge, startup};
-pub(crate) use self::reading::{GroupAnswer, Judgement, Reads};
+pub(crate) use self::reading::{Judgement, Reads};
 #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 pub(crate) use self::snapshot::Stale;
 pub use self::snapshot::View;

@@ -100,11 +100,13 @@ pub(crate) struct Judgement {
     /// Whether it passes: HTTP 200, gRPC `SERVING`.
     pub(crate) passing: bool,
     /// The `status` its body carries.
+    #[cfg_attr(not(feature = "haproxy-agent"), allow(dead_code))]
     pub(crate) status: &'static str,
     /// The verdict judged, for the readers that render it.
     pub(crate) read: Loaded,
     /// When it was judged.
     pub(crate) now: Instant,
+    #[cfg_attr(not(feature = "haproxy-agent"), allow(dead_code))]
     debounce: Duration,
 }
 
@@ -113,7 +115,7 @@ impl Judgement {
     /// (HAProxy's agent, a gRPC `Watch`): see [`passes_debounced`](super::passes_debounced).
     /// Only readiness keeps the failure streaks this needs; the other probes answer as they
     /// are.
-    #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
+    #[cfg(any(feature = "haproxy-agent", test))]
     pub(crate) fn passes_debounced(&self) -> bool {
         let failing = match &self.read {
             Reads::Readiness(published) => published.verdict.streaks.verdict,

@@ -18,6 +18,7 @@ use super::age::{Hit, with_cache};
 use super::kube::KubeAnswers;
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
+use crate::dialect::envoy;
 use crate::verdict::Status;
 use crate::verdict::{
     Audience, Cause, CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict,
@@ -39,22 +40,14 @@ pub(crate) struct Variants {
     pub(crate) stale: Rendered,
 }
 
-/// Envoy's "this host is degraded" on a health check's answer: Envoy then routes to it only
-/// when no healthy host is left. A degraded verdict still answers 200 (it never depools); the
-/// header tells a load balancer that can tell the two apart.
-const ENVOY_DEGRADED: &str = "x-envoy-degraded";
-
 impl Variants {
     /// The variants of a verdict whose status is `status`: the answers served from it (the
-    /// published one and a bypass's) say `x-envoy-degraded` when it is
-    /// [`Status::Degraded`]; a drain's and a stale verdict's answers are 503s of their own.
+    /// published one and a bypass's) carry Envoy's header for it ([`envoy::on_answer`]); a
+    /// drain's and a stale verdict's answers are 503s of their own.
     fn of_status(mut self, status: Status) -> Self {
-        if status == Status::Degraded {
+        if let Some((name, value)) = envoy::on_answer(status) {
             for rendered in [&mut self.published, &mut self.bypassed] {
-                rendered.insert_header(
-                    http::header::HeaderName::from_static(ENVOY_DEGRADED),
-                    http::HeaderValue::from_static("degraded"),
-                );
+                rendered.insert_header(name.clone(), value.clone());
             }
         }
         self

@@ -1,4 +1,5 @@
-//! What the agent tells HAProxy, decided from the judgement every other reader applies.
+//! HAProxy's agent dialect: what the agent tells HAProxy, a pure function of the judgement
+//! every other reader applies.
 //!
 //! HAProxy reads one line of words and acts on each one it knows; a word it is not sent
 //! leaves its part of the server's state as it was, and only the agent undoes what the agent

@@ -1,15 +1,19 @@
-//! Which services there are, and what each answers: the one place that maps the view (and
-//! the application's own statuses) to `grpc.health.v1`.
+//! gRPC's dialect: which services there are, and what each answers, from the view (and the
+//! application's own statuses): `SERVING`, `NOT_SERVING`, `UNKNOWN` and the conventions of
+//! `grpc.health.v1` (a drain answers `NOT_SERVING` everywhere; service `""` is readiness; a
+//! `Watch` client acts on a single answer, so a failure reaches it once debounced).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::ServingStatus;
+use crate::component::ComponentStatus;
 use crate::config::HealthConfig;
+use crate::grpc::ServingStatus;
 use crate::probe::Probe;
 use crate::verdict::{Failing, Streaks};
-use crate::view::{Condition, GroupAnswer, View, passes_debounced};
+use crate::view::reading::GroupAnswer;
+use crate::view::{Condition, View, passes_debounced};
 
 /// The prefix of the service of each configured database: `database/<name>`
 /// (`database/default` for the default one).
@@ -25,6 +29,37 @@ pub const GROUP_PREFIX: &str = "group/";
 /// The most services [`List`](super::pb::health_server::Health::list) returns; past it, it
 /// answers `RESOURCE_EXHAUSTED`, as the proto says.
 pub const MAX_LISTED: usize = 100;
+
+impl ServingStatus {
+    /// `Serving` when `passing`, `NotServing` otherwise.
+    pub(crate) const fn from_passing(passing: bool) -> Self {
+        if passing {
+            Self::Serving
+        } else {
+            Self::NotServing
+        }
+    }
+
+    /// What a probe's answer is on the wire, from what decided it and whether it passes:
+    /// `Unknown` while no verdict exists and the monitor is running (before the first round).
+    /// A monitor that is not running is a failure, as over HTTP.
+    pub(crate) fn of_judged(condition: Condition, passing: bool, monitor_running: bool) -> Self {
+        match condition {
+            Condition::Unavailable if monitor_running => Self::Unknown,
+            _ => Self::from_passing(passing),
+        }
+    }
+
+    /// A component's status: healthy and degraded serve (degraded never depools), unhealthy
+    /// does not, unknown is unknown.
+    pub(crate) const fn of_component(status: ComponentStatus) -> Self {
+        match status {
+            ComponentStatus::Healthy | ComponentStatus::Degraded => Self::Serving,
+            ComponentStatus::Unhealthy => Self::NotServing,
+            ComponentStatus::Unknown => Self::Unknown,
+        }
+    }
+}
 
 /// The statuses the application set, by name.
 pub(crate) type AppStatuses = Arc<BTreeMap<Arc<str>, ServingStatus>>;
@@ -188,6 +223,27 @@ impl Services<'_> {
             ServingStatus::Unknown
         } else {
             ServingStatus::NotServing
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn components_serve_unless_unhealthy() {
+        for (component, expected) in [
+            (ComponentStatus::Healthy, ServingStatus::Serving),
+            (ComponentStatus::Degraded, ServingStatus::Serving),
+            (ComponentStatus::Unhealthy, ServingStatus::NotServing),
+            (ComponentStatus::Unknown, ServingStatus::Unknown),
+        ] {
+            assert_eq!(
+                ServingStatus::of_component(component),
+                expected,
+                "{component}"
+            );
         }
     }
 }
