@@ -232,7 +232,6 @@ pub mod redis;
 mod shutdown;
 #[cfg(any(feature = "admin", feature = "haproxy-agent"))]
 mod side_port;
-mod status;
 #[cfg(test)]
 mod test_helpers;
 #[cfg(all(

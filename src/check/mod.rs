@@ -53,17 +53,15 @@
 )]
 
 // `pub(crate)`: the PostgreSQL backends read an error's chain of sources as the checks here do.
-pub(crate) mod error;
-mod pool_stats;
-mod report;
+pub(crate) mod report;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-pub use self::error::{CheckError, CheckErrorKind};
-pub use self::pool_stats::PoolStats;
 pub use self::report::CheckReport;
+pub use crate::verdict::error::{CheckError, CheckErrorKind};
+pub use crate::verdict::pool_stats::PoolStats;
 
 /// The future a [`DatabaseCheck`] or a [`Component`](crate::component::Component) returns:
 /// `'static` so that the monitor can run it in a task of its own and leave it running past a

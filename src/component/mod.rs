@@ -90,7 +90,6 @@ mod from_fn;
 mod http;
 mod runtime;
 mod spec;
-mod status;
 #[cfg(feature = "tcp")]
 mod tcp;
 
@@ -104,7 +103,7 @@ pub use self::from_fn::{FromFn, from_fn};
 pub use self::http::Http;
 pub use self::runtime::RuntimeWatcher;
 pub use self::spec::ComponentSpec;
-pub use self::status::{ComponentStatus, UnknownComponents};
 #[cfg(feature = "tcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tcp")))]
 pub use self::tcp::Tcp;
+pub use crate::verdict::component_status::{ComponentStatus, UnknownComponents};

@@ -26,7 +26,7 @@ pub const COMPONENT_PREFIX: &str = "component/";
 /// `group/<name>`, judged as readiness is (held, draining or stale: `NOT_SERVING`).
 pub const GROUP_PREFIX: &str = "group/";
 
-/// The most services [`List`](super::pb::health_server::Health::list) returns; past it, it
+/// The most services [`List`](crate::grpc::pb::health_server::Health::list) returns; past it, it
 /// answers `RESOURCE_EXHAUSTED`, as the proto says.
 pub const MAX_LISTED: usize = 100;
 

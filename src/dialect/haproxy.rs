@@ -11,7 +11,7 @@
 use bytes::Bytes;
 
 use crate::probe::Probe;
-use crate::status::Status;
+use crate::verdict::Status;
 use crate::verdict::{Audience, Cause, ReadinessVerdict};
 use crate::view::{Condition, View};
 

@@ -4,28 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// What readiness answers while a database check has timed out.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub enum FailDirection {
-    /// Report `timed_out` and answer 503: the pod leaves rotation (the default).
-    #[default]
-    NotReady,
-    /// Report `timed_out` and answer 200: the pod stays in rotation. The case for pods that
-    /// share one database, where depooling them all at once turns a database stall into a full
-    /// outage.
-    Ready,
-}
-
-impl FailDirection {
-    /// The name used in configuration: `"not_ready"` or `"ready"`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::NotReady => "not_ready",
-            Self::Ready => "ready",
-        }
-    }
-}
+use crate::verdict::component_status::UnknownComponents;
+pub use crate::verdict::rules::FailDirection;
 
 impl FromStr for FailDirection {
     type Err = UnknownValue;
@@ -128,3 +108,16 @@ impl fmt::Display for UnknownValue {
 }
 
 impl std::error::Error for UnknownValue {}
+
+impl std::str::FromStr for UnknownComponents {
+    type Err = UnknownValue;
+
+    /// `ignored` or `in_trouble` (`TOWER_HEALTH_UNKNOWN_COMPONENTS`).
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value.to_ascii_lowercase().as_str() {
+            "ignored" => Ok(Self::Ignored),
+            "in_trouble" => Ok(Self::InTrouble),
+            _ => Err(UnknownValue::new("ignored or in_trouble")),
+        }
+    }
+}

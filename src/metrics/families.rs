@@ -7,7 +7,7 @@ use super::snapshot::Snapshot;
 use super::states::{COMPONENT_STATUSES, CONDITIONS, DATABASE_STATUSES, STATUSES};
 use super::work;
 use crate::probe::Probe;
-use crate::status::Status;
+use crate::verdict::Status;
 use crate::view::Condition;
 use crate::view::reading::GroupAnswer;
 

@@ -5,8 +5,8 @@
 //! is placed in its list, and a compile-time check holds each list to its `match`.
 
 use crate::component::ComponentStatus;
-use crate::status::Status;
 use crate::verdict::CheckStatus;
+use crate::verdict::Status;
 use crate::view::Condition;
 
 /// Every [`Condition`], in the order of its declaration.

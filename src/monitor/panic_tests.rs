@@ -9,7 +9,7 @@ use crate::HealthMonitor;
 use crate::check::{CheckFuture, CheckReport, DatabaseCheck, PoolStats};
 use crate::config::HealthConfig;
 use crate::probe::Probe;
-use crate::status::Status;
+use crate::verdict::Status;
 use crate::view::Condition;
 
 /// A database check that passes, whose `pool_stats` (called in the round itself, outside

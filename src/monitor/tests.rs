@@ -12,9 +12,9 @@ use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
 use crate::probe::{BodyMode, Freshness, Probe};
 use crate::shutdown::{DrainConfig, DrainHandle};
-use crate::status::Status;
 use crate::test_helpers::{FakeCheck, normalize, read};
 use crate::verdict::Audience;
+use crate::verdict::Status;
 use crate::view::{Condition, View, ViewWatch};
 
 /// A monitor whose rounds the test runs by hand.

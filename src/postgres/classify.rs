@@ -72,7 +72,8 @@ pub(crate) fn tokio_postgres(error: &tokio_postgres::Error, phase: Phase) -> Che
         "timeout waiting for server" => return CheckErrorKind::Timeout,
         _ => {}
     }
-    let io = crate::check::error::chain(error).find_map(|error| error.downcast_ref::<io::Error>());
+    let io =
+        crate::verdict::error::chain(error).find_map(|error| error.downcast_ref::<io::Error>());
     match phase {
         Phase::Connect => {
             if let Some(kind) = CheckErrorKind::from_io_chain(error) {

@@ -2,8 +2,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::classify::{self, Phase};
-use crate::check::error::chain;
 use crate::check::{CheckError, CheckErrorKind};
+use crate::verdict::error::chain;
 
 /// The error of a [`PostgresCheckManager`](super::PostgresCheckManager) connection attempt.
 #[derive(Debug)]

@@ -3,9 +3,9 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use super::ComponentStatus;
+use super::{CheckErrorKind, PoolStats};
 use super::{CheckStatus, FleetGuard};
-use crate::check::{CheckErrorKind, PoolStats};
-use crate::component::ComponentStatus;
 
 /// One reason a health verdict is not plainly `healthy`. A verdict lists every cause, most
 /// serious first; the first is its headline (`reason` in the body), the list is `causes`.

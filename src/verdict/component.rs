@@ -2,9 +2,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::CheckErrorKind;
+use super::ComponentStatus;
 use super::{CheckOutcome, CheckStatus};
-use crate::check::CheckErrorKind;
-use crate::component::ComponentStatus;
 
 /// Where one [component](crate::component) stood when a verdict was computed.
 #[derive(Clone, Debug)]
@@ -68,9 +68,9 @@ impl ComponentReport {
 
     /// Whether it counts as in trouble for the overall status, `unknown` counting as
     /// `policy` says.
-    pub(crate) fn counts_as_trouble(&self, policy: crate::component::UnknownComponents) -> bool {
+    pub(crate) fn counts_as_trouble(&self, policy: super::UnknownComponents) -> bool {
         match self.status {
-            ComponentStatus::Unknown => policy == crate::component::UnknownComponents::InTrouble,
+            ComponentStatus::Unknown => policy == super::UnknownComponents::InTrouble,
             status => status.is_in_trouble(),
         }
     }

@@ -10,8 +10,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::CheckErrorKind;
 use super::{ReadinessRules, ReadinessVerdict};
-use crate::check::CheckErrorKind;
 
 /// A fraction of the fleet, in millionths so that `ceil(fraction * members)` is exact
 /// (`0.3 * 10` is `3.0000000000000004` in floating point, which would round up to 4).
@@ -255,7 +255,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::check::CheckError;
+    use crate::verdict::CheckError;
     use crate::verdict::{CheckOutcome, CheckStatus};
 
     fn fleet(standings: &[(&str, Option<&str>)]) -> Vec<Member> {

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
+use super::Status;
 use super::{CheckOutcome, ComponentReport, ReadinessRules};
-use crate::status::Status;
 
 /// A [health group](crate::config::HealthGroup)'s verdict: its members as the readiness
 /// round found them. Published with readiness ([`ReadinessVerdict::groups`]), and judged

@@ -1,10 +1,10 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::Status;
+use super::UnknownComponents;
 use super::{Cause, CheckOutcome, ComponentReport, FleetGuard};
-use crate::check::{CheckErrorKind, PoolStats};
-use crate::component::UnknownComponents;
-use crate::verdict::Status;
+use super::{CheckErrorKind, PoolStats};
 
 /// The full picture: the answer of `/health`.
 ///

@@ -6,12 +6,17 @@
 
 mod cause;
 mod component;
+pub(crate) mod component_status;
+pub(crate) mod error;
 mod fleet;
 mod group;
 mod health;
 mod outcome;
 mod pool;
+pub(crate) mod pool_stats;
 mod readiness;
+pub(crate) mod rules;
+mod status;
 
 pub(crate) use self::cause::Audience;
 pub use self::cause::Cause;
@@ -25,8 +30,16 @@ pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
 pub use self::pool::PoolVerdict;
 #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
 pub(crate) use self::readiness::Failing;
-pub(crate) use self::readiness::ReadinessRules;
 pub use self::readiness::ReadinessVerdict;
+pub(crate) use self::rules::ReadinessRules;
+pub use self::status::Status;
+// Public at the paths users meet them: `check::CheckError`, `check::CheckErrorKind`,
+// `check::PoolStats`, `component::ComponentStatus`, `component::UnknownComponents`,
+// `config::FailDirection`. Defined here, so that the vocabulary of verdicts imports nothing of
+// the crate but `redact`.
+pub(crate) use self::component_status::{ComponentStatus, UnknownComponents};
+pub(crate) use self::error::{CheckError, CheckErrorKind};
+pub(crate) use self::pool_stats::PoolStats;
 #[cfg(feature = "grpc")]
 pub(crate) use self::readiness::Streaks;
-pub use crate::status::Status;
+pub(crate) use self::rules::FailDirection;

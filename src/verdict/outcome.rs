@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::check::{CheckError, CheckErrorKind};
-use crate::env::FailDirection;
+use super::FailDirection;
+use super::{CheckError, CheckErrorKind};
 
 /// How one check ended in one round.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -4,8 +4,8 @@ use std::time::SystemTime;
 use http::StatusCode;
 
 use super::CheckOutcome;
-use crate::check::PoolStats;
-use crate::verdict::Status;
+use super::PoolStats;
+use super::Status;
 
 /// Is the default database usable? The answer of `/health/pool`.
 ///

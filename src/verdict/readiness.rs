@@ -2,30 +2,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use super::{CheckOutcome, ComponentReport, FleetGuard, GroupVerdict};
-use crate::component::UnknownComponents;
-use crate::env::FailDirection;
-
-/// What fails readiness, from the configuration: the one place that says which check
-/// outcome takes a pod out of rotation, for the verdict and for every answer that lists
-/// the checks.
-#[derive(Copy, Clone, Debug, Default)]
-pub(crate) struct ReadinessRules {
-    pub(crate) fail_direction: FailDirection,
-    pub(crate) unknown: UnknownComponents,
-}
-
-impl ReadinessRules {
-    /// Whether `outcome` fails readiness: a critical database's failure, or its timeout
-    /// under [`FailDirection::NotReady`].
-    pub(crate) fn database_fails(self, outcome: &CheckOutcome) -> bool {
-        outcome.critical && !outcome.status.passes_readiness(self.fail_direction)
-    }
-
-    /// Whether `report` (a component that gates readiness) fails readiness.
-    pub(crate) fn component_fails(self, report: &ComponentReport) -> bool {
-        report.counts_as_trouble(self.unknown)
-    }
-}
+use super::{FailDirection, ReadinessRules};
 
 /// Since when an answer of readiness (the verdict's, a database's, a group's) has failed
 /// without a break: what the readers whose consumers act on a single answer wait out
@@ -280,7 +257,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::check::{CheckError, CheckErrorKind};
+    use crate::verdict::{CheckError, CheckErrorKind};
     use crate::verdict::{CheckStatus, Fraction};
 
     fn refused() -> CheckOutcome {

@@ -58,16 +58,3 @@ pub enum UnknownComponents {
     /// critical one, `not_ready` for one that gates readiness.
     InTrouble,
 }
-
-impl std::str::FromStr for UnknownComponents {
-    type Err = crate::env::UnknownValue;
-
-    /// `ignored` or `in_trouble` (`TOWER_HEALTH_UNKNOWN_COMPONENTS`).
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        match value.to_ascii_lowercase().as_str() {
-            "ignored" => Ok(Self::Ignored),
-            "in_trouble" => Ok(Self::InTrouble),
-            _ => Err(crate::env::UnknownValue::new("ignored or in_trouble")),
-        }
-    }
-}
