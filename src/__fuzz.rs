@@ -7,7 +7,7 @@ use http::{HeaderMap, HeaderValue};
 use crate::Probe;
 use crate::access::{Denied, KeyDigests, Role};
 use crate::config::validate_prefix;
-use crate::probe::ProbePaths;
+use crate::http::request::ProbePaths;
 
 /// The probe the layer answers at `path` under `prefix`, and the check named when the path
 /// is one check's (`None` when the prefix is one the configuration refuses).
@@ -46,7 +46,7 @@ pub fn probe_paths(
 /// Whether the query asks to bypass the cache.
 #[must_use]
 pub fn wants_nocache(query: Option<&str>) -> bool {
-    crate::probe::wants_nocache(query)
+    crate::http::request::wants_nocache(query)
 }
 
 /// The role `Authorization` and `X-Baldur-Admin-Key` values grant with the given keys:

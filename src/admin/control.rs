@@ -8,8 +8,8 @@ use super::fixed::{ADMIN_INVALID_KEY, ADMIN_MISSING_KEY};
 use crate::access::{Denied, KeyDigests, Role};
 use crate::http::ProbeResponse;
 use crate::http::render::Rendered;
+use crate::http::request::BodyMode;
 use crate::monitor::HealthHandle;
-use crate::probe::BodyMode;
 
 /// The longest hold reason kept, in characters; the rest is cut.
 const MAX_REASON_CHARS: usize = 200;

@@ -7,7 +7,8 @@ use http::StatusCode;
 
 use super::control::Control;
 use crate::http::render::Rendered;
-use crate::probe::{ADMIN_GROUP_PREFIX, GROUP_PATH, Probe, Target};
+use crate::http::request::{ADMIN_GROUP_PREFIX, GROUP_PATH, Target};
+use crate::probe::Probe;
 
 /// The admin server's answer to a path it does not serve: the paths it does, from the probe
 /// table, a health group's among them.
@@ -51,12 +52,12 @@ impl<'a> Route<'a> {
     /// The route `path` names, if any (a trailing slash accepted).
     pub(crate) fn from_path(path: &'a str) -> Option<Self> {
         #[cfg(feature = "metrics")]
-        if crate::probe::trim_trailing_slash(path) == "/metrics" {
+        if crate::http::request::trim_trailing_slash(path) == "/metrics" {
             return Some(Self::Metrics);
         }
         Control::from_path(path)
             .map(Self::Control)
-            .or_else(|| Probe::from_admin_path(path).map(Self::Probe))
+            .or_else(|| crate::http::request::admin_target(path).map(Self::Probe))
     }
 
     /// Who may ask, once an operator key is configured.

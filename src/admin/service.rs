@@ -12,9 +12,9 @@ use crate::access::{Denied, KeyDigests, Role};
 use crate::config::{Details, NoCache};
 use crate::http::render::ProbeBody;
 use crate::http::render::fixed::METHOD_NOT_ALLOWED;
+use crate::http::request::{self, BodyMode, Form, Freshness};
 use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
-use crate::probe::{self, BodyMode, Form, Freshness};
 
 /// What every connection of one admin server shares.
 pub(crate) struct AdminState {
@@ -58,7 +58,7 @@ impl AdminState {
         };
         let probe = target.probe;
         let query = request.uri().query();
-        let wants_nocache = probe.takes_nocache() && probe::wants_nocache(query);
+        let wants_nocache = probe.takes_nocache() && request::wants_nocache(query);
         let role = if self.keys.enabled() && (route.needs() != Needs::Nothing || wants_nocache) {
             match self.keys.role(headers) {
                 Ok(role) => role,

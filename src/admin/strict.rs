@@ -53,8 +53,11 @@ mod tests {
         for host in hosts {
             request = request.header(HOST, *host);
         }
-        refusal(&request.body(()).unwrap())
-            .map(|rendered| rendered.response(crate::probe::BodyMode::Full).status())
+        refusal(&request.body(()).unwrap()).map(|rendered| {
+            rendered
+                .response(crate::http::request::BodyMode::Full)
+                .status()
+        })
     }
 
     #[test]

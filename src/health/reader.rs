@@ -13,9 +13,10 @@ use crate::access::{AccessKeys, KeyDigests};
 use crate::config::{Details, NoCache};
 use crate::dialect::envoy;
 use crate::http::render::fixed::METHOD_NOT_ALLOWED;
+use crate::http::request::{self, BodyMode, Form, Freshness, ProbePaths};
 use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
-use crate::probe::{self, BodyMode, Form, Freshness, Probe, ProbePaths};
+use crate::probe::Probe;
 use crate::verdict::Audience;
 
 /// What a request asks a reader: see [`Reader::ask`].
@@ -141,7 +142,7 @@ impl Reader {
         let headers = request.headers();
         let query = request.uri().query();
         let freshness =
-            if probe.takes_nocache() && probe::wants_nocache(query) && self.bypasses(headers) {
+            if probe.takes_nocache() && request::wants_nocache(query) && self.bypasses(headers) {
                 Freshness::Bypass
             } else {
                 Freshness::Published
@@ -231,7 +232,7 @@ impl Reader {
     pub(crate) fn metrics_at(&self, path: &str) -> Option<&crate::metrics::HealthMetrics> {
         self.metrics
             .as_ref()
-            .filter(|(at, _)| crate::probe::trim_trailing_slash(path) == &**at)
+            .filter(|(at, _)| crate::http::request::trim_trailing_slash(path) == &**at)
             .map(|(_, metrics)| metrics)
     }
 

@@ -11,7 +11,7 @@ use http::{Method, Request, Response, StatusCode, Version};
 use super::render::ProbeBody;
 use super::render::fixed::DRAIN_REJECTED;
 use crate::dialect::envoy;
-use crate::probe::BodyMode;
+use crate::http::request::BodyMode;
 use crate::shutdown::{DrainHandle, DrainPolicy, InFlightGuard};
 
 /// What happens to an application request's response on its way out: counted in a drain

@@ -9,7 +9,7 @@ use tower_service::Service;
 use super::admission::Admitted;
 use super::{ProbeResponse, ResponseFuture};
 use crate::http::render::fixed::OVERLOADED;
-use crate::probe::BodyMode;
+use crate::http::request::BodyMode;
 use crate::shutdown::DrainHandle;
 
 /// What an application request does when the inner service is not ready.

@@ -8,6 +8,7 @@ mod body;
 mod call;
 mod future;
 pub(crate) mod render;
+pub(crate) mod request;
 mod response;
 #[cfg(test)]
 mod response_tests;

@@ -15,8 +15,9 @@ use super::render::fixed::{LIVE, LIVE_CHECKS, NO_SUCH_GROUP, PING, startup, star
 use super::render::kube::KubeAnswers;
 use super::render::{ProbeBody, with_rendered};
 use crate::dialect::kube::Moment;
+use crate::http::request::{BodyMode, Form, Freshness};
 use crate::monitor::HealthHandle;
-use crate::probe::{BodyMode, Form, Freshness, Probe};
+use crate::probe::Probe;
 use crate::shutdown::DrainHandle;
 use crate::verdict::{Audience, ReadinessVerdict};
 use crate::view::published::{Published, Verdict};

@@ -11,8 +11,9 @@ use serde_json::Value;
 use super::Respond;
 use crate::HealthHandle;
 use crate::config::HealthConfig;
+use crate::http::request::{BodyMode, Freshness};
 use crate::monitor::tests::{conditions, goes_stale_soon, monitor, rounds, until_stale};
-use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, read};
 use crate::verdict::Audience;
@@ -34,7 +35,7 @@ async fn http_agrees_with_the_view(handle: &HealthHandle, view: &View, state: &s
                 BodyMode::Full,
                 Freshness::Published,
                 Audience::Full,
-                crate::probe::Form::Json,
+                crate::http::request::Form::Json,
             )
             .await;
         let (status, _, body) = read(response).await;

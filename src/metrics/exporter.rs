@@ -14,8 +14,8 @@ use super::collector::{LiveCollector, SnapshotCollector};
 use super::snapshot::Snapshot;
 use crate::http::render::ProbeBody;
 use crate::http::render::Rendered;
+use crate::http::request::BodyMode;
 use crate::monitor::HealthHandle;
-use crate::probe::BodyMode;
 
 /// The OpenMetrics text format, version 1.0.0, which Prometheus reads.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

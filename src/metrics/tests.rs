@@ -9,9 +9,9 @@ use http::{StatusCode, header};
 
 use crate::component::ComponentSpec;
 use crate::config::{HealthConfig, HealthGroup};
+use crate::http::request::BodyMode;
 use crate::metrics::HealthMetrics;
 use crate::monitor::{HealthHandle, test_monitor as monitor, test_rounds as rounds};
-use crate::probe::BodyMode;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::verdict::{FleetGuard, Fraction, Member, Standing};

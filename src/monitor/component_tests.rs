@@ -9,7 +9,8 @@ use super::tests::{get, monitor, readme_sample, rounds};
 use crate::component::{ComponentSpec, ComponentStatus, UnknownComponents};
 use crate::config::HealthConfig;
 use crate::http::Respond;
-use crate::probe::{BodyMode, Freshness, Probe};
+use crate::http::request::{BodyMode, Freshness};
+use crate::probe::Probe;
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
 use crate::verdict::Audience;
 use crate::verdict::Status;
@@ -123,7 +124,7 @@ async fn hysteresis_and_unknown_before_the_first_result() {
                 BodyMode::Full,
                 Freshness::Bypass,
                 Audience::Full,
-                crate::probe::Form::Json,
+                crate::http::request::Form::Json,
             )
             .await,
     )
@@ -528,7 +529,7 @@ async fn a_bypass_rechecks_components_so_a_fix_shows_at_once() {
                 BodyMode::Full,
                 Freshness::Bypass,
                 Audience::Full,
-                crate::probe::Form::Json,
+                crate::http::request::Form::Json,
             )
             .await,
     )

@@ -8,7 +8,8 @@ use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolS
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
 use crate::http::Respond;
-use crate::probe::{BodyMode, Freshness, Probe};
+use crate::http::request::{BodyMode, Freshness};
+use crate::probe::Probe;
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
 use crate::verdict::Audience;
 
@@ -49,7 +50,7 @@ async fn body(
             BodyMode::Full,
             Freshness::Published,
             audience,
-            crate::probe::Form::Json,
+            crate::http::request::Form::Json,
         )
         .await;
     let (status, _, body) = read(response).await;

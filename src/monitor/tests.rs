@@ -10,7 +10,8 @@ use super::rounds::Cadence;
 use crate::HealthMonitor;
 use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
-use crate::probe::{BodyMode, Freshness, Probe};
+use crate::http::request::{BodyMode, Freshness};
+use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, normalize, read};
 use crate::verdict::Audience;
@@ -102,7 +103,7 @@ async fn get_with(
                 BodyMode::Full,
                 freshness,
                 Audience::Full,
-                crate::probe::Form::Json,
+                crate::http::request::Form::Json,
             )
             .await,
     )
@@ -428,7 +429,7 @@ async fn draining() {
                 BodyMode::Full,
                 Freshness::Published,
                 Audience::Full,
-                crate::probe::Form::Json,
+                crate::http::request::Form::Json,
             )
             .await,
     )
@@ -501,7 +502,7 @@ async fn head_gets_the_status_and_length_without_a_body() {
                     BodyMode::Full,
                     Freshness::Published,
                     Audience::Full,
-                    crate::probe::Form::Json,
+                    crate::http::request::Form::Json,
                 )
                 .await,
         )
@@ -513,7 +514,7 @@ async fn head_gets_the_status_and_length_without_a_body() {
                     BodyMode::HeadOnly,
                     Freshness::Published,
                     Audience::Full,
-                    crate::probe::Form::Json,
+                    crate::http::request::Form::Json,
                 )
                 .await,
         )

@@ -8,8 +8,8 @@ use tower_service::Service;
 
 use super::PingLayer;
 use crate::http::render::fixed::{METHOD_NOT_ALLOWED, PING};
+use crate::http::request::{BodyMode, trim_trailing_slash};
 use crate::http::{Count, ProbeResponse, ResponseBody, ResponseFuture, WhenBusy, call_inner};
-use crate::probe::{BodyMode, trim_trailing_slash};
 
 /// Middleware that answers the ping path before the inner service.
 ///

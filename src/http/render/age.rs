@@ -68,7 +68,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::probe::BodyMode;
+    use crate::http::request::BodyMode;
 
     async fn published(hit: Hit<'_>) -> String {
         let body = json!({ "status": "healthy" });

@@ -161,7 +161,7 @@ pub(crate) static DRAIN_REJECTED: LazyLock<Rendered> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::BodyMode;
+    use crate::http::request::BodyMode;
 
     async fn body(rendered: &Rendered) -> String {
         rendered.body_text().await

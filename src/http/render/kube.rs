@@ -10,7 +10,7 @@ use http::{Response, StatusCode};
 
 use super::{ProbeBody, Rendered};
 use crate::dialect::kube::{Excluded, Lines, Moment};
-use crate::probe::{BodyMode, Form};
+use crate::http::request::{BodyMode, Form};
 use crate::verdict::Audience;
 use crate::view::Check;
 

@@ -20,7 +20,7 @@ use http::{Response, StatusCode};
 pub(crate) use self::body::ProbeBody;
 pub(crate) use self::renderer::{attach, with_rendered};
 pub(crate) use self::verdicts::{RenderedVerdict, render_health, render_pool, render_readiness};
-use crate::probe::BodyMode;
+use crate::http::request::BodyMode;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");

@@ -17,8 +17,9 @@ use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
 use crate::http::render::fixed;
 use crate::http::render::{Rendered, render_health, render_pool, render_readiness};
+use crate::http::request::{BodyMode, Freshness};
 use crate::monitor::tests::{goes_stale_soon, monitor, rounds, rounds_panicked};
-use crate::probe::{BodyMode, Freshness, Probe};
+use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::verdict::Audience;
@@ -182,7 +183,7 @@ async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
                     BodyMode::Full,
                     Freshness::Published,
                     audience,
-                    crate::probe::Form::Json,
+                    crate::http::request::Form::Json,
                 )
                 .await;
             let (status, _, body) = read(response).await;
@@ -249,7 +250,7 @@ async fn every_body_and_a_bypass(handle: &HealthHandle, state: &str, seen: &mut 
                     BodyMode::Full,
                     Freshness::Bypass,
                     audience,
-                    crate::probe::Form::Json,
+                    crate::http::request::Form::Json,
                 )
                 .await;
             let (status, _, body) = read(response).await;
@@ -911,7 +912,7 @@ async fn a_held_readiness_body_at_each_detail_level() {
                     BodyMode::Full,
                     Freshness::Published,
                     audience,
-                    crate::probe::Form::Json,
+                    crate::http::request::Form::Json,
                 )
                 .await;
             let (status, _, body) = read(response).await;
@@ -953,7 +954,7 @@ async fn real(handle: &HealthHandle, probe: Probe, audience: Audience) -> Value 
             BodyMode::Full,
             Freshness::Published,
             audience,
-            crate::probe::Form::Json,
+            crate::http::request::Form::Json,
         )
         .await;
     let (_, _, body) = read(response).await;
@@ -1170,7 +1171,7 @@ async fn the_schemas_refuse_a_body_that_breaks_a_dashboard() {
 #[tokio::test]
 async fn every_group_body_matches_its_schema() {
     use crate::config::HealthGroup;
-    use crate::probe::Form;
+    use crate::http::request::Form;
 
     async fn bodies(handle: &HealthHandle, expected: &str, seen: &mut Seen) {
         for audience in Audience::ALL {
