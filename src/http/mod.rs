@@ -4,6 +4,8 @@
 //! response future and one body.
 
 mod admission;
+#[cfg(test)]
+mod answers;
 mod body;
 mod call;
 mod future;

@@ -12,7 +12,7 @@ use super::Respond;
 use crate::HealthHandle;
 use crate::config::HealthConfig;
 use crate::http::request::{BodyMode, Freshness};
-use crate::monitor::tests::{conditions, goes_stale_soon, monitor, rounds, until_stale};
+use crate::monitor::testing::{conditions, goes_stale_soon, monitor, rounds, until_stale};
 use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, read};

@@ -64,18 +64,10 @@
 //! defaults) is not served as fresh: readiness answers 503 `not_ready` and health and pool
 //! answer 503 `unavailable`, each with the reason. Liveness and ping are not affected.
 
-#[cfg(test)]
-mod component_tests;
 mod components;
-#[cfg(test)]
-mod database_tests;
-#[cfg(test)]
-mod details_tests;
 mod fresh;
 pub(crate) mod handle;
 mod hold;
-#[cfg(test)]
-mod hold_tests;
 mod lag;
 #[cfg(test)]
 mod panic_tests;
@@ -86,9 +78,9 @@ mod shared_round;
 mod slot;
 mod spawner;
 mod state;
-// `pub(crate)`: the renderer's and the HTTP response's tests drive a monitor by hand too.
+// `pub(crate)`: every reader's tests drive a monitor by hand.
 #[cfg(test)]
-pub(crate) mod tests;
+pub(crate) mod testing;
 /// A monitor whose rounds a unit test runs itself, for the other readers' tests.
 #[cfg(all(
     test,
@@ -99,12 +91,12 @@ pub(crate) mod tests;
         feature = "opentelemetry"
     )
 ))]
-pub(crate) use self::tests::monitor as test_monitor;
+pub(crate) use self::testing::monitor as test_monitor;
 #[cfg(all(
     test,
     any(feature = "grpc", feature = "metrics", feature = "opentelemetry")
 ))]
-pub(crate) use self::tests::rounds as test_rounds;
+pub(crate) use self::testing::rounds as test_rounds;
 mod transitions;
 #[cfg(test)]
 mod view_tests;

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::tests::{conditions, goes_stale_soon, monitor, rounds, until_stale};
 use crate::config::HealthConfig;
+use crate::monitor::testing::{conditions, goes_stale_soon, monitor, rounds, until_stale};
 use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::FakeCheck;

@@ -18,7 +18,7 @@ use crate::http::Respond;
 use crate::http::render::fixed;
 use crate::http::render::{Rendered, render_health, render_pool, render_readiness};
 use crate::http::request::{BodyMode, Freshness};
-use crate::monitor::tests::{goes_stale_soon, monitor, rounds, rounds_panicked};
+use crate::monitor::testing::{goes_stale_soon, monitor, rounds, rounds_panicked};
 use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use super::tests::{get, monitor, rounds};
+use super::get;
 use crate::config::HealthConfig;
+use crate::monitor::testing::{monitor, rounds};
 use crate::probe::Probe;
 use crate::test_helpers::FakeCheck;
 
@@ -21,7 +22,7 @@ const READY: &str = r#"{"checks":{"database_default":"ready"},"status":"ready"}"
 async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
     let handle = monitor(config());
     rounds(&handle).await;
-    let mut changes = handle.state.store.changes();
+    let mut changes = handle.state().store.changes();
     changes.borrow_and_update();
     assert!(handle.hold("deploy freeze"));
     assert!(
@@ -71,9 +72,7 @@ async fn a_hold_fails_readiness_at_once_and_a_release_restores_it() {
 async fn a_release_restores_what_the_round_concluded() {
     let handle = monitor(config());
     rounds(&handle).await;
-    handle
-        .state
-        .round_panicked(super::rounds::Cadence::Readiness, "the fake round panicked");
+    crate::monitor::testing::readiness_round_panicked(&handle, "the fake round panicked");
     let panicked = get(&handle, Probe::Ready).await;
     assert_eq!(panicked.0, StatusCode::SERVICE_UNAVAILABLE);
     assert!(handle.hold("deploy freeze"));
@@ -103,15 +102,15 @@ async fn a_hold_placed_before_the_first_round_applies_to_it() {
 #[tokio::test]
 async fn a_watcher_is_told_of_each_readiness_round() {
     let handle = monitor(config());
-    let mut changes = handle.state.store.changes();
+    let mut changes = handle.state().store.changes();
     changes.borrow_and_update();
     assert!(handle.view().readiness.checked_at.is_none());
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     assert!(changes.has_changed().unwrap());
     changes.borrow_and_update();
     let verdict = handle.view().readiness;
     assert!(verdict.ready && verdict.checked_at.is_some());
-    handle.state.set_monitor_running(false);
+    handle.state().set_monitor_running(false);
     assert!(changes.has_changed().unwrap());
     assert!(!handle.view().readiness.ready);
 }

@@ -5,11 +5,12 @@ use std::time::{Duration, Instant};
 use http::StatusCode;
 
 use super::HealthHandle;
-use super::tests::{get, monitor, readme_sample, rounds};
+use super::{get, readme_sample};
 use crate::component::{ComponentSpec, ComponentStatus, UnknownComponents};
 use crate::config::HealthConfig;
 use crate::http::Respond;
 use crate::http::request::{BodyMode, Freshness};
+use crate::monitor::testing::{monitor, rounds};
 use crate::probe::Probe;
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
 use crate::verdict::Audience;
@@ -45,7 +46,7 @@ async fn a_non_critical_component_in_trouble_is_degraded_and_readiness_is_untouc
     assert_eq!(handle.view().health.status, Status::Degraded);
     // Recovers with the first success (the default hysteresis).
     cache.set(FakeCheck::Ready);
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     assert_eq!(
         get(&handle, Probe::Health).await,
         (
@@ -80,12 +81,12 @@ async fn a_component_that_gates_readiness_takes_the_pod_out_of_rotation() {
     let handle =
         with_component(ComponentSpec::new("upstream", upstream.clone()).gates_readiness(true));
     // Before its first result it is unknown, which counts as fine by default.
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     let (status, body) = get(&handle, Probe::Ready).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body.contains(r#""component_upstream":"unknown""#), "{body}");
-    handle.state.health_round().await;
-    handle.state.readiness_round().await;
+    handle.state().health_round().await;
+    handle.state().readiness_round().await;
     assert_eq!(
         get(&handle, Probe::Ready).await,
         (
@@ -95,7 +96,7 @@ async fn a_component_that_gates_readiness_takes_the_pod_out_of_rotation() {
     );
     upstream.set(FakeCheck::Ready);
     rounds(&handle).await;
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     let (status, body) = get(&handle, Probe::Ready).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body.contains(r#""component_upstream":"ready""#), "{body}");
@@ -109,7 +110,7 @@ async fn hysteresis_and_unknown_before_the_first_result() {
             .failures_before_trouble(2)
             .successes_before_recovery(2),
     );
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     assert_eq!(
         handle.view().health.components.len(),
         0,
@@ -135,7 +136,7 @@ async fn hysteresis_and_unknown_before_the_first_result() {
         "{body}"
     );
     let status_after_round = || async {
-        handle.state.health_round().await;
+        handle.state().health_round().await;
         let health = handle.view().health;
         (health.status, health.components[0].status)
     };
@@ -220,7 +221,7 @@ async fn a_panicking_and_a_hanging_component_are_reported_and_nothing_else_suffe
     assert!(body.contains(r#""status":"degraded""#), "{body}");
     // The hanging check is joined by the next round, not started again.
     let before = handle.stats().component_checks_started;
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     assert_eq!(handle.stats().component_checks_started, before + 2);
     let (_, body) = get(&handle, Probe::Health).await;
     assert!(
@@ -263,7 +264,7 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
     ] {
         database.set(db);
         cache.set(component);
-        handle.state.health_round().await;
+        handle.state().health_round().await;
         seen.push(handle.view().health.status);
     }
     assert_eq!(
@@ -281,13 +282,13 @@ async fn the_database_going_and_coming_back_while_a_component_is_degraded() {
 async fn a_watcher_is_told_of_each_transition() {
     let cache = FakeComponent::new(FakeCheck::Refused);
     let handle = with_component(ComponentSpec::new("cache", cache.clone()));
-    let mut changes = handle.state.store.changes();
-    handle.state.health_round().await;
+    let mut changes = handle.state().store.changes();
+    handle.state().health_round().await;
     assert!(changes.has_changed().unwrap());
     changes.borrow_and_update();
     assert_eq!(handle.view().health.status, Status::Degraded);
     cache.set(FakeCheck::Ready);
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     assert!(changes.has_changed().unwrap());
     assert_eq!(handle.view().health.status, Status::Healthy);
 }
@@ -338,7 +339,7 @@ async fn the_runtime_watcher_detects_a_blocked_worker_thread() {
     tokio::spawn(async { std::thread::sleep(Duration::from_millis(500)) })
         .await
         .unwrap();
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     let health = handle.view().health;
     let report = &health.components[0];
     assert_eq!(report.status, ComponentStatus::Degraded, "{report:?}");
@@ -426,14 +427,14 @@ async fn self_monitoring_reports_readiness_rounds_that_lag() {
         .self_monitoring(true);
     let handle = monitor(config);
     // Before the first readiness round there is nothing to say: fine, not a failure.
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     let health = handle.view().health;
     assert_eq!(&*health.components[0].name, "monitor");
     assert_eq!(health.components[0].status, ComponentStatus::Healthy);
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     // Then no round runs, as when the monitor is stuck.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     let health = handle.view().health;
     let report = &health.components[0];
     assert_eq!(report.status, ComponentStatus::Degraded, "{report:?}");
@@ -516,7 +517,7 @@ async fn a_bypass_rechecks_components_so_a_fix_shows_at_once() {
     rounds(&handle).await;
     assert_eq!(handle.view().health.status, Status::Degraded);
     cache.set(FakeCheck::Ready);
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     assert_eq!(
         handle.view().health.status,
         Status::Degraded,

@@ -3,12 +3,12 @@
 
 use http::StatusCode;
 
-use super::tests::{monitor, rounds};
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 use crate::component::ComponentSpec;
 use crate::config::HealthConfig;
 use crate::http::Respond;
 use crate::http::request::{BodyMode, Freshness};
+use crate::monitor::testing::{monitor, rounds};
 use crate::probe::Probe;
 use crate::test_helpers::{FakeCheck, FakeComponent, normalize, read};
 use crate::verdict::Audience;

@@ -1,93 +1,29 @@
-//! Every probe's exact response in every state, with fake checks and no database: the verdict
-//! rules and the rendering together, as a reader gets them.
+//! Every probe's exact HTTP answer in every state, with fake checks and no database: the
+//! monitor's verdicts as the HTTP side renders them, as a reader gets them.
+
+mod components;
+mod databases;
+mod details;
+mod hold;
 
 use std::time::Duration;
 
 use http::StatusCode;
 
-use super::HealthHandle;
-use super::rounds::Cadence;
 use crate::HealthMonitor;
 use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
 use crate::http::request::{BodyMode, Freshness};
+use crate::monitor::HealthHandle;
+use crate::monitor::testing::{config_with, goes_stale_soon, monitor, rounds, with};
 use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, normalize, read};
 use crate::verdict::Audience;
 use crate::verdict::Status;
-use crate::view::{Condition, View, ViewWatch};
 
-/// A monitor whose rounds the test runs by hand.
-pub(crate) fn monitor(config: HealthConfig) -> HealthHandle {
-    let (handle, _run) = HealthMonitor::new(config).unwrap();
-    handle.state.set_monitor_running(true);
-    handle
-}
-
-/// A monitor of one database checked by `check`. The deadline is short for a check that
-/// hangs (the test waits it out) and long otherwise, so that a loaded machine never turns
-/// an instant answer into `timed_out`.
-fn with(check: FakeCheck) -> HealthHandle {
-    monitor(config_with(check))
-}
-
-fn config_with(check: FakeCheck) -> HealthConfig {
-    let deadline = match check {
-        FakeCheck::Hangs => Duration::from_millis(50),
-        FakeCheck::Ready
-        | FakeCheck::Refused
-        | FakeCheck::Panics
-        | FakeCheck::Saturated
-        | FakeCheck::Reports => Duration::from_secs(10),
-    };
-    HealthConfig::new()
-        .readiness_timeout(deadline)
-        .database("default", check)
-}
-
-pub(crate) async fn rounds(handle: &HealthHandle) {
-    handle.state.readiness_round().await;
-    handle.state.health_round().await;
-}
-
-/// A configuration whose verdicts go stale soon after the last round (the bound is
-/// 3 x 1 ms + the 20 ms deadline): drive it with [`rounds`], then run none, as a stuck monitor.
-pub(crate) fn goes_stale_soon() -> HealthConfig {
-    HealthConfig::new()
-        .readiness_interval(Duration::from_millis(1))
-        .health_interval(Duration::from_millis(1))
-        .readiness_timeout(Duration::from_millis(20))
-}
-
-/// The conditions of readiness, health and pool, in that order.
-pub(crate) fn conditions(view: &View) -> [Condition; 3] {
-    [Probe::Ready, Probe::Health, Probe::Pool].map(|probe| view.answer(probe).condition)
-}
-
-/// Waits on `watch` until all three verdicts are stale (no round runs any more, as with a
-/// stuck monitor), and returns that view.
-pub(crate) async fn until_stale(watch: &mut ViewWatch) -> View {
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let view = watch.changed().await.unwrap();
-            if conditions(&view) == [Condition::Stale; 3] {
-                break view;
-            }
-        }
-    })
-    .await
-    .expect("the watch saw the verdicts go stale")
-}
-
-/// Publishes what a readiness round that panicked with `readiness` and a health round that
-/// panicked with `health` conclude.
-pub(crate) fn rounds_panicked(handle: &HealthHandle, readiness: &str, health: &str) {
-    handle.state.round_panicked(Cadence::Readiness, readiness);
-    handle.state.round_panicked(Cadence::Health, health);
-}
-
-pub(super) async fn get(handle: &HealthHandle, probe: Probe) -> (StatusCode, String) {
+/// `probe`'s answer from `handle`'s published verdicts: status and normalised body.
+pub(crate) async fn get(handle: &HealthHandle, probe: Probe) -> (StatusCode, String) {
     get_with(handle, probe, Freshness::Published).await
 }
 
@@ -287,7 +223,7 @@ async fn a_saturated_pool_is_degraded_not_an_outage() {
 #[tokio::test]
 async fn timed_out_and_a_check_still_running_is_joined() {
     let handle = with(FakeCheck::Hangs);
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     assert_eq!(
         get(&handle, Probe::Ready).await,
         (
@@ -297,7 +233,7 @@ async fn timed_out_and_a_check_still_running_is_joined() {
     );
     // The health round finds the readiness round's check still running and waits for it
     // rather than starting a second one.
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     assert_eq!(handle.stats().checks_started, 1);
     assert_eq!(
         get(&handle, Probe::Health).await,
@@ -318,7 +254,7 @@ async fn timed_out_and_a_check_still_running_is_joined() {
 async fn timed_out_keeps_the_pod_in_rotation_under_fail_direction_ready() {
     let config = config_with(FakeCheck::Hangs).fail_direction(FailDirection::Ready);
     let handle = monitor(config);
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     let (status, body) = get(&handle, Probe::Ready).await;
     assert_eq!(status, StatusCode::OK);
     assert!(
@@ -551,7 +487,7 @@ async fn startup_can_wait_for_the_application() {
     );
     // For the rest of the process's life: a database outage or a stopped monitor does not
     // take it back.
-    handle.state.set_monitor_running(false);
+    handle.state().set_monitor_running(false);
     assert_eq!(
         get(&handle, Probe::Startup).await,
         (StatusCode::OK, STARTED.to_owned())
@@ -566,7 +502,7 @@ async fn startup_can_wait_for_the_application() {
 async fn a_stopped_monitor_is_unavailable_at_once() {
     let handle = with(FakeCheck::Ready);
     rounds(&handle).await;
-    handle.state.set_monitor_running(false);
+    handle.state().set_monitor_running(false);
     let (status, body) = get(&handle, Probe::Health).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
@@ -578,7 +514,7 @@ async fn a_stopped_monitor_is_unavailable_at_once() {
 
 /// The sample bodies in README.md, by name: what a newcomer reads is what the crate returns.
 pub(super) fn readme_sample(name: &str) -> String {
-    let readme = include_str!("../docs/bodies.md");
+    let readme = include_str!("../../docs/bodies.md");
     let marker = format!("<!-- body: {name} -->\n```json\n");
     let start = readme.find(&marker).expect("the sample is in bodies.md") + marker.len();
     let end = start + readme[start..].find("\n```").expect("the sample ends");
@@ -635,8 +571,8 @@ async fn the_readme_samples_are_what_the_crate_returns() {
 async fn watchers_see_only_what_is_published_while_the_monitor_is_stopped() {
     let handle = with(FakeCheck::Ready);
     rounds(&handle).await;
-    handle.state.set_monitor_running(false);
-    let mut changes = handle.state.store.changes();
+    handle.state().set_monitor_running(false);
+    let mut changes = handle.state().store.changes();
     changes.borrow_and_update();
     assert_eq!(handle.view().health.status, Status::Unavailable);
     // A bypass computes for its requester; readers keep the "not running" placeholder, and
@@ -697,11 +633,11 @@ fn work_dropped_before_it_ever_ran_leaves_no_slot_or_bypass_taken() {
     let handle = with(FakeCheck::Ready);
     // Driven on the runtime that dies, the work cannot have run: it is in flight.
     assert!(poll_once_on_a_runtime_that_dies(
-        handle.state.readiness_round()
+        handle.state().readiness_round()
     ));
     assert!(poll_once_on_a_runtime_that_dies(handle.refresh()));
     runtime().block_on(async {
-        handle.state.readiness_round().await;
+        handle.state().readiness_round().await;
         let readiness = handle.view().readiness;
         assert!(readiness.ready, "{readiness:?}");
         assert!(
@@ -725,7 +661,7 @@ fn a_request_runtime_that_dies_costs_the_running_monitor_nothing() {
             handle.refresh().await.is_some(),
             "the bypass state was left set"
         );
-        let mut changes = handle.state.store.changes();
+        let mut changes = handle.state().store.changes();
         let rounds_before = handle.stats().readiness_rounds;
         let two_more_rounds = async {
             while handle.stats().readiness_rounds < rounds_before + 2 {

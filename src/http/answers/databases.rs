@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use super::tests::{get, monitor, rounds};
+use super::get;
 use crate::config::HealthConfig;
+use crate::monitor::testing::{monitor, rounds};
 use crate::probe::Probe;
 use crate::test_helpers::FakeCheck;
 use crate::verdict::Status;
@@ -87,16 +88,16 @@ async fn a_failing_health_verdict_follows_the_readiness_rounds() {
             .readiness_timeout(Duration::from_secs(10))
             .database("default", database.clone()),
     );
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     assert_eq!(handle.view().health.status, Status::Unhealthy);
     database.set(FakeCheck::Ready);
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     assert_eq!(handle.view().health.status, Status::Healthy);
     assert_eq!(get(&handle, Probe::Health).await.0, StatusCode::OK);
     // Healthy, it is the health rounds' again: a readiness round does not touch it.
     database.set(FakeCheck::Refused);
-    handle.state.readiness_round().await;
+    handle.state().readiness_round().await;
     assert_eq!(handle.view().health.status, Status::Healthy);
-    handle.state.health_round().await;
+    handle.state().health_round().await;
     assert_eq!(handle.view().health.status, Status::Unhealthy);
 }
