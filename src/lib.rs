@@ -231,7 +231,8 @@ pub mod redis;
 mod rendered;
 mod shutdown;
 #[cfg(any(feature = "admin", feature = "haproxy-agent"))]
-mod side_port;
+#[cfg_attr(docsrs, doc(cfg(any(feature = "admin", feature = "haproxy-agent"))))]
+pub mod side_port;
 mod status;
 #[cfg(test)]
 mod test_helpers;

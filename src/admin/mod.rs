@@ -100,4 +100,4 @@ mod strict;
 pub use self::config::AdminConfig;
 #[cfg(test)]
 pub(crate) use self::control::Control;
-pub use self::server::{AdminError, AdminHandle, AdminServer};
+pub use self::server::AdminServer;

@@ -91,4 +91,4 @@ mod reply;
 mod server;
 
 pub use self::config::AgentConfig;
-pub use self::server::{AgentError, AgentHandle, AgentServer};
+pub use self::server::AgentServer;
