@@ -103,16 +103,19 @@ impl SidePortConfig {
 
     /// The operator key, `setter` naming it in errors (a server with [keys](Keys::Admin)
     /// only).
+    #[cfg(feature = "admin")]
     pub(crate) fn operator_key(&mut self, key: String, setter: &'static str) {
         self.keys = std::mem::take(&mut self.keys).operator_from(key, setter);
     }
 
     /// The read-only key, `setter` naming it in errors (a server with
     /// [keys](Keys::Admin) only).
+    #[cfg(feature = "admin")]
     pub(crate) fn readonly_key(&mut self, key: String, setter: &'static str) {
         self.keys = std::mem::take(&mut self.keys).readonly_from(key, setter);
     }
 
+    #[cfg(feature = "admin")]
     pub(crate) fn keys(&self) -> &AccessKeys {
         &self.keys
     }
@@ -467,6 +470,7 @@ mod tests {
                 refused.err().map(|error| error.variable().to_owned()),
                 with_keys.then_some(variable),
             );
+            #[cfg(feature = "admin")]
             if with_keys {
                 config.operator_key(OPERATOR.to_owned(), "test");
                 assert!(config.validate().is_ok(), "{prefix}");

@@ -59,6 +59,13 @@ pub(crate) struct Variables {
 
 /// Whether a server has keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    not(all(feature = "admin", feature = "haproxy-agent")),
+    allow(
+        dead_code,
+        reason = "one variant per server: a build with one server has one"
+    )
+)]
 pub(crate) enum Keys {
     /// The admin keys ([`AccessKeys`](crate::access::AccessKeys), read from
     /// `TOWER_HEALTH_ADMIN_KEY` and `TOWER_HEALTH_ADMIN_READONLY_KEY`): they guard what it
@@ -71,6 +78,13 @@ pub(crate) enum Keys {
 
 /// Who sees details when the server's own `details` is not set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    not(all(feature = "admin", feature = "haproxy-agent")),
+    allow(
+        dead_code,
+        reason = "one variant per server: a build with one server has one"
+    )
+)]
 pub(crate) enum DetailsDefault {
     /// The monitor's [`HealthConfig::details`](crate::HealthConfig::details), as the
     /// layers'.
@@ -81,6 +95,13 @@ pub(crate) enum DetailsDefault {
 
 /// When a server closes, besides its handle's `shutdown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    not(all(feature = "admin", feature = "haproxy-agent")),
+    allow(
+        dead_code,
+        reason = "one variant per server: a build with one server has one"
+    )
+)]
 pub(crate) enum Close {
     /// Also once the drain its monitor follows is over
     /// ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)).
