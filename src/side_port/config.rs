@@ -135,16 +135,7 @@ impl SidePortConfig {
     pub(crate) fn from_env(policy: &'static Policy, env: &Env) -> Result<Self, ConfigError> {
         let variables = &policy.variables;
         let mut config = Self::new(policy);
-        let (compat_bind, compat_port) = match variables.compat {
-            Some((bind, port)) => (Some(bind), Some(port)),
-            None => (None, None),
-        };
-        let names = |own, compat: Option<&'static str>| {
-            let mut names = vec![own];
-            names.extend(compat);
-            names
-        };
-        if let Some((name, value)) = env.first(&names(variables.bind, compat_bind)) {
+        if let Some((name, value)) = env.first(variables.bind) {
             let ip = if value.eq_ignore_ascii_case("localhost") {
                 Ok(IpAddr::V4(Ipv4Addr::LOCALHOST))
             } else {
@@ -159,10 +150,7 @@ impl SidePortConfig {
             })?;
             config.bind_from = BindFrom::Variable(name);
         }
-        if let Some(port) = env.parse(
-            &names(variables.port, compat_port),
-            "expected a port number from 0 to 65535",
-        )? {
+        if let Some(port) = env.parse(variables.port, "expected a port number from 0 to 65535")? {
             config.port = port;
         }
         if policy.keys == Keys::Admin {

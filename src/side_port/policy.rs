@@ -47,14 +47,14 @@ pub(crate) struct Policy {
 /// pattern).
 #[derive(Debug)]
 pub(crate) struct Variables {
-    pub(crate) bind: &'static str,
-    pub(crate) port: &'static str,
+    /// Ours first, then the name of the system this crate replaces, if it had one: read
+    /// when ours is not set.
+    pub(crate) bind: &'static [&'static str],
+    /// As `bind`.
+    pub(crate) port: &'static [&'static str],
     pub(crate) write_timeout: &'static str,
     pub(crate) max_connections: &'static str,
     pub(crate) details: &'static str,
-    /// The names of the system this crate replaces for the bind and the port, read when
-    /// ours are not set.
-    pub(crate) compat: Option<(&'static str, &'static str)>,
 }
 
 /// Whether a server has keys.
@@ -129,12 +129,11 @@ pub(crate) const ADMIN: Policy = Policy {
     server: "admin server",
     settings: "AdminConfig",
     variables: Variables {
-        bind: "TOWER_HEALTH_ADMIN_BIND",
-        port: "TOWER_HEALTH_ADMIN_PORT",
+        bind: &["TOWER_HEALTH_ADMIN_BIND", "BALDUR_ADMIN_BIND"],
+        port: &["TOWER_HEALTH_ADMIN_PORT", "BALDUR_ADMIN_PORT"],
         write_timeout: "TOWER_HEALTH_ADMIN_WRITE_TIMEOUT",
         max_connections: "TOWER_HEALTH_ADMIN_MAX_CONNECTIONS",
         details: "TOWER_HEALTH_ADMIN_DETAILS",
-        compat: Some(("BALDUR_ADMIN_BIND", "BALDUR_ADMIN_PORT")),
     },
     port: 9090,
     write_timeout: Duration::from_secs(10),
@@ -156,12 +155,11 @@ pub(crate) const AGENT: Policy = Policy {
     server: "haproxy agent",
     settings: "AgentConfig",
     variables: Variables {
-        bind: "TOWER_HEALTH_AGENT_BIND",
-        port: "TOWER_HEALTH_AGENT_PORT",
+        bind: &["TOWER_HEALTH_AGENT_BIND"],
+        port: &["TOWER_HEALTH_AGENT_PORT"],
         write_timeout: "TOWER_HEALTH_AGENT_WRITE_TIMEOUT",
         max_connections: "TOWER_HEALTH_AGENT_MAX_CONNECTIONS",
         details: "TOWER_HEALTH_AGENT_DETAILS",
-        compat: None,
     },
     port: 9777,
     write_timeout: Duration::from_secs(1),
@@ -213,8 +211,8 @@ mod tests {
         for (policy, prefix) in policies() {
             let variables = &policy.variables;
             for (name, setting) in [
-                (variables.bind, "BIND"),
-                (variables.port, "PORT"),
+                (variables.bind[0], "BIND"),
+                (variables.port[0], "PORT"),
                 (variables.write_timeout, "WRITE_TIMEOUT"),
                 (variables.max_connections, "MAX_CONNECTIONS"),
                 (variables.details, "DETAILS"),
