@@ -43,6 +43,10 @@
 //!   `content-type: application/grpc`, `te: trailers`), sequential on each of 16 h2c (HTTP/2
 //!   prior knowledge) hyper connections, reads each answer to its trailers, and fails the bench
 //!   unless it is `grpc-status: 0` with `SERVING`. The table prints the ratio of the two.
+//! - `agent` (the instruction table only, and only when PostgreSQL is reachable): the HAProxy
+//!   agent (`haproxy::AgentServer`), answering each connection its line, as HAProxy's
+//!   `agent-check` asks: the client connects, reads to the end, fails the bench unless the
+//!   line is `up ready 100%`, and closes; 16 connections at a time. A request is a connection.
 //!
 //! Settings: `STORM_SECONDS` (measured seconds per run, default 2), `STORM_ROUNDS` (default 3),
 //! `STORM_DATABASE_URL` (a server to create the `tower_health_bench` database on, default the
@@ -79,6 +83,7 @@ use tonic::transport::server::TcpIncoming;
 use tower::ServiceBuilder;
 use tower_health::DrainHandle;
 use tower_health::admin::{AdminConfig, AdminServer};
+use tower_health::haproxy::{AgentConfig, AgentServer};
 use tower_health::postgres::PostgresCheck;
 use tower_health::{
     DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
@@ -121,6 +126,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
             | "layered-axum"
             | "static-axum"
             | "admin"
+            | "agent"
             | "floor-hyper"
             | "grpc-tower-health" => Some(monitor(kind).await?),
             _ => None,
@@ -137,9 +143,18 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
             ),
             _ => None,
         };
-        let port = match &admin {
-            Some(admin) => admin.local_addr().port(),
-            None => listener.local_addr()?.port(),
+        let agent = match kind {
+            "agent" => Some(
+                AgentServer::new(AgentConfig::new().port(0), &health)
+                    .start()
+                    .await?,
+            ),
+            _ => None,
+        };
+        let port = match (&admin, &agent) {
+            (Some(admin), _) => admin.local_addr().port(),
+            (_, Some(agent)) => agent.local_addr().port(),
+            (None, None) => listener.local_addr()?.port(),
         };
         let server = async {
             match kind {
@@ -281,7 +296,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     .await?;
                     Ok(())
                 }
-                "admin" => std::future::pending().await,
+                "admin" | "agent" => std::future::pending().await,
                 other => Err(format!("unknown server {other}").into()),
             }
         };
@@ -444,6 +459,9 @@ enum Protocol {
     /// knowledge); the answer must be `grpc-status: 0` and `SERVING`. Measured in the
     /// instruction table only.
     Grpc,
+    /// A TCP connection read to its end, which must be the HAProxy agent's `up ready 100%`
+    /// line. Measured in the instruction table only.
+    AgentLine,
 }
 
 impl Setup {
@@ -522,6 +540,10 @@ fn drive() -> Result<(), Box<dyn Error>> {
             // The monitor behind `grpc::HealthService` needs its database to answer `SERVING`.
             if stats.is_some() {
                 setups.extend(grpc_setups());
+                setups.push(Setup {
+                    protocol: Protocol::AgentLine,
+                    ..Setup::new("(i) HAProxy agent: its line", "agent", "")
+                });
             }
             setups.retain(|setup| filter.split(',').any(|name| setup.server.contains(name)));
             runtime.block_on(print_instruction_table(&setups))?;
@@ -713,6 +735,7 @@ async fn instructions(setup: &Setup, requests: u64) -> Result<u64, Box<dyn Error
     match setup.protocol {
         Protocol::Http1 => http1_requests(addr, setup.path, requests).await?,
         Protocol::Grpc => grpc_checks(addr, setup.path, requests).await?,
+        Protocol::AgentLine => agent_lines(addr, requests).await?,
     }
     server.stop()?;
     let report = std::fs::read_to_string(&output)?;
@@ -846,6 +869,35 @@ async fn grpc_checks(
     }
     for task in tasks {
         task.await??;
+    }
+    Ok(())
+}
+
+/// `requests` connections to the HAProxy agent, 16 at a time, each read to its end as
+/// HAProxy's `agent-check` reads it; every line must be `up ready 100%`.
+async fn agent_lines(addr: SocketAddr, requests: u64) -> Result<(), Box<dyn Error>> {
+    use tokio::io::AsyncReadExt;
+    const CONNECTIONS: u64 = 16;
+    let tasks: Vec<_> = (0..CONNECTIONS)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut line = Vec::new();
+                for _ in 0..requests / CONNECTIONS {
+                    let mut stream = TcpStream::connect(addr).await?;
+                    stream.set_nodelay(true)?;
+                    line.clear();
+                    stream.read_to_end(&mut line).await?;
+                    if line != b"up ready 100%\n" {
+                        let line = String::from_utf8_lossy(&line).into_owned();
+                        return Err(format!("the agent said {line:?}, not up ready 100%").into());
+                    }
+                }
+                Ok::<_, Box<dyn Error + Send + Sync>>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await?.map_err(|error| error as Box<dyn Error>)?;
     }
     Ok(())
 }

@@ -231,7 +231,8 @@ mod redact;
 pub mod redis;
 mod shutdown;
 #[cfg(any(feature = "admin", feature = "haproxy-agent"))]
-mod side_port;
+#[cfg_attr(docsrs, doc(cfg(any(feature = "admin", feature = "haproxy-agent"))))]
+pub mod side_port;
 #[cfg(test)]
 mod test_helpers;
 #[cfg(all(

@@ -59,7 +59,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Endpoint};
 use tower::ServiceBuilder;
 use tower_health::access::AccessKeys;
-use tower_health::admin::{AdminConfig, AdminHandle, AdminServer};
+use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::check::{
     CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
 };
@@ -71,6 +71,7 @@ use tower_health::grpc::{HealthService, ServingStatus};
 use tower_health::postgres::PostgresCheck;
 use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::redis::Redis;
+use tower_health::side_port::SidePortHandle;
 use tower_health::verdict::{Cause, CheckStatus};
 use tower_health::{
     HealthConfig, HealthHandle, HealthLayer, HealthMonitor, Probe, config::Details, verdict::Status,
@@ -596,7 +597,7 @@ struct Rig {
     component: Arc<AtomicU8>,
     health: HealthHandle,
     servers: Vec<(Level, TestServer)>,
-    admin: AdminHandle,
+    admin: SidePortHandle,
     redis: Option<RedisRig>,
     grpc: Option<GrpcRig>,
     /// Set once the fault of an [`Expect::Unaffected`] cell has run its course.

@@ -1,16 +1,10 @@
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::access::AccessKeys;
-use crate::config::{ConfigError, Details, Env, FirstError, NoCache, Zero, check_in_range};
-
-/// A setting and where it came from: the environment variable, or the builder method.
-#[derive(Clone)]
-pub(crate) struct Sourced<T> {
-    pub(crate) value: T,
-    pub(crate) source: &'static str,
-}
+use crate::config::{ConfigError, Details, Env, NoCache, Zero, check_in_range};
+use crate::side_port::SidePortConfig;
+use crate::side_port::policy::ADMIN;
 
 /// Settings of the [`AdminServer`](super::AdminServer).
 ///
@@ -18,25 +12,19 @@ pub(crate) struct Sourced<T> {
 /// the setter), and [`AdminServer::start`](super::AdminServer::start) returns it, as it does
 /// settings that do not fit together.
 ///
+/// The bind, the cap on connections, the write timeout, the keys and the details are the
+/// [side port](crate::side_port)'s, shared with the HAProxy agent; the rest is this server's.
+///
 /// [`AdminConfig::from_env`] reads the `TOWER_HEALTH_ADMIN_*` variables listed with the others
 /// in [the environment table](crate::config#adminconfigfrom_env-feature-admin).
 #[derive(Clone)]
 #[must_use]
 pub struct AdminConfig {
-    pub(crate) bind: Sourced<IpAddr>,
-    pub(crate) port: u16,
-    pub(crate) keys: AccessKeys,
-    /// `None`: the monitor's [`HealthConfig::details`](crate::HealthConfig::details).
-    pub(crate) details: Option<Details>,
+    pub(crate) side_port: SidePortConfig,
     /// `None`: the monitor's [`HealthConfig::nocache`](crate::HealthConfig::nocache).
     pub(crate) nocache: Option<NoCache>,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) header_timeout: Duration,
-    pub(crate) write_timeout: Duration,
-    pub(crate) max_connections: usize,
-    /// The first invalid value a setter was given, for
-    /// [`AdminServer::start`](super::AdminServer::start) to return.
-    pub(crate) error: FirstError,
 }
 
 impl Default for AdminConfig {
@@ -49,19 +37,10 @@ impl AdminConfig {
     /// The defaults: `127.0.0.1:9090`, no keys.
     pub fn new() -> Self {
         Self {
-            bind: Sourced {
-                value: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                source: "AdminConfig::bind",
-            },
-            port: 9090,
-            keys: AccessKeys::new(),
-            details: None,
+            side_port: SidePortConfig::new(&ADMIN),
             nocache: None,
             allowed_hosts: Vec::new(),
             header_timeout: Duration::from_secs(10),
-            write_timeout: Duration::from_secs(10),
-            max_connections: 64,
-            error: FirstError::default(),
         }
     }
 
@@ -70,19 +49,16 @@ impl AdminConfig {
     ///
     /// Defaults to `127.0.0.1`.
     pub fn bind(mut self, ip: IpAddr) -> Self {
-        self.bind = Sourced {
-            value: ip,
-            source: "AdminConfig::bind",
-        };
+        self.side_port.bind(ip);
         self
     }
 
     /// The port to bind; `0` picks a free one (see
-    /// [`AdminHandle::local_addr`](super::AdminHandle::local_addr)).
+    /// [`SidePortHandle::local_addr`](crate::side_port::SidePortHandle::local_addr)).
     ///
     /// Defaults to `9090`.
     pub fn port(mut self, port: u16) -> Self {
-        self.port = port;
+        self.side_port.port(port);
         self
     }
 
@@ -92,9 +68,8 @@ impl AdminConfig {
     ///
     /// Defaults to none: everything is open, and only a loopback bind is allowed.
     pub fn operator_key(mut self, key: impl Into<String>) -> Self {
-        self.keys = self
-            .keys
-            .operator_from(key.into(), "AdminConfig::operator_key");
+        self.side_port
+            .operator_key(key.into(), "AdminConfig::operator_key");
         self
     }
 
@@ -103,9 +78,8 @@ impl AdminConfig {
     ///
     /// Defaults to none.
     pub fn readonly_key(mut self, key: impl Into<String>) -> Self {
-        self.keys = self
-            .keys
-            .readonly_from(key.into(), "AdminConfig::readonly_key");
+        self.side_port
+            .readonly_key(key.into(), "AdminConfig::readonly_key");
         self
     }
 
@@ -116,7 +90,7 @@ impl AdminConfig {
     ///
     /// Defaults to the monitor's [`HealthConfig::details`](crate::HealthConfig::details).
     pub fn details(mut self, details: Details) -> Self {
-        self.details = Some(details);
+        self.side_port.details(details);
         self
     }
 
@@ -150,7 +124,7 @@ impl AdminConfig {
     /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
     /// [`AdminServer::start`](super::AdminServer::start).
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
-        if self.error.passes(check_in_range(
+        if self.side_port.error.passes(check_in_range(
             "AdminConfig::header_timeout",
             timeout,
             Zero::Refused,
@@ -171,13 +145,7 @@ impl AdminConfig {
     /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
     /// [`AdminServer::start`](super::AdminServer::start).
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
-        if self.error.passes(check_in_range(
-            "AdminConfig::write_timeout",
-            timeout,
-            Zero::Refused,
-        )) {
-            self.write_timeout = timeout;
-        }
+        self.side_port.write_timeout(timeout);
         self
     }
 
@@ -192,53 +160,17 @@ impl AdminConfig {
     ///
     /// A `max` of zero is an error of [`AdminServer::start`](super::AdminServer::start).
     pub fn max_connections(mut self, max: usize) -> Self {
-        if max == 0 {
-            self.error.passes(Err(ConfigError::new(
-                "AdminConfig::max_connections",
-                "0",
-                "must be non-zero",
-            )));
-        } else {
-            self.max_connections = max;
-        }
+        self.side_port.max_connections(max);
         self
     }
 
     define_env_constructors!("the table above");
 
     pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
-        let mut config = Self::new();
-        if let Some((name, value)) = env.first(&["TOWER_HEALTH_ADMIN_BIND", "BALDUR_ADMIN_BIND"]) {
-            let ip = if value.eq_ignore_ascii_case("localhost") {
-                Ok(IpAddr::V4(Ipv4Addr::LOCALHOST))
-            } else {
-                value.parse()
-            };
-            let ip = ip.map_err(|_| {
-                ConfigError::new(
-                    name,
-                    value,
-                    "expected an IP address such as 127.0.0.1 or ::1",
-                )
-            })?;
-            config.bind = Sourced {
-                value: ip,
-                source: name,
-            };
-        }
-        if let Some(port) = env.parse(
-            &["TOWER_HEALTH_ADMIN_PORT", "BALDUR_ADMIN_PORT"],
-            "expected a port number from 0 to 65535",
-        )? {
-            config.port = port;
-        }
-        config.keys = AccessKeys::from_env_snapshot(env)?;
-        if let Some(details) = env.parse(
-            &["TOWER_HEALTH_ADMIN_DETAILS"],
-            "expected always, authorized or never",
-        )? {
-            config.details = Some(details);
-        }
+        let mut config = Self {
+            side_port: SidePortConfig::from_env(&ADMIN, env)?,
+            ..Self::new()
+        };
         if let Some((_, hosts)) = env.first(&["TOWER_HEALTH_ADMIN_ALLOWED_HOSTS"]) {
             config.allowed_hosts = hosts
                 .split(',')
@@ -249,72 +181,25 @@ impl AdminConfig {
         if let Some(timeout) = env.duration("TOWER_HEALTH_ADMIN_HEADER_TIMEOUT", None)? {
             config.header_timeout = timeout;
         }
-        if let Some(timeout) = env.duration("TOWER_HEALTH_ADMIN_WRITE_TIMEOUT", None)? {
-            config.write_timeout = timeout;
-        }
-        if let Some(max) = env.parse::<usize>(
-            &["TOWER_HEALTH_ADMIN_MAX_CONNECTIONS"],
-            "expected a positive number of connections",
-        )? {
-            if max == 0 {
-                return Err(ConfigError::new(
-                    "TOWER_HEALTH_ADMIN_MAX_CONNECTIONS",
-                    "0",
-                    "expected a positive number of connections",
-                ));
-            }
-            config.max_connections = max;
-        }
-        config.validate()?;
+        config.side_port.validate()?;
         Ok(config)
-    }
-
-    /// Checks the settings, for [`AdminServer::start`](super::AdminServer::start) and
-    /// `from_env`: the first invalid value a setter was given, then whether they fit
-    /// together (keys at least 16 characters, a read-only key only beside an operator key
-    /// and different from it, and an operator key for any bind that is not loopback). The
-    /// error names the variable (or builder method) at fault.
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        self.error.check()?;
-        self.keys.validate()?;
-        if !self.bind.value.is_loopback() && !self.keys.is_enabled() {
-            return Err(ConfigError::new(
-                self.bind.source,
-                &self.bind.value.to_string(),
-                "binding a non-loopback address needs an operator key (TOWER_HEALTH_ADMIN_KEY or BALDUR_ADMIN_KEY)",
-            ));
-        }
-        Ok(())
     }
 }
 
 impl fmt::Debug for AdminConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Destructured: a new field does not compile until it is shown or skipped on purpose.
-        // The keys' own `Debug` says whether they are set, never what they are.
         let Self {
-            bind,
-            port,
-            keys,
-            details,
+            side_port,
             nocache,
             allowed_hosts,
             header_timeout,
-            write_timeout,
-            max_connections,
-            error,
         } = self;
-        f.debug_struct("AdminConfig")
-            .field("bind", &bind.value)
-            .field("port", port)
-            .field("keys", keys)
-            .field("details", details)
-            .field("nocache", nocache)
+        let mut f = f.debug_struct("AdminConfig");
+        side_port.debug_fields(&mut f);
+        f.field("nocache", nocache)
             .field("allowed_hosts", allowed_hosts)
             .field("header_timeout", header_timeout)
-            .field("write_timeout", write_timeout)
-            .field("max_connections", max_connections)
-            .field("error", error)
             .finish()
     }
 }
@@ -322,7 +207,8 @@ impl fmt::Debug for AdminConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::{AdminError, AdminServer};
+    use crate::admin::AdminServer;
+    use crate::side_port::SidePortError;
 
     const OPERATOR: &str = "operator-key-0123456789";
     const VIEWER: &str = "viewer-key-0123456789";
@@ -340,10 +226,9 @@ mod tests {
             ("TOWER_HEALTH_ADMIN_MAX_CONNECTIONS", "3"),
         ])
         .unwrap();
-        assert_eq!(config.bind.value, IpAddr::from([0, 0, 0, 0]));
-        assert_eq!(config.port, 0);
-        assert!(config.keys.is_enabled());
-        let digests = config.keys.digests();
+        // The bind, the port, the write timeout and the cap: the side port's tests.
+        assert!(config.side_port.keys().is_enabled());
+        let digests = config.side_port.keys().digests();
         let mut headers = http::HeaderMap::new();
         headers.insert(
             http::header::AUTHORIZATION,
@@ -355,8 +240,6 @@ mod tests {
         );
         assert_eq!(config.allowed_hosts, ["admin.internal", "other"]);
         assert_eq!(config.header_timeout, Duration::from_secs(2));
-        assert_eq!(config.write_timeout, Duration::from_secs(3));
-        assert_eq!(config.max_connections, 3);
     }
 
     #[test]
@@ -408,7 +291,7 @@ mod tests {
     async fn refused(config: AdminConfig) -> ConfigError {
         let health = crate::HealthMonitor::spawn(crate::HealthConfig::new()).unwrap();
         match AdminServer::new(config.port(0), &health).start().await {
-            Err(AdminError::Config(error)) => error,
+            Err(SidePortError::Config(error)) => error,
             other => panic!("expected a configuration error, got {other:?}"),
         }
     }
@@ -472,6 +355,7 @@ mod tests {
             AdminConfig::new()
                 .bind(IpAddr::from([10, 0, 0, 1]))
                 .operator_key(OPERATOR)
+                .side_port
                 .validate()
                 .is_ok()
         );

@@ -18,6 +18,10 @@
 //! connection that is not being answered (silent, stalled or idle) makes room for the new one,
 //! so such clients cannot keep probes out.
 //!
+//! The bind, these bounds, the keys, the details and the close are the
+//! [side port](crate::side_port)'s, which the HAProxy agent shares: [`AdminServer::start`]
+//! gives a [`SidePortHandle`](crate::side_port::SidePortHandle).
+//!
 //! # Safe by default
 //!
 //! - It binds `127.0.0.1:9090`. Binding any other address without an operator key is refused
@@ -100,4 +104,4 @@ mod strict;
 pub use self::config::AdminConfig;
 #[cfg(test)]
 pub(crate) use self::control::Control;
-pub use self::server::{AdminError, AdminHandle, AdminServer};
+pub use self::server::AdminServer;

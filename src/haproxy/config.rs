@@ -1,8 +1,10 @@
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Details, Env, FirstError, Zero, check_in_range};
+use crate::config::{ConfigError, Details, Env};
+use crate::side_port::SidePortConfig;
+use crate::side_port::policy::AGENT;
 
 /// The weight a degraded instance asks for when none is set: half its configured weight.
 const DEFAULT_DEGRADED_WEIGHT: u8 = 50;
@@ -12,22 +14,16 @@ const DEFAULT_DEGRADED_WEIGHT: u8 = 50;
 /// Its setters never fail: a value a setter cannot take is recorded (the first one, naming
 /// the setter), and [`AgentServer::start`](super::AgentServer::start) returns it.
 ///
+/// The bind, the cap on connections, the write timeout and the details are the
+/// [side port](crate::side_port)'s, shared with the admin server; the weight is the agent's.
+///
 /// [`AgentConfig::from_env`] reads the `TOWER_HEALTH_AGENT_*` variables listed with the others
 /// in [the environment table](crate::config#agentconfigfrom_env-feature-haproxy-agent).
 #[derive(Clone)]
 #[must_use]
 pub struct AgentConfig {
-    pub(crate) bind: IpAddr,
-    pub(crate) port: u16,
+    pub(crate) side_port: SidePortConfig,
     pub(crate) degraded_weight: u8,
-    /// The agent's own: it does not follow the monitor's
-    /// [`HealthConfig::details`](crate::HealthConfig::details).
-    pub(crate) details: Details,
-    pub(crate) write_timeout: Duration,
-    pub(crate) max_connections: usize,
-    /// The first invalid value a setter was given, for
-    /// [`AgentServer::start`](super::AgentServer::start) to return.
-    pub(crate) error: FirstError,
 }
 
 impl Default for AgentConfig {
@@ -40,13 +36,8 @@ impl AgentConfig {
     /// The defaults: `127.0.0.1:9777`, a degraded weight of 50%.
     pub fn new() -> Self {
         Self {
-            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            port: 9777,
+            side_port: SidePortConfig::new(&AGENT),
             degraded_weight: DEFAULT_DEGRADED_WEIGHT,
-            details: Details::Never,
-            write_timeout: Duration::from_secs(1),
-            max_connections: 64,
-            error: FirstError::default(),
         }
     }
 
@@ -58,16 +49,16 @@ impl AgentConfig {
     /// Defaults to `127.0.0.1`, as the admin server: an HAProxy on the same host (a
     /// sidecar).
     pub fn bind(mut self, ip: IpAddr) -> Self {
-        self.bind = ip;
+        self.side_port.bind(ip);
         self
     }
 
     /// The port to bind (HAProxy's `agent-port`); `0` picks a free one (see
-    /// [`AgentHandle::local_addr`](super::AgentHandle::local_addr)).
+    /// [`SidePortHandle::local_addr`](crate::side_port::SidePortHandle::local_addr)).
     ///
     /// Defaults to `9777`.
     pub fn port(mut self, port: u16) -> Self {
-        self.port = port;
+        self.side_port.port(port);
         self
     }
 
@@ -82,6 +73,7 @@ impl AgentConfig {
     /// instance out of rotation, which `degraded` never does (HAProxy shows it as `DRAIN`).
     pub fn degraded_weight(mut self, percent: u8) -> Self {
         if self
+            .side_port
             .error
             .passes(check_weight("AgentConfig::degraded_weight", percent))
         {
@@ -98,7 +90,7 @@ impl AgentConfig {
     /// [`HealthConfig::details`](crate::HealthConfig::details): anyone who reaches the port
     /// reads the line, and an HAProxy on another host needs it bound beyond loopback.
     pub fn details(mut self, details: Details) -> Self {
-        self.details = details;
+        self.side_port.details(details);
         self
     }
 
@@ -113,13 +105,7 @@ impl AgentConfig {
     /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
     /// [`AgentServer::start`](super::AgentServer::start).
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
-        if self.error.passes(check_in_range(
-            "AgentConfig::write_timeout",
-            timeout,
-            Zero::Refused,
-        )) {
-            self.write_timeout = timeout;
-        }
+        self.side_port.write_timeout(timeout);
         self
     }
 
@@ -135,42 +121,17 @@ impl AgentConfig {
     ///
     /// A `max` of zero is an error of [`AgentServer::start`](super::AgentServer::start).
     pub fn max_connections(mut self, max: usize) -> Self {
-        if max == 0 {
-            self.error.passes(Err(ConfigError::new(
-                "AgentConfig::max_connections",
-                "0",
-                "must be non-zero",
-            )));
-        } else {
-            self.max_connections = max;
-        }
+        self.side_port.max_connections(max);
         self
     }
 
     define_env_constructors!("the table above");
 
     pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
-        let mut config = Self::new();
-        if let Some((name, value)) = env.first(&["TOWER_HEALTH_AGENT_BIND"]) {
-            let ip = if value.eq_ignore_ascii_case("localhost") {
-                Ok(IpAddr::V4(Ipv4Addr::LOCALHOST))
-            } else {
-                value.parse()
-            };
-            config.bind = ip.map_err(|_| {
-                ConfigError::new(
-                    name,
-                    value,
-                    "expected an IP address such as 127.0.0.1, ::1 or 0.0.0.0",
-                )
-            })?;
-        }
-        if let Some(port) = env.parse(
-            &["TOWER_HEALTH_AGENT_PORT"],
-            "expected a port number from 0 to 65535",
-        )? {
-            config.port = port;
-        }
+        let mut config = Self {
+            side_port: SidePortConfig::from_env(&AGENT, env)?,
+            ..Self::new()
+        };
         if let Some((name, value)) = env.first(&["TOWER_HEALTH_AGENT_DEGRADED_WEIGHT"]) {
             // `50` or `50%`, as HAProxy writes it.
             let digits = value.strip_suffix('%').unwrap_or(value);
@@ -181,28 +142,7 @@ impl AgentConfig {
                 .ok_or_else(|| ConfigError::new(name, value, WEIGHT_RANGE))?;
             config.degraded_weight = percent;
         }
-        if let Some(details) = env.parse(
-            &["TOWER_HEALTH_AGENT_DETAILS"],
-            "expected always, authorized or never",
-        )? {
-            config.details = details;
-        }
-        if let Some(timeout) = env.duration("TOWER_HEALTH_AGENT_WRITE_TIMEOUT", None)? {
-            config.write_timeout = timeout;
-        }
-        if let Some(max) = env.parse::<usize>(
-            &["TOWER_HEALTH_AGENT_MAX_CONNECTIONS"],
-            "expected a positive number of connections",
-        )? {
-            if max == 0 {
-                return Err(ConfigError::new(
-                    "TOWER_HEALTH_AGENT_MAX_CONNECTIONS",
-                    "0",
-                    "expected a positive number of connections",
-                ));
-            }
-            config.max_connections = max;
-        }
+        config.side_port.validate()?;
         Ok(config)
     }
 }
@@ -221,23 +161,12 @@ impl fmt::Debug for AgentConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Destructured: a new field does not compile until it is shown or skipped on purpose.
         let Self {
-            bind,
-            port,
+            side_port,
             degraded_weight,
-            details,
-            write_timeout,
-            max_connections,
-            error,
         } = self;
-        f.debug_struct("AgentConfig")
-            .field("bind", bind)
-            .field("port", port)
-            .field("degraded_weight", degraded_weight)
-            .field("details", details)
-            .field("write_timeout", write_timeout)
-            .field("max_connections", max_connections)
-            .field("error", error)
-            .finish()
+        let mut f = f.debug_struct("AgentConfig");
+        side_port.debug_fields(&mut f);
+        f.field("degraded_weight", degraded_weight).finish()
     }
 }
 
@@ -245,41 +174,18 @@ impl fmt::Debug for AgentConfig {
 mod tests {
     use super::*;
 
-    #[test]
-    fn reads_every_variable() {
-        let config = AgentConfig::from_vars([
-            ("TOWER_HEALTH_AGENT_BIND", "0.0.0.0"),
-            ("TOWER_HEALTH_AGENT_PORT", "0"),
-            ("TOWER_HEALTH_AGENT_DEGRADED_WEIGHT", "25%"),
-            ("TOWER_HEALTH_AGENT_DETAILS", "always"),
-            ("TOWER_HEALTH_AGENT_WRITE_TIMEOUT", "3s"),
-            ("TOWER_HEALTH_AGENT_MAX_CONNECTIONS", "3"),
-        ])
-        .unwrap();
-        assert_eq!(config.bind, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        assert_eq!(config.port, 0);
-        assert_eq!(config.degraded_weight, 25);
-        assert_eq!(config.details, Details::Always);
-        assert_eq!(config.write_timeout, Duration::from_secs(3));
-        assert_eq!(config.max_connections, 3);
-        let config = AgentConfig::from_vars([
-            ("TOWER_HEALTH_AGENT_BIND", "localhost"),
-            ("TOWER_HEALTH_AGENT_DEGRADED_WEIGHT", "100"),
-        ])
-        .unwrap();
-        assert_eq!(config.bind, IpAddr::V4(Ipv4Addr::LOCALHOST));
-        assert_eq!(config.degraded_weight, 100);
-    }
+    // The bind, the port, the details, the write timeout and the cap are the side port's,
+    // tested there for the agent's variables and defaults.
 
     #[test]
-    fn the_defaults() {
+    fn reads_the_weight() {
+        for (value, percent) in [("25%", 25), ("100", 100)] {
+            let config =
+                AgentConfig::from_vars([("TOWER_HEALTH_AGENT_DEGRADED_WEIGHT", value)]).unwrap();
+            assert_eq!(config.degraded_weight, percent);
+        }
         let config = AgentConfig::from_vars(Vec::<(String, String)>::new()).unwrap();
-        assert_eq!(config.bind, IpAddr::V4(Ipv4Addr::LOCALHOST));
-        assert_eq!(config.port, 9777);
         assert_eq!(config.degraded_weight, 50);
-        assert_eq!(config.details, Details::Never);
-        assert_eq!(config.write_timeout, Duration::from_secs(1));
-        assert_eq!(config.max_connections, 64);
     }
 
     #[test]
@@ -306,14 +212,22 @@ mod tests {
             .degraded_weight(0)
             .max_connections(0)
             .write_timeout(Duration::ZERO);
-        let error = config.error.check().unwrap_err();
+        let error = config.side_port.validate().unwrap_err();
         assert_eq!(error.variable(), "AgentConfig::degraded_weight");
         assert_eq!(config.degraded_weight, 50, "the bad value is not taken");
         let error = AgentConfig::new()
             .degraded_weight(101)
-            .error
-            .check()
+            .side_port
+            .validate()
             .unwrap_err();
         assert_eq!(error.reason(), WEIGHT_RANGE);
+        // The shared setters record into the same first error, naming this type's setter.
+        let error = AgentConfig::new()
+            .max_connections(0)
+            .degraded_weight(0)
+            .side_port
+            .validate()
+            .unwrap_err();
+        assert_eq!(error.variable(), "AgentConfig::max_connections");
     }
 }

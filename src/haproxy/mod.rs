@@ -85,9 +85,14 @@
 //! times a second (at the default 64), and the check waits behind the clients queued before
 //! it (400 of them: about half a second). Keep HAProxy's `timeout check` (or `agent-inter`
 //! where it is unset) above that; more places shorten it.
+//!
+//! The bind, the cap and its rule, the write timeout, the details and the close are the
+//! [side port](crate::side_port)'s, shared with the admin server, with the agent's graces
+//! and defaults: [`AgentServer::start`] gives a
+//! [`SidePortHandle`](crate::side_port::SidePortHandle).
 
 mod config;
 mod server;
 
 pub use self::config::AgentConfig;
-pub use self::server::{AgentError, AgentHandle, AgentServer};
+pub use self::server::AgentServer;

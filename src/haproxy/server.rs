@@ -1,58 +1,26 @@
-use std::fmt;
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::net::TcpStream;
 
 use super::AgentConfig;
-use crate::config::{ConfigError, Details};
 use crate::dialect::haproxy::{AgentState, Lines, degraded};
-use crate::io::{StallWatch, WriteTimeout};
+use crate::io::WriteTimeout;
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
-use crate::side_port::{Activity, Eviction, OpenConnections};
+use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle};
+use crate::verdict::Audience;
 
 /// How long a connection may stay open after its line, to read what the client sent (its
 /// `agent-send` string) until it closes: a socket closed with unread data is reset instead
 /// of closed, and a reset may cost the client the line it has not read yet. Lingering holds
-/// a place only while no newcomer needs it (see [`EVICTION`]).
+/// a place only while no newcomer needs it (the agent's eviction grace after an answer, in
+/// the side port's policy).
 const LINGER: Duration = Duration::from_secs(1);
-
-/// How long a connection keeps its place, whoever else connects: after the accept, until its
-/// task begins writing the line (on a busy runtime), and after the line is written, for its
-/// client to read it.
-///
-/// What it buys: a connection closed at the limit is reset when its client has sent bytes
-/// not read yet (an `agent-send` string) or sends some afterwards, and a reset that arrives
-/// before the client has read its line may cost it the line (some stacks drop unread data
-/// on a reset; a client that polls may see the error first). HAProxy reads its line as soon
-/// as it is written and closes; 100 ms covers a client on a loaded machine, as the admin
-/// server's grace does for a request head. What it costs: while every place is within its
-/// grace, the accept loop waits for the first to leave it, so the places turn over at least
-/// once per grace: 640 connections a second at the default 64. Clients that sit on their
-/// connections delay HAProxy's check by their number over that rate (400: about half a
-/// second), instead of by one `LINGER` per 64 of them (400: five seconds, past a
-/// `timeout check`, and HAProxy keeps the last state it heard). Tested by
-/// tests/it/haproxy.rs `clients_sitting_on_the_agent_port_cannot_freeze_a_hold_in_haproxy`.
-const GRACE: Duration = Duration::from_millis(100);
-
-/// Which connection gives its place up at the limit: a connection written its line and
-/// lingering for the client's close is idle, one whose line waits on a client that does not
-/// read is stalled; both once past [`GRACE`].
-const EVICTION: Eviction = Eviction {
-    server: "haproxy agent",
-    before_answer: GRACE,
-    after_answer: GRACE,
-};
 
 /// The most bytes read from a client after its line; the rest is left unread.
 const MAX_DISCARD: usize = 4096;
@@ -66,39 +34,6 @@ const MAX_DISCARD: usize = 4096;
 pub struct AgentServer {
     config: AgentConfig,
     health: HealthHandle,
-}
-
-/// Why the agent did not start.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// A setter of the [`AgentConfig`] was given a value it cannot take.
-    Config(ConfigError),
-    /// The address could not be bound.
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
-}
-
-impl fmt::Display for AgentError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(error) => write!(f, "haproxy agent: {error}"),
-            Self::Bind { addr, source } => write!(f, "haproxy agent: cannot bind {addr}: {source}"),
-        }
-    }
-}
-
-impl std::error::Error for AgentError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Config(error) => Some(error),
-            Self::Bind { source, .. } => Some(source),
-        }
-    }
 }
 
 impl AgentServer {
@@ -119,67 +54,23 @@ impl AgentServer {
     ///
     /// When a setter of the [`AgentConfig`] was given a value it cannot take (the first one,
     /// naming the setter), or the address cannot be bound.
-    pub async fn start(self) -> Result<AgentHandle, AgentError> {
-        let config = self.config;
-        config.error.check().map_err(AgentError::Config)?;
-        let addr = SocketAddr::new(config.bind, config.port);
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| AgentError::Bind { addr, source })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| AgentError::Bind { addr, source })?;
-        let lines = Lines::new(config.degraded_weight, config.details == Details::Always);
-        tracing::info!(%local_addr, "haproxy agent listening");
-        let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(serve(listener, self.health, lines, stopped, config));
-        Ok(AgentHandle {
-            local_addr,
-            stop,
-            task,
-        })
-    }
-}
-
-/// A running agent. Dropping the handle closes it, as [`shutdown`](AgentHandle::shutdown)
-/// does.
-#[must_use = "dropping the handle closes the agent"]
-pub struct AgentHandle {
-    local_addr: SocketAddr,
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
-}
-
-impl AgentHandle {
-    /// The address the agent is bound to (with the port picked, for port 0).
-    #[must_use]
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Closes the agent: no new connections; open ones (each a line long) are closed.
-    ///
-    /// Unlike the admin server, the agent does not close when the drain is over: it keeps
-    /// saying `drain` until the process ends, so that an HAProxy that has not asked since the
-    /// drain started (the drain ends at once with nothing in flight) still hears it.
-    pub fn shutdown(&self) {
-        self.stop.send_replace(true);
-    }
-
-    /// Waits until the agent has closed, after [`shutdown`](AgentHandle::shutdown).
-    pub async fn closed(self) {
-        let Self { stop, task, .. } = self;
-        let _ = task.await;
-        drop(stop);
-    }
-}
-
-impl fmt::Debug for AgentHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AgentHandle")
-            .field("local_addr", &self.local_addr)
-            .field("closed", &self.task.is_finished())
-            .finish()
+    pub async fn start(self) -> Result<SidePortHandle, SidePortError> {
+        let Self { config, health } = self;
+        let listening = config.side_port.listen().await?;
+        // The agent has no keys: nobody is a viewer, and only `always` shows reasons.
+        let details = config.side_port.details_or(health.config().details);
+        let reasons = crate::access::audience(details, false) == Audience::Full;
+        let lines = Lines::new(config.degraded_weight, reasons);
+        let connections = Connections {
+            health: health.clone(),
+            lines,
+        };
+        Ok(crate::side_port::spawn(
+            listening,
+            &config.side_port,
+            health,
+            connections,
+        ))
     }
 }
 
@@ -203,58 +94,28 @@ fn line_now(health: &HealthHandle, lines: &Lines) -> Bytes {
     lines.line(state, || health.view())
 }
 
-async fn serve(
-    listener: TcpListener,
+/// The agent's connections: each is written its line, decided at the accept.
+struct Connections {
     health: HealthHandle,
     lines: Lines,
-    mut stop: watch::Receiver<bool>,
-    config: AgentConfig,
-) {
-    let mut closing = pin!(async {
-        // Closing also when the handle is gone (the channel closes).
-        let _ = stop.wait_for(|stop| *stop).await;
-    });
-    let mut connections = JoinSet::new();
-    let mut open = OpenConnections::new(EVICTION);
-    loop {
-        let accepted = poll_fn(|cx| {
-            if closing.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(None);
-            }
-            listener.poll_accept(cx).map(Some)
-        })
-        .await;
-        let Some(accepted) = accepted else { break };
-        while connections.try_join_next().is_some() {}
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(error) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(%error, "haproxy agent: accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        // At the limit, a connection that has had its line makes room; the accept loop waits
-        // only while every place is within its `GRACE`, never for a linger.
-        if !open.make_room(config.max_connections).await {
-            tracing::debug!(
-                "haproxy agent: connection limit reached and every connection is being written its line; closing a new connection"
-            );
-            continue;
-        }
+}
+
+impl Serve for Connections {
+    fn connection(
+        &mut self,
+        stream: WriteTimeout<TcpStream>,
+        activity: Arc<Activity>,
+    ) -> impl Future<Output = ()> + Send + 'static {
         // Decided at the accept, before anything the client sends is read.
-        let line = line_now(&health, &lines);
-        let _ = stream.set_nodelay(true);
-        let stall = Arc::new(StallWatch::default());
-        let stream = WriteTimeout::new(stream, config.write_timeout).watched(stall.clone());
-        let activity = Arc::new(Activity::new());
-        let task = connections.spawn(answer(stream, line, activity.clone()));
-        open.push(task, activity, stall);
+        let line = line_now(&self.health, &self.lines);
+        answer(stream, line, activity)
     }
-    drop(listener);
-    connections.shutdown().await;
-    tracing::info!("haproxy agent closed");
+
+    /// Nothing to finish: what is still open has had its line (or is closed before it, as a
+    /// connection would be that came a moment later).
+    fn finish(self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
 }
 
 /// Writes `line`, half-closes, and reads what the client sent until it closes.

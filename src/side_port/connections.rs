@@ -27,8 +27,6 @@ use crate::io::StallWatch;
 /// the [module](self), with this server's graces.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Eviction {
-    /// The server, for the log line of each eviction.
-    pub(crate) server: &'static str,
     /// How long a new connection keeps its place until its first answer begins.
     pub(crate) before_answer: Duration,
     /// How long a connection keeps its place after each answer, once it is idle.
@@ -37,6 +35,8 @@ pub(crate) struct Eviction {
 
 /// The connections being served.
 pub(crate) struct OpenConnections {
+    /// The server, for the log line of each eviction.
+    server: &'static str,
     eviction: Eviction,
     open: Vec<Open>,
 }
@@ -59,9 +59,10 @@ enum Room {
 }
 
 impl OpenConnections {
-    /// No connection yet; places given up by `eviction`.
-    pub(crate) fn new(eviction: Eviction) -> Self {
+    /// No connection of `server` yet; places given up by `eviction`.
+    pub(crate) fn new(server: &'static str, eviction: Eviction) -> Self {
         Self {
+            server,
             eviction,
             open: Vec::new(),
         }
@@ -117,7 +118,7 @@ impl OpenConnections {
         tracing::debug!(
             for_ = ?now.saturating_duration_since(since),
             "{}: connection limit reached; closing {}",
-            self.eviction.server,
+            self.server,
             reason.describe()
         );
         Room::Made
@@ -275,7 +276,6 @@ mod tests {
 
     /// The admin server's shape: a grace to send a request, none after an answer.
     const KEEP_ALIVE: Eviction = Eviction {
-        server: "test",
         before_answer: GRACE,
         after_answer: Duration::ZERO,
     };
@@ -403,7 +403,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_new_connection_keeps_its_place_for_the_grace() {
-        let mut open = OpenConnections::new(KEEP_ALIVE);
+        let mut open = OpenConnections::new("test", KEEP_ALIVE);
         let (task, _) = connection(&mut open);
         let now = Instant::now();
         assert_eq!(open.try_make_room(2, now), Room::Made, "a free place");
@@ -418,7 +418,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_new_connection_is_closed_when_every_request_is_being_answered() {
-        let mut open = OpenConnections::new(KEEP_ALIVE);
+        let mut open = OpenConnections::new("test", KEEP_ALIVE);
         let (task, activity) = connection(&mut open);
         let answering = activity.answering();
         assert!(!open.make_room(1).await);
@@ -436,7 +436,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_answered_connection_keeps_its_place_for_the_grace_after_its_answer() {
-        let mut open = OpenConnections::new(ONE_ANSWER);
+        let mut open = OpenConnections::new("test", ONE_ANSWER);
         let (task, activity) = connection(&mut open);
         tokio::time::advance(GRACE * 3).await;
         drop(activity.answering());

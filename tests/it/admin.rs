@@ -16,7 +16,8 @@ use tokio::task::JoinSet;
 use support::raw::RawConnection;
 use support::slow_reader::SlowReader;
 use support::{eventually, first_rounds};
-use tower_health::admin::{AdminConfig, AdminError, AdminHandle, AdminServer};
+use tower_health::admin::{AdminConfig, AdminServer};
+use tower_health::side_port::{SidePortError, SidePortHandle};
 use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthMonitor};
 
 const OPERATOR: &str = "operator-key-0123456789abcdef";
@@ -30,7 +31,7 @@ async fn monitor() -> HealthHandle {
     health
 }
 
-async fn start(config: AdminConfig) -> AdminHandle {
+async fn start(config: AdminConfig) -> SidePortHandle {
     AdminServer::new(config.port(0), &monitor().await)
         .start()
         .await
@@ -219,7 +220,7 @@ async fn a_non_loopback_bind_needs_an_operator_key() {
         .start()
         .await
         .unwrap_err();
-    let AdminError::Config(error) = &refused else {
+    let SidePortError::Config(error) = &refused else {
         panic!("{refused}")
     };
     assert_eq!(error.variable(), "AdminConfig::bind");

@@ -30,7 +30,8 @@ use tower::ServiceBuilder;
 use tower_health::check::{CheckError, CheckErrorKind};
 use tower_health::component::{self, Component, ComponentSpec};
 use tower_health::config::Details;
-use tower_health::haproxy::{AgentConfig, AgentHandle, AgentServer};
+use tower_health::haproxy::{AgentConfig, AgentServer};
+use tower_health::side_port::SidePortHandle;
 use tower_health::{
     DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
 };
@@ -82,7 +83,7 @@ async fn agent_line(addr: SocketAddr) -> String {
 }
 
 /// Waits until the agent says `expected`; fails the test with what it says instead.
-async fn assert_says(agent: &AgentHandle, expected: &str) {
+async fn assert_says(agent: &SidePortHandle, expected: &str) {
     let addr = agent.local_addr();
     let said = eventually(LIMIT, || async { agent_line(addr).await == expected }).await;
     assert!(
