@@ -21,8 +21,6 @@ use crate::side_port::policy::ADMIN;
 #[must_use]
 pub struct AdminConfig {
     pub(crate) side_port: SidePortConfig,
-    /// `None`: the monitor's [`HealthConfig::nocache`](crate::HealthConfig::nocache).
-    pub(crate) nocache: Option<NoCache>,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) header_timeout: Duration,
 }
@@ -38,7 +36,6 @@ impl AdminConfig {
     pub fn new() -> Self {
         Self {
             side_port: SidePortConfig::new(&ADMIN),
-            nocache: None,
             allowed_hosts: Vec::new(),
             header_timeout: Duration::from_secs(10),
         }
@@ -99,7 +96,7 @@ impl AdminConfig {
     ///
     /// Defaults to the monitor's [`HealthConfig::nocache`](crate::HealthConfig::nocache).
     pub fn nocache(mut self, policy: NoCache) -> Self {
-        self.nocache = Some(policy);
+        self.side_port.own.nocache = Some(policy);
         self
     }
 
@@ -191,14 +188,12 @@ impl fmt::Debug for AdminConfig {
         // Destructured: a new field does not compile until it is shown or skipped on purpose.
         let Self {
             side_port,
-            nocache,
             allowed_hosts,
             header_timeout,
         } = self;
         let mut f = f.debug_struct("AdminConfig");
         side_port.debug_fields(&mut f);
-        f.field("nocache", nocache)
-            .field("allowed_hosts", allowed_hosts)
+        f.field("allowed_hosts", allowed_hosts)
             .field("header_timeout", header_timeout)
             .finish()
     }

@@ -56,16 +56,14 @@ impl AdminServer {
             .then(|| HostPolicy::new(local_addr.ip(), local_addr.port(), &config.allowed_hosts));
         // Each verdict is rendered once, as it is published, from now on.
         crate::http::render::attach(&health);
-        let monitor_config = health.config();
-        let details = config.side_port.details_or(monitor_config.details);
-        let nocache = config.nocache.unwrap_or(monitor_config.nocache);
+        let shown = config.side_port.shown(&health.readers().shown);
         let state = Arc::new(AdminState {
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::HealthMetrics::new(&health),
             health: health.clone(),
-            keys: config.side_port.keys().digests(),
-            details,
-            nocache,
+            keys: shown.keys.digests(),
+            details: shown.details,
+            nocache: shown.nocache,
             hosts,
         });
         let connections = Connections {

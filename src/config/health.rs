@@ -3,9 +3,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::databases::DatabaseEntry;
-use super::{ConfigError, ConfigWarning, Details, FailDirection, FirstError, NoCache};
+use super::readers::Readers;
+use super::{ConfigError, ConfigWarning, FailDirection, FirstError};
 
-use crate::access::AccessKeys;
 use crate::component::{ComponentSpec, UnknownComponents};
 
 /// Settings of the monitor, and the defaults of its readers' own settings.
@@ -37,18 +37,11 @@ pub struct HealthConfig {
     pub(crate) health_interval: Duration,
     pub(crate) fail_direction: FailDirection,
     pub(crate) debounce: Duration,
-    pub(crate) path_prefix: String,
-    pub(crate) nocache: NoCache,
     pub(crate) nocache_min_interval: Duration,
     pub(crate) check_limit: Duration,
     pub(crate) startup_waits_for_mark: bool,
-    pub(crate) kubernetes_aliases: bool,
-    pub(crate) envoy_immediate_fail: bool,
-    /// The layers' opt-in metrics path, trimmed; `None` answers nothing.
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics_path: Option<Box<str>>,
-    pub(crate) details: Details,
-    pub(crate) access_keys: AccessKeys,
+    /// What the readers answer on and show: theirs, apart from what the rounds need.
+    pub(crate) readers: Readers,
     pub(crate) components: Vec<ComponentSpec>,
     pub(crate) groups: Vec<super::HealthGroup>,
     pub(crate) optional_databases: Vec<Arc<str>>,
@@ -82,17 +75,10 @@ impl HealthConfig {
             health_interval: Duration::from_secs(10),
             fail_direction: FailDirection::NotReady,
             debounce: Duration::from_secs(4),
-            path_prefix: "/health".to_owned(),
-            nocache: NoCache::Allowed,
             nocache_min_interval: Duration::from_secs(1),
             check_limit: Duration::from_secs(10),
             startup_waits_for_mark: false,
-            kubernetes_aliases: false,
-            envoy_immediate_fail: false,
-            #[cfg(feature = "metrics")]
-            metrics_path: None,
-            details: Details::Always,
-            access_keys: AccessKeys::new(),
+            readers: Readers::default(),
             components: Vec::new(),
             groups: Vec::new(),
             optional_databases: Vec::new(),
@@ -149,17 +135,10 @@ impl fmt::Debug for HealthConfig {
             health_interval,
             fail_direction,
             debounce,
-            path_prefix,
-            nocache,
             nocache_min_interval,
             check_limit,
             startup_waits_for_mark,
-            kubernetes_aliases,
-            envoy_immediate_fail,
-            #[cfg(feature = "metrics")]
-            metrics_path,
-            details,
-            access_keys,
+            readers,
             components: _,
             groups,
             optional_databases,
@@ -180,18 +159,11 @@ impl fmt::Debug for HealthConfig {
             .field("health_interval", health_interval)
             .field("fail_direction", fail_direction)
             .field("debounce", debounce)
-            .field("path_prefix", path_prefix)
-            .field("nocache", nocache)
             .field("nocache_min_interval", nocache_min_interval)
             .field("check_limit", check_limit)
             .field("startup_waits_for_mark", startup_waits_for_mark)
-            .field("kubernetes_aliases", kubernetes_aliases)
-            .field("envoy_immediate_fail", envoy_immediate_fail);
-        #[cfg(feature = "metrics")]
-        f.field("metrics_path", metrics_path);
-        f.field("details", details)
-            .field("access_keys", access_keys)
-            .field("components", &self.component_names().collect::<Vec<_>>())
+            .field("readers", readers);
+        f.field("components", &self.component_names().collect::<Vec<_>>())
             .field("groups", groups)
             .field("optional_databases", optional_databases)
             .field("critical_components", critical_components)

@@ -39,14 +39,14 @@ impl HealthConfig {
             config.debounce = debounce;
         }
         if let Some((name, prefix)) = env.first(&["TOWER_HEALTH_PATH_PREFIX"]) {
-            config.path_prefix =
+            config.readers.prefix =
                 validate_prefix(prefix).map_err(|reason| ConfigError::new(name, prefix, reason))?;
         }
         if let Some(policy) = env.parse(
             &["TOWER_HEALTH_NOCACHE"],
             "expected allowed, authorized or off",
         )? {
-            config.nocache = policy;
+            config.readers.shown.nocache = policy;
         }
         if let Some(interval) = env.duration_or_zero("TOWER_HEALTH_NOCACHE_MIN_INTERVAL")? {
             config.nocache_min_interval = interval;
@@ -58,18 +58,18 @@ impl HealthConfig {
             config.startup_waits_for_mark = waits;
         }
         if let Some(on) = env.flag("TOWER_HEALTH_ENVOY_IMMEDIATE_FAIL")? {
-            config.envoy_immediate_fail = on;
+            config.readers.envoy_immediate_fail = on;
         }
         if let Some(aliases) = env.flag("TOWER_HEALTH_KUBERNETES_ALIASES")? {
-            config.kubernetes_aliases = aliases;
+            config.readers.kubernetes_aliases = aliases;
         }
         if let Some(details) = env.parse(
             &["TOWER_HEALTH_DETAILS"],
             "expected always, authorized or never",
         )? {
-            config.details = details;
+            config.readers.shown.details = details;
         }
-        config.access_keys = AccessKeys::from_env_snapshot(env)?;
+        config.readers.shown.keys = AccessKeys::from_env_snapshot(env)?;
         if let Some(policy) = env.parse(
             &["TOWER_HEALTH_UNKNOWN_COMPONENTS"],
             "expected ignored or in_trouble",

@@ -25,7 +25,7 @@ fn defaults() {
     assert_eq!(config.readiness_interval, Duration::from_secs(1));
     assert_eq!(config.health_interval, Duration::from_secs(10));
     assert_eq!(config.fail_direction, FailDirection::NotReady);
-    assert_eq!(config.path_prefix, "/health");
+    assert_eq!(config.readers.prefix, "/health");
     assert_eq!(config.default_database_index(), None);
 }
 
@@ -93,7 +93,7 @@ fn the_first_bad_value_is_the_one_returned() {
 #[test]
 fn prefix_is_validated_and_trimmed() {
     assert_eq!(
-        HealthConfig::new().path_prefix("/probes/").path_prefix,
+        HealthConfig::new().path_prefix("/probes/").readers.prefix,
         "/probes"
     );
     assert!(validate_prefix("health").is_err());
@@ -104,10 +104,15 @@ fn prefix_is_validated_and_trimmed() {
 #[cfg(feature = "metrics")]
 #[test]
 fn the_metrics_path_is_validated_and_trimmed_like_the_prefix() {
-    assert_eq!(HealthConfig::new().metrics_path, None, "off by default");
+    assert_eq!(
+        HealthConfig::new().readers.metrics_path,
+        None,
+        "off by default"
+    );
     assert_eq!(
         HealthConfig::new()
             .metrics_path("/_health/metrics/")
+            .readers
             .metrics_path
             .as_deref(),
         Some("/_health/metrics")
@@ -125,7 +130,11 @@ fn the_metrics_path_is_validated_and_trimmed_like_the_prefix() {
         ("/metrics#x", "the metrics path cannot contain '?' or '#'"),
     ] {
         let config = HealthConfig::new().metrics_path("/kept").metrics_path(path);
-        assert_eq!(config.metrics_path.as_deref(), Some("/kept"), "{path}");
+        assert_eq!(
+            config.readers.metrics_path.as_deref(),
+            Some("/kept"),
+            "{path}"
+        );
         let error = refused(config);
         // (The value is redacted: a query's value is masked.)
         assert_eq!(
@@ -164,8 +173,8 @@ fn from_vars_reads_own_and_compat_names() {
     );
     assert_eq!(config.health_interval, Duration::from_secs(60));
     assert_eq!(config.fail_direction, FailDirection::Ready);
-    assert_eq!(config.path_prefix, "/probe");
-    assert_eq!(config.nocache, NoCache::Off);
+    assert_eq!(config.readers.prefix, "/probe");
+    assert_eq!(config.readers.shown.nocache, NoCache::Off);
     assert_eq!(config.nocache_min_interval, Duration::ZERO);
     assert_eq!(config.check_limit, Duration::from_secs(30));
 }

@@ -47,6 +47,7 @@ mod health_env;
 #[cfg(test)]
 mod proptests;
 mod reader_defaults;
+pub(crate) mod readers;
 mod registry;
 mod shared;
 mod timing;

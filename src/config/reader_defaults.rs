@@ -1,8 +1,9 @@
-//! What the readers answer on, and with unless they say otherwise. The paths (the prefix, the
-//! Kubernetes aliases, the layers' metrics path) are the monitor's, the same for every
-//! [`HealthLayer`](crate::HealthLayer) of it; `?nocache`, details and keys are defaults that
-//! each reader ([`HealthLayer`](crate::HealthLayer), the admin server) can override with a
-//! setter of its own.
+//! [`HealthConfig`]'s setters of what the readers answer on and show ([`Readers`]): the
+//! layers' paths, and who sees what, which each reader can set for itself (the one rule is
+//! [`Shown::for_reader`]).
+//!
+//! [`Readers`]: super::readers::Readers
+//! [`Shown::for_reader`]: super::readers::Shown::for_reader
 
 use super::{ConfigError, Details, HealthConfig, NoCache};
 use crate::access::AccessKeys;
@@ -17,7 +18,7 @@ impl HealthConfig {
     /// of [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn path_prefix(mut self, prefix: &str) -> Self {
         match validate_prefix(prefix) {
-            Ok(prefix) => self.path_prefix = prefix,
+            Ok(prefix) => self.readers.prefix = prefix,
             Err(reason) => {
                 self.error.passes(Err(ConfigError::new(
                     "HealthConfig::path_prefix",
@@ -32,7 +33,7 @@ impl HealthConfig {
     ///
     /// Defaults to [`NoCache::Allowed`].
     pub fn nocache(mut self, policy: NoCache) -> Self {
-        self.nocache = policy;
+        self.readers.shown.nocache = policy;
         self
     }
     /// Whether the layer also answers the Kubernetes-style aliases `/livez` (liveness) and
@@ -40,7 +41,7 @@ impl HealthConfig {
     ///
     /// Defaults to `false`.
     pub fn kubernetes_aliases(mut self, aliases: bool) -> Self {
-        self.kubernetes_aliases = aliases;
+        self.readers.kubernetes_aliases = aliases;
         self
     }
     /// Whether [`HealthLayer`](crate::HealthLayer) and `HealthLayer::around` (feature `axum`)
@@ -53,7 +54,7 @@ impl HealthConfig {
     ///
     /// Defaults to `false`: the header names a proxy the application may not sit behind.
     pub fn envoy_immediate_fail(mut self, on: bool) -> Self {
-        self.envoy_immediate_fail = on;
+        self.readers.envoy_immediate_fail = on;
         self
     }
     /// Makes every [`HealthLayer`](crate::HealthLayer) of this monitor also answer `GET <path>`
@@ -72,7 +73,7 @@ impl HealthConfig {
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn metrics_path(mut self, path: &str) -> Self {
         match validate_path("the metrics path", path) {
-            Ok(path) => self.metrics_path = Some(path.into()),
+            Ok(path) => self.readers.metrics_path = Some(path.into()),
             Err(reason) => {
                 self.error.passes(Err(ConfigError::new(
                     "HealthConfig::metrics_path",
@@ -91,7 +92,7 @@ impl HealthConfig {
     ///
     /// Defaults to [`Details::Always`].
     pub fn details(mut self, details: Details) -> Self {
-        self.details = details;
+        self.readers.shown.details = details;
         self
     }
     /// The keys whose holders see details under [`Details::Authorized`]: the admin keys,
@@ -105,7 +106,7 @@ impl HealthConfig {
     /// [`HealthMonitor::new`](crate::HealthMonitor::new), naming the setter, never the key.
     pub fn access_keys(mut self, keys: AccessKeys) -> Self {
         if self.error.passes(keys.validate()) {
-            self.access_keys = keys;
+            self.readers.shown.keys = keys;
         }
         self
     }

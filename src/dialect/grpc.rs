@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::component::ComponentStatus;
-use crate::config::HealthConfig;
 use crate::grpc::ServingStatus;
 use crate::probe::Probe;
 use crate::verdict::{Failing, Streaks};
 use crate::view::reading::GroupAnswer;
-use crate::view::{Condition, View, passes_debounced};
+use crate::view::{Condition, Known, View, passes_debounced};
 
 /// The prefix of the service of each configured database: `database/<name>`
 /// (`database/default` for the default one).
@@ -73,11 +72,11 @@ pub(crate) fn is_reserved(name: &str) -> bool {
         || name.starts_with(GROUP_PREFIX)
 }
 
-/// The services at one instant: a view, the monitor's configuration (the names known before
-/// the first round), and the application's statuses.
+/// The services at one instant: a view, what is known of the monitor (the names before the
+/// first round, the rules, the debounce), and the application's statuses.
 pub(crate) struct Services<'a> {
     pub(crate) view: &'a View,
-    pub(crate) config: &'a HealthConfig,
+    pub(crate) known: &'a Known,
     pub(crate) app: &'a BTreeMap<Arc<str>, ServingStatus>,
     /// `Some(now)` for a `Watch` stream, whose client acts on a single answer: a verdict that
     /// has failed for less than the debounce keeps `SERVING` there
@@ -101,18 +100,23 @@ impl Services<'_> {
     /// Every service and its status, sorted by name.
     pub(crate) fn all(&self) -> BTreeMap<String, ServingStatus> {
         let databases = self
-            .config
-            .database_names()
+            .known
+            .databases
+            .iter()
+            .map(|name| &**name)
             .chain(self.view.readiness.databases.iter().map(|db| &*db.name))
             .map(|name| format!("{DATABASE_PREFIX}{name}"));
         let components = self
-            .config
-            .component_names()
+            .known
+            .components
+            .iter()
+            .map(|name| &**name)
             .chain(self.view.health.components.iter().map(|c| &*c.name))
             .map(|name| format!("{COMPONENT_PREFIX}{name}"));
         let groups = self
-            .config
-            .group_names()
+            .known
+            .groups
+            .iter()
             .map(|name| format!("{GROUP_PREFIX}{name}"));
         let apps = self.app.keys().map(|name| name.to_string());
         std::iter::once(String::new())
@@ -155,8 +159,8 @@ impl Services<'_> {
     fn database(&self, name: &str) -> Option<ServingStatus> {
         let readiness = &self.view.readiness;
         let outcome = readiness.databases.iter().find(|db| &*db.name == name);
-        let configured = || self.config.database_names().any(|known| known == name);
-        let fail_direction = self.config.fail_direction;
+        let configured = || self.known.databases.iter().any(|known| &**known == name);
+        let fail_direction = self.known.rules.fail_direction;
         match (outcome, self.view.answer(Probe::Ready).condition) {
             (None, _) if !configured() => None,
             (_, Condition::Stale) => Some(ServingStatus::NotServing),
@@ -178,7 +182,7 @@ impl Services<'_> {
             .components
             .iter()
             .find(|c| &*c.name == name);
-        let registered = || self.config.component_names().any(|known| known == name);
+        let registered = || self.known.components.iter().any(|known| &**known == name);
         match (report, self.view.answer(Probe::Health).condition) {
             (None, _) if !registered() => None,
             (_, Condition::Stale) => Some(ServingStatus::NotServing),
@@ -211,7 +215,7 @@ impl Services<'_> {
     /// says) passes for this reader: as it is, or debounced for a `Watch`.
     fn passes(&self, passing: bool, condition: Condition, failing: Failing) -> bool {
         match self.debounced_at {
-            Some(now) => passes_debounced(passing, condition, failing, self.config.debounce, now),
+            Some(now) => passes_debounced(passing, condition, failing, self.known.debounce, now),
             None => passing,
         }
     }

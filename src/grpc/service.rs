@@ -111,7 +111,7 @@ impl HealthService {
         let app = self.shared.app.borrow();
         read(&Services {
             view: &view,
-            config: self.shared.handle.config(),
+            known: self.shared.handle.known(),
             app: &app,
             debounced_at: None,
         })

@@ -118,7 +118,7 @@ impl Watcher {
         let apps = self.apps.borrow_and_update();
         let services = Services {
             view,
-            config: self.shared.handle.config(),
+            known: self.shared.handle.known(),
             app: &apps,
             // A client-side health check acts on the first `NOT_SERVING`: one slow round
             // must not take the backend out through it.

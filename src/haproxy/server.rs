@@ -58,7 +58,7 @@ impl AgentServer {
         let Self { config, health } = self;
         let listening = config.side_port.listen().await?;
         // The agent has no keys: nobody is a viewer, and only `always` shows reasons.
-        let details = config.side_port.details_or(health.config().details);
+        let details = config.side_port.shown(&health.readers().shown).details;
         let reasons = crate::access::audience(details, false) == Audience::Full;
         let lines = Lines::new(config.degraded_weight, reasons);
         let connections = Connections {

@@ -73,7 +73,7 @@ impl HealthLayer {
     /// Defaults to the monitor's [`HealthConfig::nocache`](crate::HealthConfig::nocache)
     /// ([`NoCache::Allowed`]).
     pub fn nocache(mut self, policy: NoCache) -> Self {
-        Arc::make_mut(&mut self.reader).nocache = policy;
+        Arc::make_mut(&mut self.reader).set_own(|own| own.nocache = Some(policy));
         self
     }
 
@@ -84,7 +84,7 @@ impl HealthLayer {
     /// Defaults to the monitor's [`HealthConfig::details`](crate::HealthConfig::details)
     /// ([`Details::Always`]).
     pub fn details(mut self, details: Details) -> Self {
-        Arc::make_mut(&mut self.reader).details = details;
+        Arc::make_mut(&mut self.reader).set_own(|own| own.details = Some(details));
         self
     }
 
@@ -106,7 +106,8 @@ impl HealthLayer {
                 &AccessKeys::new()
             }
         };
-        Arc::make_mut(&mut self.reader).set_keys(keys);
+        let keys = keys.clone();
+        Arc::make_mut(&mut self.reader).set_own(|own| own.keys = Some(keys));
         self
     }
 

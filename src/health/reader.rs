@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use http::{HeaderMap, Request, header};
 
-use crate::access::{AccessKeys, KeyDigests};
+use crate::access::KeyDigests;
+use crate::config::readers::{DetailsDefault, Own};
 use crate::config::{Details, NoCache};
 use crate::dialect::envoy;
 use crate::http::render::fixed::METHOD_NOT_ALLOWED;
@@ -49,7 +50,7 @@ pub(crate) enum Asked<'a> {
 #[derive(Clone, Debug)]
 pub(crate) struct Reader {
     pub(crate) handle: HealthHandle,
-    /// The monitor's probe paths ([`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix),
+    /// The layers' probe paths ([`HealthConfig::path_prefix`](crate::HealthConfig::path_prefix),
     /// [`kubernetes_aliases`](crate::HealthConfig::kubernetes_aliases)).
     pub(crate) paths: ProbePaths,
     pub(crate) nocache: NoCache,
@@ -57,6 +58,8 @@ pub(crate) struct Reader {
     /// The warning about details shown on a port reached from elsewhere than loopback.
     public_details: PublicDetails,
     pub(crate) keys: KeyDigests,
+    /// This layer's own settings of what it shows, over the readers' (the layer's setters).
+    own: Own,
     /// Whether an application request that finds the inner service not ready gets 503 at
     /// once instead of waiting ([`HealthLayer::shed_load`](crate::HealthLayer::shed_load)).
     pub(crate) shed_load: bool,
@@ -74,17 +77,20 @@ impl Reader {
     pub(crate) fn new(handle: HealthHandle) -> Self {
         // Each verdict is rendered once, as it is published, from now on.
         crate::http::render::attach(&handle);
-        let config = handle.config();
+        let readers = handle.readers();
+        let own = Own::default();
+        let shown = readers.shown.for_reader(&own, DetailsDefault::Readers);
         Self {
-            paths: ProbePaths::new(&config.path_prefix, config.kubernetes_aliases),
-            nocache: config.nocache,
-            details: config.details,
+            paths: ProbePaths::new(&readers.prefix, readers.kubernetes_aliases),
+            nocache: shown.nocache,
+            details: shown.details,
             public_details: PublicDetails::default(),
-            keys: config.access_keys.digests(),
+            keys: shown.keys.digests(),
+            own,
             shed_load: false,
-            envoy_immediate_fail: config.envoy_immediate_fail,
+            envoy_immediate_fail: readers.envoy_immediate_fail,
             #[cfg(feature = "metrics")]
-            metrics: config
+            metrics: readers
                 .metrics_path
                 .clone()
                 .map(|path| (path, crate::metrics::HealthMetrics::new(&handle))),
@@ -92,8 +98,18 @@ impl Reader {
         }
     }
 
-    pub(crate) fn set_keys(&mut self, keys: &AccessKeys) {
-        self.keys = keys.digests();
+    /// This layer's own settings of what it shows become `own`: what it shows is decided
+    /// again by the one rule ([`Shown::for_reader`]).
+    pub(crate) fn set_own(&mut self, own: impl FnOnce(&mut Own)) {
+        own(&mut self.own);
+        let shown = self
+            .handle
+            .readers()
+            .shown
+            .for_reader(&self.own, DetailsDefault::Readers);
+        self.nocache = shown.nocache;
+        self.details = shown.details;
+        self.keys = shown.keys.digests();
     }
 
     /// What `request` asks this reader, if it asks one of its probes (or its metrics path);

@@ -2,7 +2,6 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use super::state::MonitorState;
-use crate::config::HealthConfig;
 use crate::shutdown::DrainHandle;
 use crate::verdict::HealthVerdict;
 use crate::view::{Source, View, ViewWatch};
@@ -158,9 +157,15 @@ impl HealthHandle {
         self.state.store.drain()
     }
 
-    /// The monitor's configuration: the defaults of its readers' own settings.
-    pub(crate) fn config(&self) -> &HealthConfig {
-        &self.state.config
+    /// What every reader may know of this monitor beside its verdicts: the names it checks,
+    /// the readiness rules, the staleness bounds, the debounce.
+    pub(crate) fn known(&self) -> &crate::view::Known {
+        &self.state.store.known
+    }
+
+    /// What the readers of this monitor answer on and show, unless each says otherwise.
+    pub(crate) fn readers(&self) -> &crate::config::readers::Readers {
+        &self.state.config.readers
     }
 
     /// Every probe's answer now, and the verdicts behind them: what the HTTP layers, the

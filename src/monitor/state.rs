@@ -20,7 +20,7 @@ use crate::verdict::{
     CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
 };
-use crate::view::{Placeholders, Source, Store, View};
+use crate::view::{Known, Placeholders, Source, Store, View};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
@@ -178,7 +178,7 @@ impl MonitorState {
         let store = Store::new(
             placeholders(&config, NO_ROUND_YET, false),
             config.startup_waits_for_mark,
-            config.debounce,
+            known(&config),
         );
         Self {
             config,
@@ -280,6 +280,23 @@ pub(super) fn component_carry(
 ) -> Duration {
     let cadence = spec.cadence.unwrap_or_default().max(config.health_interval);
     stale_bound(cadence, config.readiness_timeout)
+}
+
+/// What the readers may know of `config`'s monitor.
+fn known(config: &HealthConfig) -> Known {
+    let names = |names: &mut dyn Iterator<Item = &str>| names.map(Arc::from).collect();
+    Known {
+        databases: names(&mut config.database_names()),
+        components: names(&mut config.component_names()),
+        groups: names(&mut config.group_names()),
+        rules: ReadinessRules {
+            fail_direction: config.fail_direction,
+            unknown: config.unknown_components,
+        },
+        readiness_stale: stale_bound(config.readiness_interval, config.readiness_timeout),
+        health_stale: stale_bound(config.health_interval, config.readiness_timeout),
+        debounce: config.debounce,
+    }
 }
 
 fn placeholders(config: &HealthConfig, reason: &'static str, self_healing: bool) -> Placeholders {

@@ -10,8 +10,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use super::handle::SidePortError;
-use super::policy::{DEFAULT_MAX_CONNECTIONS, DetailsDefault, Keys, Policy};
+use super::policy::{DEFAULT_MAX_CONNECTIONS, Keys, Policy};
 use crate::access::AccessKeys;
+use crate::config::readers::{Own, Shown};
 use crate::config::{ConfigError, Details, Env, FirstError, Zero, check_in_range};
 
 /// One server's shared settings. Its setters never fail: the first value one cannot take is
@@ -25,10 +26,10 @@ pub(crate) struct SidePortConfig {
     port: u16,
     pub(super) write_timeout: Duration,
     pub(super) max_connections: usize,
-    /// Empty for a server without [keys](Keys::None).
-    keys: AccessKeys,
-    /// `None`: the policy's [default](DetailsDefault).
-    details: Option<Details>,
+    /// What this server shows, over the readers' ([`Shown::for_reader`]): its detail level
+    /// (`None`: the policy's [default](DetailsDefault)), and, on a server with
+    /// [keys](Keys::Admin), its own keys (`Some`, even empty: its keys are its own).
+    pub(crate) own: Own,
     /// The first invalid value a setter was given, for the server's `start` to return.
     pub(crate) error: FirstError,
 }
@@ -57,8 +58,10 @@ impl SidePortConfig {
             port: policy.port,
             write_timeout: policy.write_timeout,
             max_connections: DEFAULT_MAX_CONNECTIONS,
-            keys: AccessKeys::new(),
-            details: None,
+            own: Own {
+                keys: (policy.keys == Keys::Admin).then(AccessKeys::new),
+                ..Own::default()
+            },
             error: FirstError::default(),
         }
     }
@@ -98,35 +101,36 @@ impl SidePortConfig {
     }
 
     pub(crate) fn details(&mut self, details: Details) {
-        self.details = Some(details);
+        self.own.details = Some(details);
     }
 
     /// The operator key, `setter` naming it in errors (a server with [keys](Keys::Admin)
     /// only).
     #[cfg(feature = "admin")]
     pub(crate) fn operator_key(&mut self, key: String, setter: &'static str) {
-        self.keys = std::mem::take(&mut self.keys).operator_from(key, setter);
+        let keys = self.own.keys.take().unwrap_or_default();
+        self.own.keys = Some(keys.operator_from(key, setter));
     }
 
     /// The read-only key, `setter` naming it in errors (a server with
     /// [keys](Keys::Admin) only).
     #[cfg(feature = "admin")]
     pub(crate) fn readonly_key(&mut self, key: String, setter: &'static str) {
-        self.keys = std::mem::take(&mut self.keys).readonly_from(key, setter);
+        let keys = self.own.keys.take().unwrap_or_default();
+        self.own.keys = Some(keys.readonly_from(key, setter));
     }
 
-    #[cfg(feature = "admin")]
+    /// This server's own keys; none on a server without [keys](Keys::None).
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn keys(&self) -> &AccessKeys {
-        &self.keys
+        static NONE: std::sync::LazyLock<AccessKeys> = std::sync::LazyLock::new(AccessKeys::new);
+        self.own.keys.as_ref().unwrap_or(&NONE)
     }
 
-    /// Who sees details on this server: its own setting, else its policy's default
-    /// (`monitor`: the monitor's [`HealthConfig::details`](crate::HealthConfig::details)).
-    pub(crate) fn details_or(&self, monitor: Details) -> Details {
-        self.details.unwrap_or(match self.policy.details {
-            DetailsDefault::Monitor => monitor,
-            DetailsDefault::Own(details) => details,
-        })
+    /// What this server shows, given what the `readers` of its monitor show: the one rule
+    /// ([`Shown::for_reader`]) with this server's own settings and its policy's default.
+    pub(crate) fn shown(&self, readers: &Shown) -> Shown {
+        readers.for_reader(&self.own, self.policy.details)
     }
 
     /// The shared settings from the server's [variables](super::policy::Variables) (the keys
@@ -154,12 +158,12 @@ impl SidePortConfig {
             config.port = port;
         }
         if policy.keys == Keys::Admin {
-            config.keys = AccessKeys::from_env_snapshot(env)?;
+            config.own.keys = Some(AccessKeys::from_env_snapshot(env)?);
         }
         if let Some(details) =
             env.parse(&[variables.details], "expected always, authorized or never")?
         {
-            config.details = Some(details);
+            config.own.details = Some(details);
         }
         if let Some(timeout) = env.duration(variables.write_timeout, None)? {
             config.write_timeout = timeout;
@@ -186,8 +190,9 @@ impl SidePortConfig {
     /// error names the variable (or setter) at fault.
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         self.error.check()?;
-        self.keys.validate()?;
-        if self.policy.keys == Keys::Admin && !self.bind.is_loopback() && !self.keys.is_enabled() {
+        let keys = self.keys();
+        keys.validate()?;
+        if self.policy.keys == Keys::Admin && !self.bind.is_loopback() && !keys.is_enabled() {
             let source = match self.bind_from {
                 BindFrom::Setter => self.setter("bind"),
                 BindFrom::Variable(name) => name.to_owned(),
@@ -214,7 +219,7 @@ impl SidePortConfig {
         let server = self.policy.server;
         match self.policy.keys {
             Keys::Admin => {
-                let authentication = self.keys.is_enabled();
+                let authentication = self.keys().is_enabled();
                 tracing::info!(%local_addr, authentication, "{server} listening");
                 if !addr.ip().is_loopback() {
                     // It speaks plain HTTP: off loopback, its keys cross the network in clear.
@@ -243,8 +248,7 @@ impl SidePortConfig {
             port,
             write_timeout,
             max_connections,
-            keys,
-            details,
+            own,
             error,
         } = self;
         f.field("bind", bind)
@@ -252,9 +256,11 @@ impl SidePortConfig {
             .field("write_timeout", write_timeout)
             .field("max_connections", max_connections);
         if self.policy.keys == Keys::Admin {
-            f.field("keys", keys);
+            f.field("keys", &own.keys);
         }
-        f.field("details", details).field("error", error);
+        f.field("details", &own.details)
+            .field("nocache", &own.nocache)
+            .field("error", error);
     }
 }
 
@@ -314,10 +320,10 @@ mod tests {
             let config = from_vars(policy, &vars).unwrap();
             assert_eq!(config.bind, IpAddr::V4(Ipv4Addr::UNSPECIFIED), "{prefix}");
             assert_eq!(config.port, 0, "{prefix}");
-            assert_eq!(config.details, Some(Details::Authorized), "{prefix}");
+            assert_eq!(config.own.details, Some(Details::Authorized), "{prefix}");
             assert_eq!(config.write_timeout, Duration::from_secs(3), "{prefix}");
             assert_eq!(config.max_connections, 3, "{prefix}");
-            assert_eq!(config.keys.is_enabled(), policy.keys == Keys::Admin);
+            assert_eq!(config.keys().is_enabled(), policy.keys == Keys::Admin);
 
             let config = from_vars(policy, &[(format!("{prefix}_BIND"), "localhost")]).unwrap();
             assert_eq!(config.bind, IpAddr::V4(Ipv4Addr::LOCALHOST), "{prefix}");
@@ -332,7 +338,7 @@ mod tests {
             assert_eq!(config.port, policy.port, "{prefix}");
             assert_eq!(config.write_timeout, policy.write_timeout, "{prefix}");
             assert_eq!(config.max_connections, 64, "{prefix}");
-            assert!(!config.keys.is_enabled(), "{prefix}");
+            assert!(!config.keys().is_enabled(), "{prefix}");
         }
         #[cfg(feature = "admin")]
         {
@@ -348,24 +354,28 @@ mod tests {
         }
     }
 
-    /// The admin server follows the monitor's details unless told otherwise; the agent's
-    /// are `never` unless told otherwise, whatever the monitor's.
+    /// The admin server follows the readers' details unless told otherwise; the agent's
+    /// are `never` unless told otherwise, whatever the readers'.
     #[test]
     fn who_sees_details_unless_told_otherwise() {
-        for monitor in [Details::Always, Details::Authorized, Details::Never] {
+        for details in [Details::Always, Details::Authorized, Details::Never] {
+            let readers = Shown {
+                details,
+                ..Shown::default()
+            };
             #[cfg(feature = "admin")]
             {
                 let mut config = SidePortConfig::new(&ADMIN);
-                assert_eq!(config.details_or(monitor), monitor);
+                assert_eq!(config.shown(&readers).details, details);
                 config.details(Details::Never);
-                assert_eq!(config.details_or(monitor), Details::Never);
+                assert_eq!(config.shown(&readers).details, Details::Never);
             }
             #[cfg(feature = "haproxy-agent")]
             {
                 let mut config = SidePortConfig::new(&AGENT);
-                assert_eq!(config.details_or(monitor), Details::Never);
+                assert_eq!(config.shown(&readers).details, Details::Never);
                 config.details(Details::Always);
-                assert_eq!(config.details_or(monitor), Details::Always);
+                assert_eq!(config.shown(&readers).details, Details::Always);
             }
         }
     }

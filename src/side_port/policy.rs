@@ -7,7 +7,7 @@
 //! |---|---|---|---|
 //! | [keys](Keys) | the admin keys | none | the agent answers everyone the same line; HAProxy sends no credentials |
 //! | binding off loopback | refused without an operator key | allowed | off loopback, the admin server's `/health` and controls need a key; the agent says a word and a weight, and a reason only under `details = always` |
-//! | [details](DetailsDefault) by default | the monitor's | `never` | a port with no keys, possibly bound off loopback, shows reasons only when asked to |
+//! | [details](DetailsDefault) by default | the readers' ([`HealthConfig::details`](crate::HealthConfig::details)) | `never` | a port with no keys, possibly bound off loopback, shows reasons only when asked to |
 //! | [close](Close) | when the drain it follows ends | on shutdown only | the admin server answers liveness until the drain ends; the agent keeps saying `drain` to an HAProxy that has not asked since the drain began |
 //! | grace before the first answer | 100 ms for a request head | 100 ms for the task to begin writing | both: time for a client on a loaded machine |
 //! | grace after an answer | none | 100 ms | a keep-alive client between requests has nothing in flight; the agent's client must read its line before a close can reset it |
@@ -17,7 +17,9 @@
 use std::time::Duration;
 
 use super::connections::Eviction;
+#[cfg(feature = "haproxy-agent")]
 use crate::config::Details;
+pub(crate) use crate::config::readers::DetailsDefault;
 
 /// One server's differences from the other: see the [module](self).
 #[derive(Debug)]
@@ -77,22 +79,6 @@ pub(crate) enum Keys {
 }
 
 /// Who sees details when the server's own `details` is not set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    not(all(feature = "admin", feature = "haproxy-agent")),
-    allow(
-        dead_code,
-        reason = "one variant per server: a build with one server has one"
-    )
-)]
-pub(crate) enum DetailsDefault {
-    /// The monitor's [`HealthConfig::details`](crate::HealthConfig::details), as the
-    /// layers'.
-    Monitor,
-    /// Its own.
-    Own(Details),
-}
-
 /// When a server closes, besides its handle's `shutdown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(
@@ -138,7 +124,7 @@ pub(crate) const ADMIN: Policy = Policy {
     port: 9090,
     write_timeout: Duration::from_secs(10),
     keys: Keys::Admin,
-    details: DetailsDefault::Monitor,
+    details: DetailsDefault::Readers,
     close: Close::WhenDrained,
     close_grace: Duration::from_secs(5),
     // An idle keep-alive connection goes at once: between requests its client has nothing

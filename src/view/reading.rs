@@ -190,7 +190,7 @@ impl Store {
             status,
             read,
             now,
-            debounce: self.debounce,
+            debounce: self.known.debounce,
         }
     }
 }

@@ -14,7 +14,28 @@ use super::published::{Made, Published, Render, Verdict, publish_newer};
 use super::startup::Startup;
 use super::{View, ViewInputs};
 use crate::shutdown::DrainHandle;
-use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
+use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessRules, ReadinessVerdict};
+
+/// What every reader may need to know of the monitor beside its verdicts, fixed when it is
+/// made: the names it checks (known before any round), the readiness rules, how long a
+/// verdict stays fresh, and the debounce. Readers read this, never the monitor's
+/// configuration.
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+pub(crate) struct Known {
+    /// The names of the databases, components and groups, in the order configured.
+    pub(crate) databases: Box<[Arc<str>]>,
+    pub(crate) components: Box<[Arc<str>]>,
+    pub(crate) groups: Box<[Arc<str>]>,
+    pub(crate) rules: ReadinessRules,
+    /// The staleness bound of readiness's and pool's verdicts.
+    pub(crate) readiness_stale: Duration,
+    /// The staleness bound of health's verdict.
+    pub(crate) health_stale: Duration,
+    /// How long a failure lasts before the readers whose consumers act on a single answer
+    /// say it ([`HealthConfig::debounce`](crate::HealthConfig::debounce)).
+    pub(crate) debounce: Duration,
+}
 
 /// The published verdicts and the lifecycle of one monitor.
 #[derive(Debug)]
@@ -26,9 +47,7 @@ pub(crate) struct Store {
     drain: OnceLock<DrainHandle>,
     pub(crate) startup: Startup,
     running: AtomicBool,
-    /// How long a failure lasts before the readers whose consumers act on a single answer
-    /// say it ([`HealthConfig::debounce`](crate::HealthConfig::debounce)).
-    pub(crate) debounce: Duration,
+    pub(crate) known: Known,
     /// Ticks on every change of what the view is read from (see
     /// [`ViewWatch`](super::ViewWatch)).
     changes: watch::Sender<()>,
@@ -53,7 +72,7 @@ impl Store {
     pub(crate) fn new(
         placeholders: Placeholders,
         startup_waits_for_mark: bool,
-        debounce: Duration,
+        known: Known,
     ) -> Self {
         Self {
             readiness: ArcSwap::from_pointee(Published::new(placeholders.readiness, None, None)),
@@ -62,7 +81,7 @@ impl Store {
             drain: OnceLock::new(),
             startup: Startup::new(startup_waits_for_mark),
             running: AtomicBool::new(false),
-            debounce,
+            known,
             changes: watch::Sender::new(()),
             generation: AtomicU64::new(0),
             render: OnceLock::new(),

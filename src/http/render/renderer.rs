@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{RenderedVerdict, render_health, render_pool, render_readiness};
-use crate::config::stale_bound;
 use crate::monitor::HealthHandle;
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessRules, ReadinessVerdict};
 use crate::view::published::{Published, Render, Rendering, Verdict};
@@ -25,14 +24,11 @@ pub(crate) struct Renderer {
 
 impl Renderer {
     fn of(health: &HealthHandle) -> Self {
-        let config = health.config();
+        let known = health.known();
         Self {
-            rules: ReadinessRules {
-                fail_direction: config.fail_direction,
-                unknown: config.unknown_components,
-            },
-            readiness_stale: stale_bound(config.readiness_interval, config.readiness_timeout),
-            health_stale: stale_bound(config.health_interval, config.readiness_timeout),
+            rules: known.rules,
+            readiness_stale: known.readiness_stale,
+            health_stale: known.health_stale,
             own_id: health.state().shared_process_id(),
         }
     }
