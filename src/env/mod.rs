@@ -18,8 +18,7 @@ pub use self::error::ConfigError;
 pub(crate) use self::error::FirstError;
 #[cfg(test)]
 pub(crate) use self::known::READERS;
-pub use self::limits::{MAX_DURATION, MIN_DURATION};
-pub(crate) use self::limits::{Zero, check_in_range, saturate};
+pub(crate) use self::limits::{MAX_DURATION, MIN_DURATION, Zero, check_in_range, saturate};
 pub(crate) use self::names::{is_valid_check_name, validate_key_prefix};
 pub(crate) use self::read::Env;
 pub(crate) use self::unknown::{misspelt_key, refuse_unread_if_strict, unread_warnings};

@@ -52,9 +52,8 @@ impl PostgresCheckManager {
     ///
     /// Defaults to 5 seconds.
     ///
-    /// The timeout is brought into 1 ms ..= 1 year
-    /// ([`MIN_DURATION`](crate::config::MIN_DURATION) ..=
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)): zero, which would fail every attempt
+    /// The timeout is brought into 1 ms ..= 1 year (the range of every
+    /// [duration](crate::config#durations)): zero, which would fail every attempt
     /// before it starts, is 1 ms. The manager goes into a pool of yours, which no
     /// configuration checks, so there is no later point at which to refuse it.
     #[must_use]
