@@ -158,7 +158,6 @@ pub mod pb {
 pub use self::reporter::HealthReporter;
 pub use self::service::HealthService;
 pub use self::status::ServingStatus;
-pub use self::watch::WatchStream;
 
 #[cfg(test)]
 mod tests;
