@@ -9,9 +9,9 @@ use futures_core::Stream;
 use tonic::Request;
 use tonic::codegen::BoxStream;
 
-use super::pb::{HealthCheckRequest, HealthCheckResponse};
 use super::pb::health_check_response::ServingStatus as Wire;
 use super::pb::health_server::Health;
+use super::pb::{HealthCheckRequest, HealthCheckResponse};
 use super::{HealthService, ServingStatus};
 
 /// What `Watch` answers with.
