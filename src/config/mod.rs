@@ -60,9 +60,9 @@ pub(crate) use self::health::HealthConfig;
 pub(crate) use self::reader_defaults::validate_prefix;
 pub(crate) use self::timing::stale_bound;
 // Defined in the settings' leaf (`crate::env`), public here only.
-pub use crate::env::{ConfigError, ConfigWarning, Details, FailDirection, NoCache, UnknownValue};
+pub use crate::env::{ConfigError, ConfigWarning, Details, FailDirection, NoCache};
 pub(crate) use crate::env::{
-    Env, FirstError, Zero, check_in_range, is_valid_check_name, log_warnings,
+    Env, FirstError, Zero, check_in_range, is_valid_check_name, log_warnings, not_a_name,
     refuse_unread_if_strict, unread_warnings,
 };
 // The duration limits, for the tests that reach the bounds; the docs state the values.

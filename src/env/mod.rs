@@ -22,6 +22,7 @@ pub(crate) use self::limits::{MAX_DURATION, MIN_DURATION, Zero, check_in_range, 
 pub(crate) use self::names::{is_valid_check_name, validate_key_prefix};
 pub(crate) use self::read::Env;
 pub(crate) use self::unknown::{misspelt_key, refuse_unread_if_strict, unread_warnings};
-pub use self::values::{Details, FailDirection, NoCache, UnknownValue};
+pub(crate) use self::values::not_a_name;
+pub use self::values::{Details, FailDirection, NoCache};
 pub use self::warning::ConfigWarning;
 pub(crate) use self::warning::log_warnings;

@@ -1,7 +1,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Env, FirstError, UnknownValue, Zero, check_in_range};
+use crate::config::{ConfigError, Env, FirstError, Zero, check_in_range, not_a_name};
 
 /// What [`Drain`](crate::drain::Drain) does with ordinary requests once the drain has started.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -18,13 +18,13 @@ pub enum DrainPolicy {
 }
 
 impl FromStr for DrainPolicy {
-    type Err = UnknownValue;
+    type Err = ConfigError;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value.to_ascii_lowercase().as_str() {
             "serve" => Ok(Self::Serve),
             "reject" => Ok(Self::Reject),
-            _ => Err(UnknownValue::new("serve or reject")),
+            _ => Err(not_a_name("drain::DrainPolicy", value, "serve or reject")),
         }
     }
 }
