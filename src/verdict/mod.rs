@@ -26,7 +26,8 @@ pub use self::fleet::FleetGuard;
 pub(crate) use self::fleet::{Fraction, Member, Standing};
 pub use self::group::{GroupMemberState, GroupVerdict};
 pub use self::health::HealthVerdict;
-pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
+pub use self::outcome::{CheckOutcome, CheckStatus};
+pub(crate) use self::outcome::TimeoutDetail;
 pub use self::pool::PoolVerdict;
 #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
 pub(crate) use self::readiness::Failing;
