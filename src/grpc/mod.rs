@@ -48,7 +48,7 @@
 //!
 //! // No database configured: readiness passes once the first round is done.
 //! let mut watch = health.watch();
-//! while !watch.changed().await?.answer(Probe::Startup).passing {}
+//! while !watch.changed().await.expect("the monitor runs").answer(Probe::Startup).passing {}
 //! let check = |service: &str| {
 //!     let request = Request::new(HealthCheckRequest { service: service.into() });
 //!     let grpc = grpc.clone();

@@ -102,7 +102,7 @@ impl Watcher {
         loop {
             if self.view.is_none() {
                 // The first call returns the view now, without waiting.
-                self.view = Some(self.views.changed().await.ok()?);
+                self.view = Some(self.views.changed().await?);
             }
             let status = self.status();
             if self.sent != Some(status) {
@@ -149,8 +149,8 @@ impl Watcher {
             race(
                 async {
                     match views.changed().await {
-                        Ok(changed) => *view = Some(changed),
-                        Err(_) => ended.store(true, Ordering::Relaxed),
+                        Some(changed) => *view = Some(changed),
+                        None => ended.store(true, Ordering::Relaxed),
                     }
                 },
                 async {
