@@ -67,6 +67,12 @@ pub(crate) fn check_in_range(
 /// `duration` brought into the range, for a setter with no configuration to carry an error
 /// (a wrapper, a backend's connection manager): below 1 ms (zero included) it is 1 ms, above
 /// one year it is one year.
+#[cfg(any(
+    feature = "postgres",
+    feature = "admin",
+    feature = "haproxy-agent",
+    test
+))]
 pub(crate) fn saturate(duration: Duration) -> Duration {
     duration.clamp(MIN_DURATION, MAX_DURATION)
 }

@@ -78,6 +78,7 @@ enum Passed {
     /// The HTTP endpoint answered this 2xx status.
     Http(u16),
     /// `grpc.health.v1.Health/Check` answered `SERVING`.
+    #[cfg(feature = "grpc")]
     Serving,
 }
 
@@ -85,6 +86,7 @@ impl fmt::Display for Passed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Http(status) => write!(f, "answered {status}"),
+            #[cfg(feature = "grpc")]
             Self::Serving => f.write_str("answered SERVING"),
         }
     }
@@ -304,6 +306,7 @@ mod tests {
         let no_port = "http://localhost/health?access_token=hunter2";
         let invalid = Target::parse(no_port).unwrap_err();
         assert!(!outcome_line(no_port, &Err(invalid)).contains("hunter2"));
+        #[cfg(feature = "grpc")]
         assert_eq!(
             outcome_line("grpc://127.0.0.1:50051", &Ok(Passed::Serving)),
             "healthy: grpc://127.0.0.1:50051 answered SERVING"

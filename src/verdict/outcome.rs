@@ -131,7 +131,9 @@ pub(crate) enum TimeoutDetail {
 }
 
 impl TimeoutDetail {
-    /// A short key: `deadline_passed`, `earlier_check_running` or `starved`.
+    /// A short key: `deadline_passed`, `earlier_check_running` or `starved`, as the shared
+    /// entry keeps it.
+    #[cfg(feature = "redis")]
     pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::DeadlinePassed => "deadline_passed",
