@@ -13,28 +13,35 @@
 //! unread, before its connection is closed.
 //!
 //! This example owns its accept loop, so bounding slow clients is its job: hyper's
-//! `header_read_timeout` covers reading, [`WriteTimeout`] covers a client that pipelines
-//! requests and never reads the answers (which no read timeout sees).
+//! `header_read_timeout` covers reading. A client that pipelines requests and never reads the
+//! answers is another matter: the server's writes wait on its full socket, the server stops
+//! reading, and no read timeout sees it. hyper and hyper-util have no setting for that, so
+//! [`WriteTimeout`] below (a few lines) fails a write that has made no progress for
+//! `CLIENT_TIMEOUT`, which ends the connection. (The crate's admin server and HAProxy agent
+//! bound their connections the same way.)
 
 mod common;
 
 use std::convert::Infallible;
 use std::error::Error;
-use std::pin::pin;
+use std::future::Future;
+use std::io;
+use std::pin::{Pin, pin};
 use std::process::ExitCode;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
+use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::time::Sleep;
 use tower::{ServiceBuilder, service_fn};
-use tower_health::config::{MAX_DURATION, MIN_DURATION};
-use tower_health::io::WriteTimeout;
 use tower_health::{DrainConfig, HealthLayer, HealthMonitor};
 use tower_health::{DrainHandle, DrainLayer};
 
@@ -84,11 +91,11 @@ async fn serve() -> Result<(), Box<dyn Error>> {
                             tracing::warn!(%error, "cannot set TCP_NODELAY");
                         }
                         let service = TowerToHyperService::new(service.clone());
-                        let stream = WriteTimeout::new(stream, client_timeout);
+                        let stream = WriteTimeout::new(TokioIo::new(stream), client_timeout);
                         let connection = hyper::server::conn::http1::Builder::new()
                             .timer(TokioTimer::new())
                             .header_read_timeout(client_timeout)
-                            .serve_connection(TokioIo::new(stream), service);
+                            .serve_connection(stream, service);
                         let connection = graceful.watch(connection);
                         tokio::spawn(async move {
                             if let Err(error) = connection.await {
@@ -109,14 +116,83 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// `CLIENT_TIMEOUT`, a human duration such as `10s` or `500ms`.
+/// `CLIENT_TIMEOUT`, a human duration such as `10s` or `500ms`, from 1 ms to 1 year (the
+/// range of tower-health's own durations).
 fn client_timeout() -> Result<Duration, Box<dyn Error>> {
     let Ok(value) = std::env::var("CLIENT_TIMEOUT") else {
         return Ok(Duration::from_secs(10));
     };
+    let range = Duration::from_millis(1)..=Duration::from_secs(31_557_600);
     match humantime::parse_duration(&value) {
-        Ok(timeout) if (MIN_DURATION..=MAX_DURATION).contains(&timeout) => Ok(timeout),
+        Ok(timeout) if range.contains(&timeout) => Ok(timeout),
         Ok(_) => Err(format!("CLIENT_TIMEOUT={value:?}: expected from 1ms to 1year").into()),
         Err(error) => Err(format!("CLIENT_TIMEOUT={value:?}: {error}").into()),
+    }
+}
+
+/// A connection whose writes (and flushes, and its shutdown) fail with `TimedOut` after
+/// waiting `timeout` on the client without any progress; any progress starts the wait over,
+/// so a client that reads, however slowly, keeps its connection. Reads pass through.
+struct WriteTimeout<IO> {
+    io: IO,
+    timeout: Duration,
+    /// Armed by the first write that waits, dropped by the next one that completes.
+    stall: Option<Pin<Box<Sleep>>>,
+}
+
+impl<IO> WriteTimeout<IO> {
+    fn new(io: IO, timeout: Duration) -> Self {
+        Self {
+            io,
+            timeout,
+            stall: None,
+        }
+    }
+
+    /// Passes a completed write through (ending any wait), and times one that waits.
+    fn timed<T>(&mut self, cx: &mut Context<'_>, poll: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if poll.is_ready() {
+            self.stall = None;
+            return poll;
+        }
+        let timeout = self.timeout;
+        let stall = self
+            .stall
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stall.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::ErrorKind::TimedOut.into())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<IO: Read + Unpin> Read for WriteTimeout<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<IO: Write + Unpin> Write for WriteTimeout<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.timed(cx, poll)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.io).poll_flush(cx);
+        self.timed(cx, poll)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.io).poll_shutdown(cx);
+        self.timed(cx, poll)
     }
 }

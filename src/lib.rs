@@ -202,7 +202,6 @@ pub mod haproxy;
 pub mod health;
 pub mod healthcheck;
 mod http;
-pub mod io;
 #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "metrics", feature = "opentelemetry"))))]
 pub mod metrics;

@@ -482,8 +482,8 @@ async fn rounds_when(
             return Some(rounds(health, cadence));
         }
         match tokio::time::timeout_at(deadline, views.changed()).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(_)) | Err(_) => return None,
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return None,
         }
     }
 }

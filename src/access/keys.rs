@@ -6,7 +6,7 @@ use super::role::KeyDigests;
 use crate::env::{ConfigError, Env, misspelt_key};
 
 /// The shortest key accepted: 16 characters. Generate one with `openssl rand -hex 32`.
-pub const MIN_KEY_LEN: usize = 16;
+pub(crate) const MIN_KEY_LEN: usize = 16;
 
 /// A key and where it came from: the environment variable, or the builder method.
 #[derive(Clone)]

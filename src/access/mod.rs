@@ -9,7 +9,7 @@
 mod keys;
 mod role;
 
-pub use self::keys::{AccessKeys, MIN_KEY_LEN};
+pub use self::keys::AccessKeys;
 #[cfg_attr(
     not(feature = "admin"),
     allow(unused_imports, reason = "roles and refusals are the admin server's")

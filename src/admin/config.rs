@@ -117,8 +117,7 @@ impl AdminConfig {
     /// Defaults to 10 seconds.
     ///
     /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`AdminServer::start`](super::AdminServer::start).
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
         if self.side_port.error.passes(check_in_range(
@@ -133,13 +132,12 @@ impl AdminConfig {
 
     /// How long an answer may wait on a client that does not take it (a full socket: the
     /// client pipelines requests and reads nothing, or reads too slowly) before the connection
-    /// is closed. Any progress starts the wait over. See [`WriteTimeout`](crate::io::WriteTimeout).
+    /// is closed. Any progress starts the wait over.
     ///
     /// Defaults to 10 seconds.
     ///
     /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`AdminServer::start`](super::AdminServer::start).
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.side_port.write_timeout(timeout);

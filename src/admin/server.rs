@@ -13,9 +13,8 @@ use tokio::net::TcpStream;
 use super::AdminConfig;
 use super::host::HostPolicy;
 use super::service::AdminState;
-use crate::io::WriteTimeout;
 use crate::monitor::HealthHandle;
-use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle};
+use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle, WriteTimeout};
 
 /// The admin server: the probes on a port of their own, for any process (an HTTP app, a
 /// worker with no HTTP at all).

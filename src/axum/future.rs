@@ -1,7 +1,6 @@
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::response::Response;
@@ -11,19 +10,15 @@ use http_body_util::combinators::UnsyncBoxBody;
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
-use super::Stack;
-use std::sync::Arc;
-
-use super::service::Shared;
 use crate::http::{Admitted, Counted};
 use crate::shutdown::InFlightGuard;
 
 pin_project! {
-    /// Response future of [`Stack`]: the app's own future, for an application request the
+    /// Response future of [`Stack`](super::Stack): the app's own future, for an application request the
     /// app was ready for, or the layers' one response future
     /// ([`tower_health::ResponseFuture`](crate::ResponseFuture)) for everything else, each
     /// answering with axum's response type.
-    pub struct ResponseFuture<S, ReqBody>
+    pub struct StackFuture<S, ReqBody>
     where
         S: Service<Request<ReqBody>>,
     {
@@ -52,7 +47,7 @@ pin_project! {
     }
 }
 
-impl<S, ReqBody> ResponseFuture<S, ReqBody>
+impl<S, ReqBody> StackFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
@@ -73,7 +68,7 @@ where
     }
 }
 
-impl<S, ReqBody> Future for ResponseFuture<S, ReqBody>
+impl<S, ReqBody> Future for StackFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>, Response = Response>,
 {
@@ -134,59 +129,17 @@ fn wrap(response: &mut Response, guard: InFlightGuard) {
     *response.body_mut() = Body::new(UnsyncBoxBody::new(Counted::new(body, guard)));
 }
 
-impl<S, ReqBody> std::fmt::Debug for ResponseFuture<S, ReqBody>
+impl<S, ReqBody> std::fmt::Debug for StackFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.kind {
             Kind::App { .. } => f
-                .debug_struct("ResponseFuture::App")
+                .debug_struct("StackFuture::App")
                 .field("counted", &self.admitted.is_some())
                 .finish_non_exhaustive(),
-            Kind::Layers { future } => f
-                .debug_tuple("ResponseFuture::Layers")
-                .field(future)
-                .finish(),
+            Kind::Layers { future } => f.debug_tuple("StackFuture::Layers").field(future).finish(),
         }
-    }
-}
-
-pin_project! {
-    /// What [`Stack`] answers [`axum::serve()`] with for each connection: the app's own
-    /// answer (for a `Router`, the router with its routes prepared), wrapped in the stack.
-    pub struct MakeFuture<F> {
-        #[pin]
-        inner: F,
-        shared: Option<Arc<Shared>>,
-    }
-}
-
-impl<F> MakeFuture<F> {
-    pub(super) fn new(inner: F, shared: Arc<Shared>) -> Self {
-        Self {
-            inner,
-            shared: Some(shared),
-        }
-    }
-}
-
-impl<F, M> Future for MakeFuture<F>
-where
-    F: Future<Output = Result<M, Infallible>>,
-{
-    type Output = Result<Stack<M>, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let Ok(inner) = ready!(this.inner.poll(cx));
-        let shared = this.shared.take().expect("future polled after completion");
-        Poll::Ready(Ok(Stack::made(inner, shared)))
-    }
-}
-
-impl<F> std::fmt::Debug for MakeFuture<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MakeFuture").finish_non_exhaustive()
     }
 }

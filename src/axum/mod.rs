@@ -54,9 +54,11 @@
 //! # Serving
 //!
 //! `axum::serve(listener, app)` takes the stack as it takes a `Router`: for each connection it
-//! asks the app for its service (a `Router` prepares its routes then) and wraps it. With
-//! another server, or `into_make_service_with_connect_info`, use [`axum::ServiceExt`]'s
-//! `into_make_service*` methods on the stack, as on any service of axum requests.
+//! asks the app for its service (a `Router` prepares its routes then; a `Router`, a
+//! `MethodRouter` and a handler's service all answer at once) and wraps it. With another
+//! server, with `into_make_service_with_connect_info`, or around a service that is not one
+//! of axum's, use [`axum::ServiceExt`]'s `into_make_service*` methods on the stack, as on any
+//! service of axum requests.
 
 use std::sync::Arc;
 
@@ -65,7 +67,6 @@ use crate::HealthLayer;
 mod future;
 mod service;
 
-pub use self::future::{MakeFuture, ResponseFuture};
 pub use self::service::Stack;
 
 #[cfg(test)]

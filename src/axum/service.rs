@@ -1,4 +1,5 @@
 use std::convert::Infallible;
+use std::future::Ready;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -7,7 +8,7 @@ use axum::serve::{IncomingStream, Listener};
 use http::Request;
 use tower_service::Service;
 
-use super::future::{MakeFuture, ResponseFuture};
+use super::future::StackFuture;
 use crate::health::Reader;
 use crate::http::{
     Admitted, Count, ProbeResponse, WhenBusy, admit, not_ready, poll_ready_now, rejection,
@@ -30,7 +31,7 @@ pub struct Stack<S> {
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct Shared {
+struct Shared {
     reader: Arc<Reader>,
 }
 
@@ -51,7 +52,7 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = ResponseFuture<S, ReqBody>;
+    type Future = StackFuture<S, ReqBody>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         // Always ready: the app is asked in `call`, for its own requests only.
@@ -64,9 +65,7 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let reader = &*self.shared.reader;
         if let Some(asked) = reader.ask(&request) {
-            return ResponseFuture::layers(crate::http::ResponseFuture::probe(
-                reader.answer(asked),
-            ));
+            return StackFuture::layers(crate::http::ResponseFuture::probe(reader.answer(asked)));
         }
         // The drain this monitor follows, read per request so that a drain attached after
         // `around` is followed too.
@@ -81,7 +80,7 @@ where
                         crate::http::fail_health_checks(&mut refused);
                     }
                     let refused = ProbeResponse::ready(refused);
-                    return ResponseFuture::layers(crate::http::ResponseFuture::probe(refused));
+                    return StackFuture::layers(crate::http::ResponseFuture::probe(refused));
                 }
             },
         };
@@ -89,7 +88,7 @@ where
             // What nearly every application request does: the app's own future, polled by
             // ours directly, built where it lies. Through the layers' future, the app's
             // (large) future is copied more, on every request: callgrind counts it.
-            Poll::Ready(Ok(())) => ResponseFuture::app(self.inner.call(request), admitted),
+            Poll::Ready(Ok(())) => StackFuture::app(self.inner.call(request), admitted),
             polled => {
                 let when_busy = WhenBusy::shed(reader.shed_load);
                 let count = admitted.map_or(Count::No, Count::Admitted);
@@ -101,7 +100,7 @@ where
                     count,
                     fail_health_checks,
                 );
-                ResponseFuture::layers(future)
+                StackFuture::layers(future)
             }
         }
     }
@@ -109,28 +108,31 @@ where
 
 /// What [`axum::serve()`] asks for each connection: this stack around what the app makes for
 /// it (for a `Router`, the router with its routes prepared once, as `axum::serve` does).
+///
+/// axum's own apps (`Router`, `MethodRouter`, a handler's service) make theirs at once, in a
+/// [`Ready`] future, and so does the stack: it takes the app's and wraps it in place.
 impl<'a, L, S, M> Service<IncomingStream<'a, L>> for Stack<S>
 where
     L: Listener,
-    S: Service<IncomingStream<'a, L>, Response = M, Error = Infallible>,
+    S: Service<
+            IncomingStream<'a, L>,
+            Response = M,
+            Error = Infallible,
+            Future = Ready<Result<M, Infallible>>,
+        >,
 {
     type Response = Stack<M>;
     type Error = Infallible;
-    type Future = MakeFuture<S::Future>;
+    type Future = Ready<Result<Stack<M>, Infallible>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, stream: IncomingStream<'a, L>) -> Self::Future {
+        let Ok(inner) = self.inner.call(stream).into_inner();
         // One `Arc` per connection, cloned for each of its requests (see `Stack::shared`).
         let shared = Arc::new(Shared::clone(&self.shared));
-        MakeFuture::new(self.inner.call(stream), shared)
-    }
-}
-
-impl<M> Stack<M> {
-    pub(super) fn made(inner: M, shared: Arc<Shared>) -> Self {
-        Self { inner, shared }
+        std::future::ready(Ok(Stack { inner, shared }))
     }
 }

@@ -5,8 +5,7 @@ use super::Component;
 use crate::check::{CheckError, CheckFuture, CheckReport};
 
 /// A [`Component`] from a closure returning a future; built by [`from_fn`].
-#[derive(Clone)]
-pub struct FromFn<F> {
+struct FromFn<F> {
     f: F,
 }
 
@@ -17,7 +16,7 @@ pub struct FromFn<F> {
 ///
 /// See the [module docs](super) for an example, and [`CheckReport`]'s for one that reports
 /// details.
-pub fn from_fn<F, Fut, R>(f: F) -> FromFn<F>
+pub fn from_fn<F, Fut, R>(f: F) -> impl Component
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<R, CheckError>> + Send + 'static,

@@ -97,7 +97,7 @@ pub use self::check::Component;
 #[cfg(feature = "disk")]
 #[cfg_attr(docsrs, doc(cfg(feature = "disk")))]
 pub use self::disk::DiskSpace;
-pub use self::from_fn::{FromFn, from_fn};
+pub use self::from_fn::from_fn;
 #[cfg(feature = "http-check")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http-check")))]
 pub use self::http::Http;

@@ -7,7 +7,7 @@ use super::{ConfigError, Env, HealthConfig, is_valid_check_name};
 use crate::check::DatabaseCheck;
 
 /// The name of the database the pool endpoint and the health status follow.
-pub const DEFAULT_DATABASE: &str = "default";
+pub(crate) const DEFAULT_DATABASE: &str = "default";
 
 /// The variables naming the default database: ours, then the compatibility name.
 const DEFAULT_DATABASE_VARIABLES: [&str; 2] = ["TOWER_HEALTH_DATABASE_URL", "BALDUR_SQL_DSN"];

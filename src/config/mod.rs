@@ -6,12 +6,15 @@
 //!
 #![doc = include_str!("../docs/environment.md")]
 //!
-//! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`). Every duration,
-//! from a variable or a builder setter, lies between [`MIN_DURATION`] (1 ms) and
-//! [`MAX_DURATION`] (1 year), or is zero where the setting allows it: a mistaken unit stops
-//! the program at start instead of making a timer spin or a sum overflow later.
-//!
 //! Booleans take `true` or `false`, and also `1`/`0`, `yes`/`no`, `on`/`off`, in any case.
+//!
+//! # Durations
+//!
+//! Durations of the `TOWER_HEALTH_` variables take a unit (`500ms`, `2s`, `1m`). Every duration,
+//! from a variable or a builder setter, lies between 1 ms (Tokio's timers count milliseconds)
+//! and 1 year (365.25 days, humantime's `1y`), or is zero where the setting allows it: a
+//! mistaken unit stops the program at start instead of making a timer spin or a sum overflow
+//! later.
 //!
 //! # Variables that no setting reads
 //!
@@ -52,18 +55,17 @@ mod registry;
 mod shared;
 mod timing;
 
-pub use self::databases::DEFAULT_DATABASE;
 pub(crate) use self::databases::DatabaseEntry;
 pub use self::groups::HealthGroup;
 pub(crate) use self::health::HealthConfig;
 pub(crate) use self::reader_defaults::validate_prefix;
 pub(crate) use self::timing::stale_bound;
 // Defined in the settings' leaf (`crate::env`), public here only.
-pub use crate::env::{
-    ConfigError, ConfigWarning, Details, FailDirection, MAX_DURATION, MIN_DURATION, NoCache,
-    UnknownValue,
-};
+pub use crate::env::{ConfigError, ConfigWarning, Details, FailDirection, NoCache};
 pub(crate) use crate::env::{
-    Env, FirstError, Zero, check_in_range, is_valid_check_name, log_warnings,
+    Env, FirstError, Zero, check_in_range, is_valid_check_name, log_warnings, not_a_name,
     refuse_unread_if_strict, unread_warnings,
 };
+// The duration limits, for the tests that reach the bounds; the docs state the values.
+#[cfg(test)]
+pub(crate) use crate::env::{MAX_DURATION, MIN_DURATION};

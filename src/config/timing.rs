@@ -17,8 +17,7 @@ impl HealthConfig {
     /// Defaults to 500 milliseconds.
     ///
     /// A `timeout` that is shorter than 1 ms (zero included) or longer than 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn readiness_timeout(mut self, timeout: Duration) -> Self {
         if self.error.passes(check_in_range(
@@ -35,8 +34,7 @@ impl HealthConfig {
     /// Defaults to 1 second.
     ///
     /// An `interval` that is shorter than 1 ms (zero included) or longer than 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn readiness_interval(mut self, interval: Duration) -> Self {
         if self.error.passes(check_in_range(
@@ -53,8 +51,7 @@ impl HealthConfig {
     /// Defaults to 10 seconds.
     ///
     /// An `interval` that is shorter than 1 ms (zero included) or longer than 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn health_interval(mut self, interval: Duration) -> Self {
         if self.error.passes(check_in_range(
@@ -88,8 +85,7 @@ impl HealthConfig {
     /// acts on every answer at once.
     ///
     /// A `debounce` that is neither zero nor from 1 ms to 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn debounce(mut self, debounce: Duration) -> Self {
         if self.error.passes(check_in_range(
@@ -108,8 +104,7 @@ impl HealthConfig {
     /// Defaults to 1 second.
     ///
     /// An `interval` that is neither zero nor from 1 ms to 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn nocache_min_interval(mut self, interval: Duration) -> Self {
         if self.error.passes(check_in_range(
@@ -130,8 +125,7 @@ impl HealthConfig {
     /// Defaults to 10 seconds.
     ///
     /// A `limit` that is shorter than 1 ms (zero included) or longer than 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn check_limit(mut self, limit: Duration) -> Self {
         if self.error.passes(check_in_range(

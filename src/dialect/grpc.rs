@@ -16,18 +16,18 @@ use crate::view::{Condition, Known, View, passes_debounced};
 
 /// The prefix of the service of each configured database: `database/<name>`
 /// (`database/default` for the default one).
-pub const DATABASE_PREFIX: &str = "database/";
+pub(crate) const DATABASE_PREFIX: &str = "database/";
 
 /// The prefix of the service of each [component](crate::component): `component/<name>`.
-pub const COMPONENT_PREFIX: &str = "component/";
+pub(crate) const COMPONENT_PREFIX: &str = "component/";
 
 /// The prefix of the service of each [health group](crate::config::HealthGroup):
 /// `group/<name>`, judged as readiness is (held, draining or stale: `NOT_SERVING`).
-pub const GROUP_PREFIX: &str = "group/";
+pub(crate) const GROUP_PREFIX: &str = "group/";
 
 /// The most services [`List`](crate::grpc::pb::health_server::Health::list) returns; past it, it
 /// answers `RESOURCE_EXHAUSTED`, as the proto says.
-pub const MAX_LISTED: usize = 100;
+pub(crate) const MAX_LISTED: usize = 100;
 
 impl ServingStatus {
     /// `Serving` when `passing`, `NotServing` otherwise.

@@ -87,5 +87,4 @@ mod service;
 
 pub use self::service::Drain;
 pub use crate::shutdown::config::DrainPolicy;
-pub use crate::shutdown::handle::{DrainPhase, Drained};
-pub use crate::shutdown::signal::ShutdownSignal;
+pub use crate::shutdown::handle::Drained;

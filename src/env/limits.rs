@@ -11,14 +11,14 @@ use super::ConfigError;
 /// Tokio's timers count in milliseconds, so a shorter interval would spin and a shorter
 /// deadline would pass before any database could answer. It also catches a unit mistake, such
 /// as `1e-10` seconds where milliseconds were meant.
-pub const MIN_DURATION: Duration = Duration::from_millis(1);
+pub(crate) const MIN_DURATION: Duration = Duration::from_millis(1);
 
 /// The longest duration a setting takes: one year (365.25 days, humantime's `1y`).
 ///
 /// Far beyond any sensible setting, and short enough that everything computed from the
 /// settings (a staleness bound of three intervals plus the readiness timeout, a deadline of
 /// now plus a timeout) stays representable: a setting accepted at start cannot overflow later.
-pub const MAX_DURATION: Duration = Duration::from_secs(31_557_600);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(31_557_600);
 
 /// Whether a setting may be zero: zero means "none" or "at once" for some settings (the drain
 /// delay, the rate limit of cache bypasses) and is meaningless for the others.
@@ -67,6 +67,12 @@ pub(crate) fn check_in_range(
 /// `duration` brought into the range, for a setter with no configuration to carry an error
 /// (a wrapper, a backend's connection manager): below 1 ms (zero included) it is 1 ms, above
 /// one year it is one year.
+#[cfg(any(
+    feature = "postgres",
+    feature = "admin",
+    feature = "haproxy-agent",
+    test
+))]
 pub(crate) fn saturate(duration: Duration) -> Duration {
     duration.clamp(MIN_DURATION, MAX_DURATION)
 }

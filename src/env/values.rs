@@ -1,20 +1,30 @@
 //! The settings that are a choice between names: fail direction, the `?nocache` policy and
 //! who sees details.
 
-use std::fmt;
 use std::str::FromStr;
 
+use super::ConfigError;
 use crate::verdict::component_status::UnknownComponents;
 pub use crate::verdict::rules::FailDirection;
 
+/// The error of a setting's value that is none of the accepted names: the one configuration
+/// error, naming the setting's type (`config::Details`), the value and the names it takes.
+pub(crate) fn not_a_name(setting: &str, value: &str, expected: &str) -> ConfigError {
+    ConfigError::new(setting, value, format!("expected {expected}"))
+}
+
 impl FromStr for FailDirection {
-    type Err = UnknownValue;
+    type Err = ConfigError;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value.to_ascii_lowercase().as_str() {
             "not_ready" => Ok(Self::NotReady),
             "ready" => Ok(Self::Ready),
-            _ => Err(UnknownValue::new("not_ready or ready")),
+            _ => Err(not_a_name(
+                "config::FailDirection",
+                value,
+                "not_ready or ready",
+            )),
         }
     }
 }
@@ -34,14 +44,18 @@ pub enum NoCache {
 }
 
 impl FromStr for NoCache {
-    type Err = UnknownValue;
+    type Err = ConfigError;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value.to_ascii_lowercase().as_str() {
             "allowed" => Ok(Self::Allowed),
             "authorized" => Ok(Self::Authorized),
             "off" => Ok(Self::Off),
-            _ => Err(UnknownValue::new("allowed, authorized or off")),
+            _ => Err(not_a_name(
+                "config::NoCache",
+                value,
+                "allowed, authorized or off",
+            )),
         }
     }
 }
@@ -77,47 +91,55 @@ impl Details {
 }
 
 impl FromStr for Details {
-    type Err = UnknownValue;
+    type Err = ConfigError;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value.to_ascii_lowercase().as_str() {
             "always" => Ok(Self::Always),
             "authorized" => Ok(Self::Authorized),
             "never" => Ok(Self::Never),
-            _ => Err(UnknownValue::new("always, authorized or never")),
+            _ => Err(not_a_name(
+                "config::Details",
+                value,
+                "always, authorized or never",
+            )),
         }
     }
 }
 
-/// A configuration value that is not one of the accepted names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnknownValue {
-    expected: &'static str,
-}
-
-impl UnknownValue {
-    pub(crate) const fn new(expected: &'static str) -> Self {
-        Self { expected }
-    }
-}
-
-impl fmt::Display for UnknownValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "expected {}", self.expected)
-    }
-}
-
-impl std::error::Error for UnknownValue {}
-
-impl std::str::FromStr for UnknownComponents {
-    type Err = UnknownValue;
+impl FromStr for UnknownComponents {
+    type Err = ConfigError;
 
     /// `ignored` or `in_trouble` (`TOWER_HEALTH_UNKNOWN_COMPONENTS`).
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value.to_ascii_lowercase().as_str() {
             "ignored" => Ok(Self::Ignored),
             "in_trouble" => Ok(Self::InTrouble),
-            _ => Err(UnknownValue::new("ignored or in_trouble")),
+            _ => Err(not_a_name(
+                "component::UnknownComponents",
+                value,
+                "ignored or in_trouble",
+            )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_none_of_the_values_take_is_a_config_error_naming_the_setting() {
+        let error = "sideways".parse::<FailDirection>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"config::FailDirection="sideways": expected not_ready or ready"#
+        );
+        assert_eq!("NEVER".parse::<Details>(), Ok(Details::Never));
+        let error = "sometimes".parse::<Details>().unwrap_err();
+        assert_eq!(error.variable(), "config::Details");
+        assert_eq!(error.reason(), "expected always, authorized or never");
+        assert!("nobody".parse::<NoCache>().is_err());
+        assert!("maybe".parse::<UnknownComponents>().is_err());
     }
 }

@@ -13,6 +13,7 @@
 //! | `""` | this process's readiness (`/health/ready`) | readiness passes; `UNKNOWN` before the first round |
 //! | `database/<name>` | each configured database (`database/default`, ...) | its readiness outcome passes: ready, or timed out under [`FailDirection::Ready`](crate::config::FailDirection::Ready) |
 //! | `component/<name>` | each [component](crate::component) | healthy or degraded; unhealthy is `NOT_SERVING`, unknown `UNKNOWN` |
+//! | `group/<name>` | each [health group](crate::config::HealthGroup) | the group passes (judged as readiness is: held, draining or stale, `NOT_SERVING`) |
 //! | any other name | what the application set with [`HealthReporter::set_service_status`] | as set |
 //!
 //! A database or component answers `UNKNOWN` until its first round, `NOT_SERVING` once its
@@ -23,7 +24,7 @@
 //!   `Check`, and every `Watch` stream receives `NOT_SERVING`.
 //! - **Unknown names.** `Check` answers `NOT_FOUND`. `Watch` sends `SERVICE_UNKNOWN` and keeps
 //!   the stream open; if the service appears, it sends its status.
-//! - **`List`** returns every service, or `RESOURCE_EXHAUSTED` past [`MAX_LISTED`] (100).
+//! - **`List`** returns every service, or `RESOURCE_EXHAUSTED` past 100 of them.
 //! - **`Watch`** is pushed by the monitor's publications (and the application's statuses),
 //!   never polled, and sends only changes; a slow reader gets the latest status, not a queue.
 //!   Streams end when the server's graceful shutdown begins (see [`HealthService`]).
@@ -47,7 +48,7 @@
 //!
 //! // No database configured: readiness passes once the first round is done.
 //! let mut watch = health.watch();
-//! while !watch.changed().await?.answer(Probe::Startup).passing {}
+//! while !watch.changed().await.expect("the monitor runs").answer(Probe::Startup).passing {}
 //! let check = |service: &str| {
 //!     let request = Request::new(HealthCheckRequest { service: service.into() });
 //!     let grpc = grpc.clone();
@@ -157,8 +158,6 @@ pub mod pb {
 pub use self::reporter::HealthReporter;
 pub use self::service::HealthService;
 pub use self::status::ServingStatus;
-pub use self::watch::WatchStream;
-pub use crate::dialect::grpc::{COMPONENT_PREFIX, DATABASE_PREFIX, GROUP_PREFIX, MAX_LISTED};
 
 #[cfg(test)]
 mod tests;

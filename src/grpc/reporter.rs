@@ -12,9 +12,9 @@ use crate::dialect::grpc::{AppStatuses, is_reserved};
 /// Sets the status of the application's own services in a
 /// [`HealthService`](super::HealthService), as tonic-health's `HealthReporter` does.
 ///
-/// The names `""`, `database/<name>` and `component/<name>` are the crate's (readiness, the
-/// databases, the components) and cannot be set: setting one changes nothing and returns
-/// `false`. Like every other service, the application's
+/// The names `""`, `database/<name>`, `component/<name>` and `group/<name>` are the crate's
+/// (readiness, the databases, the components, the health groups) and cannot be set: setting
+/// one changes nothing and returns `false`. Like every other service, the application's
 /// answer `NOT_SERVING` once the drain has started, whatever was set.
 ///
 /// Get one with [`HealthService::reporter`](super::HealthService::reporter). Cheap to clone.
@@ -32,7 +32,7 @@ impl HealthReporter {
 
     /// Sets the status of the service `name`, adding it if it is new. This notifies every
     /// watcher of that name if its status changed. Returns `true`, or `false` when `name` is
-    /// one of the crate's (`""`, or starting with `database/` or `component/`): those are
+    /// one of the crate's (`""`, or starting with `database/`, `component/` or `group/`): those are
     /// left as they are, and a warning is logged. To take the whole process out of
     /// rotation, use [`HealthHandle::hold`](crate::HealthHandle::hold).
     #[allow(

@@ -5,11 +5,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use tokio::sync::watch;
+use tonic::codegen::BoxStream;
 use tonic::{Request, Response, Status};
 
 use super::pb::health_server::{Health, HealthServer};
 use super::pb::{HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse};
-use super::{HealthReporter, ServingStatus, WatchStream};
+use super::watch::WatchStream;
+use super::{HealthReporter, ServingStatus};
 use crate::dialect::grpc::{AppStatuses, MAX_LISTED, Services};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
@@ -149,17 +151,17 @@ impl Health for HealthService {
         Ok(Response::new(HealthListResponse { statuses }))
     }
 
-    type WatchStream = WatchStream;
+    type WatchStream = BoxStream<HealthCheckResponse>;
 
     async fn watch(
         &self,
         request: Request<HealthCheckRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         let service = request.into_inner().service;
-        Ok(Response::new(WatchStream::new(
+        Ok(Response::new(Box::pin(WatchStream::new(
             self.shared.clone(),
             service,
-        )))
+        ))))
     }
 }
 

@@ -7,9 +7,10 @@ use tonic::{Code, Request};
 
 use super::pb::health_server::Health;
 use super::pb::{HealthCheckRequest, HealthListRequest};
-use super::{HealthService, MAX_LISTED, ServingStatus};
+use super::{HealthService, ServingStatus};
 use crate::component::ComponentSpec;
 use crate::config::{FailDirection, HealthConfig};
+use crate::dialect::grpc::MAX_LISTED;
 use crate::monitor::{test_monitor, test_rounds};
 use crate::probe::Probe;
 use crate::shutdown::{DrainConfig, DrainHandle};

@@ -20,14 +20,17 @@ use crate::dialect::grpc::{AppStatuses, Services};
 use crate::util::race;
 use crate::view::{View, ViewWatch};
 
-/// The stream of a `Watch` call: the service's status now, then each change of it.
+/// The stream of a `Watch` call: the service's status now, then each change of it. Handed
+/// out boxed ([`BoxStream`](tonic::codegen::BoxStream), the `Watch` stream's type), as
+/// tonic's generated servers expect; one allocation per call, which lasts as long as the
+/// watch.
 ///
 /// It sends only when the status changes; a client that reads slowly gets the status as it
 /// is when the stream is next polled, never a queue of past ones. A name no service has
 /// reads `SERVICE_UNKNOWN`, and the stream stays open until the service appears. It ends
 /// when the server's graceful shutdown begins (see
 /// [`HealthService`](super::HealthService#streams-and-the-shutdown)).
-pub struct WatchStream {
+pub(crate) struct WatchStream {
     next: Option<NextStatus>,
 }
 
@@ -99,7 +102,7 @@ impl Watcher {
         loop {
             if self.view.is_none() {
                 // The first call returns the view now, without waiting.
-                self.view = Some(self.views.changed().await.ok()?);
+                self.view = Some(self.views.changed().await?);
             }
             let status = self.status();
             if self.sent != Some(status) {
@@ -146,8 +149,8 @@ impl Watcher {
             race(
                 async {
                     match views.changed().await {
-                        Ok(changed) => *view = Some(changed),
-                        Err(_) => ended.store(true, Ordering::Relaxed),
+                        Some(changed) => *view = Some(changed),
+                        None => ended.store(true, Ordering::Relaxed),
                     }
                 },
                 async {

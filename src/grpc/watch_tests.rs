@@ -7,11 +7,15 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use tonic::Request;
+use tonic::codegen::BoxStream;
 
-use super::pb::HealthCheckRequest;
 use super::pb::health_check_response::ServingStatus as Wire;
 use super::pb::health_server::Health;
-use super::{HealthService, ServingStatus, WatchStream};
+use super::pb::{HealthCheckRequest, HealthCheckResponse};
+use super::{HealthService, ServingStatus};
+
+/// What `Watch` answers with.
+type WatchStream = BoxStream<HealthCheckResponse>;
 use crate::config::HealthConfig;
 use crate::monitor::{test_monitor, test_rounds};
 use crate::shutdown::{DrainConfig, DrainHandle};

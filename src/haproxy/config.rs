@@ -101,8 +101,7 @@ impl AgentConfig {
     /// Defaults to 1 second.
     ///
     /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`AgentServer::start`](super::AgentServer::start).
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.side_port.write_timeout(timeout);

@@ -56,7 +56,7 @@
 //! let agent = AgentServer::new(AgentConfig::new().port(0), &health)
 //!     .start()
 //!     .await?;
-//! # health.watch().wait_for(|view| view.started).await?;
+//! # health.watch().wait_for(|view| view.started).await.expect("the monitor runs");
 //! // What HAProxy does every `agent-inter`: connect, read a line.
 //! let mut line = String::new();
 //! tokio::net::TcpStream::connect(agent.local_addr())

@@ -9,10 +9,9 @@ use tokio::net::TcpStream;
 
 use super::AgentConfig;
 use crate::dialect::haproxy::{AgentState, Lines, degraded};
-use crate::io::WriteTimeout;
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
-use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle};
+use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle, WriteTimeout};
 use crate::verdict::Audience;
 
 /// How long a connection may stay open after its line, to read what the client sent (its

@@ -138,7 +138,8 @@ impl HealthLayer {
 /// What [`HealthLayer::new`] answers from: a [`HealthConfig`], whose monitor the layer
 /// starts, or a [`HealthHandle`] on a monitor already started.
 ///
-/// Sealed: implemented for those types only.
+/// Sealed: implemented for those types only. Public in a private module, and so not
+/// nameable: it is `new`'s bound alone, which `new`'s docs spell out.
 pub trait IntoHealthHandle: sealed::Sealed {}
 
 impl IntoHealthHandle for HealthConfig {}

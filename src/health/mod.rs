@@ -56,7 +56,6 @@ pub(crate) mod layer;
 mod reader;
 mod service;
 
-pub use self::layer::IntoHealthHandle;
 #[cfg(feature = "axum")]
 pub(crate) use self::reader::Reader;
 pub use self::service::Health;

@@ -12,10 +12,9 @@ const TARGETS: &str = "an http://host:port/path or grpc://host:port/service targ
 #[cfg(not(feature = "grpc"))]
 const TARGETS: &str = "an http://host:port/path URL (grpc:// needs the feature `grpc`)";
 
-/// Why a health check did not pass.
+/// Why a health check did not pass, for the line [`run`](super::run) writes.
 #[derive(Debug)]
-#[non_exhaustive]
-pub enum HealthcheckError {
+pub(crate) enum HealthcheckError {
     /// The target is not `http://host:port/path` or `grpc://host:port/service` (no TLS:
     /// probe loopback); the target as given, [redacted](crate::redact).
     Url(String),

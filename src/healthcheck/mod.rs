@@ -70,15 +70,15 @@ use std::fmt;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub use self::error::HealthcheckError;
+use self::error::HealthcheckError;
 
 /// What a check that passed heard.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Passed {
+enum Passed {
     /// The HTTP endpoint answered this 2xx status.
     Http(u16),
     /// `grpc.health.v1.Health/Check` answered `SERVING`.
+    #[cfg(feature = "grpc")]
     Serving,
 }
 
@@ -86,6 +86,7 @@ impl fmt::Display for Passed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Http(status) => write!(f, "answered {status}"),
+            #[cfg(feature = "grpc")]
             Self::Serving => f.write_str("answered SERVING"),
         }
     }
@@ -95,17 +96,28 @@ impl fmt::Display for Passed {
 /// check: success when it passes, failure otherwise, with one line on stderr.
 ///
 /// `target` is `http://host:port/path` or (feature `grpc`) `grpc://host:port[/service]`: see
-/// the [module](self) for what each asks. Starts a runtime of its own: call it from a
-/// synchronous `main` before the server's runtime exists (or use [`check`] from async code).
+/// the [module](self) for what each asks.
+///
+/// It asks on a thread and a runtime of its own, and so works the same from a synchronous
+/// `main` (before the server's runtime exists) and from async code (`#[tokio::main]`); there,
+/// it blocks the calling thread for at most `timeout`, so call it first thing, before the
+/// server starts.
 #[must_use]
 pub fn run(target: &str, timeout: Duration) -> ExitCode {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build();
-    let outcome = match runtime {
-        Ok(runtime) => runtime.block_on(check(target, timeout)),
-        Err(error) => Err(HealthcheckError::Io(error)),
-    };
+    // Not on the calling thread: inside a runtime (`#[tokio::main]`), building another there
+    // panics.
+    let outcome = std::thread::scope(|scope| {
+        let asked = scope.spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(HealthcheckError::Io)?;
+            runtime.block_on(check(target, timeout))
+        });
+        asked
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
     eprintln!("{}", outcome_line(target, &outcome));
     match outcome {
         Ok(_) => ExitCode::SUCCESS,
@@ -132,7 +144,7 @@ fn outcome_line(target: &str, outcome: &Result<Passed, HealthcheckError>) -> Str
 /// When the target is not one of the forms above, the connection fails, no answer comes
 /// within `timeout`, the answer is malformed, or it does not pass: an HTTP status that is not
 /// 2xx, a gRPC error status, or a serving status other than `SERVING`.
-pub async fn check(target: &str, timeout: Duration) -> Result<Passed, HealthcheckError> {
+async fn check(target: &str, timeout: Duration) -> Result<Passed, HealthcheckError> {
     let target = Target::parse(target)?;
     let exchange = async {
         match target {
@@ -198,6 +210,31 @@ impl<'a> Target<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `#[tokio::main]` code calls `run` inside a runtime, where building another one on the
+    /// calling thread would panic.
+    #[tokio::test]
+    async fn run_answers_from_async_code_too() {
+        use std::io::Write;
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        // A server of its own thread: `run` blocks this runtime's one thread while it asks.
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                .unwrap();
+            // Until the check hangs up.
+            let _ = std::io::copy(&mut stream, &mut std::io::sink());
+        });
+        let code = run(
+            &format!("http://{addr}/health/ready"),
+            Duration::from_secs(30),
+        );
+        assert_eq!(code, ExitCode::SUCCESS);
+        server.join().unwrap();
+    }
 
     #[test]
     fn http_urls_with_a_port() {
@@ -269,6 +306,7 @@ mod tests {
         let no_port = "http://localhost/health?access_token=hunter2";
         let invalid = Target::parse(no_port).unwrap_err();
         assert!(!outcome_line(no_port, &Err(invalid)).contains("hunter2"));
+        #[cfg(feature = "grpc")]
         assert_eq!(
             outcome_line("grpc://127.0.0.1:50051", &Ok(Passed::Serving)),
             "healthy: grpc://127.0.0.1:50051 answered SERVING"

@@ -42,11 +42,11 @@ use crate::redact::redact;
 ///
 /// A check abandoned mid-query (it ran past the monitor's check limit) discards the connection
 /// it was using, which never serves again (for a pool of your own given to
-/// `with_dedicated_pool`, when its connections can be marked broken, as
-/// [`PostgresCheckClient`](crate::postgres::PostgresCheckClient)s can). A `PostgresCheckClient` also
-/// closes its socket then; a plain `tokio_postgres::Client` (a `bb8-postgres` pool's) leaves it
-/// to its connection task, which keeps it while the query is unanswered, until the network
-/// gives up: give such pools a `tcp_user_timeout`.
+/// `with_dedicated_pool`, when its connections can be marked broken, as a
+/// [`PostgresCheckManager`]'s can). A `PostgresCheckManager`'s connection also closes its
+/// socket then; a plain `tokio_postgres::Client` (a `bb8-postgres` pool's) leaves it to its
+/// connection task, which keeps it while the query is unanswered, until the network gives up:
+/// give such pools a `tcp_user_timeout`.
 ///
 /// When the connection has to be opened, the check opens it itself instead of waiting in
 /// `Pool::get`: bb8 would otherwise hide a refused connection behind its own 30 s

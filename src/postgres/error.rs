@@ -1,57 +1,21 @@
-use std::fmt;
-use std::time::Duration;
-
 use super::classify::{self, Phase};
 use crate::check::{CheckError, CheckErrorKind};
 use crate::verdict::error::chain;
 
-/// The error of a [`PostgresCheckManager`](super::PostgresCheckManager) connection attempt.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum PostgresConnectError {
-    /// tokio-postgres failed to connect or to validate the connection.
-    Postgres(tokio_postgres::Error),
-    /// The attempt took longer than the manager's connect timeout.
-    TimedOut(Duration),
-}
-
-impl fmt::Display for PostgresConnectError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Postgres(error) => fmt::Display::fmt(error, f),
-            Self::TimedOut(after) => write!(f, "connection attempt timed out after {after:?}"),
-        }
-    }
-}
-
-impl std::error::Error for PostgresConnectError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        // Display already shows the tokio-postgres error itself.
-        match self {
-            Self::Postgres(error) => error.source(),
-            Self::TimedOut(_) => None,
-        }
-    }
-}
-
-/// The error of a failed connection attempt through a bb8 manager: [`PostgresCheckManager`]'s
-/// own, or a manager of your own whose errors carry tokio-postgres's (`bb8-postgres`'s do).
+/// The error of a failed connection attempt through a bb8 manager: one
+/// [`PostgresCheckManager`]'s connection attempt made, already sorted, or a manager of your
+/// own whose errors carry tokio-postgres's (`bb8-postgres`'s do).
 ///
 /// [`PostgresCheckManager`]: super::PostgresCheckManager
 pub(super) fn connect_error(error: &(dyn std::error::Error + 'static)) -> CheckError {
+    if let Some(sorted) = error.downcast_ref::<CheckError>() {
+        return sorted.clone();
+    }
     CheckError::from_error(connect_kind(error), error)
 }
 
 fn connect_kind(error: &(dyn std::error::Error + 'static)) -> CheckErrorKind {
     for link in chain(error) {
-        if let Some(error) = link.downcast_ref::<PostgresConnectError>() {
-            return match error {
-                PostgresConnectError::Postgres(error) => {
-                    classify::tokio_postgres(error, Phase::Connect)
-                }
-                PostgresConnectError::TimedOut(_) => CheckErrorKind::Timeout,
-            };
-        }
         if let Some(error) = link.downcast_ref::<tokio_postgres::Error>() {
             return classify::tokio_postgres(error, Phase::Connect);
         }
@@ -64,14 +28,16 @@ fn connect_kind(error: &(dyn std::error::Error + 'static)) -> CheckErrorKind {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt;
     use std::io;
 
     use super::*;
 
     #[tokio::test]
     async fn connect_errors_by_category() {
-        let timed_out = PostgresConnectError::TimedOut(Duration::from_secs(5));
-        assert_eq!(connect_error(&timed_out).kind(), CheckErrorKind::Timeout);
+        // `PostgresCheckManager`'s own, sorted where the attempt failed: passed on as it is.
+        let timed_out = CheckError::new(CheckErrorKind::Timeout, "connection attempt timed out");
+        assert_eq!(connect_error(&timed_out), timed_out);
 
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -84,8 +50,7 @@ mod tests {
         let error = connect_error(&refused);
         assert_eq!(error.kind(), CheckErrorKind::Refused, "{error}");
         assert!(error.message().contains("refused"), "{error}");
-        let ours = PostgresConnectError::Postgres(refused);
-        assert_eq!(connect_error(&ours).kind(), CheckErrorKind::Refused);
+        assert_eq!(connect_error(&error), error, "sorted once");
 
         // A manager of one's own: its I/O errors, or nothing known.
         let reset = io::Error::from(io::ErrorKind::ConnectionReset);

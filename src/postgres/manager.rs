@@ -7,8 +7,10 @@ use bb8::ManageConnection;
 use tokio::task::AbortHandle;
 use tokio_postgres::{Client, Config};
 
+use super::DEFAULT_CONNECT_TIMEOUT;
+use super::error::connect_error;
 use super::tls::{Connector, TlsSettings, connector};
-use super::{DEFAULT_CONNECT_TIMEOUT, PostgresConnectError};
+use crate::check::{CheckError, CheckErrorKind};
 use crate::env::saturate;
 
 /// The connection manager of the pools [`PostgresCheck::connect`](crate::postgres::PostgresCheck::connect)
@@ -22,6 +24,11 @@ use crate::env::saturate;
 /// `tokio_postgres::Client` leaves its connection task (and socket) running while a query is
 /// unanswered: a check abandoned on a connection gone dark would keep it open until the
 /// network gives up.
+///
+/// Its connections dereference to a `tokio_postgres::Client` (`pool.get().await?` serves
+/// queries as a `bb8-postgres` pool's do), and its errors are the checks' own
+/// [`CheckError`], already sorted by [kind](CheckErrorKind): a refused database, a timed-out
+/// attempt, a bad password.
 pub struct PostgresCheckManager {
     config: Config,
     connector: Connector,
@@ -52,9 +59,8 @@ impl PostgresCheckManager {
     ///
     /// Defaults to 5 seconds.
     ///
-    /// The timeout is brought into 1 ms ..= 1 year
-    /// ([`MIN_DURATION`](crate::config::MIN_DURATION) ..=
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)): zero, which would fail every attempt
+    /// The timeout is brought into 1 ms ..= 1 year (the range of every
+    /// [duration](crate::config#durations)): zero, which would fail every attempt
     /// before it starts, is 1 ms. The manager goes into a pool of yours, which no
     /// configuration checks, so there is no later point at which to refuse it.
     #[must_use]
@@ -66,9 +72,9 @@ impl PostgresCheckManager {
 
 impl ManageConnection for PostgresCheckManager {
     type Connection = PostgresCheckClient;
-    type Error = PostgresConnectError;
+    type Error = CheckError;
 
-    async fn connect(&self) -> Result<PostgresCheckClient, PostgresConnectError> {
+    async fn connect(&self) -> Result<PostgresCheckClient, CheckError> {
         let connect = self.config.connect(self.connector.clone());
         match tokio::time::timeout(self.connect_timeout, connect).await {
             Ok(Ok((client, connection))) => {
@@ -77,17 +83,23 @@ impl ManageConnection for PostgresCheckManager {
                 });
                 Ok(PostgresCheckClient::new(client, task.abort_handle()))
             }
-            Ok(Err(error)) => Err(PostgresConnectError::Postgres(error)),
-            Err(_) => Err(PostgresConnectError::TimedOut(self.connect_timeout)),
+            Ok(Err(error)) => Err(connect_error(&error)),
+            Err(_) => Err(CheckError::new(
+                CheckErrorKind::Timeout,
+                format!(
+                    "connection attempt timed out after {:?}",
+                    self.connect_timeout
+                ),
+            )),
         }
     }
 
-    async fn is_valid(&self, conn: &mut PostgresCheckClient) -> Result<(), PostgresConnectError> {
+    async fn is_valid(&self, conn: &mut PostgresCheckClient) -> Result<(), CheckError> {
         conn.client
             .simple_query("")
             .await
             .map(drop)
-            .map_err(PostgresConnectError::Postgres)
+            .map_err(|error| connect_error(&error))
     }
 
     fn has_broken(&self, conn: &mut PostgresCheckClient) -> bool {
@@ -130,6 +142,10 @@ impl PostgresConnection for Client {
 /// The connections of [`PostgresCheckManager`] pools: a `tokio_postgres::Client` that can be
 /// marked broken, so that a connection whose check was abandoned is discarded instead of
 /// serving (and hanging) the next check, and whose socket is closed when it is dropped.
+///
+/// Public in a private module, and so not nameable: it is the manager's
+/// `ManageConnection::Connection`, which a pool's user reaches through `Deref` to the client
+/// and never writes (`<PostgresCheckManager as ManageConnection>::Connection` names it).
 pub struct PostgresCheckClient {
     client: Client,
     broken: AtomicBool,

@@ -97,10 +97,7 @@ pub use self::check::PostgresCheck;
 pub use self::deadpool::DeadpoolCheck;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use self::error::PostgresConnectError;
-#[cfg(feature = "postgres")]
-#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use self::manager::{PostgresCheckClient, PostgresCheckManager, PostgresConnection};
+pub use self::manager::{PostgresCheckManager, PostgresConnection};
 
 /// How long [`PostgresCheckManager`] lets one connection attempt take, TCP connect and
 /// PostgreSQL startup together.

@@ -1,7 +1,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Env, FirstError, UnknownValue, Zero, check_in_range};
+use crate::config::{ConfigError, Env, FirstError, Zero, check_in_range, not_a_name};
 
 /// What [`Drain`](crate::drain::Drain) does with ordinary requests once the drain has started.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -18,13 +18,13 @@ pub enum DrainPolicy {
 }
 
 impl FromStr for DrainPolicy {
-    type Err = UnknownValue;
+    type Err = ConfigError;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value.to_ascii_lowercase().as_str() {
             "serve" => Ok(Self::Serve),
             "reject" => Ok(Self::Reject),
-            _ => Err(UnknownValue::new("serve or reject")),
+            _ => Err(not_a_name("drain::DrainPolicy", value, "serve or reject")),
         }
     }
 }
@@ -80,8 +80,7 @@ impl DrainConfig {
     /// Defaults to 5 seconds.
     ///
     /// A `delay` neither zero nor from 1 ms to 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`DrainHandle::new`](crate::DrainHandle::new), as is a delay not shorter than the
     /// [`timeout`](Self::timeout).
     pub fn delay(mut self, delay: Duration) -> Self {
@@ -101,8 +100,7 @@ impl DrainConfig {
     /// Defaults to 20 seconds.
     ///
     /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`DrainHandle::new`](crate::DrainHandle::new), as is a timeout not longer than the
     /// [`delay`](Self::delay): in-flight requests would get no time to finish.
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -138,8 +136,7 @@ impl DrainConfig {
     /// Defaults to 5 seconds.
     ///
     /// A `retry_after` neither zero nor from 1 ms to 1 year (see
-    /// [`MIN_DURATION`](crate::config::MIN_DURATION) and
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)) is an error of
+    /// [durations](crate::config#durations)) is an error of
     /// [`DrainHandle::new`](crate::DrainHandle::new).
     pub fn retry_after(mut self, retry_after: Duration) -> Self {
         if self.error.passes(check_in_range(

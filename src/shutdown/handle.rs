@@ -15,7 +15,7 @@ use super::DrainConfig;
 use super::in_flight::{InFlight, InFlightGuard};
 use crate::config::ConfigError;
 
-/// The shared drain state: start the drain, watch its phase, wait for it to finish.
+/// The shared drain state: start the drain, see where it stands, wait for it to finish.
 ///
 /// Cheap to clone; give the same handle to [`DrainLayer`](crate::DrainLayer),
 /// [`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain) and anything else that
@@ -38,35 +38,6 @@ struct DrainState {
     in_flight: InFlight,
     /// Woken when the drain starts.
     started: Notify,
-}
-
-/// Where a drain stands.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum DrainPhase {
-    /// No drain has started.
-    Running,
-    /// The drain has started; work may still be arriving or in flight.
-    Draining,
-    /// The delay has passed and nothing is in flight, or the timeout has passed.
-    Drained,
-}
-
-impl DrainPhase {
-    /// `"running"`, `"draining"` or `"drained"`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::Draining => "draining",
-            Self::Drained => "drained",
-        }
-    }
-}
-
-impl fmt::Display for DrainPhase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// How a drain ended: what [`DrainHandle::drained`] resolves to.
@@ -147,12 +118,16 @@ impl DrainHandle {
         self.state.in_flight.count()
     }
 
-    /// Where the drain stands. Once [`DrainPhase::Drained`], it stays there, even if a
-    /// late request arrives.
+    /// Whether the drain is over: it has started, and the delay has passed with nothing in
+    /// flight, or the timeout has passed (what [`drained`](Self::drained) waits for). Once
+    /// `true`, it stays so, even if a late request arrives.
+    ///
+    /// With [`is_draining`](Self::is_draining): not draining, the server runs; draining and
+    /// not drained, it drains; drained, it is done.
     #[must_use]
-    pub fn phase(&self) -> DrainPhase {
+    pub fn is_drained(&self) -> bool {
         let Some(&started_at) = self.state.started_at.get() else {
-            return DrainPhase::Running;
+            return false;
         };
         let elapsed = started_at.elapsed();
         let over = self.state.drained.load(Ordering::Acquire)
@@ -160,10 +135,8 @@ impl DrainHandle {
             || (elapsed >= self.state.config.delay && self.in_flight() == 0);
         if over {
             self.state.drained.store(true, Ordering::Release);
-            DrainPhase::Drained
-        } else {
-            DrainPhase::Draining
         }
+        over
     }
 
     /// The settings this handle was made with.
@@ -285,7 +258,8 @@ impl AsRef<Self> for DrainHandle {
 impl fmt::Debug for DrainHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DrainHandle")
-            .field("phase", &self.phase())
+            .field("draining", &self.is_draining())
+            .field("drained", &self.is_drained())
             .field("in_flight", &self.in_flight())
             .field("config", &self.state.config)
             .finish()

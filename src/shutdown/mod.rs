@@ -1,4 +1,4 @@
-//! The drain's state: its settings, its phase, the requests in flight and the shutdown
+//! The drain's state: its settings, where it stands, the requests in flight and the shutdown
 //! signal. The monitor follows it (readiness reports draining) and the HTTP readers count
 //! requests in it; the [`drain`](crate::drain) module is where users meet it, with the
 //! middleware that counts.

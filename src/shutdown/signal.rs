@@ -9,14 +9,13 @@ use std::time::Duration;
 use super::{DrainHandle, Drained};
 use crate::util::race;
 
-/// The future [`DrainHandle::serve`] hands to the server as its graceful-shutdown signal.
-pub type ShutdownSignal = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
-
 impl DrainHandle {
     /// Runs a server through the whole shutdown sequence, and returns how the drain ended.
     ///
     /// `server` gets the signal to pass to its graceful shutdown (axum's
-    /// `with_graceful_shutdown`, or your own loop with hyper-util's `GracefulShutdown`). Then:
+    /// `with_graceful_shutdown`, tonic's `serve_with_shutdown`, or your own loop with
+    /// hyper-util's `GracefulShutdown`): [`shutdown_signal`](Self::shutdown_signal)'s future,
+    /// boxed so that its type can be written here. Then:
     ///
     /// 1. SIGTERM or Ctrl-C (or [`start`](DrainHandle::start) from elsewhere) starts the
     ///    drain: readiness, health and pool answer 503 `draining`;
@@ -48,7 +47,7 @@ impl DrainHandle {
     /// What the server returns, as soon as it does.
     pub async fn serve<F, S, E>(&self, server: F) -> Result<Drained, E>
     where
-        F: FnOnce(ShutdownSignal) -> S,
+        F: FnOnce(Pin<Box<dyn Future<Output = ()> + Send>>) -> S,
         S: IntoFuture<Output = Result<(), E>>,
     {
         let mut server = pin!(server(Box::pin(self.shutdown_signal())).into_future());

@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::io::StallWatch;
+use super::StallWatch;
 
 /// How a server's connections give up their places when every place is taken: the rule of
 /// the [module](self), with this server's graces.

@@ -16,8 +16,8 @@
 //!   ask (or, on the agent, to read its line); a connection being answered never does.
 //!   Clients that connect and sit on the socket cannot keep the probes out.
 //! - **A write timeout** (`write_timeout`, `_WRITE_TIMEOUT`): an answer that waits that long
-//!   on a client that does not read closes its connection (see
-//!   [`WriteTimeout`](crate::io::WriteTimeout)).
+//!   on a client that does not read closes its connection; any progress starts the wait over,
+//!   so a client that reads, however slowly, keeps it.
 //! - **Who sees details** (`details`, `_DETAILS`): the admin server follows the monitor's
 //!   unless told otherwise, and its keys decide under `authorized`; the agent's are `never`
 //!   unless told otherwise, and `authorized` shows details to nobody, since it has no keys.
@@ -34,8 +34,11 @@ mod connections;
 mod handle;
 pub(crate) mod policy;
 mod serve;
+mod write_timeout;
 
 pub(crate) use self::config::SidePortConfig;
 pub(crate) use self::connections::Activity;
 pub use self::handle::{SidePortError, SidePortHandle};
 pub(crate) use self::serve::{Serve, spawn};
+use self::write_timeout::StallWatch;
+pub(crate) use self::write_timeout::WriteTimeout;

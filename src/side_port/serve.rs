@@ -14,7 +14,7 @@ use super::config::{Listening, SidePortConfig};
 use super::connections::{Activity, OpenConnections};
 use super::handle::SidePortHandle;
 use super::policy::{Close, Policy};
-use crate::io::{StallWatch, WriteTimeout};
+use super::{StallWatch, WriteTimeout};
 use crate::monitor::HealthHandle;
 use crate::util::race;
 

@@ -24,9 +24,10 @@ pub use self::component::ComponentReport;
 pub use self::fleet::FleetGuard;
 #[cfg_attr(not(feature = "redis"), allow(unused_imports))]
 pub(crate) use self::fleet::{Fraction, Member, Standing};
-pub use self::group::{GroupMemberState, GroupVerdict};
+pub use self::group::GroupVerdict;
 pub use self::health::HealthVerdict;
-pub use self::outcome::{CheckOutcome, CheckStatus, TimeoutDetail};
+pub(crate) use self::outcome::TimeoutDetail;
+pub use self::outcome::{CheckOutcome, CheckStatus};
 pub use self::pool::PoolVerdict;
 #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
 pub(crate) use self::readiness::Failing;

@@ -93,9 +93,9 @@ pub struct CheckOutcome {
     pub running_for: Option<Duration>,
     /// Why the check failed (redacted), when it did.
     pub error: Option<CheckError>,
-    /// Why a check that timed out without an error of its own did: the deadline cut it
-    /// short, or it was still running from an earlier round.
-    pub detail: Option<TimeoutDetail>,
+    /// Why a check that timed out without an error of its own did: what
+    /// [`detail`](Self::detail) says.
+    pub(crate) detail: Option<TimeoutDetail>,
     /// Whether the database or component is critical. A critical database gates readiness
     /// (the default one also decides `unhealthy`); an optional one, down, makes health
     /// `degraded` and leaves readiness alone: see
@@ -116,10 +116,10 @@ pub struct CheckOutcome {
 }
 
 /// Why a check timed out without an error of its own: a note of the monitor's, the same at
-/// every detail level (it names nothing).
+/// every detail level (it names nothing). Readers get its sentence
+/// ([`CheckOutcome::detail`]); the shared entry keeps its key.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TimeoutDetail {
+pub(crate) enum TimeoutDetail {
     /// The check did not finish before the round's deadline.
     DeadlinePassed,
     /// A check started by an earlier round is still running, and no other was started.
@@ -131,9 +131,10 @@ pub enum TimeoutDetail {
 }
 
 impl TimeoutDetail {
-    /// A short key: `deadline_passed`, `earlier_check_running` or `starved`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    /// A short key: `deadline_passed`, `earlier_check_running` or `starved`, as the shared
+    /// entry keeps it.
+    #[cfg(feature = "redis")]
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::DeadlinePassed => "deadline_passed",
             Self::EarlierCheckRunning => "earlier_check_running",
@@ -142,8 +143,7 @@ impl TimeoutDetail {
     }
 
     /// The note in a sentence, as bodies show it under `detail`.
-    #[must_use]
-    pub const fn describe(self) -> &'static str {
+    pub(crate) const fn describe(self) -> &'static str {
         match self {
             Self::DeadlinePassed => "the check did not finish before the deadline",
             Self::EarlierCheckRunning => {
@@ -187,5 +187,17 @@ impl CheckOutcome {
     #[must_use]
     pub fn passed(&self) -> bool {
         self.status == CheckStatus::Passed
+    }
+
+    /// Why a check that has no error of its own did not finish on time, in the sentence the
+    /// bodies show under `detail`: the round's deadline cut it short; a check started by an
+    /// earlier round is still running, and no other was started; or the process was starved
+    /// past the round's deadline, which says nothing of the check, and the outcome is the last
+    /// one the rounds heard (see
+    /// [`HealthConfig::readiness_timeout`](crate::HealthConfig::readiness_timeout)). `None`
+    /// otherwise.
+    #[must_use]
+    pub fn detail(&self) -> Option<&'static str> {
+        self.detail.map(TimeoutDetail::describe)
     }
 }

@@ -59,4 +59,4 @@ pub(crate) use self::snapshot::ViewInputs;
 pub(crate) use self::startup::Phase as StartupPhase;
 pub(crate) use self::store::{Known, Placeholders, Store};
 pub(crate) use self::watch::Source;
-pub use self::watch::{ViewClosed, ViewWatch};
+pub use self::watch::ViewWatch;

@@ -28,7 +28,7 @@ pub(crate) trait Source: Send + Sync {
 ///
 /// A watcher that keeps up sees every change; a slow one gets the latest view, never a queue.
 /// The watch does not keep the monitor alive: once every [`HealthHandle`] and layer is gone,
-/// `changed` returns [`ViewClosed`].
+/// `changed` returns `None`, as a channel's `recv` does once its senders are gone.
 ///
 /// Staleness is found on time by the watcher itself (it sleeps until the next verdict would
 /// go stale), so a monitor that is stuck, and publishes nothing, still shows up as stale.
@@ -39,18 +39,6 @@ pub struct ViewWatch {
     changes: watch::Receiver<()>,
     last: Option<View>,
 }
-
-/// The monitor is gone: every handle on it was dropped.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct ViewClosed(());
-
-impl fmt::Display for ViewClosed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the health monitor is gone")
-    }
-}
-
-impl std::error::Error for ViewClosed {}
 
 /// How long past a verdict's staleness bound the watcher looks again: `is_stale` is strict.
 const PAST_THE_BOUND: Duration = Duration::from_millis(1);
@@ -65,28 +53,21 @@ impl ViewWatch {
     }
 
     /// The view now; the next [`changed`](Self::changed) waits for one that differs from it.
-    ///
-    /// # Errors
-    ///
-    /// [`ViewClosed`] once the monitor is gone.
-    pub fn current(&mut self) -> Result<View, ViewClosed> {
-        let state = self.state.upgrade().ok_or(ViewClosed(()))?;
+    /// `None` once the monitor is gone (every handle on it was dropped).
+    pub fn current(&mut self) -> Option<View> {
+        let state = self.state.upgrade()?;
         self.changes.borrow_and_update();
         let view = state.view();
         self.last = Some(view.clone());
-        Ok(view)
+        Some(view)
     }
 
     /// Waits for a view that answers differently from the last one returned; the first call
-    /// returns the current view at once.
-    ///
-    /// # Errors
-    ///
-    /// [`ViewClosed`] once the monitor is gone.
-    pub async fn changed(&mut self) -> Result<View, ViewClosed> {
+    /// returns the current view at once. `None` once the monitor is gone.
+    pub async fn changed(&mut self) -> Option<View> {
         loop {
             let (view, drain) = {
-                let state = self.state.upgrade().ok_or(ViewClosed(()))?;
+                let state = self.state.upgrade()?;
                 // Seen before reading, so that a change in between wakes the wait below.
                 self.changes.borrow_and_update();
                 let view = state.view();
@@ -99,7 +80,7 @@ impl ViewWatch {
             };
             if self.last.as_ref().is_none_or(|last| !last.same_as(&view)) {
                 self.last = Some(view.clone());
-                return Ok(view);
+                return Some(view);
             }
             let stale_at = view.next_stale_at;
             let mut closed = false;
@@ -126,26 +107,19 @@ impl ViewWatch {
             )
             .await;
             if closed {
-                return Err(ViewClosed(()));
+                return None;
             }
         }
     }
 
     /// The first view that `ready` accepts: the current one if it does, else the next
-    /// changes, one by one, until one does.
-    ///
-    /// # Errors
-    ///
-    /// When the monitor is gone ([`ViewClosed`]).
-    pub async fn wait_for(
-        &mut self,
-        mut ready: impl FnMut(&View) -> bool,
-    ) -> Result<View, ViewClosed> {
+    /// changes, one by one, until one does. `None` once the monitor is gone.
+    pub async fn wait_for(&mut self, mut ready: impl FnMut(&View) -> bool) -> Option<View> {
         let mut view = self.current()?;
         while !ready(&view) {
             view = self.changed().await?;
         }
-        Ok(view)
+        Some(view)
     }
 }
 

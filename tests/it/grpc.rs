@@ -21,15 +21,19 @@ use tower_health::drain::Drained;
 use tower_health::grpc::pb::health_check_response::ServingStatus as Wire;
 use tower_health::grpc::pb::health_client::HealthClient;
 use tower_health::grpc::pb::{HealthCheckRequest, HealthListRequest};
-use tower_health::grpc::{HealthService, MAX_LISTED, ServingStatus};
+use tower_health::grpc::{HealthService, ServingStatus};
 use tower_health::{
     DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
 };
 use tower_layer::Layer;
 
 use greeter::{Greeter, GreeterServer, HelloRequest};
+
 use support::grpc::{channel, next_status, rest};
 use support::{Client, PgProxy, bounded, pg_addr, pg_url, postgres};
+
+/// The most services `List` returns, as the `grpc` module docs state.
+const MAX_LISTED: usize = 100;
 
 /// Where the drain sits on the tonic server.
 #[derive(Copy, Clone, Debug)]

@@ -11,12 +11,9 @@ use std::time::Duration;
 
 use http::StatusCode;
 use support::{Client, eventually, fast, first_rounds, health_server, pg_client, postgres};
-use tower_health::check::{CheckErrorKind, DatabaseCheck};
+use tower_health::check::{CheckError, CheckErrorKind, DatabaseCheck};
 use tower_health::postgres::bb8::{self, ManageConnection};
-use tower_health::postgres::{
-    PostgresCheck, PostgresCheckClient, PostgresCheckManager, PostgresConnectError,
-    PostgresConnection,
-};
+use tower_health::postgres::{PostgresCheck, PostgresCheckManager, PostgresConnection};
 use tower_health::postgres::{bb8_postgres, tokio_postgres};
 use tower_health::verdict::CheckStatus;
 use tower_health::{HealthConfig, HealthHandle};
@@ -194,7 +191,8 @@ struct Unnoticed {
     terminate_new: bool,
 }
 
-struct UnnoticedClient(PostgresCheckClient);
+/// A connection of the manager's own, wrapped.
+struct UnnoticedClient(<PostgresCheckManager as ManageConnection>::Connection);
 
 impl PostgresConnection for UnnoticedClient {
     fn client(&self) -> &tokio_postgres::Client {
@@ -212,9 +210,9 @@ impl PostgresConnection for UnnoticedClient {
 
 impl ManageConnection for Unnoticed {
     type Connection = UnnoticedClient;
-    type Error = PostgresConnectError;
+    type Error = CheckError;
 
-    async fn connect(&self) -> Result<UnnoticedClient, PostgresConnectError> {
+    async fn connect(&self) -> Result<UnnoticedClient, CheckError> {
         self.connects.fetch_add(1, Ordering::SeqCst);
         let conn = self.inner.connect().await?;
         if self.terminate_new {
@@ -223,7 +221,7 @@ impl ManageConnection for Unnoticed {
         Ok(UnnoticedClient(conn))
     }
 
-    async fn is_valid(&self, _: &mut UnnoticedClient) -> Result<(), PostgresConnectError> {
+    async fn is_valid(&self, _: &mut UnnoticedClient) -> Result<(), CheckError> {
         Ok(())
     }
 

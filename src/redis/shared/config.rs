@@ -9,7 +9,7 @@ use crate::redis::client::{AnyConnection, LazyConnection, Topology, parse, singl
 use crate::verdict::Fraction;
 
 /// The default key prefix: keys `tower-health:health` and `tower-health:health:lock`.
-pub const DEFAULT_KEY_PREFIX: &str = "tower-health:";
+pub(crate) const DEFAULT_KEY_PREFIX: &str = "tower-health:";
 
 /// Where and how the health verdict is shared across processes: the Redis connection, the
 /// keys, how long an entry is served, and who this process is. Register it with

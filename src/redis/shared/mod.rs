@@ -11,7 +11,7 @@ mod jitter;
 mod status;
 mod store;
 
-pub use self::config::{DEFAULT_KEY_PREFIX, SharedCache};
+pub use self::config::SharedCache;
 pub(crate) use self::entry::{Entry, Expected, Subject};
 pub(crate) use self::fleet::FleetMembers;
 pub(crate) use self::jitter::{next as next_round_wait, phase as first_round_phase};

@@ -1,65 +1,19 @@
-//! A bound on how long a connection's writes may wait for its peer, for servers that own their
-//! accept loop.
+//! The side ports' write timeout: how long a connection's writes may wait for its peer.
 //!
-//! hyper's [`header_read_timeout`] runs only while a request head is being read. A client
-//! that pipelines requests and never reads the answers stops the connection elsewhere: its
-//! buffers fill, the server's next write waits on the full socket, the server stops reading,
-//! and nothing times out. The connection is held for as long as the client likes, and a
-//! server with a connection limit can be filled with such clients.
+//! hyper's `header_read_timeout` runs only while a request head is being read. A client that
+//! pipelines requests and never reads the answers stops the connection elsewhere: its buffers
+//! fill, the server's next write waits on the full socket, the server stops reading, and
+//! nothing times out. The connection is held for as long as the client likes, and a port
+//! with a connection cap can be filled with such clients.
 //!
 //! [`WriteTimeout`] wraps the accepted stream and fails a write (or flush, or shutdown) with
 //! [`io::ErrorKind::TimedOut`] once it has waited the timeout without any progress; the
 //! connection then ends with that error. Any progress starts the clock over, so a client that
-//! reads, however slowly, keeps its connection while it keeps reading. Reads are not timed:
-//! bound them with `header_read_timeout`.
-//!
-//! It implements Tokio's [`AsyncRead`] and [`AsyncWrite`], so it goes into hyper-util's
-//! [`TokioIo`] for hyper, or into the `Io` of an axum [`Listener`]. The admin server (feature
-//! `admin`) and the HAProxy agent (feature `haproxy-agent`) put it on every connection.
-//!
-//! # Example
-//!
-//! An accept loop for hyper, with both timeouts:
-//!
-//! ```no_run
-//! use std::convert::Infallible;
-//! use std::time::Duration;
-//!
-//! use http::{Request, Response};
-//! use hyper::body::Incoming;
-//! use hyper::service::service_fn;
-//! use hyper_util::rt::{TokioIo, TokioTimer};
-//! use tower_health::io::WriteTimeout;
-//!
-//! # #[tokio::main]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let timeout = Duration::from_secs(10);
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! loop {
-//!     let (stream, _) = listener.accept().await?;
-//!     let connection = hyper::server::conn::http1::Builder::new()
-//!         .timer(TokioTimer::new())
-//!         .header_read_timeout(timeout)
-//!         .serve_connection(
-//!             TokioIo::new(WriteTimeout::new(stream, timeout)),
-//!             service_fn(|_: Request<Incoming>| async {
-//!                 Ok::<_, Infallible>(Response::new(String::from("hello")))
-//!             }),
-//!         );
-//!     tokio::spawn(connection);
-//! }
-//! # }
-//! ```
-//!
-//! # Cost
+//! reads, however slowly, keeps its connection while it keeps reading. Reads are not timed.
 //!
 //! A write that completes at once touches no timer. The first write that has to wait arms one
 //! (a boxed [`Sleep`], so the wrapper stays [`Unpin`] over an `Unpin` stream) and the next one
 //! that completes drops it.
-//!
-//! [`header_read_timeout`]: https://docs.rs/hyper/1/hyper/server/conn/http1/struct.Builder.html#method.header_read_timeout
-//! [`TokioIo`]: https://docs.rs/hyper-util/0.1/hyper_util/rt/tokio/struct.TokioIo.html
-//! [`Listener`]: https://docs.rs/axum/0.8/axum/serve/trait.Listener.html
 
 use std::io;
 use std::pin::Pin;
@@ -76,10 +30,8 @@ use crate::env::saturate;
 pin_project! {
     /// An I/O stream whose writes fail with [`io::ErrorKind::TimedOut`] after waiting
     /// `timeout` on the peer with no progress.
-    ///
-    /// See the [module docs](self) for an example.
     #[derive(Debug)]
-    pub struct WriteTimeout<IO> {
+    pub(crate) struct WriteTimeout<IO> {
         #[pin]
         io: IO,
         timeout: Duration,
@@ -93,13 +45,11 @@ pin_project! {
 impl<IO> WriteTimeout<IO> {
     /// Wraps `io`: a write, flush or shutdown that makes no progress for `timeout` fails.
     ///
-    /// The timeout is brought into 1 ms ..= 1 year
-    /// ([`MIN_DURATION`](crate::config::MIN_DURATION) ..=
-    /// [`MAX_DURATION`](crate::config::MAX_DURATION)): a shorter one (zero included) is 1 ms,
+    /// The timeout is brought into 1 ms ..= 1 year ([`MIN_DURATION`](crate::env::MIN_DURATION)
+    /// ..= [`MAX_DURATION`](crate::env::MAX_DURATION)): a shorter one (zero included) is 1 ms,
     /// which a timer can wait, and a longer one is a year, which a deadline can be computed
     /// from.
-    #[must_use]
-    pub fn new(io: IO, timeout: Duration) -> Self {
+    pub(crate) fn new(io: IO, timeout: Duration) -> Self {
         Self {
             io,
             timeout: saturate(timeout),
@@ -109,34 +59,9 @@ impl<IO> WriteTimeout<IO> {
     }
 
     /// Publishes the start of each stall to `watch`.
-    #[cfg(any(feature = "admin", feature = "haproxy-agent"))]
     pub(crate) fn watched(mut self, watch: Arc<StallWatch>) -> Self {
         self.watch = Some(watch);
         self
-    }
-
-    /// The wrapped stream.
-    #[must_use]
-    pub fn get_ref(&self) -> &IO {
-        &self.io
-    }
-
-    /// The wrapped stream, mutably. Writing to it directly bypasses the timeout.
-    #[must_use]
-    pub fn get_mut(&mut self) -> &mut IO {
-        &mut self.io
-    }
-
-    /// The wrapped stream, pinned. Writing to it directly bypasses the timeout.
-    #[must_use]
-    pub fn get_pin_mut(self: Pin<&mut Self>) -> Pin<&mut IO> {
-        self.project().io
-    }
-
-    /// Unwraps the stream.
-    #[must_use]
-    pub fn into_inner(self) -> IO {
-        self.io
     }
 }
 
@@ -226,18 +151,10 @@ fn timed<T>(
 /// Since when a connection's writes have been waiting, shared between a [`WriteTimeout`] and
 /// the accept loop that may evict it.
 #[derive(Debug, Default)]
-#[cfg_attr(
-    not(any(feature = "admin", feature = "haproxy-agent")),
-    allow(dead_code)
-)]
 pub(crate) struct StallWatch {
     since: Mutex<Option<Instant>>,
 }
 
-#[cfg_attr(
-    not(any(feature = "admin", feature = "haproxy-agent")),
-    allow(dead_code)
-)]
 impl StallWatch {
     /// When the current stall began, or `None` while writes complete.
     pub(crate) fn since(&self) -> Option<Instant> {
