@@ -46,12 +46,9 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::Full;
 use tower::{Layer, Service};
-use tower_health::DrainHandle;
 use tower_health::check::{CheckFuture, CheckReport, DatabaseCheck};
 use tower_health::component::{self, ComponentSpec};
-use tower_health::{
-    DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
-};
+use tower_health::{DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
 /// Counts allocations while `COUNTING` is on.
 struct CountingAllocator;
@@ -256,8 +253,7 @@ fn probes(c: &mut Criterion) {
 fn passthrough(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let health = monitor(&runtime, HealthConfig::new());
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let mut stack = HealthLayer::new(&health).layer(drain_layer.layer(Inner));
     let mut bare = Inner;
@@ -362,8 +358,7 @@ fn report_allocations() {
             .health_interval(hour),
     );
     let mut service = HealthLayer::new(&health).layer(Inner);
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let mut stack = HealthLayer::new(&health).layer(drain_layer.layer(Inner));
     let swap = floor();
@@ -472,8 +467,7 @@ fn axum_pair(
         .readiness_interval(hour)
         .health_interval(hour);
     let health = HealthLayer::new(monitor(runtime, config));
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&drain);
+    let drain = health.handle().drain().clone();
     // `with_state` prepares the routes once, as `axum::serve` does for each connection.
     let router = axum::Router::new()
         .route("/", axum::routing::get(|| async { "ok" }))
@@ -539,8 +533,7 @@ fn pass_through_loop(case: &str, requests: usize) {
         .readiness_interval(hour)
         .health_interval(hour);
     let health = monitor(&runtime, config);
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let mut stack = HealthLayer::new(&health).layer(drain_layer.layer(Inner));
     match case {

@@ -50,8 +50,7 @@
 //! The instance is the README's production form adapted to bb8: the application's pool
 //! (bb8's defaults but `max_size`), `HealthConfig::from_env()` with the default database
 //! checked beside that pool (`PostgresCheck::new`: a connection of its own, outside the
-//! pool), `HealthMonitor::spawn`, a drain from `DrainConfig::from_env()` followed by the
-//! monitor, the HAProxy agent, `HealthLayer::new(&health).details(Details::Never).around(router)`,
+//! pool), `HealthMonitor::spawn` (its drain from the same variables), the HAProxy agent, `HealthLayer::new(&health).details(Details::Never).around(router)`,
 //! a tracing subscriber (info and up, to stderr) and `drain.serve(..)` around `axum::serve`, so
 //! that SIGTERM drains as in production (the drain delay, 5 s by default, then the graceful
 //! shutdown). `/db` checks a connection out of the pool and runs `SELECT 1` with
@@ -79,7 +78,7 @@ use tower_health::config::Details;
 use tower_health::haproxy::{AgentConfig, AgentServer};
 use tower_health::postgres::PostgresCheck;
 use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
-use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer, HealthMonitor};
+use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 
 type AppPool = bb8::Pool<bb8_postgres::PostgresConnectionManager<tokio_postgres::NoTls>>;
 type BoxError = Box<dyn Error>;
@@ -148,8 +147,7 @@ fn instance(listen: &str, agent_port: u16) -> Result<(), BoxError> {
             // One connection of its own beside the pool: a check never queues behind traffic.
             .database("default", PostgresCheck::new(pool.clone()));
         let health = HealthMonitor::spawn(config)?;
-        let drain = DrainHandle::new(DrainConfig::from_env()?)?;
-        health.follow_drain(&drain);
+        let drain = health.drain().clone();
 
         let agent = AgentConfig::from_env()?.port(agent_port);
         let _agent = AgentServer::new(agent, &health).start().await?;

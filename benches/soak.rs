@@ -48,13 +48,13 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
+use tower_health::DrainLayer;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::component::ComponentSpec;
 use tower_health::postgres::PostgresCheck;
 use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::redis::{Redis, SharedCache};
-use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor};
-use tower_health::{DrainHandle, DrainLayer};
+use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 
 use self::process::{open_fds, rss_kib};
 
@@ -171,9 +171,7 @@ async fn soak(length: Duration, metrics: tokio::runtime::RuntimeMetrics) -> Exit
         );
     let monitor = HealthMonitor::spawn(config).expect("a valid configuration");
     let health = HealthLayer::new(&monitor);
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    monitor.follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(monitor.drain());
     let admin = AdminServer::new(AdminConfig::new().port(0), &monitor)
         .start()
         .await

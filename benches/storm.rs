@@ -81,13 +81,11 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tonic::transport::server::TcpIncoming;
 use tower::ServiceBuilder;
-use tower_health::DrainHandle;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::haproxy::{AgentConfig, AgentServer};
 use tower_health::postgres::PostgresCheck;
 use tower_health::{
-    DrainConfig, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer,
-    config::Details,
+    DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor, PingLayer, config::Details,
 };
 
 #[path = "support/grpc_servers.rs"]
@@ -183,8 +181,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     let ok = tower::service_fn(|_: Request<Incoming>| async {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     });
-                    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-                    health.follow_drain(&drain);
+                    let drain = health.drain().clone();
                     let drain_layer = DrainLayer::new(&drain);
                     let layer = HealthLayer::new(&health);
                     // `stack-hyper-metrics`' metrics path is its monitor's: see `monitor`.
@@ -202,8 +199,6 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 "around-axum" => {
                     // The README's form.
                     let health = HealthLayer::new(&health);
-                    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-                    health.handle().follow_drain(&_drain);
                     let app = health.around(router());
                     let listener = listener.tap_io(|tcp| {
                         let _ = tcp.set_nodelay(true);
@@ -214,9 +209,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                 "layered-axum" => {
                     // 0.2.0's README form: three `Router::layer` calls.
                     let health = HealthLayer::new(&health);
-                    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-                    health.handle().follow_drain(&_drain);
-                    let drain_layer = DrainLayer::new(&_drain);
+                    let drain_layer = DrainLayer::new(health.handle().drain());
                     let app = router()
                         .layer(drain_layer)
                         .layer(health)
@@ -259,8 +252,7 @@ fn serve(kind: &str) -> Result<(), Box<dyn Error>> {
                     Ok(())
                 }
                 "stack-axum" => {
-                    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-                    health.follow_drain(&drain);
+                    let drain = health.drain().clone();
                     let drain_layer = DrainLayer::new(&drain);
                     let stack = ServiceBuilder::new()
                         .map_response(IntoResponse::into_response)

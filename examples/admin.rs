@@ -13,7 +13,7 @@
 //!   `TOWER_HEALTH_ADMIN_BIND` (default 127.0.0.1), `BALDUR_ADMIN_KEY`,
 //!   `BALDUR_ADMIN_READONLY_KEY` (and their `TOWER_HEALTH_ADMIN_*` names): see
 //!   `AdminConfig::from_env`.
-//! - everything else through `HealthConfig::from_env` and `DrainConfig::from_env`.
+//! - everything else through `HealthConfig::from_env` (the drain's `TOWER_HEALTH_DRAIN_*` too).
 
 mod common;
 
@@ -21,8 +21,8 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use tower_health::HealthMonitor;
 use tower_health::admin::{AdminConfig, AdminServer};
-use tower_health::{DrainConfig, DrainHandle, HealthMonitor};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -32,8 +32,7 @@ async fn main() -> ExitCode {
 async fn work() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let health = HealthMonitor::spawn(common::health_config()?)?;
-    let drain = DrainHandle::new(DrainConfig::from_env()?)?;
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     let admin = AdminServer::new(AdminConfig::from_env()?, &health)
         .start()
         .await?;

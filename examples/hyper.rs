@@ -42,8 +42,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::time::Sleep;
 use tower::{ServiceBuilder, service_fn};
-use tower_health::{DrainConfig, HealthLayer, HealthMonitor};
-use tower_health::{DrainHandle, DrainLayer};
+use tower_health::DrainLayer;
+use tower_health::{HealthLayer, HealthMonitor};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -54,8 +54,7 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let client_timeout = client_timeout()?;
     let monitor = HealthMonitor::spawn(common::health_config()?)?;
-    let drain = DrainHandle::new(DrainConfig::from_env()?)?;
-    monitor.follow_drain(&drain);
+    let drain = monitor.drain().clone();
     let health = HealthLayer::new(&monitor);
     let drain_layer = DrainLayer::new(&drain);
 

@@ -21,8 +21,8 @@
 //! - `DATABASE_URL`: the default database (default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`); set but empty, no database at all.
 //! - `DATABASE_URL_<NAME>`: further databases, named `<name>` lower-cased.
-//! - everything else through `HealthConfig::from_env` and `DrainConfig::from_env`
-//!   (`TOWER_HEALTH_*`, or Baldur's `BALDUR_*` names).
+//! - everything else through `HealthConfig::from_env` (`TOWER_HEALTH_*`, the drain's
+//!   `TOWER_HEALTH_DRAIN_*` included, or Baldur's `BALDUR_*` names).
 //! - `RUST_LOG`: log filter (default `info`).
 //!
 //! `cargo run --example server --features axum -- --health-check` probes a running instance's readiness
@@ -44,7 +44,7 @@ use axum::serve::ListenerExt;
 use bytes::Bytes;
 use http::StatusCode;
 use tokio::net::TcpListener;
-use tower_health::{DrainConfig, DrainHandle, HealthLayer, HealthMonitor};
+use tower_health::{HealthLayer, HealthMonitor};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -65,9 +65,8 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     // The one monitor: every reader takes its handle.
     let monitor = HealthMonitor::spawn(common::health_config()?)?;
-    let drain = DrainHandle::new(DrainConfig::from_env()?)?;
     // Readiness answers 503 `draining` once the drain starts.
-    monitor.follow_drain(&drain);
+    let drain = monitor.drain().clone();
     let health = HealthLayer::new(&monitor);
 
     // The app's own tracing and timeout go on the router, as usual.

@@ -42,9 +42,9 @@ use std::process::ExitCode;
 use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
+use tower_health::DrainLayer;
 use tower_health::grpc::HealthService;
-use tower_health::{DrainConfig, HealthLayer, HealthMonitor};
-use tower_health::{DrainHandle, DrainLayer};
+use tower_health::{HealthLayer, HealthMonitor};
 use tower_layer::Layer;
 
 use self::greeter::{Greeter, GreeterServer};
@@ -62,8 +62,7 @@ fn main() -> ExitCode {
 async fn serve() -> Result<(), Box<dyn Error>> {
     common::init_tracing();
     let monitor = HealthMonitor::spawn(common::health_config()?)?;
-    let drain = DrainHandle::new(DrainConfig::from_env()?)?;
-    monitor.follow_drain(&drain);
+    let drain = monitor.drain().clone();
     let health = HealthLayer::new(&monitor);
     let drain_layer = DrainLayer::new(&drain);
 

@@ -4,10 +4,10 @@
 
 use http::{HeaderMap, HeaderValue};
 
-use crate::Probe;
 use crate::access::{Denied, KeyDigests, Role};
 use crate::config::validate_prefix;
 use crate::http::request::ProbePaths;
+use crate::probe::Probe;
 
 /// The probe the layer answers at `path` under `prefix`, and the check named when the path
 /// is one check's (`None` when the prefix is one the configuration refuses).

@@ -80,14 +80,12 @@
 //! # mod run {
 //! use axum::{Router, routing::get};
 //! use tower_health::postgres::PostgresCheck;
-//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer, HealthMonitor};
+//! use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 //!
 //! # pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = HealthConfig::from_env()?
 //!     .database("default", PostgresCheck::connect("postgres://postgres@127.0.0.1/postgres")?);
 //! let health = HealthMonitor::spawn(config)?; // the one monitor: every reader takes its handle
-//! let drain = DrainHandle::new(DrainConfig::from_env()?)?;
-//! health.follow_drain(&drain);
 //!
 //! let app = Router::new().route("/", get(|| async { "hello" }));
 //! // Around the router, outside routing: the probes (ping included) are answered before it,
@@ -96,7 +94,8 @@
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! // SIGTERM: drain, wait the drain delay, shut down gracefully within the drain timeout.
-//! drain
+//! health
+//!     .drain()
 //!     .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
 //!     .await?;
 //! # Ok(())
@@ -105,8 +104,9 @@
 //! # fn main() {}
 //! ```
 //!
-//! [`HealthHandle::follow_drain`] attaches the drain to every reader of the monitor.
-//! `layer.around(router)` (the `axum` module) answers the probes before routing, so a probe
+//! Every monitor has its drain ([`HealthHandle::drain`], set by
+//! [`HealthConfig::drain`] and the `TOWER_HEALTH_DRAIN_*` variables), and every reader of the
+//! monitor follows it: a drain cannot be left out. `layer.around(router)` (the `axum` module) answers the probes before routing, so a probe
 //! never reaches the router and an application request pays a path check and the drain's
 //! count; a layer added with `Router::layer` runs after routing, once per route. On any
 //! other Tower server (hyper-util, tonic), stack `HealthLayer` above a [`DrainLayer`] that

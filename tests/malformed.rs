@@ -37,10 +37,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tower::ServiceBuilder;
+use tower_health::DrainLayer;
 use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminServer};
-use tower_health::{DrainConfig, HealthConfig, HealthLayer, PingLayer};
-use tower_health::{DrainHandle, DrainLayer};
+use tower_health::{HealthConfig, HealthLayer, PingLayer};
 
 const OPERATOR_KEY: &str = "corpus-operator-key-0123456789";
 const VIEWER_KEY: &str = "corpus-viewer-key-0123456789";
@@ -86,8 +86,7 @@ impl LayerServer {
         let health = HealthLayer::new(tower_health::HealthMonitor::spawn(config).unwrap())
             .details(tower_health::config::Details::Authorized)
             .access_keys(&keys);
-        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-        health.handle().follow_drain(&drain);
+        let drain = health.handle().drain().clone();
         let drain_layer = DrainLayer::new(&drain);
         support::first_rounds(&health.handle()).await;
         let service = ServiceBuilder::new()

@@ -72,8 +72,8 @@
 //!
 //! # Drain
 //!
-//! When its monitor follows a drain
-//! ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)), readiness, health and pool answer 503 `draining` once the drain starts, while liveness,
+//! Once its monitor's drain ([`HealthHandle::drain`](crate::HealthHandle::drain)) starts,
+//! readiness, health and pool answer 503 `draining`, while liveness,
 //! startup and ping keep answering, so that the orchestrator never restarts a pod that is
 //! only draining; the server closes when the drain is over.
 //!

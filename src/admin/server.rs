@@ -30,7 +30,7 @@ pub struct AdminServer {
 impl AdminServer {
     /// An admin server answering from the verdicts of `health`'s monitor (started once with
     /// [`HealthMonitor::spawn`](crate::HealthMonitor::spawn), and read by the layers too). It
-    /// follows the monitor's drain, if one is attached (see [`HealthHandle::follow_drain`]).
+    /// follows the monitor's drain ([`HealthHandle::drain`]).
     pub fn new(config: AdminConfig, health: &HealthHandle) -> Self {
         Self {
             config,

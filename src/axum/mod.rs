@@ -6,20 +6,19 @@
 //!
 //! ```no_run
 //! use axum::{Router, routing::get};
-//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthLayer, HealthMonitor};
+//! use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let health = HealthMonitor::spawn(HealthConfig::from_env()?)?;
-//! let drain = DrainHandle::new(DrainConfig::from_env()?)?;
-//! health.follow_drain(&drain);
 //!
 //! let app = Router::new().route("/", get(|| async { "hello" }));
 //! // Probes and ping before routing; the app's work is counted.
 //! let app = HealthLayer::new(&health).around(app);
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! drain
+//! health
+//!     .drain()
 //!     .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
 //!     .await?;
 //! # Ok(())
@@ -28,7 +27,7 @@
 //!
 //! [`Stack`] answers the probe paths of [`HealthLayer`] (ping included,
 //! under the same prefix) without the router ever seeing them. Every other request goes to the
-//! app, counted in flight in the drain the monitor follows until its response body ends,
+//! app, counted in flight in the monitor's drain until its response body ends,
 //! refused under [`DrainPolicy::Reject`](crate::drain::DrainPolicy::Reject) and answered with
 //! `Connection: close` during the drain, as [`DrainLayer`](crate::DrainLayer) does.
 //!
@@ -62,7 +61,7 @@
 
 use std::sync::Arc;
 
-use crate::HealthLayer;
+use crate::health::layer::HealthLayer;
 
 mod future;
 mod service;
@@ -75,8 +74,8 @@ mod tests;
 // The fused form is built from the layer here, so that `health/` knows nothing of axum.
 impl HealthLayer {
     /// `app` (an axum `Router`, say) with this layer's probes and ping answered in front of
-    /// it, outside routing, and its requests counted in the drain this monitor follows (see
-    /// [`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)): the whole stack in
+    /// it, outside routing, and its requests counted in the monitor's drain (see
+    /// [`HealthHandle::drain`](crate::HealthHandle::drain)): the whole stack in
     /// one service, which [`axum::serve()`] takes as it takes the router.
     ///
     /// A probe then never reaches routing, and an application request pays a path check and

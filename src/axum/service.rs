@@ -10,9 +10,7 @@ use tower_service::Service;
 
 use super::future::StackFuture;
 use crate::health::Reader;
-use crate::http::{
-    Admitted, Count, ProbeResponse, WhenBusy, admit, not_ready, poll_ready_now, rejection,
-};
+use crate::http::{Count, ProbeResponse, WhenBusy, admit, not_ready, poll_ready_now, rejection};
 
 /// An axum app with the probes, the ping and the drain around it, in one service that
 /// [`axum::serve()`] takes as it takes a `Router`.
@@ -67,31 +65,27 @@ where
         if let Some(asked) = reader.ask(&request) {
             return StackFuture::layers(crate::http::ResponseFuture::probe(reader.answer(asked)));
         }
-        // The drain this monitor follows, read per request so that a drain attached after
-        // `around` is followed too.
         let fail_health_checks = reader.fails_health_checks();
-        let admitted = match reader.handle.drain() {
-            None => fail_health_checks.then(Admitted::failing_health_checks),
-            Some(drain) => match admit(drain, &request) {
-                Some(admitted) => Some(admitted.fail_health_checks_if(fail_health_checks)),
-                None => {
-                    let mut refused = rejection(drain);
-                    if fail_health_checks {
-                        crate::http::fail_health_checks(&mut refused);
-                    }
-                    let refused = ProbeResponse::ready(refused);
-                    return StackFuture::layers(crate::http::ResponseFuture::probe(refused));
+        let drain = reader.handle.drain();
+        let admitted = match admit(drain, &request) {
+            Some(admitted) => admitted.fail_health_checks_if(fail_health_checks),
+            None => {
+                let mut refused = rejection(drain);
+                if fail_health_checks {
+                    crate::http::fail_health_checks(&mut refused);
                 }
-            },
+                let refused = ProbeResponse::ready(refused);
+                return StackFuture::layers(crate::http::ResponseFuture::probe(refused));
+            }
         };
         match poll_ready_now(&mut self.inner) {
             // What nearly every application request does: the app's own future, polled by
             // ours directly, built where it lies. Through the layers' future, the app's
             // (large) future is copied more, on every request: callgrind counts it.
-            Poll::Ready(Ok(())) => StackFuture::app(self.inner.call(request), admitted),
+            Poll::Ready(Ok(())) => StackFuture::app(self.inner.call(request), Some(admitted)),
             polled => {
                 let when_busy = WhenBusy::shed(reader.shed_load);
-                let count = admitted.map_or(Count::No, Count::Admitted);
+                let count = Count::Admitted(admitted);
                 let future = not_ready(
                     &mut self.inner,
                     polled,

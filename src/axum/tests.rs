@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tower::ServiceExt;
 
 use crate::monitor::test_monitor;
-use crate::shutdown::{DrainConfig, DrainHandle};
+use crate::shutdown::DrainHandle;
 use crate::{HealthConfig, HealthLayer};
 
 /// The stack around a router with `/` (`hello`), `/empty` (204) and `/stream` (a body the
@@ -42,8 +42,7 @@ fn stack() -> (
         .route("/empty", get(|| async { StatusCode::NO_CONTENT }))
         .route("/stream", get(stream));
     let health = HealthLayer::new(test_monitor(HealthConfig::new()));
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&drain);
+    let drain = health.handle().drain().clone();
     (health.around(router), drain, senders)
 }
 

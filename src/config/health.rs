@@ -40,6 +40,8 @@ pub struct HealthConfig {
     pub(crate) nocache_min_interval: Duration,
     pub(crate) check_limit: Duration,
     pub(crate) startup_waits_for_mark: bool,
+    /// The settings of the monitor's drain.
+    pub(crate) drain: crate::shutdown::DrainConfig,
     /// What the readers answer on and show: theirs, apart from what the rounds need.
     pub(crate) readers: Readers,
     pub(crate) components: Vec<ComponentSpec>,
@@ -78,6 +80,7 @@ impl HealthConfig {
             nocache_min_interval: Duration::from_secs(1),
             check_limit: Duration::from_secs(10),
             startup_waits_for_mark: false,
+            drain: crate::shutdown::DrainConfig::new(),
             readers: Readers::default(),
             components: Vec::new(),
             groups: Vec::new(),
@@ -112,6 +115,7 @@ impl HealthConfig {
     /// the monitor is made.
     pub(crate) fn checked(&self) -> Result<(), ConfigError> {
         self.error.check()?;
+        self.drain.checked()?;
         self.check_groups()
     }
 
@@ -138,6 +142,7 @@ impl fmt::Debug for HealthConfig {
             nocache_min_interval,
             check_limit,
             startup_waits_for_mark,
+            drain,
             readers,
             components: _,
             groups,
@@ -162,6 +167,7 @@ impl fmt::Debug for HealthConfig {
             .field("nocache_min_interval", nocache_min_interval)
             .field("check_limit", check_limit)
             .field("startup_waits_for_mark", startup_waits_for_mark)
+            .field("drain", drain)
             .field("readers", readers);
         f.field("components", &self.component_names().collect::<Vec<_>>())
             .field("groups", groups)

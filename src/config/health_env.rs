@@ -57,6 +57,7 @@ impl HealthConfig {
         if let Some(waits) = env.flag("TOWER_HEALTH_STARTUP_WAITS_FOR_MARK")? {
             config.startup_waits_for_mark = waits;
         }
+        config.drain = crate::shutdown::DrainConfig::from_env_snapshot(env)?;
         if let Some(on) = env.flag("TOWER_HEALTH_ENVOY_IMMEDIATE_FAIL")? {
             config.readers.envoy_immediate_fail = on;
         }

@@ -392,8 +392,13 @@ fn strict_mode_refuses_what_every_from_vars_would_only_warn_about() {
         ("TOWER_HEALTH_READINESS_TIMOUT", "300ms"),
     ];
     let health = HealthConfig::from_vars(vars).unwrap_err();
-    let drain = crate::DrainConfig::from_vars(vars).unwrap_err();
-    for error in [health, drain] {
+    #[cfg(feature = "admin")]
+    let admin = crate::admin::AdminConfig::from_vars(vars).unwrap_err();
+    for error in [
+        health,
+        #[cfg(feature = "admin")]
+        admin,
+    ] {
         assert_eq!(error.variable(), "TOWER_HEALTH_READINESS_TIMOUT");
         assert!(
             error

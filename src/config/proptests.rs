@@ -8,7 +8,6 @@ use proptest::prelude::*;
 
 use super::HealthConfig;
 use crate::env::READERS;
-use crate::shutdown::DrainConfig;
 
 /// The password in the connection strings the properties set.
 const PASSWORD: &str = "Pr0p-S3cret";
@@ -109,13 +108,6 @@ proptest! {
     #[test]
     fn health_settings_or_an_error_naming_the_variable(vars in vars()) {
         if let Err(error) = HealthConfig::from_vars(vars.clone()) {
-            check_error(&vars, &error)?;
-        }
-    }
-
-    #[test]
-    fn drain_settings_or_an_error_naming_the_variable(vars in vars()) {
-        if let Err(error) = DrainConfig::from_vars(vars.clone()) {
             check_error(&vars, &error)?;
         }
     }

@@ -1,8 +1,10 @@
-//! When and how long the monitor checks: [`HealthConfig`]'s cadences, deadlines and limits.
+//! When and how long the monitor checks, and its lifecycle: [`HealthConfig`]'s cadences,
+//! deadlines and limits, its start and its drain.
 
 use std::time::Duration;
 
 use super::{FailDirection, HealthConfig, Zero, check_in_range};
+use crate::shutdown::DrainConfig;
 
 /// The staleness bound of verdicts refreshed every `interval` under `deadline`: three
 /// missed rounds. Saturating, so that no setting can make it panic.
@@ -144,6 +146,20 @@ impl HealthConfig {
     /// Defaults to `false`: started once the first readiness round has completed.
     pub fn startup_waits_for_mark(mut self, waits: bool) -> Self {
         self.startup_waits_for_mark = waits;
+        self
+    }
+
+    /// The settings of the monitor's drain ([`HealthHandle::drain`](crate::HealthHandle::drain)):
+    /// its delay, timeout, policy for ordinary requests, `Connection: close` and
+    /// `Retry-After`. Every monitor has a drain, and every reader of the monitor follows it,
+    /// so a drain cannot be left out of one: starting it (SIGTERM, through
+    /// [`DrainHandle::serve`](crate::DrainHandle::serve)) turns readiness 503 everywhere.
+    ///
+    /// Defaults to [`DrainConfig::new`]; [`from_env`](Self::from_env) reads the
+    /// `TOWER_HEALTH_DRAIN_*` variables. Invalid settings are an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new), naming the `DrainConfig` setter.
+    pub fn drain(mut self, drain: DrainConfig) -> Self {
+        self.drain = drain;
         self
     }
 }

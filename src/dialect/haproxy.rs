@@ -27,7 +27,7 @@ pub(crate) enum AgentState {
     /// Ready and `degraded`, or not ready for less than the debounce
     /// ([`HealthConfig::debounce`](crate::HealthConfig::debounce)): `up ready <degraded weight>%`.
     Degraded,
-    /// The drain the monitor follows has started: `drain`.
+    /// The monitor's drain has started: `drain`.
     Drain,
     /// An operator's hold ([`HealthHandle::hold`](crate::HealthHandle::hold)): `maint`.
     Maint,

@@ -13,11 +13,8 @@ pub struct DrainLayer {
 }
 
 impl DrainLayer {
-    /// A layer counting the requests it sees in `drain`.
-    ///
-    /// The probes follow a drain through their monitor, not through this layer: attach it
-    /// there too ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)), or
-    /// readiness never reports draining.
+    /// A layer counting the requests it sees in `drain`, a monitor's
+    /// ([`HealthHandle::drain`](crate::HealthHandle::drain)): the one its probes follow.
     pub fn new(drain: &DrainHandle) -> Self {
         Self {
             handle: drain.clone(),

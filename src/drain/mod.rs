@@ -1,8 +1,10 @@
 //! Graceful shutdown: stop being routed to before you stop serving.
 //!
-//! A rolling update without failed requests goes in this order, and [`DrainHandle`] drives it:
-//!
-//! [`DrainHandle::serve`] runs the whole sequence around your server:
+//! Every monitor has its drain, made with it ([`HealthHandle::drain`](crate::HealthHandle::drain),
+//! set by [`HealthConfig::drain`](crate::HealthConfig::drain) or the `TOWER_HEALTH_DRAIN_*`
+//! variables), and every reader of the monitor follows it. A rolling update without failed
+//! requests goes in this order, and [`DrainHandle::serve`] runs the whole sequence around
+//! your server:
 //!
 //! 1. SIGTERM arrives ([`DrainHandle::shutdown_signal`]) and the drain starts. Readiness,
 //!    health and pool answer 503 `draining` with `Retry-After`; liveness, startup and ping
@@ -45,16 +47,15 @@
 //! use http::{Request, StatusCode};
 //! use http_body_util::Full;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer};
-//! use tower_health::HealthMonitor;
+//! use tower_health::{DrainConfig, DrainLayer, HealthConfig, HealthLayer, HealthMonitor};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let monitor = HealthMonitor::spawn(HealthConfig::new())?;
-//! let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO))?;
-//! // The monitor follows the drain, so that its probes report it; the drain layer counts
-//! // the application's requests in it.
-//! monitor.follow_drain(&drain);
+//! let config = HealthConfig::new().drain(DrainConfig::new().delay(Duration::ZERO));
+//! let monitor = HealthMonitor::spawn(config)?;
+//! // The monitor's drain: its probes report it, and the drain layer counts the
+//! // application's requests in it.
+//! let drain = monitor.drain();
 //! let health = HealthLayer::new(&monitor);
 //! let drain_layer = DrainLayer::new(&drain);
 //! let app = service_fn(|_request: Request<Full<Bytes>>| async {

@@ -79,9 +79,9 @@ pub(crate) const HEALTH: Reader = Reader {
     ],
 };
 
-/// [`DrainConfig`](crate::DrainConfig).
+/// [`DrainConfig`](crate::DrainConfig): read by `HealthConfig` for its drain.
 pub(crate) const DRAIN: Reader = Reader {
-    what: "DrainConfig",
+    what: "the drain",
     feature: None,
     names: &[
         "TOWER_HEALTH_DRAIN_CONNECTION_CLOSE",
@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn each_list_is_what_its_parser_reads() {
-        asked_by(&HEALTH, &[&KEYS], |env| {
+        asked_by(&HEALTH, &[&KEYS, &DRAIN], |env| {
             let _config = crate::HealthConfig::from_env_snapshot(env).unwrap();
         });
         asked_by(&KEYS, &[], |env| {
@@ -228,7 +228,7 @@ mod tests {
         let expected = [
             ("`HealthConfig::from_env`", &HEALTH),
             ("The keys", &KEYS),
-            ("`DrainConfig::from_env`", &DRAIN),
+            ("The drain, read by `HealthConfig::from_env`", &DRAIN),
             ("`AdminConfig::from_env`", &ADMIN),
             ("`AgentConfig::from_env`", &AGENT),
             ("Every `from_env`", &STRICT),

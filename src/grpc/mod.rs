@@ -36,13 +36,12 @@
 //! use tower_health::grpc::pb::HealthCheckRequest;
 //! use tower_health::grpc::pb::health_server::Health;
 //! use tower_health::grpc::{HealthService, ServingStatus};
-//! use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthMonitor, Probe};
+//! use tower_health::{HealthConfig, HealthMonitor, Probe};
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let health = HealthMonitor::spawn(HealthConfig::new())?;
-//! let drain = DrainHandle::new(DrainConfig::new())?;
-//! health.follow_drain(&drain);
+//! let drain = health.drain();
 //! let grpc = HealthService::new(&health);
 //! grpc.reporter().set_service_status("greeter.v1.Greeter", ServingStatus::Serving);
 //!
@@ -82,17 +81,15 @@
 //! # }
 //! use tonic::transport::Server;
 //! use tower_health::grpc::HealthService;
-//! use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthLayer};
-//! use tower_health::HealthMonitor;
+//! use tower_health::{DrainLayer, HealthConfig, HealthLayer, HealthMonitor};
 //! use tower_layer::Layer;
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let monitor = HealthMonitor::spawn(HealthConfig::from_env()?)?;
-//! let drain = DrainHandle::new(DrainConfig::from_env()?)?;
-//! monitor.follow_drain(&drain);
+//! let drain = monitor.drain();
 //! let health = HealthLayer::new(&monitor);
-//! let drain_layer = DrainLayer::new(&drain);
+//! let drain_layer = DrainLayer::new(drain);
 //! let grpc_health = HealthService::new(&monitor);
 //! grpc_health.reporter().set_serving::<GreeterServer>();
 //!

@@ -26,7 +26,7 @@ use crate::probe::Probe;
 /// # Streams and the shutdown
 ///
 /// `Watch` streams end when the server's graceful shutdown begins, so that they never hold it
-/// open: when the [drain delay](crate::DrainConfig::delay) of the drain the monitor follows has
+/// open: when the [drain delay](crate::DrainConfig::delay) of the monitor's drain has
 /// passed (the moment [`DrainHandle::serve`](crate::DrainHandle::serve) begins the shutdown),
 /// or at [`close_streams`](Self::close_streams), whichever comes first. A client sees its
 /// stream end with `OK`, and retries elsewhere, as the protocol asks.

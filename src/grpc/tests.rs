@@ -13,7 +13,6 @@ use crate::config::{FailDirection, HealthConfig};
 use crate::dialect::grpc::MAX_LISTED;
 use crate::monitor::{test_monitor, test_rounds};
 use crate::probe::Probe;
-use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent};
 use crate::view::Condition;
 
@@ -192,8 +191,7 @@ async fn a_drain_fails_every_service_the_applications_included() {
     let reporter = fixture.service.reporter();
     reporter.set_service_status("greeter.v1.Greeter", Serving);
     fixture.rounds().await;
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    fixture.service.handle().follow_drain(&drain);
+    let drain = fixture.service.handle().drain().clone();
     assert_eq!(fixture.service.status("greeter.v1.Greeter"), Some(Serving));
     drain.start();
     assert_eq!(fixture.statuses(), [Some(NotServing); 5]);

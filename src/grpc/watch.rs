@@ -142,7 +142,7 @@ impl Watcher {
             view,
             ..
         } = self;
-        let drain = shared.handle.drain().cloned();
+        let drain = shared.handle.drain().clone();
         // Set by either branch that ends the stream (an atomic: the stream is `Send` across awaits).
         let ended = AtomicBool::new(false);
         race(
@@ -164,11 +164,8 @@ impl Watcher {
                 let closed = async {
                     _ = closed.wait_for(|closed| *closed).await;
                 };
-                match &drain {
-                    // The moment `DrainHandle::serve` begins the server's graceful shutdown.
-                    Some(drain) => race(closed, drain.delay_elapsed()).await,
-                    None => closed.await,
-                }
+                // The moment `DrainHandle::serve` begins the server's graceful shutdown.
+                race(closed, drain.delay_elapsed()).await;
                 ended.store(true, Ordering::Relaxed);
             },
         )

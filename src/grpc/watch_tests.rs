@@ -18,7 +18,7 @@ use super::{HealthService, ServingStatus};
 type WatchStream = BoxStream<HealthCheckResponse>;
 use crate::config::HealthConfig;
 use crate::monitor::{test_monitor, test_rounds};
-use crate::shutdown::{DrainConfig, DrainHandle};
+use crate::shutdown::DrainConfig;
 use crate::test_helpers::{FakeCheck, FakeComponent};
 
 /// A bound against hanging, not a measurement.
@@ -26,16 +26,19 @@ const LIMIT: Duration = Duration::from_secs(10);
 
 /// The service of a monitor of `database` whose `Watch` streams act on every answer at once.
 fn service(database: &FakeComponent) -> HealthService {
-    debounced(database, Duration::ZERO)
+    configured(database, |config| config)
 }
 
-/// The service of a monitor of `database` with `debounce`.
-fn debounced(database: &FakeComponent, debounce: Duration) -> HealthService {
+/// The service of a monitor of `database`, configured by `set` (no debounce unless it says).
+fn configured(
+    database: &FakeComponent,
+    set: impl FnOnce(HealthConfig) -> HealthConfig,
+) -> HealthService {
     let config = HealthConfig::new()
         .readiness_timeout(Duration::from_secs(10))
-        .debounce(debounce)
+        .debounce(Duration::ZERO)
         .database("default", database.clone());
-    HealthService::new(&test_monitor(config))
+    HealthService::new(&test_monitor(set(config)))
 }
 
 async fn watch(service: &HealthService, name: &str) -> WatchStream {
@@ -89,7 +92,11 @@ async fn a_watch_sends_each_change_once() {
 async fn a_watch_waits_out_the_debounce_before_not_serving() {
     let debounce = Duration::from_millis(300);
     let database = FakeComponent::new(FakeCheck::Ready);
-    let service = debounced(&database, debounce);
+    let service = configured(&database, |config| {
+        config
+            .debounce(debounce)
+            .drain(DrainConfig::new().timeout(LIMIT))
+    });
     let handle = service.handle().clone();
     let mut ready = watch(&service, "").await;
     let mut default = watch(&service, "database/default").await;
@@ -116,9 +123,7 @@ async fn a_watch_waits_out_the_debounce_before_not_serving() {
     );
     assert_eq!(next(&mut default).await, Some(Wire::Serving));
 
-    let drain = DrainHandle::new(DrainConfig::new().timeout(LIMIT)).unwrap();
-    handle.follow_drain(&drain);
-    drain.start();
+    handle.drain().start();
     assert_eq!(
         next(&mut ready).await,
         Some(Wire::NotServing),
@@ -129,7 +134,9 @@ async fn a_watch_waits_out_the_debounce_before_not_serving() {
 #[tokio::test]
 async fn a_watch_keeps_serving_through_failed_rounds_shorter_than_the_debounce() {
     let database = FakeComponent::new(FakeCheck::Ready);
-    let service = debounced(&database, Duration::from_secs(3600));
+    let service = configured(&database, |config| {
+        config.debounce(Duration::from_secs(3600))
+    });
     let handle = service.handle().clone();
     let mut streams = Vec::new();
     for name in ["", "database/default"] {
@@ -156,10 +163,9 @@ async fn a_watch_keeps_serving_through_failed_rounds_shorter_than_the_debounce()
 
 #[tokio::test]
 async fn a_watch_of_a_process_that_never_passed_is_not_debounced() {
-    let service = debounced(
-        &FakeComponent::new(FakeCheck::Refused),
-        Duration::from_secs(3600),
-    );
+    let service = configured(&FakeComponent::new(FakeCheck::Refused), |config| {
+        config.debounce(Duration::from_secs(3600))
+    });
     let handle = service.handle().clone();
     let mut ready = watch(&service, "").await;
     assert_eq!(next(&mut ready).await, Some(Wire::Unknown));
@@ -199,12 +205,13 @@ async fn an_unknown_service_stays_open_until_it_appears() {
 
 #[tokio::test]
 async fn streams_get_not_serving_at_the_drain_and_end_when_the_shutdown_begins() {
-    let service = service(&FakeComponent::new(FakeCheck::Ready));
+    let delay = Duration::from_millis(50);
+    let service = configured(&FakeComponent::new(FakeCheck::Ready), |config| {
+        config.drain(DrainConfig::new().delay(delay).timeout(LIMIT))
+    });
     let handle = service.handle().clone();
     test_rounds(&handle).await;
-    let delay = Duration::from_millis(50);
-    let drain = DrainHandle::new(DrainConfig::new().delay(delay).timeout(LIMIT)).unwrap();
-    handle.follow_drain(&drain);
+    let drain = handle.drain().clone();
     let mut streams = Vec::new();
     for name in ["", "database/default", "nope"] {
         let mut stream = watch(&service, name).await;

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | ready, healthy | `up ready 100%` | serves it at its full configured weight |
 //! | ready, `degraded` | `up ready 50%` ([`AgentConfig::degraded_weight`]) | keeps serving it, with a smaller share of new sessions |
-//! | draining ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)) | `drain` | sends it no new sessions; those open finish |
+//! | draining ([`HealthHandle::drain`](crate::HealthHandle::drain)) | `drain` | sends it no new sessions; those open finish |
 //! | held ([`HealthHandle::hold`](crate::HealthHandle::hold)) | `maint` | sends it nothing at all (`MAINT` on the stats page) |
 //! | not ready for less than the [debounce](crate::HealthConfig::debounce) (4 s by default) | `up ready 50%` | keeps serving it, with a smaller share, while its HTTP check (which debounces) decides |
 //! | not ready for longer (a database, a panicked round); at once with no verdict yet, a stale verdict, or a process that has not passed since it started | `down ready` | marks it `DOWN (agent)` |

@@ -38,8 +38,7 @@ pub struct AgentServer {
 impl AgentServer {
     /// An agent answering from the view of `health`'s monitor (started once with
     /// [`HealthMonitor::spawn`](crate::HealthMonitor::spawn), and read by the layers too). It
-    /// says `drain` once the drain the monitor follows starts (see
-    /// [`HealthHandle::follow_drain`]).
+    /// says `drain` once the monitor's drain starts ([`HealthHandle::drain`]).
     pub fn new(config: AgentConfig, health: &HealthHandle) -> Self {
         Self {
             config,

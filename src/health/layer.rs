@@ -4,8 +4,8 @@ use tower_layer::Layer;
 
 use super::Health;
 use super::reader::Reader;
-use crate::HealthConfig;
 use crate::access::AccessKeys;
+use crate::config::HealthConfig;
 use crate::config::{Details, NoCache};
 use crate::monitor::HealthHandle;
 

@@ -60,7 +60,7 @@ where
                 &mut self.inner,
                 request,
                 WhenBusy::shed(reader.shed_load),
-                reader.handle.drain().map_or(Count::No, Count::WhileQueued),
+                Count::WhileQueued(reader.handle.drain()),
                 reader.fails_health_checks(),
             ),
         }

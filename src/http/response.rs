@@ -18,7 +18,6 @@ use crate::dialect::kube::Moment;
 use crate::http::request::{BodyMode, Form, Freshness};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
-use crate::shutdown::DrainHandle;
 use crate::verdict::{Audience, ReadinessVerdict};
 use crate::view::published::{Published, Verdict};
 use crate::view::{Condition, Reads};
@@ -130,7 +129,7 @@ fn group_answer(
         };
         if form != Form::Json {
             let moment = Moment {
-                draining: is_draining(health),
+                draining: health.drain().is_draining(),
                 stale: published.is_stale(judgement.now),
             };
             return group
@@ -140,8 +139,7 @@ fn group_answer(
         let variants = group.for_audience(audience);
         match answer.condition {
             Condition::Draining => {
-                let retry_after = health.drain().map(DrainHandle::retry_after);
-                let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
+                let extra = Some((header::RETRY_AFTER, health.drain().retry_after()));
                 variants.draining.response_aged(mode, 0, extra)
             }
             Condition::Stale => variants.stale.response(mode),
@@ -165,7 +163,7 @@ fn kube_answer(
 ) -> Response<ProbeBody> {
     let judgement = health.judge(probe);
     let moment = |stale: bool| Moment {
-        draining: is_draining(health),
+        draining: health.drain().is_draining(),
         stale,
     };
     let passing = judgement.passing;
@@ -195,9 +193,8 @@ fn answer(
 ) -> ProbeResponse {
     let judgement = health.judge(probe);
     let (condition, now) = (judgement.condition, judgement.now);
-    let drain = health.drain();
     let respond = |published: &dyn Rendered| {
-        published.respond(health, condition, now, drain, freshness, audience, mode)
+        published.respond(health, condition, now, freshness, audience, mode)
     };
     ProbeResponse::ready(match &judgement.read {
         Reads::Nothing if probe == Probe::Ping => PING.response(mode),
@@ -240,28 +237,14 @@ fn fresh_response(
             _ => Reads::Health(&fresh.health),
         };
         let now = Instant::now();
-        let draining = || is_draining(&health);
+        let draining = || health.drain().is_draining();
         let (condition, ..) = read.judge(probe, draining, || health.is_started(), now);
         let published: &dyn Rendered = match &read {
             Reads::Pool(published) => &***published,
             _ => &*fresh.health,
         };
-        let drain = health.drain();
-        published.respond(
-            &health,
-            condition,
-            now,
-            drain,
-            Freshness::Bypass,
-            audience,
-            mode,
-        )
+        published.respond(&health, condition, now, Freshness::Bypass, audience, mode)
     }))
-}
-
-/// Whether the drain `health`'s monitor follows has started.
-fn is_draining(health: &HealthHandle) -> bool {
-    health.drain().is_some_and(DrainHandle::is_draining)
 }
 
 /// A published verdict of any kind, as the JSON answers read it.
@@ -269,13 +252,11 @@ trait Rendered {
     /// The response to a probe whose answer `condition` decided at `now`, from this verdict:
     /// its rendered variant for that condition, `Retry-After` with a drain's, its age in the
     /// bodies that carry one.
-    #[allow(clippy::too_many_arguments)]
     fn respond(
         &self,
         health: &HealthHandle,
         condition: Condition,
         now: Instant,
-        drain: Option<&DrainHandle>,
         freshness: Freshness,
         audience: Audience,
         mode: BodyMode,
@@ -288,12 +269,11 @@ impl<V: Verdict> Rendered for Published<V> {
         health: &HealthHandle,
         condition: Condition,
         now: Instant,
-        drain: Option<&DrainHandle>,
         freshness: Freshness,
         audience: Audience,
         mode: BodyMode,
     ) -> Response<ProbeBody> {
-        let variant = Variant::of(condition, freshness, drain.map(DrainHandle::retry_after));
+        let variant = Variant::of(condition, freshness, health.drain().retry_after());
         with_rendered(health, self, |rendered| {
             let variants = rendered.for_audience(audience);
             let (rendered, retry_after) = match variant {
@@ -328,14 +308,14 @@ pub(crate) enum Variant<'a> {
 }
 
 impl<'a> Variant<'a> {
-    /// The response for a decided `condition`; `retry_after` goes with a drain's.
+    /// The response for a decided `condition`; `retry_after` is the drain's.
     pub(crate) fn of(
         condition: Condition,
         freshness: Freshness,
-        retry_after: Option<&'a HeaderValue>,
+        retry_after: &'a HeaderValue,
     ) -> Self {
         match (condition, freshness) {
-            (Condition::Draining, _) => retry_after.map_or(Self::Published, Self::Draining),
+            (Condition::Draining, _) => Self::Draining(retry_after),
             (Condition::Stale, _) => Self::Stale,
             (
                 Condition::Verdict | Condition::Held | Condition::Unavailable | Condition::Starting,

@@ -9,12 +9,11 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::Respond;
-use crate::HealthHandle;
 use crate::config::HealthConfig;
 use crate::http::request::{BodyMode, Freshness};
+use crate::monitor::HealthHandle;
 use crate::monitor::testing::{conditions, goes_stale_soon, monitor, rounds, until_stale};
 use crate::probe::Probe;
-use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, read};
 use crate::verdict::Audience;
 use crate::view::{Condition, View};
@@ -68,8 +67,7 @@ async fn http_agrees_with_the_view_before_the_first_round_healthy_held_and_drain
     http_agrees_with_the_view(&handle, &view, "held").await;
     handle.release();
 
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    handle.follow_drain(&drain);
+    let drain = handle.drain().clone();
     drain.start();
     let view = handle.view();
     assert_eq!(conditions(&view), [Condition::Draining; 3]);

@@ -18,7 +18,6 @@ use crate::component::ComponentSpec;
 use crate::config::{HealthConfig, HealthGroup};
 use crate::metrics::OpenTelemetry;
 use crate::monitor::{HealthHandle, test_monitor as monitor, test_rounds as rounds};
-use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent};
 
 /// One database and one component.
@@ -335,8 +334,7 @@ async fn a_refusal_a_hold_and_a_drain_show_at_the_next_collection() {
     handle.release();
 
     // The drain starts without a publication: the next collection shows it.
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    handle.follow_drain(&drain);
+    let drain = handle.drain().clone();
     assert_eq!(sdk.collect()["tower_health_draining"], "0");
     drain.start();
     let draining = sdk.collect();
@@ -417,8 +415,7 @@ async fn the_same_series_as_the_exposition() {
     assert_eq!(sdk.collect(), exposition(&prometheus), "refused");
     handle.hold("maintenance");
     assert_eq!(sdk.collect(), exposition(&prometheus), "held");
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    handle.follow_drain(&drain);
+    let drain = handle.drain().clone();
     drain.start();
     assert_eq!(sdk.collect(), exposition(&prometheus), "draining");
     handle.state().set_monitor_running(false);

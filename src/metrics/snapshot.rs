@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use crate::check::CheckErrorKind;
 use crate::monitor::HealthHandle;
-use crate::shutdown::DrainHandle;
 use crate::view::{Stale, View};
 
 /// The view and the monitor's counters, read once.
@@ -71,7 +70,7 @@ impl Snapshot {
     /// shows fresh has gone stale (a stuck monitor publishes nothing).
     pub(super) fn is_current(&self, health: &HealthHandle) -> bool {
         self.generation == health.state().store.generation()
-            && (self.view.draining || !health.drain().is_some_and(DrainHandle::is_draining))
+            && (self.view.draining || !health.drain().is_draining())
             && (self.view.next_stale_at).is_none_or(|until| Instant::now() <= until)
     }
 }

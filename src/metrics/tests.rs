@@ -12,7 +12,6 @@ use crate::config::{HealthConfig, HealthGroup};
 use crate::http::request::BodyMode;
 use crate::metrics::HealthMetrics;
 use crate::monitor::{HealthHandle, test_monitor as monitor, test_rounds as rounds};
-use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::verdict::{FleetGuard, Fraction, Member, Standing};
 use crate::view::View;
@@ -350,8 +349,7 @@ async fn refused_then_held_then_draining() {
     assert_eq!(value(&released, "tower_health_held"), "0");
 
     // The drain starts without a publication: the exposition follows at once.
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    handle.follow_drain(&drain);
+    let drain = handle.drain().clone();
     check(&metrics, &handle);
     drain.start();
     let draining = check(&metrics, &handle);
@@ -440,8 +438,7 @@ async fn the_fleet_guard_s_keep_every_line() {
         family("0")
     );
 
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    handle.follow_drain(&drain);
+    let drain = handle.drain().clone();
     drain.start();
     let draining = guarded("a");
     assert!(draining.view.readiness.is_kept_by_fleet_guard());

@@ -131,29 +131,16 @@ impl HealthHandle {
         self.state.store.startup.is_started()
     }
 
-    /// Makes every reader of this monitor (its layers, the admin server, gRPC, metrics)
-    /// follow `drain`: readiness, health and pool answer 503 `draining` once it starts. The
-    /// one way a drain is attached; on a tower stack, count the application's requests in the
-    /// same drain with a [`DrainLayer::new(&drain)`](crate::DrainLayer::new) below the
-    /// [`HealthLayer`](crate::HealthLayer).
-    ///
-    /// One process drains once: a monitor follows one drain for its life. Returns whether it
-    /// follows `drain` (attached now, or already); `false` when it already follows a
-    /// different drain, which it keeps following (logged at error level).
-    pub fn follow_drain(&self, drain: &DrainHandle) -> bool {
-        let follows = self.state.store.follow_drain(drain).same_drain(drain);
-        if !follows {
-            tracing::error!(
-                "this health monitor already follows another drain: it keeps following that one"
-            );
-        }
-        follows
-    }
-
-    /// The drain this monitor follows, if one was attached.
+    /// The monitor's drain, which every reader of it follows (its layers, the admin server,
+    /// gRPC, the HAProxy agent, metrics): once it starts, readiness, health and pool answer
+    /// 503 `draining`. Made with the monitor from
+    /// [`HealthConfig::drain`](crate::HealthConfig::drain); start it with
+    /// [`DrainHandle::serve`] (on SIGTERM) or [`DrainHandle::start`], and count the
+    /// application's requests in it with [`DrainLayer::new`](crate::DrainLayer::new) below the
+    /// [`HealthLayer`](crate::HealthLayer) (`HealthLayer::around` does it for an axum app).
     #[must_use]
     #[inline]
-    pub fn drain(&self) -> Option<&DrainHandle> {
+    pub fn drain(&self) -> &DrainHandle {
         self.state.store.drain()
     }
 
@@ -206,42 +193,23 @@ impl fmt::Debug for HealthHandle {
 
 #[cfg(test)]
 mod tests {
-    use crate::shutdown::{DrainConfig, DrainHandle};
-    use crate::test_helpers::logged;
-    use crate::{HealthConfig, HealthMonitor};
+    use std::time::Duration;
+
+    use crate::{DrainConfig, HealthConfig, HealthMonitor};
 
     #[test]
-    fn a_monitor_follows_one_drain() {
-        let (health, _monitor) = HealthMonitor::new(HealthConfig::new()).unwrap();
-        assert!(health.drain().is_none());
-        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-        assert!(health.follow_drain(&drain));
-        // Again, or through another handle on either: the same drain.
-        let (other_health, other_drain) = (health.clone(), drain.clone());
-        assert!(other_health.follow_drain(&other_drain));
+    fn every_monitor_has_its_drain_made_from_its_configuration() {
+        let config = HealthConfig::new().drain(DrainConfig::new().delay(Duration::from_secs(7)));
+        let (health, _monitor) = HealthMonitor::new(config).unwrap();
+        assert_eq!(health.drain().config().delay, Duration::from_secs(7));
         assert!(
-            health
-                .drain()
-                .is_some_and(|followed| followed.same_drain(&drain))
+            health.clone().drain().same_drain(health.drain()),
+            "every handle on the monitor has the one drain"
         );
-    }
-
-    #[test]
-    fn a_second_drain_is_refused() {
-        let (health, _monitor) = HealthMonitor::new(HealthConfig::new()).unwrap();
-        let first = DrainHandle::new(DrainConfig::new()).unwrap();
-        assert!(health.follow_drain(&first));
-        let mut refused = true;
-        let logged = logged(|| {
-            refused = !health.follow_drain(&DrainHandle::new(DrainConfig::new()).unwrap());
-        });
-        assert!(refused);
-        assert!(logged.contains("already follows another drain"), "{logged}");
+        let (other, _monitor) = HealthMonitor::new(HealthConfig::new()).unwrap();
         assert!(
-            health
-                .drain()
-                .is_some_and(|followed| followed.same_drain(&first)),
-            "the first drain stays"
+            !other.drain().same_drain(health.drain()),
+            "another monitor's is another drain"
         );
     }
 }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::HealthMonitor;
 use crate::check::{CheckFuture, CheckReport, DatabaseCheck, PoolStats};
 use crate::config::HealthConfig;
+use crate::monitor::runner::HealthMonitor;
 use crate::probe::Probe;
 use crate::verdict::Status;
 use crate::view::Condition;

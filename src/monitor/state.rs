@@ -16,6 +16,7 @@ use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
 use super::slot::CheckSlot;
 use super::spawner::Spawner;
 use crate::config::{HealthConfig, stale_bound};
+use crate::shutdown::DrainHandle;
 use crate::verdict::{
     CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
@@ -105,9 +106,9 @@ impl Source for MonitorState {
         self.store.changes()
     }
 
-    fn drain_started(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
-        let drain = self.store.drain()?.clone();
-        Some(Box::pin(async move { drain.started().await }))
+    fn drain_started(&self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let drain = self.store.drain().clone();
+        Box::pin(async move { drain.started().await })
     }
 }
 
@@ -179,6 +180,7 @@ impl MonitorState {
             placeholders(&config, NO_ROUND_YET, false),
             config.startup_waits_for_mark,
             known(&config),
+            DrainHandle::new(config.drain.clone()),
         );
         Self {
             config,

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use super::HealthHandle;
 use super::rounds::Cadence;
-use crate::HealthMonitor;
 use crate::config::HealthConfig;
+use crate::monitor::runner::HealthMonitor;
 use crate::probe::Probe;
 use crate::test_helpers::FakeCheck;
 use crate::view::{Condition, View, ViewWatch};

@@ -29,15 +29,23 @@ impl FromStr for DrainPolicy {
     }
 }
 
-/// Settings of a drain: how long to keep taking traffic, how long to wait for in-flight work,
-/// and what to do with requests meanwhile.
+/// Settings of a monitor's drain: how long to keep taking traffic, how long to wait for
+/// in-flight work, and what to do with requests meanwhile. Given to
+/// [`HealthConfig::drain`](crate::HealthConfig::drain); [`HealthConfig::from_env`](crate::HealthConfig::from_env)
+/// reads them from the `TOWER_HEALTH_DRAIN_*` variables listed with the others in [the
+/// environment table](crate::config#the-drain-read-by-healthconfigfrom_env).
 ///
-/// [`DrainConfig::from_env`] reads the `TOWER_HEALTH_DRAIN_*` variables listed with the others
-/// in [the environment table](crate::config#drainconfigfrom_env).
+/// ```
+/// use std::time::Duration;
+/// use tower_health::{DrainConfig, HealthConfig};
+///
+/// let config = HealthConfig::new().drain(DrainConfig::new().delay(Duration::from_secs(10)));
+/// # let _ = config;
+/// ```
 ///
 /// The setters never fail: the first invalid value one is given is kept aside, the setting
-/// left as it was, and [`DrainHandle::new`](crate::DrainHandle::new), where the settings are
-/// used, returns it.
+/// left as it was, and [`HealthMonitor::new`](crate::HealthMonitor::new), where the
+/// monitor's settings are checked, returns it.
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct DrainConfig {
@@ -47,7 +55,7 @@ pub struct DrainConfig {
     pub(crate) connection_close: bool,
     pub(crate) retry_after: Duration,
     /// The first invalid value a setter was given, for
-    /// [`DrainHandle::new`](crate::DrainHandle::new) to return.
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new) to return.
     pub(crate) error: FirstError,
 }
 
@@ -81,7 +89,7 @@ impl DrainConfig {
     ///
     /// A `delay` neither zero nor from 1 ms to 1 year (see
     /// [durations](crate::config#durations)) is an error of
-    /// [`DrainHandle::new`](crate::DrainHandle::new), as is a delay not shorter than the
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new), as is a delay not shorter than the
     /// [`timeout`](Self::timeout).
     pub fn delay(mut self, delay: Duration) -> Self {
         if self
@@ -101,7 +109,7 @@ impl DrainConfig {
     ///
     /// A `timeout` shorter than 1 ms (zero included) or longer than 1 year (see
     /// [durations](crate::config#durations)) is an error of
-    /// [`DrainHandle::new`](crate::DrainHandle::new), as is a timeout not longer than the
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new), as is a timeout not longer than the
     /// [`delay`](Self::delay): in-flight requests would get no time to finish.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         if self.error.passes(check_in_range(
@@ -137,7 +145,7 @@ impl DrainConfig {
     ///
     /// A `retry_after` neither zero nor from 1 ms to 1 year (see
     /// [durations](crate::config#durations)) is an error of
-    /// [`DrainHandle::new`](crate::DrainHandle::new).
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub fn retry_after(mut self, retry_after: Duration) -> Self {
         if self.error.passes(check_in_range(
             "DrainConfig::retry_after",
@@ -148,8 +156,6 @@ impl DrainConfig {
         }
         self
     }
-
-    define_env_constructors!("the table above");
 
     pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
@@ -181,7 +187,7 @@ impl DrainConfig {
 
     /// The settings' one error: the first invalid value a setter was given, then a timeout
     /// not longer than the delay (charged to the timeout). Checked once, by
-    /// [`DrainHandle::new`](crate::DrainHandle::new).
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub(crate) fn checked(&self) -> Result<(), ConfigError> {
         self.error.check()?;
         match self.timeout_not_after_delay() {
@@ -215,11 +221,21 @@ impl DrainConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::DrainHandle;
+    use crate::{HealthConfig, HealthMonitor};
+
+    /// The drain's settings as `HealthConfig::from_vars` reads them.
+    fn from_vars<const N: usize>(vars: [(&str, &str); N]) -> Result<DrainConfig, ConfigError> {
+        HealthConfig::from_vars(vars).map(|config| config.drain)
+    }
+
+    /// The error the monitor's one fallible point returns for `drain`.
+    fn monitor_error(drain: DrainConfig) -> ConfigError {
+        HealthMonitor::new(HealthConfig::new().drain(drain)).expect_err("the settings are refused")
+    }
 
     #[test]
     fn from_vars_reads_every_setting() {
-        let config = DrainConfig::from_vars([
+        let config = from_vars([
             ("TOWER_HEALTH_DRAIN_DELAY", "0s"),
             ("TOWER_HEALTH_DRAIN_TIMEOUT", "45s"),
             ("TOWER_HEALTH_DRAIN_POLICY", "reject"),
@@ -243,7 +259,7 @@ mod tests {
             ("TOWER_HEALTH_DRAIN_CONNECTION_CLOSE", "maybe"),
             ("TOWER_HEALTH_DRAIN_RETRY_AFTER", "0s"),
         ] {
-            let error = DrainConfig::from_vars([(variable, value)]).unwrap_err();
+            let error = from_vars([(variable, value)]).unwrap_err();
             assert_eq!((error.variable(), error.value()), (variable, value));
         }
     }
@@ -255,27 +271,27 @@ mod tests {
             ("TOWER_HEALTH_DRAIN_TIMEOUT", "1000000000000000s"),
             ("TOWER_HEALTH_DRAIN_RETRY_AFTER", "2y"),
         ] {
-            let error = DrainConfig::from_vars([(variable, value)]).unwrap_err();
+            let error = from_vars([(variable, value)]).unwrap_err();
             assert_eq!((error.variable(), error.value()), (variable, value));
         }
     }
 
     #[test]
-    fn a_timeout_longer_than_a_year_is_the_handles_error() {
+    fn a_timeout_longer_than_a_year_is_the_monitors_error() {
         let config = DrainConfig::new().timeout(Duration::MAX);
         assert_eq!(
             config.timeout,
             Duration::from_secs(20),
             "the old value kept"
         );
-        let error = DrainHandle::new(config).unwrap_err();
+        let error = monitor_error(config);
         assert_eq!(error.variable(), "DrainConfig::timeout");
         assert_eq!(error.reason(), "must be from 1ms to 1year");
     }
 
     #[test]
-    fn a_delay_longer_than_a_year_is_the_handles_error() {
-        let error = DrainHandle::new(DrainConfig::new().delay(Duration::MAX)).unwrap_err();
+    fn a_delay_longer_than_a_year_is_the_monitors_error() {
+        let error = monitor_error(DrainConfig::new().delay(Duration::MAX));
         assert_eq!(error.variable(), "DrainConfig::delay");
         assert_eq!(error.reason(), "must be zero or from 1ms to 1year");
     }
@@ -286,7 +302,7 @@ mod tests {
             .retry_after(Duration::from_micros(1))
             .delay(Duration::MAX)
             .timeout(Duration::ZERO);
-        let error = DrainHandle::new(config).unwrap_err();
+        let error = monitor_error(config);
         assert_eq!(
             error.to_string(),
             r#"DrainConfig::retry_after="1µs": must be zero or from 1ms to 1year"#
@@ -294,9 +310,9 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_not_longer_than_the_delay_is_the_handles_error() {
+    fn a_timeout_not_longer_than_the_delay_is_the_monitors_error() {
         for delay in [Duration::from_secs(20), Duration::from_secs(30)] {
-            let error = DrainHandle::new(DrainConfig::new().delay(delay)).unwrap_err();
+            let error = monitor_error(DrainConfig::new().delay(delay));
             assert_eq!(
                 (error.variable(), error.value()),
                 ("DrainConfig::timeout", "20s")
@@ -308,19 +324,20 @@ mod tests {
                 "{error}"
             );
         }
-        let handle = DrainHandle::new(
-            DrainConfig::new()
-                .delay(Duration::from_secs(30))
-                .timeout(Duration::from_secs(31)),
+        let config = DrainConfig::new()
+            .delay(Duration::from_secs(30))
+            .timeout(Duration::from_secs(31));
+        assert!(
+            config.checked().is_ok(),
+            "the order of the setters does not matter"
         );
-        assert!(handle.is_ok(), "the order of the setters does not matter");
     }
 
     #[test]
     fn timeout_must_exceed_delay() {
-        let error = DrainConfig::from_vars([("TOWER_HEALTH_DRAIN_DELAY", "30s")]).unwrap_err();
+        let error = from_vars([("TOWER_HEALTH_DRAIN_DELAY", "30s")]).unwrap_err();
         assert_eq!(error.variable(), "TOWER_HEALTH_DRAIN_DELAY");
-        let error = DrainConfig::from_vars([
+        let error = from_vars([
             ("TOWER_HEALTH_DRAIN_DELAY", "10s"),
             ("TOWER_HEALTH_DRAIN_TIMEOUT", "10s"),
         ])

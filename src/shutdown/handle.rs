@@ -13,13 +13,20 @@ const RECHECK: Duration = Duration::from_millis(50);
 
 use super::DrainConfig;
 use super::in_flight::{InFlight, InFlightGuard};
-use crate::config::ConfigError;
 
-/// The shared drain state: start the drain, see where it stands, wait for it to finish.
+/// A monitor's drain: start it, see where it stands, wait for it to finish.
 ///
-/// Cheap to clone; give the same handle to [`DrainLayer`](crate::DrainLayer),
-/// [`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain) and anything else that
-/// should know.
+/// Every monitor has one, made with it from its configuration's
+/// [`HealthConfig::drain`](crate::HealthConfig::drain) settings, and every reader of the
+/// monitor (its layers, the admin server, gRPC, the HAProxy agent, metrics) follows it: get
+/// it with [`HealthHandle::drain`](crate::HealthHandle::drain). There is no other way to make
+/// one, so no reader can follow a drain the monitor does not. Cheap to clone; count the
+/// application's requests in it with [`DrainLayer::new`](crate::DrainLayer::new).
+///
+/// ```compile_fail
+/// // A drain is a monitor's: this does not compile.
+/// let drain = tower_health::DrainHandle::new(tower_health::DrainConfig::new());
+/// ```
 ///
 /// See the [module docs](crate::drain) for an example.
 #[derive(Clone)]
@@ -59,20 +66,11 @@ impl Drained {
 }
 
 impl DrainHandle {
-    /// A handle with the given settings; no drain has started.
-    ///
-    /// The drain's one fallible point: its settings are checked here, once.
-    ///
-    /// # Errors
-    ///
-    /// The first invalid value a [`DrainConfig`] setter was given, naming the setter; then a
-    /// drain timeout not longer than the drain delay (charged to `DrainConfig::timeout`):
-    /// in-flight requests would get no time to finish once the server stops accepting new
-    /// ones.
-    pub fn new(config: DrainConfig) -> Result<Self, ConfigError> {
-        config.checked()?;
+    /// The drain of a monitor whose configuration was checked (the monitor's one fallible
+    /// point checks [`DrainConfig`] with the rest); no drain has started.
+    pub(crate) fn new(config: DrainConfig) -> Self {
         let retry_after = HeaderValue::from(config.retry_after_secs());
-        Ok(Self {
+        Self {
             state: Arc::new(DrainState {
                 config,
                 retry_after,
@@ -82,7 +80,7 @@ impl DrainHandle {
                 in_flight: InFlight::new(),
                 started: Notify::new(),
             }),
-        })
+        }
     }
 
     /// Starts the drain: from now on readiness, health and pool answer 503 `draining`.
@@ -216,7 +214,8 @@ impl DrainHandle {
     ///
     /// ```no_run
     /// # async fn run(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
-    /// # let drain = tower_health::DrainHandle::new(Default::default()).unwrap();
+    /// # let health = tower_health::HealthMonitor::spawn(Default::default()).unwrap();
+    /// let drain = health.drain();
     /// let server = axum::serve(listener, app).with_graceful_shutdown(drain.shutdown_signal());
     /// tokio::select! {
     ///     result = server => result?,
@@ -237,6 +236,7 @@ impl DrainHandle {
     }
 
     /// Whether `other` is a handle on the same drain.
+    #[cfg(test)]
     pub(crate) fn same_drain(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.state, &other.state)
     }

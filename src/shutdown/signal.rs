@@ -31,10 +31,11 @@ impl DrainHandle {
     ///
     /// ```no_run
     /// # async fn run(listener: tokio::net::TcpListener, app: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
-    /// use tower_health::{DrainConfig, DrainHandle};
+    /// use tower_health::{HealthConfig, HealthMonitor};
     ///
-    /// let drain = DrainHandle::new(DrainConfig::from_env()?)?;
-    /// let drained = drain
+    /// let health = HealthMonitor::spawn(HealthConfig::from_env()?)?;
+    /// let drained = health
+    ///     .drain()
     ///     .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
     ///     .await?;
     /// assert!(drained.is_clean(), "{} requests abandoned", drained.abandoned);
@@ -149,7 +150,6 @@ mod tests {
                 .delay(Duration::from_millis(10))
                 .timeout(Duration::from_millis(200)),
         )
-        .unwrap()
     }
 
     async fn bounded<F: Future>(future: F) -> F::Output {

@@ -8,7 +8,7 @@
 //! | [keys](Keys) | the admin keys | none | the agent answers everyone the same line; HAProxy sends no credentials |
 //! | binding off loopback | refused without an operator key | allowed | off loopback, the admin server's `/health` and controls need a key; the agent says a word and a weight, and a reason only under `details = always` |
 //! | [details](DetailsDefault) by default | the readers' ([`HealthConfig::details`](crate::HealthConfig::details)) | `never` | a port with no keys, possibly bound off loopback, shows reasons only when asked to |
-//! | [close](Close) | when the drain it follows ends | on shutdown only | the admin server answers liveness until the drain ends; the agent keeps saying `drain` to an HAProxy that has not asked since the drain began |
+//! | [close](Close) | when its monitor's drain ends | on shutdown only | the admin server answers liveness until the drain ends; the agent keeps saying `drain` to an HAProxy that has not asked since the drain began |
 //! | grace before the first answer | 100 ms for a request head | 100 ms for the task to begin writing | both: time for a client on a loaded machine |
 //! | grace after an answer | none | 100 ms | a keep-alive client between requests has nothing in flight; the agent's client must read its line before a close can reset it |
 //! | write timeout by default | 10 s | 1 s | answers of kilobytes against one line that any socket buffer holds |
@@ -89,8 +89,8 @@ pub(crate) enum Keys {
     )
 )]
 pub(crate) enum Close {
-    /// Also once the drain its monitor follows is over
-    /// ([`HealthHandle::follow_drain`](crate::HealthHandle::follow_drain)).
+    /// Also once its monitor's drain is over
+    /// ([`HealthHandle::drain`](crate::HealthHandle::drain)).
     WhenDrained,
     /// Only on shutdown.
     OnShutdown,

@@ -18,9 +18,6 @@ use super::{StallWatch, WriteTimeout};
 use crate::monitor::HealthHandle;
 use crate::util::race;
 
-/// How often a server started before its monitor had a drain looks for one.
-const DRAIN_LOOKUP_INTERVAL: Duration = Duration::from_millis(100);
-
 /// How long the accept loop waits after an accept fails (out of file descriptors and the
 /// like) instead of spinning.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -73,20 +70,13 @@ struct Limits {
 }
 
 /// Resolves when the server is to close: once `stop` says so or its sender is dropped, or,
-/// under [`Close::WhenDrained`], once the drain `health` follows is over (the drain may be
-/// attached after the server started).
+/// under [`Close::WhenDrained`], once the drain of `health`'s monitor is over.
 async fn closing(close: Close, health: HealthHandle, mut stop: watch::Receiver<bool>) {
     let drained = async {
         match close {
             Close::OnShutdown => std::future::pending().await,
             Close::WhenDrained => {
-                let drain = loop {
-                    if let Some(drain) = health.drain() {
-                        break drain.clone();
-                    }
-                    tokio::time::sleep(DRAIN_LOOKUP_INTERVAL).await;
-                };
-                drain.drained().await;
+                health.drain().drained().await;
             }
         }
     };
@@ -168,7 +158,7 @@ mod tests {
     use std::task::Context;
 
     use super::*;
-    use crate::{DrainConfig, DrainHandle, HealthConfig, HealthMonitor};
+    use crate::{HealthConfig, HealthMonitor};
 
     /// Whether `future` has resolved, polled once now.
     fn resolved(future: std::pin::Pin<&mut impl Future<Output = ()>>) -> bool {
@@ -177,8 +167,8 @@ mod tests {
             .is_ready()
     }
 
-    /// The close rule: under `WhenDrained` (the admin server) the end of a drain attached
-    /// after the start closes; under `OnShutdown` (the agent) only the handle does.
+    /// The close rule: under `WhenDrained` (the admin server) the end of the monitor's drain
+    /// closes; under `OnShutdown` (the agent) only the handle does.
     #[tokio::test(start_paused = true)]
     async fn the_admin_server_closes_when_the_drain_ends_the_agent_on_shutdown_only() {
         let health = HealthMonitor::spawn(HealthConfig::new()).unwrap();
@@ -187,10 +177,8 @@ mod tests {
         let mut agent = pin!(closing(Close::OnShutdown, health.clone(), stopped));
         assert!(!resolved(admin.as_mut()) && !resolved(agent.as_mut()));
 
-        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-        assert!(health.follow_drain(&drain));
-        assert!(drain.start());
-        // Paused time: the lookups and the drain's end come at once.
+        assert!(health.drain().start());
+        // Paused time: the drain's end comes at once.
         admin.await;
         tokio::time::advance(Duration::from_secs(3600)).await;
         assert!(

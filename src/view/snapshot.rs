@@ -23,7 +23,7 @@ pub struct View {
     pub readiness: Arc<ReadinessVerdict>,
     /// The pool verdict published last.
     pub pool: Arc<PoolVerdict>,
-    /// Whether the drain the monitor follows has started.
+    /// Whether the monitor's drain has started.
     pub draining: bool,
     /// The reason of the operator's hold, while one is in place.
     pub held: Option<Arc<str>>,

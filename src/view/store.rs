@@ -1,5 +1,5 @@
 //! What the monitor publishes, in the one place that only the monitor writes: the three
-//! verdicts, and the lifecycle every answer also depends on (the drain followed, the start,
+//! verdicts, and the lifecycle every answer also depends on (the monitor's drain, the start,
 //! whether the monitor runs). Every reader reads it through [`Store::judge`] and the
 //! [`View`]; none keeps a copy.
 
@@ -43,8 +43,8 @@ pub(crate) struct Store {
     readiness: ArcSwap<Published<ReadinessVerdict>>,
     health: ArcSwap<Published<HealthVerdict>>,
     pool: ArcSwap<Published<PoolVerdict>>,
-    /// The drain every reader of this monitor follows, once one is attached.
-    drain: OnceLock<DrainHandle>,
+    /// The monitor's drain, which every reader of it follows.
+    drain: DrainHandle,
     pub(crate) startup: Startup,
     running: AtomicBool,
     pub(crate) known: Known,
@@ -68,17 +68,18 @@ pub(crate) struct Placeholders {
 
 impl Store {
     /// A store holding `placeholders`, for a start that waits for the application's mark
-    /// when `startup_waits_for_mark`.
+    /// when `startup_waits_for_mark`, and the monitor's `drain`.
     pub(crate) fn new(
         placeholders: Placeholders,
         startup_waits_for_mark: bool,
         known: Known,
+        drain: DrainHandle,
     ) -> Self {
         Self {
             readiness: ArcSwap::from_pointee(Published::new(placeholders.readiness, None, None)),
             health: ArcSwap::from_pointee(Published::new(placeholders.health, None, None)),
             pool: ArcSwap::from_pointee(Published::new(placeholders.pool, None, None)),
-            drain: OnceLock::new(),
+            drain,
             startup: Startup::new(startup_waits_for_mark),
             running: AtomicBool::new(false),
             known,
@@ -179,20 +180,6 @@ impl Store {
         self.render.get()
     }
 
-    /// Attaches `drain`, unless one is attached already; returns the drain followed.
-    pub(crate) fn follow_drain(&self, drain: &DrainHandle) -> &DrainHandle {
-        let mut attached = false;
-        let followed = self.drain.get_or_init(|| {
-            attached = true;
-            drain.clone()
-        });
-        if attached {
-            // Watchers start following the drain's start from here.
-            self.notify();
-        }
-        followed
-    }
-
     /// Wakes the view's watchers: something it is read from changed.
     pub(crate) fn notify(&self) {
         self.generation.fetch_add(1, Ordering::Release);
@@ -216,14 +203,14 @@ impl Store {
         self.pool.load()
     }
 
-    /// The drain followed, if one is attached.
-    pub(crate) fn drain(&self) -> Option<&DrainHandle> {
-        self.drain.get()
+    /// The monitor's drain.
+    pub(crate) fn drain(&self) -> &DrainHandle {
+        &self.drain
     }
 
-    /// Whether the drain followed has started.
+    /// Whether the monitor's drain has started.
     pub(crate) fn is_draining(&self) -> bool {
-        self.drain.get().is_some_and(DrainHandle::is_draining)
+        self.drain.is_draining()
     }
 
     /// Whether the monitor is running.

@@ -18,8 +18,8 @@ pub(crate) trait Source: Send + Sync {
     fn view(&self) -> View;
     /// A receiver woken on every change of what the view is read from.
     fn changes(&self) -> watch::Receiver<()>;
-    /// A future that ends when the drain the source follows starts, if it follows one.
-    fn drain_started(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>>;
+    /// A future that ends when the source's drain starts.
+    fn drain_started(&self) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
 /// A subscription to a monitor's [`View`]: [`changed`](ViewWatch::changed) returns each view
@@ -71,11 +71,7 @@ impl ViewWatch {
                 // Seen before reading, so that a change in between wakes the wait below.
                 self.changes.borrow_and_update();
                 let view = state.view();
-                let drain = if view.draining {
-                    None
-                } else {
-                    state.drain_started()
-                };
+                let drain = (!view.draining).then(|| state.drain_started());
                 (view, drain)
             };
             if self.last.as_ref().is_none_or(|last| !last.same_as(&view)) {

@@ -18,15 +18,18 @@ use support::slow_reader::SlowReader;
 use support::{eventually, first_rounds};
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::side_port::{SidePortError, SidePortHandle};
-use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthMonitor};
+use tower_health::{DrainConfig, HealthConfig, HealthHandle, HealthMonitor};
 
 const OPERATOR: &str = "operator-key-0123456789abcdef";
 const VIEWER: &str = "viewer-key-0123456789abcdef";
 
 async fn monitor() -> HealthHandle {
+    monitor_with(HealthConfig::new()).await
+}
+
+async fn monitor_with(config: HealthConfig) -> HealthHandle {
     let health =
-        HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)))
-            .unwrap();
+        HealthMonitor::spawn(config.readiness_interval(Duration::from_millis(100))).unwrap();
     first_rounds(&health).await;
     health
 }
@@ -295,14 +298,15 @@ async fn host_and_origin_must_name_the_server_on_loopback() {
 
 #[tokio::test]
 async fn liveness_answers_through_the_drain_and_the_server_closes_after_it() {
-    let drain = DrainHandle::new(
-        DrainConfig::new()
-            .delay(Duration::from_millis(300))
-            .timeout(Duration::from_secs(5)),
+    let health = monitor_with(
+        HealthConfig::new().drain(
+            DrainConfig::new()
+                .delay(Duration::from_millis(300))
+                .timeout(Duration::from_secs(5)),
+        ),
     )
-    .unwrap();
-    let health = monitor().await;
-    health.follow_drain(&drain);
+    .await;
+    let drain = health.drain();
     let admin = AdminServer::new(AdminConfig::new().port(0), &health)
         .start()
         .await

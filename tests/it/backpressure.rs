@@ -70,9 +70,7 @@ async fn saturated_app_still_answers_probes(with_ping: bool) {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(health.handle().drain());
     let limited = ServiceBuilder::new()
         .layer(health)
         .layer(drain_layer)
@@ -180,9 +178,8 @@ async fn shedding_stack(
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain = health.handle().drain().clone();
+    let drain_layer = DrainLayer::new(&drain);
     let app = ServiceBuilder::new()
         .layer(ConcurrencyLimitLayer::new(1))
         .service(app(events.clone(), entered_tx, release.clone()));
@@ -213,7 +210,7 @@ async fn shedding_stack(
     tokio::time::timeout(LIMIT, entered.recv())
         .await
         .expect("the slow request reached the application");
-    (server, _drain, release, slow)
+    (server, drain, release, slow)
 }
 
 /// With a `PingLayer` above it, `HealthLayer::shed_load` sheds: with `/slow` holding the only
@@ -306,9 +303,10 @@ async fn a_queued_request_counts_in_the_drain_until_it_has_run() {
     let events = Events::default();
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
-    let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
-    let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO)).unwrap();
-    health.handle().follow_drain(&drain);
+    let health = HealthLayer::new(
+        HealthMonitor::spawn(fast().drain(DrainConfig::new().delay(Duration::ZERO))).unwrap(),
+    );
+    let drain = health.handle().drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let server = serve(
         ServiceBuilder::new()

@@ -95,12 +95,14 @@ impl Server {
 /// graceful shutdown driven by `DrainHandle::shutdown_signal` (started by `drain.start()`
 /// here, instead of a real signal, so that tests do not signal each other).
 async fn server(config: DrainConfig) -> Server {
-    let health =
-        HealthMonitor::spawn(HealthConfig::new().readiness_interval(Duration::from_millis(100)))
-            .unwrap();
+    let health = HealthMonitor::spawn(
+        HealthConfig::new()
+            .readiness_interval(Duration::from_millis(100))
+            .drain(config),
+    )
+    .unwrap();
     first_rounds(&health).await;
-    let drain = DrainHandle::new(config).unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let (gate, gate_rx) = watch::channel(false);
     let service = ServiceBuilder::new()

@@ -27,8 +27,7 @@ const PROBES: [&str; 6] = [
 /// The README's hyper-util stack: `HealthLayer` over `DrainLayer` over the app.
 async fn hyper_stack(config: HealthConfig) -> (HealthHandle, DrainHandle, support::TestServer) {
     let health = HealthMonitor::spawn(config).unwrap();
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     let server = serve(
         ServiceBuilder::new()
             .layer(HealthLayer::new(&health))
@@ -106,9 +105,13 @@ async fn around_an_axum_router_and_on_a_drains_refusal() {
     use axum::routing::get;
     use tower_health::drain::DrainPolicy;
 
-    let health = HealthMonitor::spawn(fast().envoy_immediate_fail(true)).unwrap();
-    let drain = DrainHandle::new(DrainConfig::new().policy(DrainPolicy::Reject)).unwrap();
-    health.follow_drain(&drain);
+    let health = HealthMonitor::spawn(
+        fast()
+            .envoy_immediate_fail(true)
+            .drain(DrainConfig::new().policy(DrainPolicy::Reject)),
+    )
+    .unwrap();
+    let drain = health.drain();
     let router = Router::new().route("/work", get(|| async { "inner /work" }));
     let stack = HealthLayer::new(&health).around(router);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

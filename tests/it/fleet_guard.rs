@@ -626,8 +626,7 @@ async fn another_configuration_s_held_or_draining_members_keep_no_more_of_this_o
     let prefix = unique_prefix("fleet-guard-configurations-out");
     let (a, b) = two_configurations(&prefix).await;
     assert!(b[0].hold("maintenance"));
-    let drain = tower_health::DrainHandle::new(tower_health::DrainConfig::new()).unwrap();
-    assert!(b[1].follow_drain(&drain));
+    let drain = b[1].drain().clone();
     drain.start();
     becomes(&b[0], "b-0 held", ("not_ready", None)).await;
     a_counts_only_its_own(&a, "beside B's held and draining processes").await;

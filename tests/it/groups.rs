@@ -7,7 +7,7 @@ use crate::support;
 use http::StatusCode;
 use support::{Client, LIMIT, eventually, fast, first_rounds, health_server, pg_url, postgres};
 use tower_health::config::HealthGroup;
-use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthHandle};
+use tower_health::{HealthConfig, HealthHandle};
 
 /// `default` is the real PostgreSQL; `orders` is refused when asked. Group `checkout` needs
 /// `default` and tolerates `orders`; group `orders` needs `orders`.
@@ -111,8 +111,7 @@ async fn groups_follow_the_hold_and_the_drain() {
         })
         .await
     );
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     drain.start();
     let draining = status("/health/group/checkout").await;
     assert_eq!(draining.status, StatusCode::SERVICE_UNAVAILABLE);

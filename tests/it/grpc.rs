@@ -53,10 +53,9 @@ struct TestServer {
     task: JoinHandle<Result<Drained, tonic::transport::Error>>,
 }
 
-async fn start(health: HealthHandle, drain: DrainConfig, around: DrainAround) -> TestServer {
+async fn start(health: HealthHandle, around: DrainAround) -> TestServer {
     let layer = HealthLayer::new(&health);
-    let drain = DrainHandle::new(drain).unwrap();
-    layer.handle().follow_drain(&drain);
+    let drain = health.drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let grpc = HealthService::new(&health);
     grpc.reporter().set_serving::<GreeterServer<Greeter>>();
@@ -171,7 +170,6 @@ async fn check_answers_readiness_a_database_and_not_found() {
     require_postgres!();
     let server = start(
         HealthMonitor::spawn(config()).unwrap(),
-        DrainConfig::new(),
         DrainAround::Application,
     )
     .await;
@@ -207,7 +205,7 @@ async fn a_health_group_is_a_service_of_its_own() {
         .group(tower_health::config::HealthGroup::new("checkout").member("database/default"))
         .group(tower_health::config::HealthGroup::new("orders").member("database/orders"));
     let health = HealthMonitor::spawn(config).unwrap();
-    let server = start(health.clone(), DrainConfig::new(), DrainAround::Application).await;
+    let server = start(health.clone(), DrainAround::Application).await;
     let mut client = client(server.addr).await;
     until(&mut client, "group/checkout", Wire::Serving).await;
     assert_eq!(
@@ -235,7 +233,6 @@ async fn watch_sees_a_stall_and_the_recovery_each_transition_once() {
     let config = config().database("replica", postgres(&proxy.url()));
     let server = start(
         HealthMonitor::spawn(config).unwrap(),
-        DrainConfig::new(),
         DrainAround::Application,
     )
     .await;
@@ -272,7 +269,6 @@ async fn watch_on_an_unknown_name_stays_open_until_it_appears() {
     require_postgres!();
     let server = start(
         HealthMonitor::spawn(config()).unwrap(),
-        DrainConfig::new(),
         DrainAround::Application,
     )
     .await;
@@ -292,7 +288,6 @@ async fn list_returns_every_service_and_refuses_past_the_limit() {
     let cache = ComponentSpec::new("cache", from_fn(|| async { Ok(()) }));
     let server = start(
         HealthMonitor::spawn(config().component(cache)).unwrap(),
-        DrainConfig::new(),
         DrainAround::Application,
     )
     .await;
@@ -334,7 +329,7 @@ async fn drain_flips_everything_and_the_streams_end(around: DrainAround) {
     let drain = DrainConfig::new()
         .delay(Duration::from_millis(300))
         .timeout(support::LIMIT * 4);
-    let server = start(HealthMonitor::spawn(config()).unwrap(), drain, around).await;
+    let server = start(HealthMonitor::spawn(config().drain(drain)).unwrap(), around).await;
     let mut client = client(server.addr).await;
     let names = ["", "database/default", "greeter.v1.Greeter"];
     until(&mut client, "", Wire::Serving).await;
@@ -391,7 +386,6 @@ async fn the_greeter_is_served_beside_the_probes() {
     require_postgres!();
     let server = start(
         HealthMonitor::spawn(config()).unwrap(),
-        DrainConfig::new(),
         DrainAround::Application,
     )
     .await;
@@ -471,7 +465,7 @@ async fn http_probes_and_grpc_agree_at_every_step() {
     let config = config().database("replica", postgres(&proxy.url()));
     // Not running yet: no round has completed.
     let (health, monitor) = HealthMonitor::new(config).unwrap();
-    let server = start(health.clone(), DrainConfig::new(), DrainAround::Application).await;
+    let server = start(health.clone(), DrainAround::Application).await;
     let mut client = client(server.addr).await;
     let status = |statuses: &BTreeMap<String, Wire>, name: &str| statuses.get(name).copied();
 

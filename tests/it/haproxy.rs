@@ -33,7 +33,7 @@ use tower_health::config::Details;
 use tower_health::haproxy::{AgentConfig, AgentServer};
 use tower_health::side_port::SidePortHandle;
 use tower_health::{
-    DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
+    DrainHandle, DrainLayer, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
 };
 
 const OK: u8 = 0;
@@ -118,8 +118,7 @@ where
     let cache = Arc::new(AtomicU8::new(OK));
     let settings = settings.component(ComponentSpec::new("cache", switchable(&cache)));
     let health = HealthMonitor::spawn(settings).unwrap();
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    assert!(health.follow_drain(&drain));
+    let drain = health.drain().clone();
     let server = serve(
         ServiceBuilder::new()
             .layer(HealthLayer::new(&health))

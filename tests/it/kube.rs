@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use http::StatusCode;
 use support::{Client, LIMIT, eventually, fast, first_rounds, health_server, pg_url, postgres};
+use tower_health::HealthConfig;
 use tower_health::config::Details;
-use tower_health::{DrainConfig, DrainHandle, HealthConfig};
 
 /// A server whose default database is the real PostgreSQL and whose `orders` database is
 /// refused, with the Kubernetes aliases on and details as given.
@@ -222,13 +222,7 @@ async fn the_hold_and_the_drain_have_lines_of_their_own() {
     assert_eq!(excluded.status, StatusCode::OK);
     assert!(health.release());
 
-    let drain = DrainHandle::new(
-        DrainConfig::new()
-            .delay(Duration::from_secs(30))
-            .timeout(Duration::from_secs(60)),
-    )
-    .unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain();
     assert!(
         eventually(LIMIT, || async {
             client.get(server.addr, "/readyz?verbose").await.status == StatusCode::OK

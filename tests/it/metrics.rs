@@ -17,10 +17,7 @@ use tower_health::access::AccessKeys;
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::metrics::HealthMetrics;
 use tower_health::view::View;
-use tower_health::{
-    DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthLayer, HealthMonitor,
-    config::Details,
-};
+use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor, config::Details};
 
 /// A port in front of PostgreSQL that can be closed (connections refused, open ones cut) and
 /// opened again on the same address.
@@ -266,8 +263,7 @@ async fn the_exposition_follows_an_outage_a_recovery_and_a_drain() {
     );
 
     // The drain: no round needed for the exposition to show it.
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     drain.start();
     let (draining, _) = scrape(admin.local_addr(), &health).await;
     assert_eq!(draining["tower_health_draining"], "1");

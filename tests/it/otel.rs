@@ -15,7 +15,7 @@ use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMete
 use support::{PgProxy, first_rounds, pg_addr, postgres, refused_addr};
 use tower_health::metrics::{HealthMetrics, OpenTelemetry};
 use tower_health::view::View;
-use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthHandle, HealthMonitor, Probe};
+use tower_health::{HealthConfig, HealthHandle, HealthMonitor, Probe};
 
 /// Samples by series (`name{labels}`, the labels sorted by name) and value.
 type Samples = BTreeMap<String, f64>;
@@ -248,8 +248,7 @@ async fn the_instruments_say_what_the_exposition_says_and_check_nothing() {
     health.hold("maintenance");
     let held = both(&sdk, &prometheus, &health);
     assert_eq!(held["tower_health_held"], 1.0);
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.follow_drain(&drain);
+    let drain = health.drain().clone();
     drain.start();
     let draining = both(&sdk, &prometheus, &health);
     assert_eq!(draining["tower_health_draining"], 1.0);

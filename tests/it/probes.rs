@@ -18,8 +18,8 @@ use support::{
     postgres, serve,
 };
 use tower::Layer;
-use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor, config::NoCache};
-use tower_health::{DrainHandle, DrainLayer};
+use tower_health::DrainLayer;
+use tower_health::{HealthConfig, HealthLayer, HealthMonitor, config::NoCache};
 
 const PROBES: [&str; 6] = [
     "/health",
@@ -511,8 +511,7 @@ async fn startup_waits_for_the_first_round_and_the_application_then_stays_starte
         HealthMonitor::spawn(fast().startup_waits_for_mark(true).kubernetes_aliases(true)).unwrap(),
     );
     let handle = health.handle().clone();
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&drain);
+    let drain = health.handle().drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let server = serve(
         tower::ServiceBuilder::new()

@@ -29,8 +29,8 @@ use tower::ServiceBuilder;
 use tower::buffer::BufferLayer;
 use tower::limit::ConcurrencyLimitLayer;
 use tower::load_shed::LoadShedLayer;
+use tower_health::DrainLayer;
 use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer};
-use tower_health::{DrainHandle, DrainLayer};
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{Any, CorsLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -161,15 +161,14 @@ async fn assert_probes(client: &Client, addr: SocketAddr) {
 }
 
 /// 1. The idiomatic axum form, served by plain `axum::serve`: every probe answers, the route
-///    and axum's 404 are untouched, and the drain the monitor follows turns readiness to 503
+///    and axum's 404 are untouched, and the monitor's drain turns readiness to 503
 ///    while liveness stays 200.
 #[tokio::test]
 async fn axum_router_layers_served_by_axum_serve() {
     support::init_tracing();
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&drain);
+    let drain = health.handle().drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let app = Router::new()
         .route("/", get(|| async { "hello" }))
@@ -272,9 +271,7 @@ async fn tower_http_layers_inside_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(health.handle().drain());
     let body = big_body();
     let app = Router::new()
         .route("/", get(move || async move { body }))
@@ -328,9 +325,7 @@ async fn compression_outside_the_probes_compresses_them() {
     support::init_tracing();
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(health.handle().drain());
     let body = big_body();
     let app = Router::new()
         .route("/", get(move || async move { body }))
@@ -374,9 +369,7 @@ async fn cors_inside_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(health.handle().drain());
     let app = Router::new()
         .route("/", get(|| async { "hello" }))
         .layer(CorsLayer::new().allow_origin(Any).allow_methods(Any))
@@ -432,9 +425,7 @@ async fn concurrency_limit_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(health.handle().drain());
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(health)
@@ -452,9 +443,7 @@ async fn buffer_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(health.handle().drain());
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(health)
@@ -472,9 +461,7 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
     support::init_tracing();
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(health.handle().drain());
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(health)
@@ -488,9 +475,7 @@ async fn load_shed_and_concurrency_limit_under_the_stack() {
 
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let _drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&_drain);
-    let drain_layer = DrainLayer::new(&_drain);
+    let drain_layer = DrainLayer::new(health.handle().drain());
     let service = ServiceBuilder::new()
         .layer(PingLayer::new())
         .layer(health)
@@ -512,8 +497,7 @@ async fn timeout_inside_the_probes_times_out_the_app_not_the_probes() {
     support::init_tracing();
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
     let monitor = health.handle().clone();
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&drain);
+    let drain = health.handle().drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let (entered_tx, mut entered) = tokio::sync::mpsc::channel::<()>(1);
     let slow = move || {
@@ -598,6 +582,53 @@ mod around {
             .route("/slow", get(slow))
     }
 
+    /// The card's layer has its drain with nothing else wired: the monitor the layer started
+    /// owns one, and starting it (what `DrainHandle::serve` does on SIGTERM) turns readiness
+    /// 503 `draining` on the card's stack while liveness stays 200; the axum stack built on the
+    /// same monitor counts an application request in it.
+    #[tokio::test]
+    async fn the_cards_one_line_drains_with_nothing_else_wired() {
+        support::init_tracing();
+        let layer = HealthLayer::new(fast().drain(DrainConfig::new().delay(Duration::ZERO)));
+        let monitor = layer.handle().clone();
+        let (entered_tx, mut entered) = mpsc::unbounded_channel();
+        let release = Arc::new(Notify::new());
+        let card = serve(ServiceBuilder::new().layer(layer.clone()).service(app())).await;
+        let around = serve_axum_app(layer.around(slow_router(entered_tx, release.clone()))).await;
+        first_rounds(&monitor).await;
+        let client = Client::new();
+        let slow = tokio::spawn({
+            let client = client.clone();
+            let addr = around.addr;
+            async move { fetch(&client, addr, "/slow").await }
+        });
+        tokio::time::timeout(LIMIT, entered.recv())
+            .await
+            .expect("the slow request reached the router");
+
+        assert!(monitor.drain().start());
+        for addr in [card.addr, around.addr] {
+            let ready = fetch(&client, addr, "/health/ready").await;
+            assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE, "{addr}");
+            assert_eq!(ready.json()["status"], "draining", "{addr}");
+            let live = fetch(&client, addr, "/health/live").await;
+            assert_eq!(live.status, StatusCode::OK, "{addr}");
+        }
+        assert_eq!(
+            monitor.drain().in_flight(),
+            1,
+            "the router's request counts in the monitor's drain"
+        );
+        release.notify_one();
+        assert_eq!(slow.await.unwrap().status, StatusCode::OK);
+        assert!(
+            tokio::time::timeout(LIMIT, monitor.drain().drained())
+                .await
+                .expect("drained")
+                .is_clean()
+        );
+    }
+
     /// Serves a stack around an app that is not itself what `axum::serve` takes (a router under
     /// a concurrency limit), through axum's `into_make_service`.
     async fn serve_made<S>(app: S) -> AxumServer
@@ -630,10 +661,9 @@ mod around {
         support::init_tracing();
         let (entered_tx, mut entered) = mpsc::unbounded_channel();
         let release = Arc::new(Notify::new());
-        let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
+        let health = HealthLayer::new(fast().drain(DrainConfig::new().delay(Duration::ZERO)));
         let monitor = health.handle();
-        let drain = DrainHandle::new(DrainConfig::new().delay(Duration::ZERO)).unwrap();
-        health.handle().follow_drain(&drain);
+        let drain = monitor.drain().clone();
         let app = health.around(slow_router(entered_tx, release.clone()));
         let server = serve_axum_app(app).await;
         first_rounds(&monitor).await;
@@ -699,8 +729,7 @@ mod around {
         let release = Arc::new(Notify::new());
         let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
-        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-        health.handle().follow_drain(&drain);
+        let drain = health.handle().drain().clone();
         let limited = ServiceBuilder::new()
             .layer(ConcurrencyLimitLayer::new(1))
             .service(slow_router(entered_tx, release.clone()));
@@ -747,8 +776,7 @@ mod around {
         let release = Arc::new(Notify::new());
         let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
         let monitor = health.handle();
-        let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-        health.handle().follow_drain(&drain);
+        let drain = health.handle().drain().clone();
         let limited = ServiceBuilder::new()
             .layer(ConcurrencyLimitLayer::new(1))
             .service(slow_router(entered_tx, release.clone()));

@@ -13,8 +13,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceBuilder;
-use tower_health::{DrainConfig, HealthConfig, HealthLayer, HealthMonitor};
-use tower_health::{DrainHandle, DrainLayer};
+use tower_health::DrainLayer;
+use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
@@ -69,8 +69,7 @@ async fn read_head(stream: &mut TcpStream) -> String {
 #[tokio::test]
 async fn an_upgrade_during_the_drain_keeps_its_connection() {
     let health = HealthLayer::new(HealthMonitor::spawn(HealthConfig::new()).unwrap());
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    health.handle().follow_drain(&drain);
+    let drain = health.handle().drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let service = ServiceBuilder::new()
         .layer(health)

@@ -40,7 +40,7 @@ impl DatabaseCheck for Chatty {
 }
 
 async fn body(
-    handle: &crate::HealthHandle,
+    handle: &crate::monitor::HealthHandle,
     probe: Probe,
     audience: Audience,
 ) -> (StatusCode, String) {

@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::HealthMonitor;
 use crate::config::{FailDirection, HealthConfig};
 use crate::http::Respond;
 use crate::http::request::{BodyMode, Freshness};
 use crate::monitor::HealthHandle;
+use crate::monitor::runner::HealthMonitor;
 use crate::monitor::testing::{config_with, goes_stale_soon, monitor, rounds, with};
 use crate::probe::Probe;
-use crate::shutdown::{DrainConfig, DrainHandle};
+use crate::shutdown::DrainConfig;
 use crate::test_helpers::{FakeCheck, normalize, read};
 use crate::verdict::Audience;
 use crate::verdict::Status;
@@ -352,10 +352,11 @@ async fn the_longest_settings_publish_without_overflowing() {
 
 #[tokio::test]
 async fn draining() {
-    let handle = with(FakeCheck::Ready);
+    let handle = monitor(
+        config_with(FakeCheck::Ready).drain(DrainConfig::new().retry_after(Duration::from_secs(7))),
+    );
     rounds(&handle).await;
-    let drain = DrainHandle::new(DrainConfig::new().retry_after(Duration::from_secs(7))).unwrap();
-    handle.follow_drain(&drain);
+    let drain = handle.drain();
     assert_eq!(get(&handle, Probe::Ready).await.0, StatusCode::OK);
     drain.start();
     let (status, headers, body) = read(

@@ -10,7 +10,6 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::HealthHandle;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, DatabaseCheck, PoolStats};
 use crate::component::{Component, ComponentSpec, UnknownComponents};
 use crate::config::{FailDirection, HealthConfig};
@@ -18,9 +17,9 @@ use crate::http::Respond;
 use crate::http::render::fixed;
 use crate::http::render::{Rendered, render_health, render_pool, render_readiness};
 use crate::http::request::{BodyMode, Freshness};
+use crate::monitor::HealthHandle;
 use crate::monitor::testing::{goes_stale_soon, monitor, rounds, rounds_panicked};
 use crate::probe::Probe;
-use crate::shutdown::{DrainConfig, DrainHandle};
 use crate::test_helpers::{FakeCheck, FakeComponent, read};
 use crate::verdict::Audience;
 
@@ -353,8 +352,7 @@ async fn every_probe_in_every_state_matches_its_schema() {
     every_body_and_a_bypass(&handle, "healthy", &mut seen).await;
     handle.hold("db migration by alice");
     every_body(&handle, "held", &mut seen).await;
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    handle.follow_drain(&drain);
+    let drain = handle.drain().clone();
     drain.start();
     every_body_and_a_bypass(&handle, "held and draining", &mut seen).await;
     handle.release();
@@ -1215,8 +1213,7 @@ async fn every_group_body_matches_its_schema() {
     fine.hold("maintenance");
     bodies(&fine, "held", &mut seen).await;
     fine.release();
-    let drain = DrainHandle::new(DrainConfig::new()).unwrap();
-    fine.follow_drain(&drain);
+    let drain = fine.drain().clone();
     drain.start();
     bodies(&fine, "draining", &mut seen).await;
 
