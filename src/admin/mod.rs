@@ -95,7 +95,10 @@
 mod config;
 mod control;
 pub(crate) mod fixed;
+mod history;
 mod host;
+#[cfg(feature = "page")]
+mod page;
 pub(crate) mod route;
 mod server;
 mod service;

@@ -35,6 +35,8 @@ pub(super) struct Snapshot {
     pub(super) health_transitions: u64,
     /// Checks that finished with an error, per database or component and category.
     pub(super) check_failures: Vec<(Arc<str>, CheckErrorKind, u64)>,
+    /// Each database's and component's flap count, from its history.
+    pub(super) check_flaps: Vec<(Arc<str>, u32)>,
 }
 
 impl Snapshot {
@@ -63,6 +65,7 @@ impl Snapshot {
             readiness_transitions: count(&counters.readiness_transitions),
             health_transitions: count(&counters.health_transitions),
             check_failures: state.check_failures(),
+            check_flaps: state.flaps(),
         }
     }
 

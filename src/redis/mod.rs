@@ -158,7 +158,7 @@ mod shared;
 
 pub use self::component::Redis;
 pub(crate) use self::shared::{
-    CacheStatus, Entry, Expected, FleetMembers, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts,
-    Subject, first_round_phase, next_round_wait,
+    CacheStatus, Entry, Expected, FleetMembers, FleetSeen, Lock, Read, SHARED_CACHE_COMPONENT,
+    SharedVerdicts, Subject, first_round_phase, next_round_wait,
 };
 pub use self::shared::{DEFAULT_KEY_PREFIX, SharedCache};
