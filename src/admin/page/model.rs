@@ -316,11 +316,10 @@ fn check(history: &CheckHistory, view: &View, now: SystemTime, details: bool) ->
             .transitions
             .last()
             .map(|transition| timeline::clock(timeline::millis(transition.at))),
-        target: history
-            .target
-            .as_deref()
+        target: reported_target(history, view, component)
+            .or_else(|| history.target.clone())
             .filter(|_| details)
-            .map(str::to_owned),
+            .map(|target| target.to_string()),
         flaps: history.flaps,
         timeline: timeline::timeline(&history.rounds, &history.transitions, now, details),
         transitions: history
@@ -343,6 +342,26 @@ fn check(history: &CheckHistory, view: &View, now: SystemTime, details: bool) ->
                     .map(str::to_owned),
             })
             .collect(),
+    }
+}
+
+/// The target the check's last outcome in the view names: the one a passing check reported,
+/// else its own.
+fn reported_target(
+    history: &CheckHistory,
+    view: &View,
+    component: Option<&crate::verdict::ComponentReport>,
+) -> Option<std::sync::Arc<str>> {
+    match history.checked {
+        Checked::Database => view
+            .readiness
+            .databases
+            .iter()
+            .find(|outcome| outcome.name == history.name)
+            .and_then(|outcome| outcome.target.clone()),
+        Checked::Component => component
+            .and_then(|report| report.outcome.as_ref())
+            .and_then(|outcome| outcome.target.clone()),
     }
 }
 

@@ -195,11 +195,16 @@ fn sparkline(columns: &[Option<Column>]) -> Option<Latency> {
         };
         let x = index * COLUMN_WIDTH + COLUMN_WIDTH / 2;
         let y = SPARK_TOP + SPARK_HEIGHT * (1.0 - column.slowest.as_secs_f64() / scale);
-        let command = if drawing { 'L' } else { 'M' };
         if !path.is_empty() {
             path.push(' ');
         }
-        path.push_str(&format!("{command}{x} {y:.1}"));
+        // A stretch starts with a dot (`h0`, drawn by the round line cap), so that a column
+        // alone shows.
+        if drawing {
+            path.push_str(&format!("L{x} {y:.1}"));
+        } else {
+            path.push_str(&format!("M{x} {y:.1} h0"));
+        }
         drawing = true;
     }
     Some(Latency {
@@ -322,7 +327,7 @@ mod tests {
         );
         let latency = timeline.latency.unwrap();
         assert_eq!(latency.peak, "8.0 ms");
-        assert_eq!(latency.path, format!("M{} 4.0", WIDTH - COLUMN_WIDTH / 2));
+        assert_eq!(latency.path, format!("M{} 4.0 h0", WIDTH - COLUMN_WIDTH / 2));
     }
 
     #[test]
