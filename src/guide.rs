@@ -79,6 +79,7 @@ page!(databases, "docs/databases.md");
 page!(components, "docs/components.md");
 page!(fleet, "docs/fleet.md");
 page!(incident, "docs/incident.md");
+page!(page, "docs/page.md");
 page!(grpc, "docs/grpc.md");
 page!(haproxy, "docs/haproxy.md");
 page!(configuration, "docs/configuration.md");

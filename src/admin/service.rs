@@ -103,8 +103,8 @@ impl AdminState {
         let Some(mode) = BodyMode::of(request.method()) else {
             return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
         };
-        if let Err(refused) = self.viewer(request) {
-            return refused;
+        if let Err(denied) = self.viewer(request) {
+            return ProbeResponse::ready(unauthorized(denied));
         }
         ProbeResponse::ready(self.metrics.response(mode))
     }
@@ -117,7 +117,7 @@ impl AdminState {
         };
         let role = match self.viewer(request) {
             Ok(role) => role,
-            Err(refused) => return refused,
+            Err(denied) => return ProbeResponse::ready(unauthorized(denied)),
         };
         let audience = crate::access::audience(self.details, role >= Role::Viewer);
         let histories = self.health.state().histories();
@@ -125,15 +125,15 @@ impl AdminState {
     }
 
     /// The role of a request for a path that needs the viewer role: none needed while no key
-    /// is configured; else the viewer or operator key, or the refusal to answer with.
-    fn viewer<B>(&self, request: &Request<B>) -> Result<Role, ProbeResponse> {
+    /// is configured; else the viewer or operator key, or why not (answered with
+    /// [`unauthorized`]).
+    fn viewer<B>(&self, request: &Request<B>) -> Result<Role, Denied> {
         if !self.keys.enabled() {
             return Ok(Role::Anonymous);
         }
-        match self.keys.role(request.headers()) {
-            Ok(role) if role >= Role::Viewer => Ok(role),
-            Ok(_) => Err(ProbeResponse::fixed(&ADMIN_INVALID_KEY, BodyMode::Full)),
-            Err(denied) => Err(ProbeResponse::ready(unauthorized(denied))),
+        match self.keys.role(request.headers())? {
+            role if role >= Role::Viewer => Ok(role),
+            _ => Err(Denied::Invalid),
         }
     }
 }

@@ -157,8 +157,10 @@ mod component;
 mod shared;
 
 pub use self::component::Redis;
+#[cfg(feature = "page")]
+pub(crate) use self::shared::FleetSeen;
 pub(crate) use self::shared::{
-    CacheStatus, Entry, Expected, FleetMembers, FleetSeen, Lock, Read, SHARED_CACHE_COMPONENT,
-    SharedVerdicts, Subject, first_round_phase, next_round_wait,
+    CacheStatus, Entry, Expected, FleetMembers, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts,
+    Subject, first_round_phase, next_round_wait,
 };
 pub use self::shared::{DEFAULT_KEY_PREFIX, SharedCache};

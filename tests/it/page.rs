@@ -167,7 +167,10 @@ async fn a_refused_database_turns_failed_on_the_open_page_then_recovers() {
         .health_interval(Duration::from_secs(2))
         .readiness_timeout(Duration::from_millis(400))
         .database("default", support::postgres(&port.url()))
-        .database("replica", support::postgres(&support::pg_url_with("sslmode=disable")));
+        .database(
+            "replica",
+            support::postgres(&support::pg_url_with("sslmode=disable")),
+        );
     let health = HealthMonitor::spawn(config).unwrap();
     support::first_rounds(&health).await;
     let admin = admin(&health, Details::Always).await;
@@ -181,18 +184,28 @@ async fn a_refused_database_turns_failed_on_the_open_page_then_recovers() {
         card["status"] == "passed" && card["following"] == "following changes"
     })
     .await;
-    assert_eq!(passing["marks"], serde_json::json!(["mark ok"]), "{passing}");
+    assert_eq!(
+        passing["marks"],
+        serde_json::json!(["mark ok"]),
+        "{passing}"
+    );
 
     let rounds_before = health.stats().readiness_rounds;
     port.close();
     let failed = card_until(&browser, "default", "failed with its cause", |card| {
-        card["status"] == "failed" && card["marks"].as_array().is_some_and(|marks| marks.len() == 2)
+        card["status"] == "failed"
+            && card["marks"]
+                .as_array()
+                .is_some_and(|marks| marks.len() == 2)
     })
     .await;
     // The round under way when the port closed may still have passed; the next one failed,
     // and the page showed it without a reload.
     let rounds = health.stats().readiness_rounds - rounds_before;
-    assert!(rounds <= 2, "the page showed the failure {rounds} rounds after it");
+    assert!(
+        rounds <= 2,
+        "the page showed the failure {rounds} rounds after it"
+    );
     assert_eq!(failed["kind"], "refused", "{failed}");
     let cause = failed["cause"].as_str().unwrap_or_default();
     assert!(cause.contains("Connection refused"), "{failed}");
@@ -204,7 +217,10 @@ async fn a_refused_database_turns_failed_on_the_open_page_then_recovers() {
 
     port.open().await;
     let recovered = card_until(&browser, "default", "recovered", |card| {
-        card["status"] == "passed" && card["marks"].as_array().is_some_and(|marks| marks.len() == 3)
+        card["status"] == "passed"
+            && card["marks"]
+                .as_array()
+                .is_some_and(|marks| marks.len() == 3)
     })
     .await;
     assert_eq!(recovered["flaps"], "2", "down and up: {recovered}");
@@ -237,9 +253,10 @@ async fn an_injection_corpus_stays_text_and_runs_nothing() {
     use tower_health::redis::SharedCache;
 
     // Check names cannot carry any of it: they are refused at start.
-    let refused = HealthMonitor::new(
-        HealthConfig::new().component(ComponentSpec::new(CORPUS[0], from_fn(|| async { Ok::<_, CheckError>(()) }))),
-    );
+    let refused = HealthMonitor::new(HealthConfig::new().component(ComponentSpec::new(
+        CORPUS[0],
+        from_fn(|| async { Ok::<_, CheckError>(()) }),
+    )));
     assert!(refused.is_err(), "a check name with markup is refused");
 
     // Error text, and a target a passing check reports.
@@ -248,9 +265,10 @@ async fn an_injection_corpus_stays_text_and_runs_nothing() {
         let failing = from_fn(move || async move {
             Err::<(), _>(CheckError::new(CheckErrorKind::Other, payload))
         });
-        let naming = from_fn(move || async move {
-            Ok::<_, CheckError>(CheckReport::default().target(payload))
-        });
+        let naming =
+            from_fn(
+                move || async move { Ok::<_, CheckError>(CheckReport::default().target(payload)) },
+            );
         config = config
             .component(ComponentSpec::new(&format!("error-{index}"), failing))
             .component(ComponentSpec::new(&format!("target-{index}"), naming));
@@ -320,7 +338,10 @@ async fn an_injection_corpus_stays_text_and_runs_nothing() {
     })
     .await;
     writer.abort();
-    assert!(everywhere, "some payload is not on the page as text (errors, targets, hold, fleet)");
+    assert!(
+        everywhere,
+        "some payload is not on the page as text (errors, targets, hold, fleet)"
+    );
     browser.screenshot(&screenshot("injection")).await;
     // Nothing in the DOM but the page's own elements and attributes, and its one script.
     let report = browser
@@ -393,7 +414,10 @@ async fn a_key_as_a_browser_presents_it_and_statuses_only_at_never() {
         .await
         .unwrap();
     assert_eq!(page.status, 200);
-    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
     let policy = page.header("content-security-policy").unwrap();
     assert!(policy.starts_with("default-src 'none'"), "{policy}");
     // Statuses only: names, statuses and categories, no target, no timing.
@@ -448,10 +472,17 @@ async fn guide_screenshots() {
     });
     let config = HealthConfig::new()
         .database("default", support::postgres(&port.url()))
-        .database("replica", support::postgres(&support::pg_url_with("sslmode=disable")))
+        .database(
+            "replica",
+            support::postgres(&support::pg_url_with("sslmode=disable")),
+        )
         .optional_database("replica")
         .component(ComponentSpec::new("search", search))
-        .group(tower_health::config::HealthGroup::new("checkout").member("database/default").optional("component/search"));
+        .group(
+            tower_health::config::HealthGroup::new("checkout")
+                .member("database/default")
+                .optional("component/search"),
+        );
     let health = HealthMonitor::spawn(config).unwrap();
     support::first_rounds(&health).await;
     let admin = admin(&health, Details::Always).await;
@@ -470,12 +501,18 @@ async fn guide_screenshots() {
         .open(&format!("http://{}/health/page", admin.local_addr()))
         .await;
     port.close();
-    card_until(&browser, "default", "failed", |card| card["status"] == "failed").await;
+    card_until(&browser, "default", "failed", |card| {
+        card["status"] == "failed"
+    })
+    .await;
     // The health round (every 10 s) follows readiness's failure.
     tokio::time::sleep(Duration::from_secs(11)).await;
     browser.screenshot(&screenshot("guide-failing")).await;
     port.open().await;
-    card_until(&browser, "default", "recovered", |card| card["status"] == "passed").await;
+    card_until(&browser, "default", "recovered", |card| {
+        card["status"] == "passed"
+    })
+    .await;
     tokio::time::sleep(Duration::from_secs(11)).await;
     browser.screenshot(&screenshot("guide-healthy")).await;
     admin.shutdown();

@@ -327,7 +327,10 @@ mod tests {
         );
         let latency = timeline.latency.unwrap();
         assert_eq!(latency.peak, "8.0 ms");
-        assert_eq!(latency.path, format!("M{} 4.0 h0", WIDTH - COLUMN_WIDTH / 2));
+        assert_eq!(
+            latency.path,
+            format!("M{} 4.0 h0", WIDTH - COLUMN_WIDTH / 2)
+        );
     }
 
     #[test]

@@ -121,9 +121,12 @@ impl Browser {
             .await
             .unwrap()
             .expect("chromium printed its DevTools endpoint");
-        let (socket, _) = bounded("the DevTools WebSocket", tokio_tungstenite::connect_async(&endpoint))
-            .await
-            .expect("the DevTools WebSocket connects");
+        let (socket, _) = bounded(
+            "the DevTools WebSocket",
+            tokio_tungstenite::connect_async(&endpoint),
+        )
+        .await
+        .expect("the DevTools WebSocket connects");
         let (mut sink, mut stream) = socket.split();
         let (outgoing, mut to_send) = mpsc::unbounded_channel::<Value>();
         tokio::spawn(async move {
