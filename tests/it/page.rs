@@ -162,10 +162,9 @@ async fn a_refused_database_turns_failed_on_the_open_page_then_recovers() {
     require_postgres!();
     let chromium = require_chromium!();
     let port = ClosablePort::start(pg_addr()).await;
+    // The default readiness cadence (1 s): the rounds counted below are the monitor's.
     let config = HealthConfig::new()
-        .readiness_interval(Duration::from_millis(500))
         .health_interval(Duration::from_secs(2))
-        .readiness_timeout(Duration::from_millis(400))
         .database("default", support::postgres(&port.url()))
         .database(
             "replica",

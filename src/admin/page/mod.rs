@@ -201,9 +201,10 @@ async fn update(
     mode: BodyMode,
 ) -> Response<ProbeBody> {
     let mut watch = health.watch();
-    let (token, view) = current(&health);
-    // Seen by the watch: `changed` waits for a view that differs from this one.
+    // Seen by the watch first: `changed` then waits for a view that differs from this one,
+    // and a change in between wakes it at once rather than being missed.
     let _ = watch.current();
+    let (token, view) = current(&health);
     let (token, view) = if after == Some(token_value(&token)) {
         let mut changed = false;
         crate::util::race(
