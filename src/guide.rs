@@ -4,9 +4,10 @@
 /// definitions for the items behind features, so that every page's links resolve in every
 /// build (to the item where the build has it, to the feature table where it does not).
 macro_rules! page {
-    ($name:ident, $file:literal) => {
+    ($name:ident, $file:literal $(, #![$extra:meta])*) => {
         pub mod $name {
             #![doc = include_str!($file)]
+            $(#![$extra])*
             #![doc = ""]
             #![cfg_attr(feature = "axum", doc = "[`axum`]: crate::axum")]
             #![cfg_attr(not(feature = "axum"), doc = "[`axum`]: crate#feature-flags")]
@@ -79,6 +80,14 @@ page!(databases, "docs/databases.md");
 page!(components, "docs/components.md");
 page!(fleet, "docs/fleet.md");
 page!(incident, "docs/incident.md");
+// The screenshots are in the page, as data URIs: rustdoc copies no image beside its pages.
+// Only where docs are built, so that no other build reads them.
+page!(
+    page,
+    "docs/page.md",
+    #![cfg_attr(doc, doc = concat!("[page-failing]: data:image/png;base64,", include_str!("docs/images/page-failing.png.b64")))],
+    #![cfg_attr(doc, doc = concat!("[page-healthy]: data:image/png;base64,", include_str!("docs/images/page-healthy.png.b64")))]
+);
 page!(grpc, "docs/grpc.md");
 page!(haproxy, "docs/haproxy.md");
 page!(configuration, "docs/configuration.md");

@@ -131,7 +131,8 @@
 //! [Kubernetes](guide::kubernetes), [containers without curl](guide::containers),
 //! [the answers, body by body](guide::bodies), [databases](guide::databases),
 //! [components](guide::components), [a fleet sharing one verdict](guide::fleet),
-//! [reading an incident](guide::incident), [gRPC](guide::grpc), [HAProxy](guide::haproxy),
+//! [reading an incident](guide::incident), [the operator's page](guide::page),
+//! [gRPC](guide::grpc), [HAProxy](guide::haproxy),
 //! [configuration](guide::configuration), [migrating](guide::migrating) and
 //! [hardening](guide::hardening). The environment variables are listed in [`config`].
 //! Contributors: [the architecture](guide::architecture) says where each thing lives.
@@ -167,6 +168,7 @@
 //! | `opentelemetry` | `metrics::OpenTelemetry`: the same metrics as observable instruments on the application's `Meter` (the `opentelemetry` API crate) | No |
 //! | `grpc` | `grpc::HealthService`: `grpc.health.v1` (`Check`, `Watch`, `List`) from the same view as the HTTP probes (tonic, prost); `grpc://` targets for `healthcheck::run` (h2) | No |
 //! | `haproxy-agent` | `haproxy::AgentServer`: HAProxy's agent check (`up ready 100%`, a lowered weight while degraded, `drain`, `maint`, `down`) from the same view (plain TCP) | No |
+//! | `page` | the operator's page on the admin server (`/health/page`): every check's last hour, transitions, hold, drain, groups and the fleet, server-rendered (askama); implies `admin` | No |
 //! | `axum` | `HealthLayer::around`: the stack around an axum app, outside routing, in one service `axum::serve` takes | No |
 //! | `full` | every feature (Rust 1.94, for `sqlx-0-9`) | No |
 //!

@@ -53,7 +53,22 @@ impl KeyDigests {
 
     /// The role the request's credentials grant.
     pub(crate) fn role(&self, headers: &HeaderMap) -> Result<Role, Denied> {
-        let presented = digest(presented_key(headers)?);
+        self.role_of(presented_key(headers)?)
+    }
+
+    /// The role a browser's credentials grant: the key as the password of Basic credentials
+    /// (any user name: a browser's login dialog asks for both, and sends them as Basic
+    /// credentials), else the key as [`role`](Self::role) reads it.
+    #[cfg(feature = "page")]
+    pub(crate) fn browser_role(&self, headers: &HeaderMap) -> Result<Role, Denied> {
+        match basic_password(headers) {
+            Some(password) => self.role_of(&password?),
+            None => self.role(headers),
+        }
+    }
+
+    fn role_of(&self, key: &[u8]) -> Result<Role, Denied> {
+        let presented = digest(key);
         // Both comparisons always run, so timing does not tell which key matched.
         let is_operator = matches(self.operator.as_ref(), &presented);
         let is_viewer = matches(self.readonly.as_ref(), &presented);
@@ -129,6 +144,31 @@ fn presented_key(headers: &HeaderMap) -> Result<&[u8], Denied> {
         (None, None) if headers.contains_key(AUTHORIZATION) => Err(Denied::Malformed),
         (None, None) => Err(Denied::Missing),
     }
+}
+
+/// The password of `Authorization: Basic <base64(user:password)>`, if that is what the
+/// request presents; malformed when it does not decode, has no `:`, or the password is empty.
+#[cfg(feature = "page")]
+fn basic_password(headers: &HeaderMap) -> Option<Result<Vec<u8>, Denied>> {
+    use base64::Engine as _;
+
+    let mut values = headers.get_all(AUTHORIZATION).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return Some(Err(Denied::Malformed));
+    }
+    let value = value.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD.decode(token.trim());
+    let password = decoded.ok().and_then(|credentials| {
+        let colon = credentials.iter().position(|&byte| byte == b':')?;
+        let password = credentials[colon + 1..].to_vec();
+        (!password.is_empty()).then_some(password)
+    });
+    Some(password.ok_or(Denied::Malformed))
 }
 
 #[cfg(test)]
@@ -237,5 +277,46 @@ mod tests {
             HeaderValue::from_static("Bearer viewer-key-0123456789"),
         );
         assert!(keys().grants_viewer(&headers));
+    }
+
+    #[cfg(feature = "page")]
+    #[test]
+    fn a_browser_presents_the_key_as_the_password_of_basic_credentials() {
+        use base64::Engine as _;
+
+        let basic = |credentials: &str| {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                AUTHORIZATION,
+                HeaderValue::from_str(&format!("Basic {encoded}")).unwrap(),
+            );
+            keys().browser_role(&headers)
+        };
+        assert_eq!(basic("viewer:viewer-key-0123456789"), Ok(Role::Viewer));
+        assert_eq!(basic(":operator-key-0123456789"), Ok(Role::Operator));
+        assert_eq!(basic("anyone:viewer-key-0123456789"), Ok(Role::Viewer));
+        // The user name is not the key.
+        assert_eq!(basic("viewer-key-0123456789:"), Err(Denied::Malformed));
+        assert_eq!(basic("viewer-key-0123456789"), Err(Denied::Malformed));
+        assert_eq!(basic("viewer:wrong-key-0123456789"), Err(Denied::Invalid));
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
+        assert_eq!(keys().browser_role(&headers), Err(Denied::Malformed));
+        // The other forms work too; nothing is missing.
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_static("Bearer viewer-key-0123456789"),
+        );
+        assert_eq!(keys().browser_role(&headers), Ok(Role::Viewer));
+        assert_eq!(keys().browser_role(&HeaderMap::new()), Err(Denied::Missing));
+        // Only the page's paths read Basic credentials: elsewhere they stay a proxy's.
+        assert_eq!(
+            role(
+                "authorization",
+                b"Basic dmlld2VyOnZpZXdlci1rZXktMDEyMzQ1Njc4OQ=="
+            ),
+            Err(Denied::Malformed)
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! is configured (see below).
 //!
 //! Other paths get 404, whose `paths` list what it serves (a health group's as
-//! `/health/group/<name>`), other methods 405; a request with two `Host` headers, or whose
+//! `/health/group/<name>`, `/health/history`, and with the `page` feature `/health/page`), other methods 405; a request with two `Host` headers, or whose
 //! target names a host (`GET http://host/path`), 400. It speaks HTTP/1.1 with keep-alive and bounds
 //! every connection: one that stays idle or sends its request head too slowly is closed after
 //! the [header timeout](AdminConfig::header_timeout), one whose answers wait on a client that
@@ -34,6 +34,18 @@
 //! - On a loopback bind, `Host` and `Origin` must name the server (`localhost`, `127.0.0.1`,
 //!   `[::1]`, the bind address, or a configured extra), else 403: a web page whose domain
 //!   resolves to 127.0.0.1 cannot read it from a browser (DNS rebinding).
+//!
+//! # History and the operator's page
+//!
+//! `GET /health/history` answers every database's and component's last hour as JSON: the
+//! rounds' outcomes (status, error category, and with details the latency), the last
+//! transitions with their causes, and a flap count (see
+//! [the operator's page](crate::guide::page) for the format). With the `page` feature,
+//! `GET /health/page` shows the same as a page people would rather look at than read, kept
+//! current while it is open by `GET /health/page/updates`. Both need the viewer role once
+//! keys are set, as `/health` does, and show what this server's
+//! [`details`](AdminConfig::details) allow; a browser presents the key as the password of
+//! Basic credentials (any user name), and gets a Basic challenge without it.
 //!
 //! # Operator controls
 //!
@@ -95,7 +107,10 @@
 mod config;
 mod control;
 pub(crate) mod fixed;
+mod history;
 mod host;
+#[cfg(feature = "page")]
+mod page;
 pub(crate) mod route;
 mod server;
 mod service;

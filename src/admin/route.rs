@@ -16,6 +16,9 @@ pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
     let group = format!("{ADMIN_GROUP_PREFIX}{GROUP_PATH}<name>");
     let mut paths: Vec<&str> = Probe::ALL.into_iter().map(Probe::admin_path).collect();
     paths.push(&group);
+    paths.push(HISTORY_PATH);
+    #[cfg(feature = "page")]
+    paths.extend(super::page::PagePath::ALL.map(super::page::PagePath::path));
     // A closure, not `Control::path`: the list holds the group's path, borrowed for less
     // than `'static`.
     paths.extend(Control::ALL.into_iter().map(|control| control.path()));
@@ -25,6 +28,9 @@ pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
     Rendered::fixed_bytes(StatusCode::NOT_FOUND, "no-store", body.into(), &[])
 });
 
+/// `GET /health/history`: every check's history, as JSON.
+pub(crate) const HISTORY_PATH: &str = "/health/history";
+
 /// A path the admin server answers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Route<'a> {
@@ -32,6 +38,11 @@ pub(crate) enum Route<'a> {
     Probe(Target<'a>),
     /// An operator's control (`POST /hold`, `POST /release`).
     Control(Control),
+    /// `GET /health/history`: every check's history, as JSON.
+    History,
+    /// The operator's page, or its updates (feature `page`).
+    #[cfg(feature = "page")]
+    Page(super::page::PagePath),
     /// `GET /metrics`: the Prometheus exposition (feature `metrics`).
     #[cfg(feature = "metrics")]
     Metrics,
@@ -55,6 +66,14 @@ impl<'a> Route<'a> {
         if crate::http::request::trim_trailing_slash(path) == "/metrics" {
             return Some(Self::Metrics);
         }
+        let trimmed = crate::http::request::trim_trailing_slash(path);
+        if trimmed == HISTORY_PATH {
+            return Some(Self::History);
+        }
+        #[cfg(feature = "page")]
+        if let Some(page) = super::page::PagePath::from_path(trimmed) {
+            return Some(Self::Page(page));
+        }
         Control::from_path(path)
             .map(Self::Control)
             .or_else(|| crate::http::request::admin_target(path).map(Self::Probe))
@@ -66,6 +85,10 @@ impl<'a> Route<'a> {
             Self::Probe(target) if target.probe.needs_viewer() => Needs::Viewer,
             Self::Probe(_) => Needs::Nothing,
             Self::Control(_) => Needs::Operator,
+            // Every check's error text, targets and timings, as `/health` shows them.
+            Self::History => Needs::Viewer,
+            #[cfg(feature = "page")]
+            Self::Page(_) => Needs::Viewer,
             // Names every database and component, and the monitor's figures.
             #[cfg(feature = "metrics")]
             Self::Metrics => Needs::Viewer,
@@ -79,13 +102,21 @@ mod tests {
 
     #[tokio::test]
     async fn admin_not_found_lists_every_admin_path() {
+        let page = if cfg!(feature = "page") {
+            r#","/health/page","/health/page/updates""#
+        } else {
+            ""
+        };
+        let metrics = if cfg!(feature = "metrics") {
+            r#","/metrics""#
+        } else {
+            ""
+        };
         assert_eq!(
             ADMIN_NOT_FOUND.body_text().await,
-            if cfg!(feature = "metrics") {
-                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/health/group/<name>","/hold","/release","/metrics"]}"#
-            } else {
-                r#"{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/health/group/<name>","/hold","/release"]}"#
-            }
+            format!(
+                r#"{{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/health/group/<name>","/health/history"{page},"/hold","/release"{metrics}]}}"#
+            )
         );
     }
 
@@ -119,5 +150,17 @@ mod tests {
             Route::from_path("/metrics/").map(Route::needs),
             Some(Needs::Viewer)
         );
+        assert_eq!(
+            Route::from_path("/health/history/").map(Route::needs),
+            Some(Needs::Viewer)
+        );
+        #[cfg(feature = "page")]
+        for path in ["/health/page", "/health/page/", "/health/page/updates"] {
+            assert_eq!(
+                Route::from_path(path).map(Route::needs),
+                Some(Needs::Viewer),
+                "{path}"
+            );
+        }
     }
 }

@@ -64,6 +64,8 @@ impl AdminServer {
             details: shown.details,
             nocache: shown.nocache,
             hosts,
+            #[cfg(feature = "page")]
+            closing: tokio::sync::watch::Sender::new(false),
         });
         let connections = Connections {
             state,
@@ -128,8 +130,11 @@ impl Serve for Connections {
         }
     }
 
-    /// Idle connections are closed, and answers under way finished.
+    /// Idle connections are closed, and answers under way finished (the page's update
+    /// requests, which wait for a change, at once).
     fn finish(self) -> impl Future<Output = ()> + Send {
+        #[cfg(feature = "page")]
+        self.state.closing.send_replace(true);
         self.graceful.shutdown()
     }
 }

@@ -29,6 +29,9 @@ pub(crate) struct AdminState {
     pub(crate) metrics: crate::metrics::HealthMetrics,
     /// The `Host`/`Origin` allowlist; only on loopback binds.
     pub(crate) hosts: Option<HostPolicy>,
+    /// Set once the server closes: the page's update requests it holds answer at once.
+    #[cfg(feature = "page")]
+    pub(crate) closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl AdminState {
@@ -50,8 +53,11 @@ impl AdminState {
         let target = match route {
             Route::Probe(target) => target,
             Route::Control(control) => return control.respond(request, &self.keys, &self.health),
+            Route::History => return self.history(request),
+            #[cfg(feature = "page")]
+            Route::Page(path) => return super::page::respond(self, request, path),
             #[cfg(feature = "metrics")]
-            Route::Metrics => return self.metrics(request, route),
+            Route::Metrics => return self.metrics(request),
         };
         let Some(mode) = BodyMode::of(request.method()) else {
             return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
@@ -93,18 +99,42 @@ impl AdminState {
 impl AdminState {
     /// `GET /metrics`: the exposition, for the viewer role once keys are set.
     #[cfg(feature = "metrics")]
-    fn metrics<B>(&self, request: &Request<B>, route: Route<'_>) -> ProbeResponse {
+    fn metrics<B>(&self, request: &Request<B>) -> ProbeResponse {
         let Some(mode) = BodyMode::of(request.method()) else {
             return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
         };
-        if self.keys.enabled() && route.needs() != Needs::Nothing {
-            match self.keys.role(request.headers()) {
-                Ok(role) if role >= Role::Viewer => {}
-                Ok(_) => return ProbeResponse::fixed(&ADMIN_INVALID_KEY, BodyMode::Full),
-                Err(denied) => return ProbeResponse::ready(unauthorized(denied)),
-            }
+        if let Err(denied) = self.viewer(request) {
+            return ProbeResponse::ready(unauthorized(denied));
         }
         ProbeResponse::ready(self.metrics.response(mode))
+    }
+
+    /// `GET /health/history`: every check's history as JSON, for the viewer role once keys
+    /// are set, at this server's detail level.
+    fn history<B>(&self, request: &Request<B>) -> ProbeResponse {
+        let Some(mode) = BodyMode::of(request.method()) else {
+            return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
+        };
+        let role = match self.viewer(request) {
+            Ok(role) => role,
+            Err(denied) => return ProbeResponse::ready(unauthorized(denied)),
+        };
+        let audience = crate::access::audience(self.details, role >= Role::Viewer);
+        let histories = self.health.histories();
+        ProbeResponse::fixed(&super::history::response(&histories, audience), mode)
+    }
+
+    /// The role of a request for a path that needs the viewer role: none needed while no key
+    /// is configured; else the viewer or operator key, or why not (answered with
+    /// [`unauthorized`]).
+    fn viewer<B>(&self, request: &Request<B>) -> Result<Role, Denied> {
+        if !self.keys.enabled() {
+            return Ok(Role::Anonymous);
+        }
+        match self.keys.role(request.headers())? {
+            role if role >= Role::Viewer => Ok(role),
+            _ => Err(Denied::Invalid),
+        }
     }
 }
 

@@ -36,10 +36,12 @@ pub(super) enum Series {
     Seconds(Read<f64>),
     /// A counter.
     Counts(Read<u64>),
+    /// A gauge of whole numbers.
+    Number(Read<u64>),
 }
 
 /// Every family, in the order of the table in the [module docs](super).
-pub(super) const FAMILIES: [Family; 21] = [
+pub(super) const FAMILIES: [Family; 22] = [
     Family {
         name: "tower_health_probe_passing",
         help: "Whether the probe passes now (HTTP 200, gRPC SERVING)",
@@ -109,6 +111,11 @@ pub(super) const FAMILIES: [Family; 21] = [
         name: "tower_health_check_failures",
         help: "Checks that finished with an error, by category (each check once, however many rounds waited for it)",
         series: Series::Counts(work::check_failures),
+    },
+    Family {
+        name: "tower_health_check_flaps",
+        help: "Times the check went from passing to failing or back over the last ten minutes (counted by the minute)",
+        series: Series::Number(work::check_flaps),
     },
     Family {
         name: "tower_health_transitions",

@@ -119,6 +119,7 @@
 //! | `tower_health_round_panics_total` | counter | `round` | rounds that panicked: reported as failed (cause `panicked`), the next round run |
 //! | `tower_health_shared_cache_errors_total` | counter | | health rounds in which Redis failed or the shared entry (module `redis`, feature `redis`) could not be served (0 without a shared cache) |
 //! | `tower_health_check_failures_total` | counter | `check` (a database's or component's name), `kind` ([`CheckErrorKind`](crate::check::CheckErrorKind): `refused`, `dns`, `auth`, `tls`, `timeout`, `pool_saturated`, `closed`, `query`, `panicked`, `other`) | checks that finished with an error, each check once however many rounds waited for it |
+//! | `tower_health_check_flaps` | gauge | `check` | how many times the database or component went from passing to failing or back over the last ten minutes (counted by the minute: the current minute and the nine before it), from its history (see [the operator's page](crate::guide::page)) |
 //! | `tower_health_transitions_total` | counter | `question` (`health`, `readiness`) | transitions of readiness and of the health status, as logged, the first verdict included |
 //! | `tower_health_nocache_computations_total` | counter | | fresh computations run for `?nocache=true` |
 //! | `tower_health_draining` | gauge | | 1 once the drain has started |

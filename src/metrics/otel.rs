@@ -111,6 +111,13 @@ impl OpenTelemetry {
                         .with_callback(observe(inner, read, |count| count))
                         .build();
                 }
+                Series::Number(read) => {
+                    meter
+                        .u64_observable_gauge(family.name)
+                        .with_description(family.help)
+                        .with_callback(observe(inner, read, |number| number))
+                        .build();
+                }
             }
         }
     }

@@ -162,6 +162,7 @@ async fn every_family_is_one_instrument_with_its_name_help_and_unit() {
             assert_eq!(metric.description(), family.help, "{}", family.name);
             let (unit, kind) = match (family.series, metric.data()) {
                 (Series::Flags(_), AggregatedMetrics::U64(MetricData::Gauge(_))) => ("", "flags"),
+                (Series::Number(_), AggregatedMetrics::U64(MetricData::Gauge(_))) => ("", "number"),
                 (Series::Seconds(_), AggregatedMetrics::F64(MetricData::Gauge(_))) => {
                     ("s", "seconds")
                 }
@@ -179,6 +180,8 @@ async fn every_family_is_one_instrument_with_its_name_help_and_unit() {
 /// A healthy monitor of one database and one component, after one round of each: every
 /// series, as Prometheus names them, the timestamps and durations replaced by `T`.
 const HEALTHY: &[(&str, &str)] = &[
+    ("tower_health_check_flaps{check=\"cache\"}", "0"),
+    ("tower_health_check_flaps{check=\"default\"}", "0"),
     (
         "tower_health_component_status{component=\"cache\",status=\"degraded\"}",
         "0",

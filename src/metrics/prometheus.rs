@@ -16,6 +16,7 @@ pub(super) fn encode(snapshot: &Snapshot, mut encoder: DescriptorEncoder<'_>) ->
             Series::Flags(_) => (None, MetricType::Gauge),
             Series::Seconds(_) => (Some(&Unit::Seconds), MetricType::Gauge),
             Series::Counts(_) => (None, MetricType::Counter),
+            Series::Number(_) => (None, MetricType::Gauge),
         };
         let mut metric = encoder.encode_descriptor(family.name, family.help, unit, metric_type)?;
         // The series are read through a callback that returns nothing: the first error is
@@ -42,6 +43,13 @@ pub(super) fn encode(snapshot: &Snapshot, mut encoder: DescriptorEncoder<'_>) ->
                     written = metric.encode_family(&labels).and_then(|mut series| {
                         series.encode_counter::<NoLabelSet, _, u64>(&count, None)
                     });
+                }
+            }),
+            Series::Number(read) => read(snapshot, &mut |labels, number| {
+                if written.is_ok() {
+                    written = metric
+                        .encode_family(&labels)
+                        .and_then(|mut series| series.encode_gauge(&number));
                 }
             }),
         }

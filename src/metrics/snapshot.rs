@@ -34,6 +34,8 @@ pub(super) struct Snapshot {
     pub(super) health_transitions: u64,
     /// Checks that finished with an error, per database or component and category.
     pub(super) check_failures: Vec<(Arc<str>, CheckErrorKind, u64)>,
+    /// Each database's and component's flap count, from its history.
+    pub(super) check_flaps: Vec<(Arc<str>, u32)>,
 }
 
 impl Snapshot {
@@ -62,6 +64,7 @@ impl Snapshot {
             readiness_transitions: count(&counters.readiness_transitions),
             health_transitions: count(&counters.health_transitions),
             check_failures: state.check_failures(),
+            check_flaps: state.flaps(),
         }
     }
 
@@ -69,7 +72,7 @@ impl Snapshot {
     /// drain has not started since (it starts without a publication), and no verdict it
     /// shows fresh has gone stale (a stuck monitor publishes nothing).
     pub(super) fn is_current(&self, health: &HealthHandle) -> bool {
-        self.generation == health.state().store.generation()
+        self.generation == health.generation()
             && (self.view.draining || !health.drain().is_draining())
             && (self.view.next_stale_at).is_none_or(|until| Instant::now() <= until)
     }

@@ -234,6 +234,10 @@ tower_health_round_panics_total{round="health"} 0
 tower_health_shared_cache_errors_total 0
 # HELP tower_health_check_failures Checks that finished with an error, by category (each check once, however many rounds waited for it)
 # TYPE tower_health_check_failures counter
+# HELP tower_health_check_flaps Times the check went from passing to failing or back over the last ten minutes (counted by the minute)
+# TYPE tower_health_check_flaps gauge
+tower_health_check_flaps{check="default"} 0
+tower_health_check_flaps{check="cache"} 0
 # HELP tower_health_transitions Transitions of readiness and of the health status (each one logged), the first verdict included
 # TYPE tower_health_transitions counter
 tower_health_transitions_total{question="health"} 1

@@ -76,6 +76,12 @@ pub(super) fn check_failures(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<
     }
 }
 
+pub(super) fn check_flaps(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
+    for (check, flaps) in &snapshot.check_flaps {
+        series(&[("check", check)], u64::from(*flaps));
+    }
+}
+
 pub(super) fn transitions(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
     series(&[("question", "health")], snapshot.health_transitions);
     series(&[("question", "readiness")], snapshot.readiness_transitions);

@@ -144,6 +144,29 @@ impl HealthHandle {
         self.state.store.drain()
     }
 
+    /// What the monitor remembers of each check's last rounds, for `/health/history` and the
+    /// operator's page (never for a probe).
+    #[cfg(feature = "admin")]
+    pub(crate) fn histories(&self) -> Vec<super::history::CheckHistory> {
+        self.state.histories()
+    }
+
+    /// The fleet as this process's fleet guard saw it at its last shared round, for the
+    /// operator's page: this process's id, the fraction kept, the members read.
+    #[cfg(all(feature = "page", feature = "redis"))]
+    pub(crate) fn fleet_seen(
+        &self,
+    ) -> Option<(std::sync::Arc<str>, f64, Option<crate::redis::FleetSeen>)> {
+        self.state.fleet()
+    }
+
+    /// How many times what the view is read from has changed: a reader that renders ahead
+    /// of time (metrics, the page's updates) renders again when it moves.
+    #[cfg(any(feature = "metrics", feature = "opentelemetry", feature = "page"))]
+    pub(crate) fn generation(&self) -> u64 {
+        self.state.store.generation()
+    }
+
     /// What every reader may know of this monitor beside its verdicts: the names it checks,
     /// the readiness rules, the staleness bounds, the debounce.
     pub(crate) fn known(&self) -> &crate::view::Known {

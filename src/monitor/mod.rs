@@ -67,6 +67,7 @@
 mod components;
 mod fresh;
 pub(crate) mod handle;
+pub(crate) mod history;
 mod hold;
 mod lag;
 #[cfg(test)]

@@ -86,6 +86,23 @@ impl SharedRounds {
         })
     }
 
+    /// The fleet guard's view of the fleet, for the operator's page: this process's id, the
+    /// fraction it keeps, and the members the last round read (`None` when the guard is off).
+    #[cfg(feature = "page")]
+    pub(crate) fn fleet(&self) -> Option<(Arc<str>, f64, Option<crate::redis::FleetSeen>)> {
+        let fleet = self.fleet.as_ref()?;
+        Some((
+            fleet.process_id.clone(),
+            fleet.fraction.as_f64(),
+            fleet.seen(),
+        ))
+    }
+
+    /// The `shared_cache` component's check slot, for its history.
+    pub(crate) fn cache_slot(&self) -> &CheckSlot {
+        &self.cache.slot
+    }
+
     /// The `shared_cache` component, as the last round left it.
     pub(crate) fn report(&self) -> ComponentReport {
         self.cache.report()
@@ -142,6 +159,13 @@ fn default_first(
 }
 
 impl MonitorState {
+    /// The fleet as this process's fleet guard sees it (see [`SharedRounds::fleet`]); `None`
+    /// without the guard.
+    #[cfg(feature = "page")]
+    pub(crate) fn fleet(&self) -> Option<(Arc<str>, f64, Option<crate::redis::FleetSeen>)> {
+        self.shared.as_ref()?.fleet()
+    }
+
     /// The fleet guard's part of a readiness round: publishes where this process stands on
     /// `outcomes` (this round's) and, when it is out only on dependencies the fleet shares,
     /// what the guard concludes from the fleet's standings. `None` when the guard is off,

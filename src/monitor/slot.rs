@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::history::History;
 use super::spawner::Spawner;
 use crate::check::{
     CheckError, CheckErrorKind, CheckFuture, CheckReport, DatabaseCheck, PoolStats,
@@ -70,6 +71,8 @@ struct SlotInner {
     checks_started: AtomicU64,
     /// Checks that finished with an error, by category: written once per finished check.
     failures: Mutex<Vec<(CheckErrorKind, u64)>>,
+    /// What the rounds learnt, for the admin server's history.
+    history: History,
 }
 
 /// How late past its deadline a round may wake before its timeouts say more of the process
@@ -132,6 +135,7 @@ impl CheckSlot {
                 carry_for,
                 checks_started: AtomicU64::new(0),
                 failures: Mutex::new(Vec::new()),
+                history: History::new(),
             }),
         }
     }
@@ -192,6 +196,11 @@ impl CheckSlot {
             Checked::Database(check) => check.pool_stats(),
             Checked::Component(_) => None,
         }
+    }
+
+    /// What the rounds learnt from this check.
+    pub(crate) fn history(&self) -> &History {
+        &self.inner.history
     }
 
     pub(crate) fn checks_started(&self) -> u64 {
@@ -363,6 +372,8 @@ impl Claim {
         .await;
         let mut running_for = None;
         let mut report = None;
+        // The check this outcome is the result of, when it finished.
+        let finished = matches!(waited, Ok(Ok(_))).then_some(self.in_flight.started_at);
         let (status, elapsed, error, detail) = match waited {
             Ok(Ok(finished)) => {
                 let (result, elapsed) = finished.clone().expect("waited for Some");
@@ -440,6 +451,7 @@ impl Claim {
         if outcome.detail.is_none() {
             self.slot.hear(Some(&outcome));
         }
+        self.slot.history.record(&outcome, finished);
         outcome
     }
 }

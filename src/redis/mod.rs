@@ -157,6 +157,8 @@ mod component;
 mod shared;
 
 pub use self::component::Redis;
+#[cfg(feature = "page")]
+pub(crate) use self::shared::FleetSeen;
 pub use self::shared::SharedCache;
 pub(crate) use self::shared::{
     CacheStatus, Entry, Expected, FleetMembers, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts,

@@ -226,7 +226,7 @@ impl Store {
     /// How many times what the view is read from has changed: read it before the view, and
     /// a rendering of that view is current while it has not moved (a drain's start and a
     /// verdict going stale aside, which the reader checks itself).
-    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
+    #[cfg(any(feature = "metrics", feature = "opentelemetry", feature = "page"))]
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }

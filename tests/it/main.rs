@@ -63,6 +63,8 @@ mod kube;
 mod metrics;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "opentelemetry"))]
 mod otel;
+#[cfg(all(feature = "postgres", feature = "page", feature = "redis"))]
+mod page;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "postgres")]

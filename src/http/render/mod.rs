@@ -91,6 +91,12 @@ impl Rendered {
         Self::with_headers(status, headers, body, false)
     }
 
+    /// A response of any content type, with `headers` (the operator's page's HTML, say).
+    #[cfg(feature = "page")]
+    pub(crate) fn with_headers_of(status: StatusCode, headers: HeaderMap, body: Bytes) -> Self {
+        Self::with_headers(status, headers, body, false)
+    }
+
     fn with_headers(
         status: StatusCode,
         headers: HeaderMap,

@@ -35,9 +35,9 @@
 //! hash of more than [`MAX_MEMBERS`] fields, and every member is validated here; one that
 //! fails (a fingerprint that does not read included) is not counted.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::config::{SharedCache, SharedConnection};
 use super::entry::{Fingerprint, is_fingerprint};
@@ -105,6 +105,19 @@ pub(crate) struct FleetMembers {
     /// Whether the last read found members of another configuration, for one warning per
     /// transition.
     foreign: AtomicBool,
+    /// What the last round read, for the operator's page: `None` while Redis does not
+    /// answer (the guard is off).
+    #[cfg_attr(not(feature = "page"), allow(dead_code))]
+    seen: Mutex<Option<FleetSeen>>,
+}
+
+/// The fleet's members as the last readiness round read them.
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "page"), allow(dead_code))]
+pub(crate) struct FleetSeen {
+    pub(crate) at: SystemTime,
+    /// This process among them.
+    pub(crate) members: Vec<Member>,
 }
 
 impl FleetMembers {
@@ -135,6 +148,7 @@ impl FleetMembers {
             failing: AtomicBool::new(false),
             refusing: AtomicBool::new(false),
             foreign: AtomicBool::new(false),
+            seen: Mutex::new(None),
         })
     }
 
@@ -146,6 +160,17 @@ impl FleetMembers {
         deadline: Instant,
     ) -> Result<Vec<Member>, CheckError> {
         let result = self.exchange(standing, deadline).await;
+        #[cfg(feature = "page")]
+        {
+            let seen = result.as_ref().ok().map(|members| FleetSeen {
+                at: SystemTime::now(),
+                members: members.clone(),
+            });
+            *self
+                .seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = seen;
+        }
         let failing = result.is_err();
         if self.failing.swap(failing, Ordering::Relaxed) != failing {
             match &result {
@@ -158,6 +183,16 @@ impl FleetMembers {
             }
         }
         result
+    }
+
+    /// The fleet's members as the last readiness round read them; `None` before the first
+    /// or while Redis does not answer.
+    #[cfg(feature = "page")]
+    pub(crate) fn seen(&self) -> Option<FleetSeen> {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     async fn exchange(

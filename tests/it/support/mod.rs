@@ -31,6 +31,9 @@ use tower::BoxError;
 use tower_health::postgres::PostgresCheck;
 use tower_health::{HealthConfig, HealthHandle, HealthLayer, HealthMonitor};
 
+#[cfg(all(feature = "page", feature = "redis"))]
+#[macro_use]
+pub mod browser;
 // The fleet (`redis`) starts the `server` example by its path only; the malformed corpus
 // (`tests/malformed.rs`, `admin`) runs it too.
 #[cfg(any(
