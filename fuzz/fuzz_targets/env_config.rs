@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
 use tower_health::admin::AdminConfig;
-use tower_health::{DrainConfig, HealthConfig};
+use tower_health::HealthConfig;
 
 /// Connection strings in the corpus use this password.
 const PASSWORD: &str = "Fuzz-S3cret";
@@ -41,9 +41,6 @@ fuzz_target!(|text: &str| {
         }
     };
     if let Err(error) = HealthConfig::from_vars(vars.clone()) {
-        check(error);
-    }
-    if let Err(error) = DrainConfig::from_vars(vars.clone()) {
         check(error);
     }
     if let Err(error) = AdminConfig::from_vars(vars.clone()) {

@@ -75,6 +75,10 @@ impl ManageConnection for PostgresCheckManager {
     type Error = CheckError;
 
     async fn connect(&self) -> Result<PostgresCheckClient, CheckError> {
+        #[allow(
+            clippy::clone_on_copy,
+            reason = "`NoTls` without rustls is `Copy`; the rustls connector is not"
+        )]
         let connect = self.config.connect(self.connector.clone());
         match tokio::time::timeout(self.connect_timeout, connect).await {
             Ok(Ok((client, connection))) => {
