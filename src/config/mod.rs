@@ -63,7 +63,7 @@ pub(crate) use self::timing::stale_bound;
 // Defined in the settings' leaf (`crate::env`), public here only.
 pub use crate::env::{ConfigError, ConfigWarning, Details, FailDirection, NoCache};
 pub(crate) use crate::env::{
-    Env, FirstError, Zero, check_in_range, is_valid_check_name, log_warnings, not_a_name,
+    Env, FirstError, Zero, check_in_range, is_valid_check_name, log_warnings,
     refuse_unread_if_strict, unread_warnings,
 };
 // The duration limits, for the tests that reach the bounds; the docs state the values.

@@ -4,15 +4,47 @@
 //! `Watch` client acts on a single answer, so a failure reaches it once debounced).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::component::ComponentStatus;
-use crate::grpc::ServingStatus;
 use crate::probe::Probe;
 use crate::verdict::{Failing, Streaks};
 use crate::view::reading::GroupAnswer;
 use crate::view::{Condition, Known, View, passes_debounced};
+
+/// The serving status of one service of `grpc.health.v1`.
+///
+/// `SERVICE_UNKNOWN` is not here: it is what [`Watch`](crate::grpc::pb::health_server::Health::watch)
+/// sends for a name no service has, never a status a service is in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ServingStatus {
+    /// No verdict yet: the first round has not completed.
+    Unknown,
+    /// The service is up and serving.
+    Serving,
+    /// The service is down, or the process is draining.
+    NotServing,
+}
+
+impl ServingStatus {
+    /// `"UNKNOWN"`, `"SERVING"` or `"NOT_SERVING"`: the names of the proto.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Unknown => "UNKNOWN",
+            Self::Serving => "SERVING",
+            Self::NotServing => "NOT_SERVING",
+        }
+    }
+}
+
+impl fmt::Display for ServingStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The prefix of the service of each configured database: `database/<name>`
 /// (`database/default` for the default one).

@@ -154,7 +154,7 @@ pub mod pb {
 
 pub use self::reporter::HealthReporter;
 pub use self::service::HealthService;
-pub use self::status::ServingStatus;
+pub use crate::dialect::grpc::ServingStatus;
 
 #[cfg(test)]
 mod tests;

@@ -2,9 +2,9 @@
 //!
 //! [`HealthMonitor`](crate::HealthMonitor) runs two cadences: a readiness round (default every second) and a health
 //! round (default every ten seconds). Each round checks every configured database in parallel
-//! under one deadline (default 500 ms), builds the verdicts, renders every answer the probe
-//! endpoints may give, and publishes them through an `ArcSwap`. Answering a probe is then a
-//! pointer load and a couple of reference-count increments.
+//! under one deadline (default 500 ms), builds the verdicts, and publishes them through an
+//! `ArcSwap`; as each is published, the HTTP side renders every answer a probe may get of it.
+//! Answering a probe is then a pointer load and a couple of reference-count increments.
 //!
 //! Database load is therefore set by the cadence and the number of databases, never by how
 //! often probes arrive: a storm of probes costs the database what an idle minute costs.

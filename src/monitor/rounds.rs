@@ -1,4 +1,4 @@
-//! The rounds: checking, building the verdicts, rendering and publishing them.
+//! The rounds: checking, building the verdicts and publishing them into the view's store.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};

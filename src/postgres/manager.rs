@@ -203,7 +203,7 @@ impl fmt::Debug for PostgresCheckClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{MAX_DURATION, MIN_DURATION};
+    use crate::env::{MAX_DURATION, MIN_DURATION};
 
     #[test]
     fn a_connect_timeout_out_of_range_takes_the_nearest_bound() {

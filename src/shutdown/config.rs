@@ -1,7 +1,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Env, FirstError, Zero, check_in_range, not_a_name};
+use crate::env::{ConfigError, Env, FirstError, Zero, check_in_range, not_a_name};
 
 /// What [`Drain`](crate::drain::Drain) does with ordinary requests once the drain has started.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
