@@ -78,7 +78,7 @@ fn monitor(checks: usize) -> (HealthHandle, Vec<Arc<AtomicUsize>>) {
             let round = count.fetch_add(1, Ordering::Relaxed);
             let message = message.clone();
             async move {
-                if round % 2 == 0 {
+                if round.is_multiple_of(2) {
                     Err(CheckError::new(CheckErrorKind::Refused, message))
                 } else {
                     Ok(())
