@@ -78,7 +78,7 @@ impl ViewWatch {
                 self.last = Some(view.clone());
                 return Some(view);
             }
-            let stale_at = view.next_stale_at;
+            let stale_at = view.next_change_at;
             let mut closed = false;
             race(
                 async {

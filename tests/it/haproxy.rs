@@ -66,6 +66,12 @@ fn database() -> HealthConfig {
         .database("default", postgres(&pg_url()))
 }
 
+/// The agent's settings on a free port, without the slow start: these tests assert each
+/// state's weight the moment it holds (the slow start has its own test, in `slow_start.rs`).
+fn agent_config() -> AgentConfig {
+    AgentConfig::new().port(0).slow_start(Duration::ZERO)
+}
+
 /// What the agent at `addr` says to a client that connects and reads.
 async fn agent_line(addr: SocketAddr) -> String {
     bounded("reading the agent's line", async {
@@ -138,13 +144,10 @@ where
 async fn the_agent_says_each_state_as_readiness_judges_it() {
     require_postgres!();
     let instance = instance(database(), app()).await;
-    let agent = AgentServer::new(
-        AgentConfig::new().port(0).degraded_weight(35),
-        &instance.health,
-    )
-    .start()
-    .await
-    .unwrap();
+    let agent = AgentServer::new(agent_config().degraded_weight(35), &instance.health)
+        .start()
+        .await
+        .unwrap();
     first_rounds(&instance.health).await;
     let client = Client::new();
 
@@ -228,17 +231,14 @@ async fn a_refused_database_is_down_with_its_reason_only_where_the_agent_shows_d
         .details(Details::Always)
         .database("default", postgres(&url));
     let instance = instance(settings, app()).await;
-    let default = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+    let default = AgentServer::new(agent_config(), &instance.health)
         .start()
         .await
         .unwrap();
-    let shown = AgentServer::new(
-        AgentConfig::new().port(0).details(Details::Always),
-        &instance.health,
-    )
-    .start()
-    .await
-    .unwrap();
+    let shown = AgentServer::new(agent_config().details(Details::Always), &instance.health)
+        .start()
+        .await
+        .unwrap();
     first_rounds(&instance.health).await;
     let client = Client::new();
     assert_says(
@@ -254,7 +254,7 @@ async fn a_refused_database_is_down_with_its_reason_only_where_the_agent_shows_d
     );
     // `authorized` is `never` here: the agent has no keys.
     let authorized = AgentServer::new(
-        AgentConfig::new().port(0).details(Details::Authorized),
+        agent_config().details(Details::Authorized),
         &instance.health,
     )
     .start()
@@ -267,7 +267,7 @@ async fn a_refused_database_is_down_with_its_reason_only_where_the_agent_shows_d
 async fn clients_that_send_anything_or_nothing_cannot_keep_haproxy_out() {
     // No database: ready with nothing to check.
     let health = HealthMonitor::spawn(fast()).unwrap();
-    let agent = AgentServer::new(AgentConfig::new().port(0).max_connections(2), &health)
+    let agent = AgentServer::new(agent_config().max_connections(2), &health)
         .start()
         .await
         .unwrap();
@@ -422,7 +422,7 @@ async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_fail
     let mut agents = Vec::new();
     for instance in [&app1, &app2] {
         first_rounds(&instance.health).await;
-        let agent = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+        let agent = AgentServer::new(agent_config(), &instance.health)
             .start()
             .await
             .unwrap();
@@ -647,7 +647,7 @@ async fn one_slow_round_keeps_the_server_and_an_outage_takes_it_out() {
     )
     .await;
     first_rounds(&instance.health).await;
-    let agent = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+    let agent = AgentServer::new(agent_config(), &instance.health)
         .start()
         .await
         .unwrap();
@@ -793,7 +793,7 @@ async fn clients_sitting_on_the_agent_port_cannot_freeze_a_hold_in_haproxy() {
     let binary = require_haproxy!();
     // No database: ready with nothing to check. The default 64 places.
     let (health, server) = support::health_server(fast()).await;
-    let agent = AgentServer::new(AgentConfig::new().port(0), &health)
+    let agent = AgentServer::new(agent_config(), &health)
         .start()
         .await
         .unwrap();
