@@ -2,7 +2,8 @@
 //! connection, beside what `/health/ready` answers, clients that send anything or nothing,
 //! and a real HAProxy (started by the test) acting on it: the weight lowered while degraded,
 //! `MAINT` while held, and a drain that moves new sessions to the other server while the
-//! open ones finish, with no failed request.
+//! open ones finish, with no failed request; and the slow start, a weight that rises over its
+//! window after a hold's release.
 
 use crate::support;
 
@@ -67,7 +68,7 @@ fn database() -> HealthConfig {
 }
 
 /// The agent's settings on a free port, without the slow start: these tests assert each
-/// state's weight the moment it holds (the slow start has its own test, in `slow_start.rs`).
+/// state's weight the moment it holds (the slow start has its own test, below).
 fn agent_config() -> AgentConfig {
     AgentConfig::new().port(0).slow_start(Duration::ZERO)
 }
@@ -835,4 +836,75 @@ async fn clients_sitting_on_the_agent_port_cannot_freeze_a_hold_in_haproxy() {
         "the sitting clients kept reconnecting"
     );
     drop(sitters);
+}
+
+/// The slow start against a real HAProxy: after a hold's release, the server's weight, read
+/// from HAProxy's stats socket, starts below 100, never goes down, and reaches 100 once the
+/// window has passed.
+#[tokio::test]
+async fn after_a_release_haproxys_weight_rises_over_the_slow_start() {
+    let binary = require_haproxy!();
+    let window = Duration::from_secs(6);
+    // No database: ready with nothing to check.
+    let (health, server) = support::health_server(fast()).await;
+    let agent = AgentServer::new(AgentConfig::new().port(0).slow_start(window), &health)
+        .start()
+        .await
+        .unwrap();
+    let haproxy = Haproxy::start(
+        &binary,
+        &one_server_config(free_port(), server.addr, agent.local_addr()),
+    );
+    // The start is a return too: the full weight once its window has passed.
+    let up = |stat: &ServerStat| stat.status == "UP" && stat.weight == 100;
+    wait_for_server(&haproxy, "app1", "UP at weight 100", up).await;
+    assert!(health.hold("maintenance window"));
+    wait_for_server(&haproxy, "app1", "MAINT", |stat| stat.status == "MAINT").await;
+
+    assert!(health.release());
+    let released = std::time::Instant::now();
+    // Every 100 ms, from the first sample out of MAINT (HAProxy heard the release) until the
+    // full weight.
+    let mut samples: Vec<(Duration, String, u64)> = Vec::new();
+    bounded("sampling HAProxy's weight", async {
+        loop {
+            if let Some(stat) = haproxy.servers("app").await.get("app1") {
+                if stat.status != "MAINT" {
+                    samples.push((released.elapsed(), stat.status.clone(), stat.weight));
+                    if stat.weight == 100 {
+                        return;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let mut shown = Vec::new();
+    for (at, status, weight) in &samples {
+        if shown.last().is_none_or(|(_, _, last)| last != weight) {
+            shown.push((at.as_millis(), status.clone(), *weight));
+        }
+    }
+    eprintln!(
+        "HAProxy's weight after the release (ms since it, status, weight), {} samples, each change:\n{shown:?}",
+        samples.len()
+    );
+    let weights: Vec<u64> = samples.iter().map(|(_, _, weight)| *weight).collect();
+    assert!(weights[0] < 100, "the weight jumped to 100: {shown:?}");
+    assert!(
+        weights.windows(2).all(|pair| pair[0] <= pair[1]),
+        "the weight went down: {shown:?}"
+    );
+    assert_eq!(weights.last(), Some(&100));
+    assert!(
+        shown.len() > 2,
+        "the weight rose in steps, not at once: {shown:?}"
+    );
+    assert!(
+        samples
+            .iter()
+            .all(|(_, status, _)| status.starts_with("UP")),
+        "{shown:?}"
+    );
 }
