@@ -868,12 +868,11 @@ async fn after_a_release_haproxys_weight_rises_over_the_slow_start() {
     let mut samples: Vec<(Duration, String, u64)> = Vec::new();
     bounded("sampling HAProxy's weight", async {
         loop {
-            if let Some(stat) = haproxy.servers("app").await.get("app1") {
-                if stat.status != "MAINT" {
-                    samples.push((released.elapsed(), stat.status.clone(), stat.weight));
-                    if stat.weight == 100 {
-                        return;
-                    }
+            let servers = haproxy.servers("app").await;
+            if let Some(stat) = servers.get("app1").filter(|stat| stat.status != "MAINT") {
+                samples.push((released.elapsed(), stat.status.clone(), stat.weight));
+                if stat.weight == 100 {
+                    return;
                 }
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
