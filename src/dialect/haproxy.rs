@@ -267,6 +267,9 @@ mod tests {
             (Stale, false, false, false, Down),
             (Unavailable, false, false, false, Down),
             (Starting, false, false, false, Down),
+            // On its way back after an outage: still `down` until the jitter runs out.
+            (Returning, false, false, false, Down),
+            (Returning, false, false, true, Down),
         ] {
             assert_eq!(
                 AgentState::of(condition, passes, debounced, || degraded),

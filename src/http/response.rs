@@ -128,9 +128,11 @@ fn group_answer(
             return NO_SUCH_GROUP.response(mode);
         };
         if form != Form::Json {
+            // A group answers its own checks while readiness returns.
             let moment = Moment {
                 draining: health.drain().is_draining(),
                 stale: published.is_stale(judgement.now),
+                returning: false,
             };
             return group
                 .kube()
@@ -166,6 +168,7 @@ fn kube_answer(
     let moment = |stale: bool| Moment {
         draining: health.drain().is_draining(),
         stale,
+        returning: judgement.condition == Condition::Returning,
     };
     let passing = judgement.passing;
     let respond = |kube: &KubeAnswers, moment| kube.response(moment, passing, audience, form, mode);

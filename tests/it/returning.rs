@@ -1,7 +1,8 @@
 //! The return to rotation after an outage (`HealthConfig::return_jitter`): a database that
 //! refuses (a closed port) and comes back (a listener on that port again, forwarding to
-//! PostgreSQL). Readiness waits out a random delay before it passes again, every reader
-//! saying so meanwhile, and a failure shorter than the debounce comes back at once.
+//! PostgreSQL). Readiness waits out a random delay before it passes again, the view, the JSON
+//! body and Kubernetes' text saying so meanwhile, and a failure shorter than the debounce
+//! comes back at once.
 
 use crate::support;
 
@@ -84,6 +85,17 @@ async fn until_ready(health: &HealthHandle, server: SocketAddr) -> Vec<(Conditio
                     body["checks"]["database_default"], "ready",
                     "the checks pass: only the return holds readiness out"
                 );
+                // Kubernetes' text says the same, and why, on a line of its own.
+                let verbose = client.get(server, "/health/ready?verbose").await;
+                eprintln!("while returning, ?verbose:\n{}", verbose.text());
+                assert_eq!(verbose.status, StatusCode::SERVICE_UNAVAILABLE);
+                let text = verbose.text();
+                assert!(text.contains("[+]database/default ok\n"), "{text}");
+                assert!(
+                    text.contains("[-]return failed: returning after an outage"),
+                    "{text}"
+                );
+                assert!(text.ends_with("readyz check failed\n"), "{text}");
             }
         }
     })
