@@ -13,9 +13,9 @@
 //! to the audience that sees details, `reason withheld` to the others.
 //!
 //! A pure function of the reading: the checks (decided once per verdict, [`Check`]), the
-//! moment (draining or not, stale or not, returning or not) and whether the probe passes, to words. The HTTP
-//! side renders the `?verbose` answers ahead of time with it, and writes `?exclude` and a
-//! check's own path per request.
+//! moment (draining or not, stale or not, returning or not) and whether the probe passes,
+//! to words. The HTTP side renders the `?verbose` answers ahead of time with it, and writes
+//! `?exclude` and a check's own path per request.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
