@@ -145,8 +145,8 @@ impl Return {
         }
     }
 
-    /// Whether readiness is still on its way back at `now`: it passes on its verdict, and
-    /// the jitter of its return has not run out.
+    /// Whether the return still lies ahead at `now`: its jitter has not run out (a verdict
+    /// that passes is then held out: see [`Condition::Returning`](crate::view::Condition::Returning)).
     pub(crate) fn is_pending(self, now: Instant) -> bool {
         self.at.is_some_and(|at| now < at)
     }
