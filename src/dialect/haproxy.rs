@@ -101,8 +101,8 @@ pub(crate) struct Lines {
 /// `up ready <n>%` for every weight from 0 to 100, each with its length: rendered at compile
 /// time, so that a weight the slow start asks for is a line chosen, never written, and a
 /// static one (no reference count): the storm bench's agent row, median of three runs, went
-/// from 9,507 to 9,027 instructions a line with the slow start in (within its run-to-run
-/// spread of about 5%).
+/// from 9,507 to 9,027 instructions a line with this table (window zero, as the bench asks
+/// for `up ready 100%`), within its run-to-run spread of about 5%.
 ///
 /// `ready` with `up` clears a drain or maintenance this agent (or an earlier process on the
 /// same address) put the server in, and `up` clears a `down`; `100%` restores a weight a
