@@ -3,7 +3,7 @@
 //! and a real HAProxy (started by the test) acting on it: the weight lowered while degraded,
 //! `MAINT` while held, and a drain that moves new sessions to the other server while the
 //! open ones finish, with no failed request; and the slow start, a weight that rises over its
-//! window after a hold's release.
+//! window after a hold's release, and after an outage once the return's jitter has run out.
 
 use crate::support;
 
@@ -906,4 +906,85 @@ async fn after_a_release_haproxys_weight_rises_over_the_slow_start() {
             .all(|(_, status, _)| status.starts_with("UP")),
         "{shown:?}"
     );
+}
+
+/// After an outage the agent agrees with readiness through the whole return: `down` while
+/// the database is away (past the debounce) and while the return's jitter holds readiness
+/// out, then a weight that starts below 100% and rises (the slow start from the return), over
+/// a real TCP connection each time.
+#[tokio::test]
+async fn after_an_outage_the_agent_says_down_through_the_jitter_then_ramps() {
+    require_postgres!();
+    let addr = support::refused_addr().await;
+    let proxy = support::tcp_proxy::TcpProxy::start_on(addr, support::pg_addr()).await;
+    let debounce = Duration::from_millis(300);
+    let config = fast()
+        .debounce(debounce)
+        .return_jitter(Duration::from_secs(3))
+        .database(
+            "default",
+            postgres(&format!(
+                "postgres://postgres@{addr}/postgres?sslmode=disable"
+            )),
+        );
+    let (health, _server) = support::health_server(config).await;
+    let agent = AgentServer::new(
+        AgentConfig::new()
+            .port(0)
+            .slow_start(Duration::from_secs(20)),
+        &health,
+    )
+    .start()
+    .await
+    .unwrap();
+    first_rounds(&health).await;
+
+    // The database goes away for longer than the debounce: `down`.
+    drop(proxy);
+    assert_says(&agent, "down ready\n").await;
+    tokio::time::sleep(debounce * 3).await;
+
+    // It comes back: while readiness waits out the return, still `down`.
+    let _proxy = support::tcp_proxy::TcpProxy::start_on(addr, support::pg_addr()).await;
+    let mut watch = health.watch();
+    let returning = bounded("readiness returning", async {
+        loop {
+            let view = watch.changed().await.expect("the monitor is running");
+            let answer = view.answer(tower_health::Probe::Ready);
+            if answer.condition == tower_health::view::Condition::Returning {
+                return agent_line(agent.local_addr()).await;
+            }
+            assert!(
+                !answer.passing,
+                "readiness passed without a return: {answer:?}"
+            );
+        }
+    })
+    .await;
+    assert_eq!(returning, "down ready\n", "the agent during the return");
+
+    // Back: a weight below 100%, rising with each read.
+    let _ = bounded(
+        "readiness passing",
+        watch.wait_for(|view| view.answer(tower_health::Probe::Ready).passing),
+    )
+    .await;
+    let mut weights = Vec::new();
+    for _ in 0..6 {
+        let line = agent_line(agent.local_addr()).await;
+        let percent: u8 = line
+            .strip_prefix("up ready ")
+            .and_then(|rest| rest.strip_suffix("%\n"))
+            .and_then(|digits| digits.parse().ok())
+            .unwrap_or_else(|| panic!("not a weight: {line:?}"));
+        weights.push(percent);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!("the agent's weights after the return, every 500 ms: {weights:?}");
+    assert!(weights[0] < 100, "{weights:?}");
+    assert!(
+        weights.windows(2).all(|pair| pair[0] <= pair[1]),
+        "{weights:?}"
+    );
+    assert!(weights.last() > weights.first(), "{weights:?}");
 }
