@@ -470,15 +470,15 @@ impl MonitorState {
         let drawn =
             verdict.returned != previous.verdict.returned && !verdict.returned.jitter.is_zero();
         drop(previous);
-        if drawn {
-            tracing::info!(
-                jitter = ?verdict.returned.jitter,
-                "readiness passes again after an outage, once the return's random delay has run out"
-            );
-        }
         let published = self.store.made(verdict, made);
         if let Some(previous) = self.store.publish_readiness(&published) {
             log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);
+            if drawn {
+                tracing::info!(
+                    jitter = ?published.verdict.returned.jitter,
+                    "readiness passes again after an outage, once the return's random delay has run out"
+                );
+            }
         }
     }
 }
