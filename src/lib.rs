@@ -226,6 +226,7 @@ pub mod ping;
 )]
 pub mod postgres;
 mod probe;
+mod random;
 mod redact;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]

@@ -8,6 +8,9 @@ use super::{ConfigError, ConfigWarning, FailDirection, FirstError};
 
 use crate::component::{ComponentSpec, UnknownComponents};
 
+/// The return's jitter when none is set ([`HealthConfig::return_jitter`]).
+pub(crate) const DEFAULT_RETURN_JITTER: Duration = Duration::from_secs(5);
+
 /// Settings of the monitor, and the defaults of its readers' own settings.
 ///
 /// Its setters never fail: a value a setter cannot take is recorded (the first one, naming
@@ -37,6 +40,7 @@ pub struct HealthConfig {
     pub(crate) health_interval: Duration,
     pub(crate) fail_direction: FailDirection,
     pub(crate) debounce: Duration,
+    pub(crate) return_jitter: Duration,
     pub(crate) nocache_min_interval: Duration,
     pub(crate) check_limit: Duration,
     pub(crate) startup_waits_for_mark: bool,
@@ -77,6 +81,7 @@ impl HealthConfig {
             health_interval: Duration::from_secs(10),
             fail_direction: FailDirection::NotReady,
             debounce: Duration::from_secs(4),
+            return_jitter: DEFAULT_RETURN_JITTER,
             nocache_min_interval: Duration::from_secs(1),
             check_limit: Duration::from_secs(10),
             startup_waits_for_mark: false,
@@ -139,6 +144,7 @@ impl fmt::Debug for HealthConfig {
             health_interval,
             fail_direction,
             debounce,
+            return_jitter,
             nocache_min_interval,
             check_limit,
             startup_waits_for_mark,
@@ -164,6 +170,7 @@ impl fmt::Debug for HealthConfig {
             .field("health_interval", health_interval)
             .field("fail_direction", fail_direction)
             .field("debounce", debounce)
+            .field("return_jitter", return_jitter)
             .field("nocache_min_interval", nocache_min_interval)
             .field("check_limit", check_limit)
             .field("startup_waits_for_mark", startup_waits_for_mark)

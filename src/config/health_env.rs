@@ -38,6 +38,9 @@ impl HealthConfig {
         if let Some(debounce) = env.duration_or_zero("TOWER_HEALTH_DEBOUNCE")? {
             config.debounce = debounce;
         }
+        if let Some(jitter) = env.duration_or_zero("TOWER_HEALTH_RETURN_JITTER")? {
+            config.return_jitter = jitter;
+        }
         if let Some((name, prefix)) = env.first(&["TOWER_HEALTH_PATH_PREFIX"]) {
             config.readers.prefix =
                 validate_prefix(prefix).map_err(|reason| ConfigError::new(name, prefix, reason))?;

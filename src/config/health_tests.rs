@@ -163,6 +163,7 @@ fn from_vars_reads_own_and_compat_names() {
         ("TOWER_HEALTH_NOCACHE", "off"),
         ("TOWER_HEALTH_NOCACHE_MIN_INTERVAL", "0"),
         ("TOWER_HEALTH_CHECK_LIMIT", "30s"),
+        ("TOWER_HEALTH_RETURN_JITTER", "12s"),
     ])
     .unwrap();
     assert_eq!(config.readiness_timeout, Duration::from_millis(250));
@@ -177,6 +178,11 @@ fn from_vars_reads_own_and_compat_names() {
     assert_eq!(config.readers.shown.nocache, NoCache::Off);
     assert_eq!(config.nocache_min_interval, Duration::ZERO);
     assert_eq!(config.check_limit, Duration::from_secs(30));
+    assert_eq!(config.return_jitter, Duration::from_secs(12));
+    let off = HealthConfig::from_vars([("TOWER_HEALTH_RETURN_JITTER", "0")]).unwrap();
+    assert_eq!(off.return_jitter, Duration::ZERO);
+    let default = HealthConfig::from_vars(Vec::<(String, String)>::new()).unwrap();
+    assert_eq!(default.return_jitter, Duration::from_secs(5));
 }
 
 #[test]
@@ -205,6 +211,8 @@ fn from_vars_names_the_bad_variable() {
         ("TOWER_HEALTH_HEALTH_INTERVAL", "often"),
         ("TOWER_HEALTH_PATH_PREFIX", "health"),
         ("TOWER_HEALTH_NOCACHE", "sometimes"),
+        ("TOWER_HEALTH_RETURN_JITTER", "a while"),
+        ("TOWER_HEALTH_RETURN_JITTER", "-1s"),
     ];
     for (variable, value) in cases {
         let error = HealthConfig::from_vars([(variable, value)]).unwrap_err();
@@ -298,12 +306,17 @@ fn every_duration_setter_is_checked_where_the_monitor_is_made() {
             "HealthConfig::check_limit",
             HealthConfig::new().check_limit(Duration::MAX),
         ),
+        (
+            "HealthConfig::return_jitter",
+            HealthConfig::new().return_jitter(Duration::from_micros(10)),
+        ),
     ] {
         assert_eq!(refused(config).variable(), setter);
     }
     assert!(
         crate::HealthMonitor::new(HealthConfig::new().nocache_min_interval(Duration::ZERO)).is_ok()
     );
+    assert!(crate::HealthMonitor::new(HealthConfig::new().return_jitter(Duration::ZERO)).is_ok());
 }
 
 #[cfg(feature = "postgres")]

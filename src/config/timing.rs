@@ -99,6 +99,39 @@ impl HealthConfig {
         }
         self
     }
+    /// The longest random delay before readiness passes again after an outage: when its
+    /// checks pass after failing for the [debounce](Self::debounce) or longer, readiness
+    /// stays `not_ready` for a random part of `jitter` (drawn once per return, in `[0,
+    /// jitter)`), so that a fleet recovering from an outage it shares (its database came
+    /// back) does not return on one tick and open every pool against the database at once.
+    /// While it waits, every reader says so: `/health/ready` answers 503 with the reason and
+    /// a `returning` object (the delay drawn and when it ends), the view's
+    /// [`Condition::Returning`](crate::view::Condition::Returning), the HAProxy agent keeps
+    /// `down`, gRPC keeps `NOT_SERVING`.
+    ///
+    /// Only the way back is delayed, never the way out, and only after an outage: a failure
+    /// shorter than the debounce (one slow round), the start (the orchestrator staggers
+    /// starts already: a rolling update's `maxSurge`, a startup probe), the release of a
+    /// hold and a verdict that was stale come back at once. Zero turns it off.
+    ///
+    /// Defaults to 5 seconds: five readiness rounds at the default cadence, enough to spread
+    /// a fleet's pools over the database's recovery, and little beside the outage before it
+    /// (at least the 4-second debounce) and the HTTP check's own `rise` (HAProxy's `rise 2`,
+    /// `inter 2s`: 4 seconds).
+    ///
+    /// A `jitter` that is neither zero nor from 1 ms to 1 year (see
+    /// [durations](crate::config#durations)) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new).
+    pub fn return_jitter(mut self, jitter: Duration) -> Self {
+        if self.error.passes(check_in_range(
+            "HealthConfig::return_jitter",
+            jitter,
+            Zero::Allowed,
+        )) {
+            self.return_jitter = jitter;
+        }
+        self
+    }
     /// The shortest time between two fresh computations for `?nocache=true`. A bypass that
     /// arrives sooner gets the latest fresh result (still marked bypassed, with its real age);
     /// concurrent bypasses always share one computation. Zero leaves only the coalescing.

@@ -13,47 +13,48 @@
 //! to the audience that sees details, `reason withheld` to the others.
 //!
 //! A pure function of the reading: the checks (decided once per verdict, [`Check`]), the
-//! moment (draining or not, stale or not) and whether the probe passes, to words. The HTTP
-//! side renders the `?verbose` answers ahead of time with it, and writes `?exclude` and a
-//! check's own path per request.
+//! moment (draining or not, stale or not, returning or not) and whether the probe passes,
+//! to words. The HTTP side renders the `?verbose` answers ahead of time with it, and writes
+//! `?exclude` and a check's own path per request.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use crate::verdict::Audience;
+use crate::verdict::{Audience, Return};
 use crate::view::{Check, Mark};
 
 /// The checks that depend on the moment of the request rather than on the round: whether
-/// the server drains (`shutdown`, for the probes a drain fails) and whether the verdict is
-/// stale (`monitor`).
+/// the server drains (`shutdown`, for the probes a drain fails), whether the verdict is stale
+/// (`monitor`), and whether readiness waits out its return after an outage (`return`, listed
+/// only then).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Moment {
     pub(crate) draining: bool,
     pub(crate) stale: bool,
+    pub(crate) returning: bool,
 }
 
 impl Moment {
-    pub(crate) const ALL: [Self; 4] = [
-        Self {
+    pub(crate) const ALL: [Self; 8] = {
+        let mut all = [Self {
             draining: false,
             stale: false,
-        },
-        Self {
-            draining: false,
-            stale: true,
-        },
-        Self {
-            draining: true,
-            stale: false,
-        },
-        Self {
-            draining: true,
-            stale: true,
-        },
-    ];
+            returning: false,
+        }; 8];
+        let mut index = 0;
+        while index < all.len() {
+            all[index] = Self {
+                draining: index & 4 != 0,
+                stale: index & 2 != 0,
+                returning: index & 1 != 0,
+            };
+            index += 1;
+        }
+        all
+    };
 
     pub(crate) const fn index(self) -> usize {
-        self.draining as usize * 2 + self.stale as usize
+        self.draining as usize * 4 + self.stale as usize * 2 + self.returning as usize
     }
 }
 
@@ -78,7 +79,8 @@ pub(crate) struct Lines<'a> {
 
 impl Lines<'_> {
     /// Every line at `moment`: the round's checks, then `monitor` (failing when the round
-    /// left no verdict or the verdict is stale), then `shutdown` (failing while draining).
+    /// left no verdict or the verdict is stale), then `shutdown` (failing while draining),
+    /// then `return` while readiness waits out its return.
     fn at(&self, moment: Moment) -> impl Iterator<Item = Check> + '_ {
         let moment = if self.of_verdict {
             moment
@@ -98,7 +100,14 @@ impl Lines<'_> {
                 Check::ok("shutdown")
             }
         });
-        self.checks.iter().cloned().chain(monitor).chain(shutdown)
+        let returning = (self.of_verdict && moment.returning)
+            .then(|| Check::public("return", Mark::Failed, Return::REASON));
+        self.checks
+            .iter()
+            .cloned()
+            .chain(monitor)
+            .chain(shutdown)
+            .chain(returning)
     }
 
     /// The answer at `moment` to a probe that `passing` or not (the reading's answer), for
@@ -281,6 +290,7 @@ mod tests {
         let both = Moment {
             draining: true,
             stale: true,
+            returning: false,
         };
         let (passes, body) =
             lines(&fine).answer(both, Audience::Minimal, &Excluded::none(), true, false);
@@ -291,6 +301,39 @@ mod tests {
                 "[+]database/default ok\n[-]monitor failed: stale\n[-]shutdown failed: {DRAINING}\nreadyz check failed\n"
             )
         );
+    }
+
+    /// While readiness waits out its return, a `return` line says why it fails over
+    /// passing checks; it is listed then only.
+    #[test]
+    fn a_return_fails_its_own_line_while_it_waits() {
+        let fine = [Check::ok("database/default")];
+        let returning = Moment {
+            returning: true,
+            ..Moment::default()
+        };
+        let (passes, body) =
+            lines(&fine).answer(returning, Audience::Minimal, &Excluded::none(), true, false);
+        assert!(!passes);
+        assert_eq!(
+            body,
+            format!(
+                "[+]database/default ok\n[+]monitor ok\n[+]shutdown ok\n[-]return failed: {}\nreadyz check failed\n",
+                Return::REASON
+            )
+        );
+        let (passes, body) = lines(&fine).answer(
+            Moment::default(),
+            Audience::Minimal,
+            &Excluded::none(),
+            true,
+            true,
+        );
+        assert!(passes);
+        assert!(!body.contains("return"), "{body}");
+        for (index, moment) in Moment::ALL.into_iter().enumerate() {
+            assert_eq!(moment.index(), index, "{moment:?}");
+        }
     }
 
     #[test]
@@ -358,6 +401,7 @@ mod proptests {
                     Just("verbose".to_owned()),
                     Just("exclude=database%2Fdefault".to_owned()),
                     Just("exclude=database/default".to_owned()),
+                    Just("exclude=return".to_owned()),
                     "exclude=[ -~]{0,12}",
                     "[ -~]{0,16}",
                 ],
@@ -365,6 +409,7 @@ mod proptests {
             ),
             draining in any::<bool>(),
             stale in any::<bool>(),
+            returning in any::<bool>(),
         ) {
             let query = pairs.join("&");
             let checks = checks();
@@ -378,10 +423,11 @@ mod proptests {
             let excluded = Excluded::of(&query);
             let verbose = query.split('&').any(|pair| pair.split('=').next() == Some("verbose"));
             let (passes, text) =
-                lines.answer(Moment { draining, stale }, Audience::Minimal, &excluded, verbose, false);
+                lines.answer(Moment { draining, stale, returning }, Audience::Minimal, &excluded, verbose, false);
             let expected = excluded.position("database/default").is_some()
                 && !(draining && excluded.position("shutdown").is_none())
-                && !(stale && excluded.position("monitor").is_none());
+                && !(stale && excluded.position("monitor").is_none())
+                && !(returning && excluded.position("return").is_none());
             prop_assert_eq!(passes, expected, "{}", text);
             let last = text.lines().last().unwrap_or_default();
             match (passes, verbose) {
@@ -389,7 +435,7 @@ mod proptests {
                 (true, true) => prop_assert_eq!(last, "readyz check passed"),
                 (false, _) => prop_assert_eq!(last, "readyz check failed"),
             }
-            prop_assert!(text.lines().count() <= 6 + MAX_EXCLUDED.min(excluded.names.len()) + 1);
+            prop_assert!(text.lines().count() <= 7 + MAX_EXCLUDED.min(excluded.names.len()) + 1);
         }
     }
 }

@@ -2,12 +2,15 @@ use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::config::{ConfigError, Details, Env};
+use crate::config::{ConfigError, Details, Env, Zero, check_in_range};
 use crate::side_port::SidePortConfig;
 use crate::side_port::policy::AGENT;
 
 /// The weight a degraded instance asks for when none is set: half its configured weight.
 const DEFAULT_DEGRADED_WEIGHT: u8 = 50;
+
+/// The slow start's window when none is set ([`AgentConfig::slow_start`]).
+const DEFAULT_SLOW_START: Duration = Duration::from_secs(10);
 
 /// Settings of the [`AgentServer`](super::AgentServer).
 ///
@@ -24,6 +27,7 @@ const DEFAULT_DEGRADED_WEIGHT: u8 = 50;
 pub struct AgentConfig {
     pub(crate) side_port: SidePortConfig,
     pub(crate) degraded_weight: u8,
+    pub(crate) slow_start: Duration,
 }
 
 impl Default for AgentConfig {
@@ -33,11 +37,12 @@ impl Default for AgentConfig {
 }
 
 impl AgentConfig {
-    /// The defaults: `127.0.0.1:9777`, a degraded weight of 50%.
+    /// The defaults: `127.0.0.1:9777`, a degraded weight of 50%, a slow start over 10 s.
     pub fn new() -> Self {
         Self {
             side_port: SidePortConfig::new(&AGENT),
             degraded_weight: DEFAULT_DEGRADED_WEIGHT,
+            slow_start: DEFAULT_SLOW_START,
         }
     }
 
@@ -78,6 +83,41 @@ impl AgentConfig {
             .passes(check_weight("AgentConfig::degraded_weight", percent))
         {
             self.degraded_weight = percent;
+        }
+        self
+    }
+
+    /// How long the weight takes to ramp up when the instance comes back into rotation
+    /// (HAProxy's own `slowstart`, told by the agent): from `up ready 1%` at the return, one
+    /// more percent every hundredth of `window`, to `up ready 100%` once it has passed.
+    /// HAProxy reads the line every `agent-inter`, so its weight rises in steps of that
+    /// interval. The weight never exceeds what the state says otherwise: a degraded instance
+    /// asks for the lower of the ramp and its [degraded weight](Self::degraded_weight).
+    ///
+    /// What is a return is readiness's, the same for every reader: the first time readiness
+    /// passes after the start, after an operator's hold is released, after a stale verdict,
+    /// and after an outage (a failure that lasted [`HealthConfig::debounce`](crate::HealthConfig::debounce),
+    /// once [`HealthConfig::return_jitter`](crate::HealthConfig::return_jitter)'s delay has
+    /// run out). A failure shorter than the debounce (the agent lowered the weight and never
+    /// said `down`) is no return: the ramp goes on from the return before. A drain is never
+    /// left. `Duration::ZERO` turns the slow start off: `up ready 100%` at once.
+    ///
+    /// Defaults to 10 seconds: ten steps at the HAProxy guide's `agent-inter 1s`, long
+    /// enough for a cold instance to fill its pools and caches under a rising share rather
+    /// than a full one, short beside a rolling update. Configure HAProxy's servers with a
+    /// `weight` of 100 (HAProxy scales the percentage by it: at the default weight of 1,
+    /// every step below 100% rounds to the same weight).
+    ///
+    /// A `window` that is neither zero nor from 1 ms to 1 year (see
+    /// [durations](crate::config#durations)) is an error of
+    /// [`AgentServer::start`](super::AgentServer::start).
+    pub fn slow_start(mut self, window: Duration) -> Self {
+        if self.side_port.error.passes(check_in_range(
+            "AgentConfig::slow_start",
+            window,
+            Zero::Allowed,
+        )) {
+            self.slow_start = window;
         }
         self
     }
@@ -141,6 +181,9 @@ impl AgentConfig {
                 .ok_or_else(|| ConfigError::new(name, value, WEIGHT_RANGE))?;
             config.degraded_weight = percent;
         }
+        if let Some(window) = env.duration_or_zero("TOWER_HEALTH_AGENT_SLOW_START")? {
+            config.slow_start = window;
+        }
         config.side_port.validate()?;
         Ok(config)
     }
@@ -162,10 +205,13 @@ impl fmt::Debug for AgentConfig {
         let Self {
             side_port,
             degraded_weight,
+            slow_start,
         } = self;
         let mut f = f.debug_struct("AgentConfig");
         side_port.debug_fields(&mut f);
-        f.field("degraded_weight", degraded_weight).finish()
+        f.field("degraded_weight", degraded_weight)
+            .field("slow_start", slow_start)
+            .finish()
     }
 }
 
@@ -188,6 +234,23 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_slow_start() {
+        for (value, window) in [("30s", Duration::from_secs(30)), ("0", Duration::ZERO)] {
+            let config =
+                AgentConfig::from_vars([("TOWER_HEALTH_AGENT_SLOW_START", value)]).unwrap();
+            assert_eq!(config.slow_start, window);
+        }
+        let config = AgentConfig::from_vars(Vec::<(String, String)>::new()).unwrap();
+        assert_eq!(config.slow_start, DEFAULT_SLOW_START);
+        let error = AgentConfig::new()
+            .slow_start(Duration::from_micros(10))
+            .side_port
+            .validate()
+            .unwrap_err();
+        assert_eq!(error.variable(), "AgentConfig::slow_start");
+    }
+
+    #[test]
     fn refuses_bad_values_naming_the_variable() {
         for (variable, value) in [
             ("TOWER_HEALTH_AGENT_BIND", "my-host"),
@@ -196,6 +259,8 @@ mod tests {
             ("TOWER_HEALTH_AGENT_DEGRADED_WEIGHT", "101%"),
             ("TOWER_HEALTH_AGENT_DEGRADED_WEIGHT", "-5"),
             ("TOWER_HEALTH_AGENT_DEGRADED_WEIGHT", "half"),
+            ("TOWER_HEALTH_AGENT_SLOW_START", "soon"),
+            ("TOWER_HEALTH_AGENT_SLOW_START", "-5s"),
             ("TOWER_HEALTH_AGENT_DETAILS", "sometimes"),
             ("TOWER_HEALTH_AGENT_WRITE_TIMEOUT", "0s"),
             ("TOWER_HEALTH_AGENT_MAX_CONNECTIONS", "0"),

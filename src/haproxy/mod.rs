@@ -7,11 +7,12 @@
 //! | the instance | the line | what HAProxy does |
 //! |---|---|---|
 //! | ready, healthy | `up ready 100%` | serves it at its full configured weight |
+//! | back in rotation for less than the [slow start](AgentConfig::slow_start) (10 s by default) | `up ready 1%` rising to `up ready 100%` | serves it at a weight that rises with each `agent-inter` |
 //! | ready, `degraded` | `up ready 50%` ([`AgentConfig::degraded_weight`]) | keeps serving it, with a smaller share of new sessions |
 //! | draining ([`HealthHandle::drain`](crate::HealthHandle::drain)) | `drain` | sends it no new sessions; those open finish |
 //! | held ([`HealthHandle::hold`](crate::HealthHandle::hold)) | `maint` | sends it nothing at all (`MAINT` on the stats page) |
 //! | not ready for less than the [debounce](crate::HealthConfig::debounce) (4 s by default) | `up ready 50%` | keeps serving it, with a smaller share, while its HTTP check (which debounces) decides |
-//! | not ready for longer (a database, a panicked round); at once with no verdict yet, a stale verdict, or a process that has not passed since it started | `down ready` | marks it `DOWN (agent)` |
+//! | not ready for longer (a database, a panicked round); at once with no verdict yet, a stale verdict, or a process that has not passed since it started; after an outage, until the [return's jitter](crate::HealthConfig::return_jitter) has run out | `down ready` | marks it `DOWN (agent)` |
 //!
 //! Every line states the whole state, since HAProxy changes only what a line says and only
 //! the agent undoes what the agent did: `ready` ends a `drain` or `maint` that an earlier
@@ -23,6 +24,9 @@
 //! HAProxy acts on `down` at once, whatever `fall` says; so that one slow round never takes
 //! a server out through the agent, a verdict that fails says `down` only once it has failed
 //! for the debounce (see the [HAProxy guide](crate::guide::haproxy#one-slow-round-and-a-real-outage)).
+//! The weight of a ready instance is capped by the slow start from the instant readiness came
+//! back into rotation, which the monitor records once for every reader (see the
+//! [guide](crate::guide::haproxy#the-return-a-slow-start-and-a-jitter)).
 //!
 //! The line is the words alone, unless the agent's own [`details`](AgentConfig::details)
 //! are [`Details::Always`](crate::config::Details::Always): then `down ready` carries its
@@ -32,8 +36,8 @@
 //! reads the line, and an HAProxy on another host needs the port bound beyond loopback.
 //!
 //! Answering costs what a probe costs: the line is chosen at the accept from readiness's
-//! and health's published verdicts (two pointer loads) among lines rendered at start, then
-//! written, and the connection is closed. What the client sends (HAProxy's `agent-send`) is
+//! and health's published verdicts (two pointer loads) among lines rendered ahead (every
+//! weight's at compile time), then written, and the connection is closed. What the client sends (HAProxy's `agent-send`) is
 //! never parsed: it is read after the line, at most 4 KiB within a second, only so that the
 //! close is not a reset. At most [`max_connections`](AgentConfig::max_connections) are open
 //! at once, and none of them can hold its place against HAProxy's check (see
@@ -63,8 +67,9 @@
 //!     .await?
 //!     .read_to_string(&mut line)
 //!     .await?;
-//! // No database configured: ready with nothing to check.
-//! assert_eq!(line, "up ready 100%\n");
+//! // No database configured: ready with nothing to check, and just started: the slow
+//! // start's first steps, `up ready 1%` and up (see `AgentConfig::slow_start`).
+//! assert!(line.starts_with("up ready ") && line.ends_with("%\n"), "{line}");
 //! agent.shutdown();
 //! agent.closed().await;
 //! # Ok(())

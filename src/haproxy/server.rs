@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::AgentConfig;
-use crate::dialect::haproxy::{AgentState, Lines, degraded};
+use crate::dialect::haproxy::{AgentState, Lines, degraded, slow_start};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
 use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle, WriteTimeout};
@@ -62,6 +62,7 @@ impl AgentServer {
         let connections = Connections {
             health: health.clone(),
             lines,
+            slow_start: config.slow_start,
         };
         Ok(crate::side_port::spawn(
             listening,
@@ -73,8 +74,9 @@ impl AgentServer {
 }
 
 /// The line for now: readiness's judgement and health's (two pointer loads and a clock
-/// reading), then one of the lines rendered at start.
-fn line_now(health: &HealthHandle, lines: &Lines) -> Bytes {
+/// reading), the slow start's weight from the instant readiness came back, then one of the
+/// lines rendered ahead.
+fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: Duration) -> Bytes {
     let ready = health.judge(Probe::Ready);
     let state = AgentState::of(
         ready.condition,
@@ -89,13 +91,15 @@ fn line_now(health: &HealthHandle, lines: &Lines) -> Bytes {
             }
         },
     );
-    lines.line(state, || health.view())
+    let ramp = slow_start(ready.back_for(), slow_start_window);
+    lines.line(state, ramp, || health.view())
 }
 
 /// The agent's connections: each is written its line, decided at the accept.
 struct Connections {
     health: HealthHandle,
     lines: Lines,
+    slow_start: Duration,
 }
 
 impl Serve for Connections {
@@ -105,7 +109,7 @@ impl Serve for Connections {
         activity: Arc<Activity>,
     ) -> impl Future<Output = ()> + Send + 'static {
         // Decided at the accept, before anything the client sends is read.
-        let line = line_now(&self.health, &self.lines);
+        let line = line_now(&self.health, &self.lines, self.slow_start);
         answer(stream, line, activity)
     }
 

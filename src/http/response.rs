@@ -128,9 +128,11 @@ fn group_answer(
             return NO_SUCH_GROUP.response(mode);
         };
         if form != Form::Json {
+            // A group answers its own checks while readiness returns.
             let moment = Moment {
                 draining: health.drain().is_draining(),
                 stale: published.is_stale(judgement.now),
+                returning: false,
             };
             return group
                 .kube()
@@ -144,9 +146,10 @@ fn group_answer(
             }
             Condition::Stale => variants.stale.response(mode),
             Condition::Held => variants.held.response(mode),
-            Condition::Verdict | Condition::Unavailable | Condition::Starting => {
-                variants.published.response(mode)
-            }
+            Condition::Verdict
+            | Condition::Unavailable
+            | Condition::Starting
+            | Condition::Returning => variants.published.response(mode),
         }
     })
 }
@@ -165,6 +168,7 @@ fn kube_answer(
     let moment = |stale: bool| Moment {
         draining: health.drain().is_draining(),
         stale,
+        returning: judgement.condition == Condition::Returning,
     };
     let passing = judgement.passing;
     let respond = |kube: &KubeAnswers, moment| kube.response(moment, passing, audience, form, mode);
@@ -279,6 +283,10 @@ impl<V: Verdict> Rendered for Published<V> {
             let (rendered, retry_after) = match variant {
                 Variant::Draining(retry_after) => (&variants.draining, Some(retry_after)),
                 Variant::Stale => (&variants.stale, None),
+                // Readiness's alone has one: the judgement says `Returning` of readiness only.
+                Variant::Returning => {
+                    (variants.returning.as_ref().unwrap_or(&variants.stale), None)
+                }
                 Variant::Bypassed => (&variants.bypassed, None),
                 Variant::Published => (&variants.published, None),
             };
@@ -305,6 +313,8 @@ pub(crate) enum Variant<'a> {
     Draining(&'a HeaderValue),
     /// The verdict is older than its staleness bound.
     Stale,
+    /// Readiness is on its way back after an outage (the return's jitter).
+    Returning,
 }
 
 impl<'a> Variant<'a> {
@@ -317,6 +327,7 @@ impl<'a> Variant<'a> {
         match (condition, freshness) {
             (Condition::Draining, _) => Self::Draining(retry_after),
             (Condition::Stale, _) => Self::Stale,
+            (Condition::Returning, _) => Self::Returning,
             (
                 Condition::Verdict | Condition::Held | Condition::Unavailable | Condition::Starting,
                 Freshness::Published,

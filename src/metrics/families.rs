@@ -182,7 +182,8 @@ fn status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
         | Condition::Draining
         | Condition::Unavailable
         | Condition::Held
-        | Condition::Starting => view.health.status,
+        | Condition::Starting
+        | Condition::Returning => view.health.status,
     };
     for each in STATUSES {
         series(&[("status", each.as_str())], each == status);

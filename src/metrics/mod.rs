@@ -106,7 +106,7 @@
 //! | name | type | labels | what |
 //! |---|---|---|---|
 //! | `tower_health_probe_passing` | gauge | `probe` (`health`, `live`, `ready`, `startup`, `pool`, `ping`) | 1 when the probe passes now (HTTP 200) |
-//! | `tower_health_probe_condition` | gauge | `probe`, `condition` (`verdict`, `draining`, `stale`, `unavailable`, `held`, `starting`) | what decides the probe's answer ([`Condition`](crate::view::Condition)) |
+//! | `tower_health_probe_condition` | gauge | `probe`, `condition` (`verdict`, `draining`, `stale`, `unavailable`, `held`, `starting`, `returning`) | what decides the probe's answer ([`Condition`](crate::view::Condition)) |
 //! | `tower_health_status` | gauge | `status` (`healthy`, `degraded`, `unhealthy`, `error`, `unavailable`) | the health status as `/health` serves it: `unavailable` once stale; a drain does not change it |
 //! | `tower_health_database_up` | gauge | `database`, `critical` (`true`, `false`) | 1 when the database was ready in the last readiness round |
 //! | `tower_health_database_check_status` | gauge | `database`, `status` (`ready`, `not_ready`, `timed_out`) | the database's check status in the last readiness round |

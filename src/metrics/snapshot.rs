@@ -69,11 +69,12 @@ impl Snapshot {
     }
 
     /// Whether this snapshot still says what one read now would: the view has not moved, the
-    /// drain has not started since (it starts without a publication), and no verdict it
-    /// shows fresh has gone stale (a stuck monitor publishes nothing).
+    /// drain has not started since (it starts without a publication), no verdict it shows
+    /// fresh has gone stale (a stuck monitor publishes nothing), and no return it shows has
+    /// run out.
     pub(super) fn is_current(&self, health: &HealthHandle) -> bool {
         self.generation == health.generation()
             && (self.view.draining || !health.drain().is_draining())
-            && (self.view.next_stale_at).is_none_or(|until| Instant::now() <= until)
+            && (self.view.next_change_at).is_none_or(|until| Instant::now() <= until)
     }
 }

@@ -10,13 +10,14 @@ use crate::verdict::Status;
 use crate::view::Condition;
 
 /// Every [`Condition`], in the order of its declaration.
-pub(super) const CONDITIONS: [Condition; 6] = [
+pub(super) const CONDITIONS: [Condition; 7] = [
     Condition::Verdict,
     Condition::Draining,
     Condition::Stale,
     Condition::Unavailable,
     Condition::Held,
     Condition::Starting,
+    Condition::Returning,
 ];
 
 /// Where `condition` is in [`CONDITIONS`].
@@ -28,6 +29,7 @@ const fn condition_index(condition: Condition) -> usize {
         Condition::Unavailable => 3,
         Condition::Held => 4,
         Condition::Starting => 5,
+        Condition::Returning => 6,
     }
 }
 

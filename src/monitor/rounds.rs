@@ -455,15 +455,30 @@ impl MonitorState {
     /// The caller holds the hold's lock.
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let previous = self.store.readiness();
-        let verdict = verdict.with_streaks(
-            &previous.verdict,
-            self.config.fail_direction,
-            Instant::now(),
-        );
+        let now = Instant::now();
+        let previous_out = previous.is_placeholder() || previous.is_stale(now);
+        let verdict = verdict
+            .with_streaks(&previous.verdict, self.config.fail_direction, now)
+            // The one place a return is decided: every reader judges by its instant.
+            .with_return(
+                &previous.verdict,
+                previous_out,
+                self.config.debounce,
+                || crate::random::part_of(self.config.return_jitter),
+                now,
+            );
+        let drawn =
+            verdict.returned != previous.verdict.returned && !verdict.returned.jitter.is_zero();
         drop(previous);
         let published = self.store.made(verdict, made);
         if let Some(previous) = self.store.publish_readiness(&published) {
             log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);
+            if drawn {
+                tracing::info!(
+                    jitter = ?published.verdict.returned.jitter,
+                    "readiness passes again after an outage, once the return's random delay has run out"
+                );
+            }
         }
     }
 }

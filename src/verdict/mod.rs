@@ -32,6 +32,7 @@ pub use self::pool::PoolVerdict;
 #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
 pub(crate) use self::readiness::Failing;
 pub use self::readiness::ReadinessVerdict;
+pub(crate) use self::readiness::Return;
 pub(crate) use self::rules::ReadinessRules;
 pub use self::status::Status;
 // Public at the paths users meet them: `check::CheckError`, `check::CheckErrorKind`,

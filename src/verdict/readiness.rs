@@ -1,5 +1,5 @@
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::{CheckOutcome, ComponentReport, FleetGuard, GroupVerdict};
 use super::{FailDirection, ReadinessRules};
@@ -32,8 +32,7 @@ impl Failing {
 
     /// Whether a failure has lasted `debounce` at `now`: a consumer that acts on one answer
     /// may act on it. A passing answer is no failure.
-    #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
-    pub(crate) fn lasted(self, debounce: std::time::Duration, now: Instant) -> bool {
+    pub(crate) fn lasted(self, debounce: Duration, now: Instant) -> bool {
         match self {
             Self::No => false,
             Self::Since(since) => now.saturating_duration_since(since) >= debounce,
@@ -81,6 +80,85 @@ impl Streaks {
     }
 }
 
+/// When readiness came back into rotation last: the instant the HAProxy agent's slow start
+/// ramps from ([`AgentConfig::slow_start`](crate::haproxy::AgentConfig::slow_start)), and,
+/// while it lies ahead, what keeps readiness out after an outage
+/// ([`HealthConfig::return_jitter`](crate::HealthConfig::return_jitter)). Set by the monitor
+/// as it publishes each verdict, from the one before: one instant every reader judges by.
+///
+/// What counts as a return: the first verdict that passes after the start; a verdict that
+/// passes after a hold, a stale verdict or a stopped monitor; and one that passes after a
+/// failure that lasted the [debounce](crate::HealthConfig::debounce) (an outage, which the
+/// debounced readers said). A failure shorter than the debounce (a blip: the agent lowered
+/// its weight and never said `down`) is no return: the one before stands. A drain is never
+/// left: the process ends with it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Return {
+    /// From when readiness passes again; `None` while it never has.
+    pub(crate) at: Option<Instant>,
+    /// The random delay of `at` after the recovery: the return's jitter after an outage,
+    /// zero after a start or a release, which come back at once.
+    pub(crate) jitter: Duration,
+}
+
+impl Return {
+    /// Why readiness fails while it is on its way back, in a sentence every reader uses.
+    pub(crate) const REASON: &'static str = "returning after an outage: readiness passes again once a random delay has run out, so that the fleet does not return at once";
+
+    /// The return of a verdict that `passes` (as judged on the verdict and the hold) at
+    /// `now`, after `previous`, the verdict published before it (`previous_out`: served as
+    /// stale by now, or a placeholder); `jitter` draws an outage's delay, and `debounce`
+    /// tells an outage from a blip.
+    pub(crate) fn after(
+        previous: &ReadinessVerdict,
+        previous_out: bool,
+        passes: bool,
+        debounce: Duration,
+        jitter: impl FnOnce() -> Duration,
+        now: Instant,
+    ) -> Self {
+        let kept = previous.returned;
+        // Failing: kept, so that the end of a blip finds it. A return still ahead stays
+        // ahead: a hold placed and released meanwhile does not cut its jitter short.
+        if !passes || kept.at.is_some_and(|at| at > now) {
+            return kept;
+        }
+        if previous.passes() && !previous_out {
+            return kept;
+        }
+        let streak = previous.streaks.verdict;
+        let outage =
+            !previous.ready && matches!(streak, Failing::Since(_)) && streak.lasted(debounce, now);
+        let blip = !previous.ready
+            && !outage
+            && matches!(streak, Failing::Since(_))
+            && previous.held.is_none()
+            && !previous_out;
+        if blip {
+            return kept;
+        }
+        let jitter = if outage { jitter() } else { Duration::ZERO };
+        Self {
+            // Cannot overflow: the config bounds the jitter by a year.
+            at: Some(now + jitter),
+            jitter,
+        }
+    }
+
+    /// Whether the return still lies ahead at `now`: its jitter has not run out (a verdict
+    /// that passes is then held out: see [`Condition::Returning`](crate::view::Condition::Returning)).
+    pub(crate) fn is_pending(self, now: Instant) -> bool {
+        self.at.is_some_and(|at| now < at)
+    }
+
+    /// How long readiness has been back at `now`; `None` while it never was, or is still on
+    /// its way back.
+    #[cfg(any(feature = "haproxy-agent", test))]
+    pub(crate) fn lasted(self, now: Instant) -> Option<Duration> {
+        now.checked_duration_since(self.at?)
+    }
+}
+
 /// Can this instance serve traffic? The answer of `/health/ready`.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -117,6 +195,8 @@ pub struct ReadinessVerdict {
     pub fleet_guard: Option<FleetGuard>,
     /// Since when each of its answers has failed, set when it is published.
     pub(crate) streaks: Streaks,
+    /// When it came back into rotation last, set when it is published.
+    pub(crate) returned: Return,
 }
 
 impl ReadinessVerdict {
@@ -144,6 +224,7 @@ impl ReadinessVerdict {
             groups: Vec::new(),
             fleet_guard: None,
             streaks: Streaks::default(),
+            returned: Return::default(),
         }
     }
 
@@ -176,6 +257,21 @@ impl ReadinessVerdict {
             databases: Streaks::each(&previous.streaks.databases, databases, now),
             groups: Streaks::each(&previous.streaks.groups, groups, now),
         };
+        self
+    }
+
+    /// The verdict with its return after `previous`, the verdict published before it
+    /// (`previous_out`: served as stale by now, or a placeholder), at `now`: see
+    /// [`Return::after`].
+    pub(crate) fn with_return(
+        mut self,
+        previous: &Self,
+        previous_out: bool,
+        debounce: Duration,
+        jitter: impl FnOnce() -> Duration,
+        now: Instant,
+    ) -> Self {
+        self.returned = Return::after(previous, previous_out, self.passes(), debounce, jitter, now);
         self
     }
 
@@ -234,6 +330,7 @@ impl ReadinessVerdict {
             groups: Vec::new(),
             fleet_guard: None,
             streaks: Streaks::default(),
+            returned: Return::default(),
         }
     }
 
@@ -248,6 +345,7 @@ impl ReadinessVerdict {
             groups: Vec::new(),
             fleet_guard: None,
             streaks: Streaks::default(),
+            returned: Return::default(),
         }
     }
 }
@@ -258,7 +356,7 @@ mod tests {
 
     use super::*;
     use crate::verdict::{CheckError, CheckErrorKind};
-    use crate::verdict::{CheckStatus, Fraction};
+    use crate::verdict::{CheckStatus, FailDirection, Fraction};
 
     fn refused() -> CheckOutcome {
         CheckOutcome {
@@ -271,6 +369,151 @@ mod tests {
             critical: true,
             target: None,
             details: None,
+        }
+    }
+
+    /// A verdict of `ready` checks under the hold `held`, published at `now` after
+    /// `previous`, with a debounce of 4 s and a drawn jitter of 3 s.
+    fn next(
+        previous: &ReadinessVerdict,
+        ready: bool,
+        held: bool,
+        now: Instant,
+    ) -> ReadinessVerdict {
+        let outcomes = if ready { Vec::new() } else { vec![refused()] };
+        ReadinessVerdict::from_outcomes(
+            outcomes,
+            Vec::new(),
+            ReadinessRules::default(),
+            SystemTime::now(),
+            held.then(|| Arc::from("deploy freeze")),
+        )
+        .with_streaks(previous, FailDirection::NotReady, now)
+        .with_return(previous, false, DEBOUNCE, || JITTER, now)
+    }
+
+    const DEBOUNCE: Duration = Duration::from_secs(4);
+    const JITTER: Duration = Duration::from_secs(3);
+
+    /// Which transitions are a return, and which of them wait out the jitter: the start, a
+    /// release and a stale verdict come back at once; an outage (a failure that lasted the
+    /// debounce) after the jitter; a blip (shorter) is no return at all.
+    #[test]
+    fn a_return_is_jittered_after_an_outage_only() {
+        let t0 = Instant::now();
+        let at = |seconds: u64| t0 + Duration::from_secs(seconds);
+        let placeholder = ReadinessVerdict::unavailable("no round has completed yet");
+
+        // The start: back at once (no jitter), from the first verdict that passes.
+        let started = next(&placeholder, true, false, at(0));
+        assert_eq!(
+            started.returned,
+            Return {
+                at: Some(at(0)),
+                jitter: Duration::ZERO
+            }
+        );
+        let later = next(&started, true, false, at(1));
+        assert_eq!(
+            later.returned, started.returned,
+            "passing on: the same return"
+        );
+
+        // A blip (fails for 3 s, less than the debounce): no return, the one before stands.
+        let failing = next(&later, false, false, at(2));
+        let failing = next(&failing, false, false, at(4));
+        assert_eq!(failing.returned, started.returned, "kept while failing");
+        let after_blip = next(&failing, true, false, at(5));
+        assert_eq!(after_blip.returned, started.returned, "a blip is no return");
+
+        // An outage (fails for 5 s): back after the jitter drawn.
+        let failing = next(&after_blip, false, false, at(10));
+        let failing = next(&failing, false, false, at(15));
+        let back = next(&failing, true, false, at(15) + Duration::from_millis(1));
+        let returns_at = at(15) + Duration::from_millis(1) + JITTER;
+        assert_eq!(
+            back.returned,
+            Return {
+                at: Some(returns_at),
+                jitter: JITTER
+            }
+        );
+        assert!(back.returned.is_pending(at(16)));
+        assert_eq!(back.returned.lasted(at(16)), None, "not back yet");
+        assert!(!back.returned.is_pending(returns_at));
+        assert_eq!(back.returned.lasted(returns_at), Some(Duration::ZERO));
+        // Rounds during the jitter keep it; a hold placed and released meanwhile does too.
+        let held = next(&back, true, true, at(17));
+        let released = next(&held, true, false, at(17));
+        assert_eq!(
+            released.returned, back.returned,
+            "a pending return stays ahead"
+        );
+
+        // A hold's release, long after: back at once, the slow start from the release.
+        let held = next(&released, true, true, at(30));
+        assert_eq!(held.returned, back.returned, "kept while held");
+        let released = next(&held, true, false, at(40));
+        assert_eq!(
+            released.returned,
+            Return {
+                at: Some(at(40)),
+                jitter: Duration::ZERO
+            }
+        );
+
+        // A verdict that was stale (the monitor was stuck): back at once.
+        let after_stale = ReadinessVerdict::from_outcomes(
+            Vec::new(),
+            Vec::new(),
+            ReadinessRules::default(),
+            SystemTime::now(),
+            None,
+        )
+        .with_streaks(&released, FailDirection::NotReady, at(60))
+        .with_return(&released, true, DEBOUNCE, || JITTER, at(60));
+        assert_eq!(
+            after_stale.returned,
+            Return {
+                at: Some(at(60)),
+                jitter: Duration::ZERO
+            }
+        );
+    }
+
+    /// With a zero debounce every failure is an outage, and the jitter drawn is what the
+    /// setting's draw gives: `[0, jitter)`, zero when it is off.
+    #[test]
+    fn the_jitter_drawn_stays_within_its_setting() {
+        let t0 = Instant::now();
+        let jitter = Duration::from_secs(5);
+        let placeholder = ReadinessVerdict::unavailable("no round has completed yet");
+        let start = |ready: bool, previous: &ReadinessVerdict, now: Instant, jitter: Duration| {
+            ReadinessVerdict::from_outcomes(
+                if ready { Vec::new() } else { vec![refused()] },
+                Vec::new(),
+                ReadinessRules::default(),
+                SystemTime::now(),
+                None,
+            )
+            .with_streaks(previous, FailDirection::NotReady, now)
+            .with_return(
+                previous,
+                false,
+                Duration::ZERO,
+                || crate::random::part_of(jitter),
+                now,
+            )
+        };
+        let up = start(true, &placeholder, t0, jitter);
+        for round in 1..200 {
+            let now = t0 + Duration::from_secs(round * 10);
+            let down = start(false, &up, now, jitter);
+            let back = start(true, &down, now + Duration::from_secs(1), jitter);
+            assert!(back.returned.jitter < jitter, "{:?}", back.returned);
+            let off = start(true, &down, now + Duration::from_secs(1), Duration::ZERO);
+            assert_eq!(off.returned.jitter, Duration::ZERO);
+            assert_eq!(off.returned.at, Some(now + Duration::from_secs(1)));
         }
     }
 

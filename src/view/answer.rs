@@ -40,10 +40,14 @@ pub enum Condition {
     Held,
     /// The process has not finished starting (startup probe).
     Starting,
+    /// Readiness's checks pass again after an outage, and it waits out the random delay of
+    /// its return ([`HealthConfig::return_jitter`](crate::HealthConfig::return_jitter)), so
+    /// that a fleet does not return on one tick: readiness fails until then.
+    Returning,
 }
 
 impl Condition {
-    /// `verdict`, `draining`, `stale`, `unavailable`, `held` or `starting`.
+    /// `verdict`, `draining`, `stale`, `unavailable`, `held`, `starting` or `returning`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -53,6 +57,7 @@ impl Condition {
             Self::Unavailable => "unavailable",
             Self::Held => "held",
             Self::Starting => "starting",
+            Self::Returning => "returning",
         }
     }
 }

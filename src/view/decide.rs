@@ -1,5 +1,6 @@
 //! The one place that decides what a probe answers: the verdict, then the drain, the age of
-//! the verdict, an operator's hold and the start. Every reader applies this function.
+//! the verdict, an operator's hold, the return after an outage and the start. Every reader
+//! applies this function.
 
 #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
 use std::time::Duration;
@@ -18,10 +19,15 @@ pub(crate) trait Judged {
     fn passes(&self) -> bool;
     /// The `status` of the verdict, as it is.
     fn status(&self) -> &'static str;
-    /// The `status` of the verdict once it is stale.
-    const STALE_STATUS: &'static str;
+    /// The `status` of the verdict once it is stale, or while it is on its way back.
+    const OUT_STATUS: &'static str;
     /// Whether an operator's hold is in the verdict (readiness only).
     fn held(&self) -> bool {
+        false
+    }
+    /// Whether the verdict passes but is still on its way back into rotation at `now`
+    /// (readiness only: the return's jitter after an outage).
+    fn returning(&self, _now: Instant) -> bool {
         false
     }
 }
@@ -36,10 +42,14 @@ impl Judged for ReadinessVerdict {
         Self::status(self)
     }
 
-    const STALE_STATUS: &'static str = "not_ready";
+    const OUT_STATUS: &'static str = "not_ready";
 
     fn held(&self) -> bool {
         self.held.is_some()
+    }
+
+    fn returning(&self, now: Instant) -> bool {
+        self.passes() && self.returned.is_pending(now)
     }
 }
 
@@ -52,7 +62,7 @@ impl Judged for HealthVerdict {
         self.status.as_str()
     }
 
-    const STALE_STATUS: &'static str = "unavailable";
+    const OUT_STATUS: &'static str = "unavailable";
 }
 
 impl Judged for PoolVerdict {
@@ -64,11 +74,13 @@ impl Judged for PoolVerdict {
         self.status.as_str()
     }
 
-    const STALE_STATUS: &'static str = "unavailable";
+    const OUT_STATUS: &'static str = "unavailable";
 }
 
 /// What decided the answer of a probe that reads `published` (readiness, health, pool) at
-/// `now`, whether it passes, and its `status`: the order every answer follows, written once.
+/// `now`, whether it passes, and its `status`: the order every answer follows, written once
+/// (the drain, no verdict, a stale one, the hold, the return's jitter, the verdict; the fleet
+/// guard's decision is in the verdict).
 #[inline]
 pub(crate) fn judge<V: Judged>(
     probe: Probe,
@@ -82,9 +94,12 @@ pub(crate) fn judge<V: Judged>(
     } else if published.is_placeholder() {
         (Condition::Unavailable, false, verdict.status())
     } else if published.is_stale(now) {
-        (Condition::Stale, false, V::STALE_STATUS)
+        (Condition::Stale, false, V::OUT_STATUS)
     } else if verdict.held() {
         (Condition::Held, false, verdict.status())
+    } else if verdict.returning(now) {
+        // Out until the return's jitter runs out.
+        (Condition::Returning, false, V::OUT_STATUS)
     } else {
         (Condition::Verdict, verdict.passes(), verdict.status())
     }
@@ -132,5 +147,58 @@ pub(crate) fn startup(started: bool) -> Answer {
         condition,
         status,
         age: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::verdict::{ReadinessRules, Return};
+    use crate::view::published::Made;
+
+    /// Readiness on its way back after an outage fails, as `Returning`, until the return's
+    /// instant, then passes; the drain and the hold come first, as ever.
+    #[test]
+    fn a_pending_return_holds_readiness_out_until_its_instant() {
+        let now = Instant::now();
+        let returns_at = now + Duration::from_secs(3);
+        let mut verdict = ReadinessVerdict::from_outcomes(
+            Vec::new(),
+            Vec::new(),
+            ReadinessRules::default(),
+            SystemTime::now(),
+            None,
+        );
+        verdict.returned = Return {
+            at: Some(returns_at),
+            jitter: Duration::from_secs(3),
+        };
+        let made = Made::now(now, now, Duration::from_secs(3600));
+        let published = Published::new(verdict.clone(), Some(made), None);
+        let ready = |draining, at| judge(Probe::Ready, &published, draining, at);
+        assert_eq!(
+            ready(false, now),
+            (Condition::Returning, false, "not_ready")
+        );
+        assert_eq!(
+            ready(false, returns_at - Duration::from_millis(1)),
+            (Condition::Returning, false, "not_ready")
+        );
+        assert_eq!(
+            ready(false, returns_at),
+            (Condition::Verdict, true, "ready")
+        );
+        assert_eq!(ready(true, now), (Condition::Draining, false, "draining"));
+        let held = Published::new(
+            verdict.with_hold(Some("deploy freeze".into())),
+            Some(made),
+            None,
+        );
+        assert_eq!(
+            judge(Probe::Ready, &held, false, now),
+            (Condition::Held, false, "not_ready")
+        );
     }
 }

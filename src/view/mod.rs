@@ -1,7 +1,8 @@
 //! One read of a monitor's verdicts for every reader.
 //!
 //! The monitor publishes verdicts; what a probe answers also depends on the drain, an
-//! operator's hold, whether the process has started and how old the verdict is. Those rules
+//! operator's hold, whether the process has started, how old the verdict is, and whether
+//! readiness is still waiting out its return after an outage. Those rules
 //! live in one function here, and every reader applies it: the HTTP layers and the admin
 //! server (per request, on the pre-rendered responses), metrics, your own code, and gRPC. So
 //! two transports never disagree, and a drain reaches them all at the same instant.
@@ -9,8 +10,8 @@
 //! [`HealthHandle::view`](crate::HealthHandle::view) reads the [`View`] now;
 //! [`HealthHandle::watch`](crate::HealthHandle::watch) returns a [`ViewWatch`] that wakes on
 //! every change of it: each publication, the drain starting, a hold placed or released, the
-//! start, and a verdict going stale (found on time, without polling, even when the monitor
-//! itself is stuck).
+//! start, a verdict going stale (found on time, without polling, even when the monitor
+//! itself is stuck), and a return's delay running out.
 //!
 //! # Example
 //!

@@ -130,6 +130,18 @@ impl Judgement {
         )
     }
 
+    /// How long ago readiness came back into rotation last (see
+    /// [`Return`](crate::verdict::Return)), through a blip since: what the HAProxy agent's
+    /// slow start ramps by. `None` when this is not readiness's judgement, or readiness has
+    /// not come back (never, or not yet).
+    #[cfg(feature = "haproxy-agent")]
+    pub(crate) fn back_for(&self) -> Option<Duration> {
+        let Reads::Readiness(published) = &self.read else {
+            return None;
+        };
+        published.verdict.returned.lasted(self.now)
+    }
+
     /// How the health group `name` answers, judged as readiness is; `None` for a name that
     /// is no group, or when this is not readiness's judgement.
     pub(crate) fn group(&self, name: &str) -> Option<(&GroupVerdict, GroupAnswer)> {
@@ -158,9 +170,12 @@ impl GroupAnswer {
     /// The answer of `group` when readiness's judgement is `readiness`.
     pub(crate) fn of(readiness: Condition, group: &GroupVerdict) -> Self {
         let (passing, status) = match readiness {
-            Condition::Verdict | Condition::Unavailable | Condition::Starting => {
-                (group.passes(), group.status.as_str())
-            }
+            // A group is its own checks' answer: the return's jitter holds the process's
+            // readiness out, not the group's.
+            Condition::Verdict
+            | Condition::Unavailable
+            | Condition::Starting
+            | Condition::Returning => (group.passes(), group.status.as_str()),
             Condition::Held => (false, "held"),
             Condition::Draining => (false, "draining"),
             Condition::Stale => (false, "unavailable"),

@@ -32,8 +32,9 @@ pub struct View {
     /// Whether the monitor is running.
     pub monitor_running: bool,
     answers: [Answer; Probe::ALL.len()],
-    /// The next instant a verdict of this view goes stale, if any is fresh now.
-    pub(crate) next_stale_at: Option<Instant>,
+    /// The next instant its answers change without a publication: a verdict goes stale,
+    /// or readiness's return runs out.
+    pub(crate) next_change_at: Option<Instant>,
     /// Whether each verdict is past its staleness bound, whatever the drain says (metrics
     /// show it beside the answer).
     #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
@@ -86,11 +87,18 @@ impl View {
             readiness: readiness.is_stale(now),
             pool: pool.is_stale(now),
         };
-        let next_stale_at = [readiness.stale_at(), health.stale_at(), pool.stale_at()]
-            .into_iter()
-            .flatten()
-            .filter(|stale_at| *stale_at >= now)
-            .min();
+        // A verdict going stale and the end of a return change the answers without a
+        // publication.
+        let next_change_at = [
+            readiness.stale_at(),
+            health.stale_at(),
+            pool.stale_at(),
+            readiness.verdict.returned.at,
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|at| *at >= now)
+        .min();
         Self {
             held: readiness.verdict.held.clone(),
             health: health.verdict.clone(),
@@ -100,7 +108,7 @@ impl View {
             started,
             monitor_running,
             answers,
-            next_stale_at,
+            next_change_at,
             #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
             stale,
         }

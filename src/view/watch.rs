@@ -24,14 +24,16 @@ pub(crate) trait Source: Send + Sync {
 
 /// A subscription to a monitor's [`View`]: [`changed`](ViewWatch::changed) returns each view
 /// that answers differently from the last one returned (a new verdict published, the drain
-/// started, a hold placed or released, the start, a verdict gone stale).
+/// started, a hold placed or released, the start, a verdict gone stale, a return's delay
+/// run out).
 ///
 /// A watcher that keeps up sees every change; a slow one gets the latest view, never a queue.
 /// The watch does not keep the monitor alive: once every [`HealthHandle`] and layer is gone,
 /// `changed` returns `None`, as a channel's `recv` does once its senders are gone.
 ///
 /// Staleness is found on time by the watcher itself (it sleeps until the next verdict would
-/// go stale), so a monitor that is stuck, and publishes nothing, still shows up as stale.
+/// go stale), so a monitor that is stuck, and publishes nothing, still shows up as stale; the
+/// end of a return's delay likewise.
 ///
 /// [`HealthHandle`]: crate::HealthHandle
 pub struct ViewWatch {
@@ -40,7 +42,8 @@ pub struct ViewWatch {
     last: Option<View>,
 }
 
-/// How long past a verdict's staleness bound the watcher looks again: `is_stale` is strict.
+/// How long past a verdict's staleness bound (or a return's instant) the watcher looks
+/// again: `is_stale` is strict.
 const PAST_THE_BOUND: Duration = Duration::from_millis(1);
 
 impl ViewWatch {
@@ -78,7 +81,7 @@ impl ViewWatch {
                 self.last = Some(view.clone());
                 return Some(view);
             }
-            let stale_at = view.next_stale_at;
+            let change_at = view.next_change_at;
             let mut closed = false;
             race(
                 async {
@@ -86,7 +89,7 @@ impl ViewWatch {
                 },
                 race(
                     async {
-                        match stale_at {
+                        match change_at {
                             Some(at) => {
                                 tokio::time::sleep_until((at + PAST_THE_BOUND).into()).await
                             }

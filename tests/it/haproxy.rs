@@ -2,7 +2,8 @@
 //! connection, beside what `/health/ready` answers, clients that send anything or nothing,
 //! and a real HAProxy (started by the test) acting on it: the weight lowered while degraded,
 //! `MAINT` while held, and a drain that moves new sessions to the other server while the
-//! open ones finish, with no failed request.
+//! open ones finish, with no failed request; and the slow start, a weight that rises over its
+//! window after a hold's release, and after an outage once the return's jitter has run out.
 
 use crate::support;
 
@@ -64,6 +65,12 @@ fn database() -> HealthConfig {
     fast()
         .readiness_timeout(Duration::from_secs(2))
         .database("default", postgres(&pg_url()))
+}
+
+/// The agent's settings on a free port, without the slow start: these tests assert each
+/// state's weight the moment it holds (the slow start has its own test, below).
+fn agent_config() -> AgentConfig {
+    AgentConfig::new().port(0).slow_start(Duration::ZERO)
 }
 
 /// What the agent at `addr` says to a client that connects and reads.
@@ -138,13 +145,10 @@ where
 async fn the_agent_says_each_state_as_readiness_judges_it() {
     require_postgres!();
     let instance = instance(database(), app()).await;
-    let agent = AgentServer::new(
-        AgentConfig::new().port(0).degraded_weight(35),
-        &instance.health,
-    )
-    .start()
-    .await
-    .unwrap();
+    let agent = AgentServer::new(agent_config().degraded_weight(35), &instance.health)
+        .start()
+        .await
+        .unwrap();
     first_rounds(&instance.health).await;
     let client = Client::new();
 
@@ -228,17 +232,14 @@ async fn a_refused_database_is_down_with_its_reason_only_where_the_agent_shows_d
         .details(Details::Always)
         .database("default", postgres(&url));
     let instance = instance(settings, app()).await;
-    let default = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+    let default = AgentServer::new(agent_config(), &instance.health)
         .start()
         .await
         .unwrap();
-    let shown = AgentServer::new(
-        AgentConfig::new().port(0).details(Details::Always),
-        &instance.health,
-    )
-    .start()
-    .await
-    .unwrap();
+    let shown = AgentServer::new(agent_config().details(Details::Always), &instance.health)
+        .start()
+        .await
+        .unwrap();
     first_rounds(&instance.health).await;
     let client = Client::new();
     assert_says(
@@ -254,7 +255,7 @@ async fn a_refused_database_is_down_with_its_reason_only_where_the_agent_shows_d
     );
     // `authorized` is `never` here: the agent has no keys.
     let authorized = AgentServer::new(
-        AgentConfig::new().port(0).details(Details::Authorized),
+        agent_config().details(Details::Authorized),
         &instance.health,
     )
     .start()
@@ -267,7 +268,7 @@ async fn a_refused_database_is_down_with_its_reason_only_where_the_agent_shows_d
 async fn clients_that_send_anything_or_nothing_cannot_keep_haproxy_out() {
     // No database: ready with nothing to check.
     let health = HealthMonitor::spawn(fast()).unwrap();
-    let agent = AgentServer::new(AgentConfig::new().port(0).max_connections(2), &health)
+    let agent = AgentServer::new(agent_config().max_connections(2), &health)
         .start()
         .await
         .unwrap();
@@ -422,7 +423,7 @@ async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_fail
     let mut agents = Vec::new();
     for instance in [&app1, &app2] {
         first_rounds(&instance.health).await;
-        let agent = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+        let agent = AgentServer::new(agent_config(), &instance.health)
             .start()
             .await
             .unwrap();
@@ -647,7 +648,7 @@ async fn one_slow_round_keeps_the_server_and_an_outage_takes_it_out() {
     )
     .await;
     first_rounds(&instance.health).await;
-    let agent = AgentServer::new(AgentConfig::new().port(0), &instance.health)
+    let agent = AgentServer::new(agent_config(), &instance.health)
         .start()
         .await
         .unwrap();
@@ -793,7 +794,7 @@ async fn clients_sitting_on_the_agent_port_cannot_freeze_a_hold_in_haproxy() {
     let binary = require_haproxy!();
     // No database: ready with nothing to check. The default 64 places.
     let (health, server) = support::health_server(fast()).await;
-    let agent = AgentServer::new(AgentConfig::new().port(0), &health)
+    let agent = AgentServer::new(agent_config(), &health)
         .start()
         .await
         .unwrap();
@@ -835,4 +836,155 @@ async fn clients_sitting_on_the_agent_port_cannot_freeze_a_hold_in_haproxy() {
         "the sitting clients kept reconnecting"
     );
     drop(sitters);
+}
+
+/// The slow start against a real HAProxy: after a hold's release, the server's weight, read
+/// from HAProxy's stats socket, starts below 100, never goes down, and reaches 100 once the
+/// window has passed.
+#[tokio::test]
+async fn after_a_release_haproxys_weight_rises_over_the_slow_start() {
+    let binary = require_haproxy!();
+    let window = Duration::from_secs(6);
+    // No database: ready with nothing to check.
+    let (health, server) = support::health_server(fast()).await;
+    let agent = AgentServer::new(AgentConfig::new().port(0).slow_start(window), &health)
+        .start()
+        .await
+        .unwrap();
+    let haproxy = Haproxy::start(
+        &binary,
+        &one_server_config(free_port(), server.addr, agent.local_addr()),
+    );
+    // The start is a return too: the full weight once its window has passed.
+    let up = |stat: &ServerStat| stat.status == "UP" && stat.weight == 100;
+    wait_for_server(&haproxy, "app1", "UP at weight 100", up).await;
+    assert!(health.hold("maintenance window"));
+    wait_for_server(&haproxy, "app1", "MAINT", |stat| stat.status == "MAINT").await;
+
+    assert!(health.release());
+    let released = std::time::Instant::now();
+    // Every 100 ms, from the first sample out of MAINT (HAProxy heard the release) until the
+    // full weight.
+    let mut samples: Vec<(Duration, String, u64)> = Vec::new();
+    bounded("sampling HAProxy's weight", async {
+        loop {
+            let servers = haproxy.servers("app").await;
+            if let Some(stat) = servers.get("app1").filter(|stat| stat.status != "MAINT") {
+                samples.push((released.elapsed(), stat.status.clone(), stat.weight));
+                if stat.weight == 100 {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let mut shown = Vec::new();
+    for (at, status, weight) in &samples {
+        if shown.last().is_none_or(|(_, _, last)| last != weight) {
+            shown.push((at.as_millis(), status.clone(), *weight));
+        }
+    }
+    eprintln!(
+        "HAProxy's weight after the release (ms since it, status, weight), {} samples, each change:\n{shown:?}",
+        samples.len()
+    );
+    let weights: Vec<u64> = samples.iter().map(|(_, _, weight)| *weight).collect();
+    assert!(weights[0] < 100, "the weight jumped to 100: {shown:?}");
+    assert!(
+        weights.windows(2).all(|pair| pair[0] <= pair[1]),
+        "the weight went down: {shown:?}"
+    );
+    assert_eq!(weights.last(), Some(&100));
+    assert!(
+        shown.len() > 2,
+        "the weight rose in steps, not at once: {shown:?}"
+    );
+    assert!(
+        samples
+            .iter()
+            .all(|(_, status, _)| status.starts_with("UP")),
+        "{shown:?}"
+    );
+}
+
+/// After an outage the agent agrees with readiness through the whole return: `down` while
+/// the database is away (past the debounce) and while the return's jitter holds readiness
+/// out, then a weight that starts below 100% and rises (the slow start from the return), over
+/// a real TCP connection each time.
+#[tokio::test]
+async fn after_an_outage_the_agent_says_down_through_the_jitter_then_ramps() {
+    require_postgres!();
+    let addr = support::refused_addr().await;
+    let proxy = support::tcp_proxy::TcpProxy::start_on(addr, support::pg_addr()).await;
+    let debounce = Duration::from_millis(300);
+    let config = fast()
+        .debounce(debounce)
+        .return_jitter(Duration::from_secs(3))
+        .database(
+            "default",
+            postgres(&format!(
+                "postgres://postgres@{addr}/postgres?sslmode=disable"
+            )),
+        );
+    let (health, _server) = support::health_server(config).await;
+    let agent = AgentServer::new(
+        AgentConfig::new()
+            .port(0)
+            .slow_start(Duration::from_secs(20)),
+        &health,
+    )
+    .start()
+    .await
+    .unwrap();
+    first_rounds(&health).await;
+
+    // The database goes away for longer than the debounce: `down`.
+    drop(proxy);
+    assert_says(&agent, "down ready\n").await;
+    tokio::time::sleep(debounce * 3).await;
+
+    // It comes back: while readiness waits out the return, still `down`.
+    let _proxy = support::tcp_proxy::TcpProxy::start_on(addr, support::pg_addr()).await;
+    let mut watch = health.watch();
+    let returning = bounded("readiness returning", async {
+        loop {
+            let view = watch.changed().await.expect("the monitor is running");
+            let answer = view.answer(tower_health::Probe::Ready);
+            if answer.condition == tower_health::view::Condition::Returning {
+                return agent_line(agent.local_addr()).await;
+            }
+            assert!(
+                !answer.passing,
+                "readiness passed without a return: {answer:?}"
+            );
+        }
+    })
+    .await;
+    assert_eq!(returning, "down ready\n", "the agent during the return");
+
+    // Back: a weight below 100%, rising with each read.
+    let _ = bounded(
+        "readiness passing",
+        watch.wait_for(|view| view.answer(tower_health::Probe::Ready).passing),
+    )
+    .await;
+    let mut weights = Vec::new();
+    for _ in 0..6 {
+        let line = agent_line(agent.local_addr()).await;
+        let percent: u8 = line
+            .strip_prefix("up ready ")
+            .and_then(|rest| rest.strip_suffix("%\n"))
+            .and_then(|digits| digits.parse().ok())
+            .unwrap_or_else(|| panic!("not a weight: {line:?}"));
+        weights.push(percent);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!("the agent's weights after the return, every 500 ms: {weights:?}");
+    assert!(weights[0] < 100, "{weights:?}");
+    assert!(
+        weights.windows(2).all(|pair| pair[0] <= pair[1]),
+        "{weights:?}"
+    );
+    assert!(weights.last() > weights.first(), "{weights:?}");
 }

@@ -82,6 +82,8 @@ mod redis;
 ))]
 mod redis_topologies;
 #[cfg(feature = "postgres")]
+mod returning;
+#[cfg(feature = "postgres")]
 mod saturation;
 #[cfg(all(feature = "postgres", feature = "redis", feature = "metrics"))]
 mod shared;

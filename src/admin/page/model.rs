@@ -230,9 +230,11 @@ fn health_badge(view: &View) -> Badge {
             class: "warn",
         },
         Condition::Stale => status_badge(Status::Unavailable),
-        Condition::Verdict | Condition::Unavailable | Condition::Held | Condition::Starting => {
-            status_badge(view.health.status)
-        }
+        Condition::Verdict
+        | Condition::Unavailable
+        | Condition::Held
+        | Condition::Starting
+        | Condition::Returning => status_badge(view.health.status),
     }
 }
 

@@ -43,6 +43,7 @@ pub(super) fn with_cache(
         bypassed: cached(code, published, "\"bypassed\""),
         draining: cached(unavailable, draining, "true"),
         stale: cached(unavailable, stale, "true"),
+        returning: None,
     }
 }
 

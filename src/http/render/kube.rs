@@ -1,8 +1,8 @@
 //! Kubernetes' plain-text answers as HTTP responses ([`crate::dialect::kube`] writes the
 //! words): the `?verbose` answer of each verdict rendered once, as it is published, for every
-//! moment (draining or not, stale or not), audience and answer, so that it is served like the
-//! JSON one; `?exclude` and a check's own path written per request (text, no JSON), for the
-//! operator who typed them.
+//! moment (draining or not, stale or not, returning or not), audience and answer, so that it
+//! is served like the JSON one; `?exclude` and a check's own path written per request (text,
+//! no JSON), for the operator who typed them.
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};

@@ -213,12 +213,19 @@ async fn every_body(handle: &HealthHandle, state: &str, seen: &mut Seen) {
             ),
         ] {
             let variants = rendered.for_audience(audience);
+            let returning = variants
+                .returning
+                .as_ref()
+                .map(|rendered| ("returning", rendered));
             for (variant, rendered) in [
                 ("published", &variants.published),
                 ("bypassed", &variants.bypassed),
                 ("draining", &variants.draining),
                 ("stale", &variants.stale),
-            ] {
+            ]
+            .into_iter()
+            .chain(returning)
+            {
                 // No verdict yet: never stale, and a bypass computes one; only the
                 // published and draining variants are ever served.
                 if placeholder && matches!(variant, "bypassed" | "stale") {

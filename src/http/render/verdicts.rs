@@ -22,7 +22,7 @@ use crate::dialect::envoy;
 use crate::verdict::Status;
 use crate::verdict::{
     Audience, Cause, CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict,
-    ReadinessRules, ReadinessVerdict, TimeoutDetail,
+    ReadinessRules, ReadinessVerdict, Return, TimeoutDetail,
 };
 use crate::view::{Checked, group_checks};
 
@@ -38,6 +38,9 @@ pub(crate) struct Variants {
     pub(crate) draining: Rendered,
     /// Served when the verdict is older than its staleness bound.
     pub(crate) stale: Rendered,
+    /// Readiness's, served while it is on its way back after an outage (the return's
+    /// jitter); `None` for health and pool, which the return does not concern.
+    pub(crate) returning: Option<Rendered>,
 }
 
 impl Variants {
@@ -173,6 +176,7 @@ pub(crate) fn render_readiness(
         && verdict.held.is_none()
         && verdict.fleet_guard.is_none();
     let stale = Circumstance::stale("readiness", stale_after);
+    let returning = returning(verdict.returned);
     // The fleet guard's count, the same for every audience: names and numbers only.
     let fleet_guard = verdict.fleet_guard.as_ref().map(|guard| {
         let reason = guard.to_string();
@@ -238,6 +242,10 @@ pub(crate) fn render_readiness(
             }
             body
         };
+        // The delay drawn and when it ends (an instant, not the time left: rendered once per
+        // publication, never per request).
+        let mut returning_body = body("not_ready", Some(Return::REASON));
+        returning_body["returning"] = returning.clone();
         let guard_reason = fleet_guard.as_ref().map(|(reason, _)| reason.as_str());
         let mut published = body(status, held.as_deref().or(verdict.reason).or(guard_reason));
         // Only in the verdict's own answer: a drain or a stale verdict is not the guard's.
@@ -260,6 +268,7 @@ pub(crate) fn render_readiness(
                 to_vec(&body("draining", Some(DRAINING_REASON))),
             ),
             stale: Rendered::json(unavailable, to_vec(&body("not_ready", Some(&stale.text)))),
+            returning: Some(Rendered::json(unavailable, to_vec(&returning_body))),
         }
         .of_status(kept)
     });
@@ -619,6 +628,19 @@ fn millis(duration: Duration) -> Value {
 /// `at` in RFC 3339, to the millisecond (now for `None`). An instant past the year 9999 (a
 /// clock set that far) is written as the last one RFC 3339 can hold, where the formatter
 /// would panic.
+/// A return as readiness's body shows it while it waits: the delay drawn (`jitter_ms`) and
+/// when it ends (`at`, RFC 3339).
+fn returning(returned: Return) -> Value {
+    let now = std::time::Instant::now();
+    let left = returned
+        .at
+        .map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
+    json!({
+        "jitter_ms": u64::try_from(returned.jitter.as_millis()).unwrap_or(u64::MAX),
+        "at": timestamp(SystemTime::now().checked_add(left)),
+    })
+}
+
 fn timestamp(at: Option<SystemTime>) -> Value {
     let at = at.unwrap_or_else(SystemTime::now);
     // 9999-12-31T23:59:59.999Z.

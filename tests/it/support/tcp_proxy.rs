@@ -20,7 +20,13 @@ pub struct TcpProxy {
 
 impl TcpProxy {
     pub async fn start(upstream: SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on(([127, 0, 0, 1], 0).into(), upstream).await
+    }
+
+    /// A proxy listening on `addr` (a port that refused connections until now, as a
+    /// database that comes back on its address), forwarding to `upstream`.
+    pub async fn start_on(addr: SocketAddr, upstream: SocketAddr) -> Self {
+        let listener = TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (frozen, _) = watch::channel(false);
         let pumps = Arc::new(Mutex::new(Vec::new()));

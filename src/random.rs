@@ -1,0 +1,40 @@
+//! Randomness for spreading a fleet's processes apart in time (the shared cache's rounds, the
+//! return to rotation after an outage), without a dependency: not for cryptography.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::time::{Duration, SystemTime};
+
+/// A number in `[0, 1)`, different in each process and on each call.
+pub(crate) fn fraction() -> f64 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos()),
+    );
+    // The top 53 bits, as a double's mantissa holds them.
+    (hasher.finish() >> 11) as f64 / (1_u64 << 53) as f64
+}
+
+/// A random part of `period`, in `[0, period)` (zero for a zero `period`).
+pub(crate) fn part_of(period: Duration) -> Duration {
+    period.mul_f64(fraction())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_part_stays_below_its_period() {
+        let period = Duration::from_secs(5);
+        for _ in 0..1000 {
+            let fraction = fraction();
+            assert!((0.0..1.0).contains(&fraction), "{fraction}");
+            assert!(part_of(period) < period);
+        }
+        assert_eq!(part_of(Duration::ZERO), Duration::ZERO);
+    }
+}
