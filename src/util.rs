@@ -1,9 +1,27 @@
 //! Future combinators, so the library needs neither tokio's `macros` feature nor
-//! `futures-util`.
+//! `futures-util`; and the jitter's random numbers, so it needs no `rand`.
 
+use std::collections::hash_map::RandomState;
 use std::future::{Future, poll_fn};
+use std::hash::{BuildHasher, Hasher};
 use std::pin::pin;
 use std::task::Poll;
+use std::time::SystemTime;
+
+/// A number in `[0, 1)`, different in each process and on each call (not for cryptography):
+/// the jitter of the shared cache's rounds and of the drain's close turns.
+pub(crate) fn random_fraction() -> f64 {
+    // `RandomState::new` draws new keys on each call (per-thread keys, incremented).
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos()),
+    );
+    // The top 53 bits, as a double's mantissa holds them.
+    (hasher.finish() >> 11) as f64 / (1_u64 << 53) as f64
+}
 
 /// Resolves when either future does; the other is dropped.
 pub(crate) async fn race(first: impl Future<Output = ()>, second: impl Future<Output = ()>) {

@@ -67,6 +67,7 @@ impl DrainHandle {
                 tracing::info!("the server stopped on its own");
                 return Ok(Drained {
                     abandoned: self.in_flight(),
+                    abandoned_long_lived: self.long_lived_registry().open(),
                     elapsed: Duration::ZERO,
                 });
             }

@@ -1,22 +1,9 @@
 //! Jitter for the health rounds of a fleet that shares one verdict: processes started
 //! together must not read, race and compute in lockstep.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-/// A number in `[0, 1)`, different in each process and on each call (not for cryptography).
-pub(crate) fn fraction() -> f64 {
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u32(std::process::id());
-    hasher.write_u128(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |since| since.as_nanos()),
-    );
-    // The top 53 bits, as a double's mantissa holds them.
-    (hasher.finish() >> 11) as f64 / (1_u64 << 53) as f64
-}
+use crate::util::random_fraction as fraction;
 
 /// The wait before the second health round: a random part of `period`, so that the rounds
 /// of processes started together spread over the whole period.

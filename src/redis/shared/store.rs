@@ -217,7 +217,7 @@ impl SharedVerdicts {
         let token = format!(
             "{}#{:016x}",
             self.process_id,
-            super::jitter::fraction().to_bits()
+            crate::util::random_fraction().to_bits()
         );
         let set = ::redis::cmd("SET")
             .arg(&self.lock_key)

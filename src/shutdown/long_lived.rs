@@ -1,0 +1,487 @@
+//! Long-lived connections registered with the drain: each is counted while it lives, and
+//! told when its turn to close has come, the turns spread over the close window.
+//!
+//! Nothing here runs per message. A connection's [`LongLived`] guard is touched when it is
+//! registered and when it is dropped, never in between; its [`Closing`] future, polled beside
+//! the connection's reads (in a `select!` or by [`UntilClosing`]), costs one atomic load and
+//! a waker comparison per poll until the drain starts: no lock, no shared write. (tokio's
+//! `Notify`, which [`DrainHandle::started`] uses, takes its waiter list's lock on every poll
+//! of a pending `Notified`: fine for one waiter, not for every connection's every message.)
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use tokio::time::Sleep;
+
+use super::DrainHandle;
+use super::in_flight::InFlightGuard;
+use crate::util::random_fraction;
+
+/// How many batches the close window is cut into: connections are dealt to them in turn as
+/// they register, so that each tenth of the window closes a tenth of them (within one).
+pub(super) const BATCHES: u32 = 10;
+
+/// The drain's book of long-lived connections: how many are open, whose turn is next, and
+/// who waits for the drain to start.
+pub(super) struct Registry {
+    /// Registered connections still open: the part of the in-flight count that is theirs.
+    open: AtomicUsize,
+    /// Registrations so far: the next one goes to batch `dealt % BATCHES`.
+    dealt: AtomicU64,
+    /// The wakers of the [`Closing`] futures waiting for the drain to start, by key.
+    parked: Mutex<Parked>,
+}
+
+#[derive(Default)]
+struct Parked {
+    next_key: u64,
+    wakers: HashMap<u64, Waker>,
+}
+
+impl Registry {
+    pub(super) fn new() -> Self {
+        Self {
+            open: AtomicUsize::new(0),
+            dealt: AtomicU64::new(0),
+            parked: Mutex::new(Parked::default()),
+        }
+    }
+
+    /// Registered connections still open.
+    pub(super) fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Wakes every [`Closing`] future waiting for the drain to start: called once the drain
+    /// reads as started, so that a future parking after this sees it started.
+    pub(super) fn wake_parked(&self) {
+        let wakers = std::mem::take(&mut self.lock().wakers);
+        for waker in wakers.into_values() {
+            waker.wake();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Parked> {
+        self.parked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where a connection's turn falls in the close window, as a fraction of it: the next batch
+/// in turn, at a random point of it.
+fn next_turn(registry: &Registry) -> f64 {
+    let batch = registry.dealt.fetch_add(1, Ordering::Relaxed) % u64::from(BATCHES);
+    #[allow(clippy::cast_precision_loss)] // below ten
+    let batch = batch as f64;
+    (batch + random_fraction()) / f64::from(BATCHES)
+}
+
+/// A long-lived connection (a WebSocket, an event stream, a gRPC server stream) registered
+/// with a drain, from [`DrainHandle::long_lived`]: hold it for the connection's life.
+///
+/// While it is held, the connection counts in [`DrainHandle::in_flight`], so
+/// [`DrainHandle::drained`] waits for it (within the timeout) and reports it
+/// [abandoned](crate::drain::Drained::abandoned_long_lived) if the timeout ends the drain
+/// first. [`closing`](Self::closing) resolves when the connection's turn to close has come:
+/// close it then, with the protocol's own goodbye (a WebSocket close frame 1001 Going Away,
+/// the end of an event stream's body, a gRPC stream's `UNAVAILABLE`), and drop the guard.
+/// [`until_closing`](Self::until_closing) does that for a stream.
+///
+/// The turns are spread over the [close window](crate::DrainConfig::close_window), which
+/// starts when the [drain delay](crate::DrainConfig::delay) has passed. A connection
+/// registered after that is told to close at once.
+///
+/// See the [module docs](crate::drain#long-lived-connections) for an example.
+#[must_use = "the connection counts only while the guard is held"]
+pub struct LongLived {
+    drain: DrainHandle,
+    /// The turn in the close window, as a fraction of it; `None`: at once.
+    turn: Option<f64>,
+    /// The connection's count in the drain's in-flight requests.
+    _in_flight: InFlightGuard,
+}
+
+impl LongLived {
+    pub(super) fn new(drain: &DrainHandle, in_flight: InFlightGuard) -> Self {
+        let registry = drain.long_lived_registry();
+        registry.open.fetch_add(1, Ordering::AcqRel);
+        let late = drain
+            .window_start()
+            .is_some_and(|start| Instant::now() >= start);
+        Self {
+            drain: drain.clone(),
+            turn: (!late).then(|| next_turn(registry)),
+            _in_flight: in_flight,
+        }
+    }
+
+    /// Resolves when this connection's turn to close has come: at its point of the close
+    /// window, once the drain has started and its delay passed. Resolves at once for a
+    /// connection registered after the delay.
+    ///
+    /// Make it once per connection and poll it beside the connection's reads: a poll costs
+    /// an atomic load until the drain starts, and a timer's check after.
+    pub fn closing(&self) -> Closing {
+        Closing {
+            drain: self.drain.clone(),
+            turn: self.turn,
+            state: State::Waiting { parked: None },
+        }
+    }
+
+    /// `stream`, ended at this connection's turn to close, taking the guard with it: the
+    /// connection counts until the stream ends or is dropped. An event stream (axum's `Sse`)
+    /// made of it ends its body cleanly at the turn; a gRPC stream should say why with a last
+    /// item: see [`UntilClosing::ending_with`].
+    pub fn until_closing<S: futures_core::Stream>(self, stream: S) -> UntilClosing<S> {
+        UntilClosing::new(self, stream)
+    }
+}
+
+impl Drop for LongLived {
+    fn drop(&mut self) {
+        self.drain
+            .long_lived_registry()
+            .open
+            .fetch_sub(1, Ordering::AcqRel);
+        // The in-flight guard drops after this, waking the drain's waiter if it waits.
+    }
+}
+
+impl fmt::Debug for LongLived {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            drain: _,
+            turn,
+            _in_flight: _,
+        } = self;
+        f.debug_struct("LongLived").field("turn", turn).finish()
+    }
+}
+
+/// The future of [`LongLived::closing`]: resolves when the connection's turn to close has
+/// come. `Unpin`, so a `select!` loop can poll `&mut closing`; once resolved, it stays so.
+#[must_use = "futures do nothing unless polled"]
+pub struct Closing {
+    drain: DrainHandle,
+    turn: Option<f64>,
+    state: State,
+}
+
+enum State {
+    /// The drain has not started: parked under a key, with the waker last given.
+    Waiting {
+        parked: Option<(u64, Waker)>,
+    },
+    /// The drain has started: the timer of the turn.
+    Turn(Pin<Box<Sleep>>),
+    Closed,
+}
+
+impl Closing {
+    /// Parks `waker` to be woken at the drain's start, unless the waker parked last is the
+    /// same task's (then nothing is locked).
+    fn park(parked: &mut Option<(u64, Waker)>, registry: &Registry, waker: &Waker) {
+        if let Some((_, last)) = parked
+            && last.will_wake(waker)
+        {
+            return;
+        }
+        let mut book = registry.lock();
+        let key = match parked {
+            Some((key, _)) => *key,
+            None => {
+                book.next_key += 1;
+                book.next_key
+            }
+        };
+        book.wakers.insert(key, waker.clone());
+        *parked = Some((key, waker.clone()));
+    }
+
+    fn unpark(&mut self) {
+        if let State::Waiting {
+            parked: Some((key, _)),
+        } = &self.state
+        {
+            self.drain.long_lived_registry().lock().wakers.remove(key);
+        }
+    }
+
+    /// When the turn comes: the window's start plus the turn's part of the window.
+    fn deadline(&self, window_start: Instant) -> Instant {
+        let window = self.drain.config().close_window_or_default();
+        window_start + window.mul_f64(self.turn.unwrap_or(0.0))
+    }
+}
+
+impl Future for Closing {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if let State::Waiting { parked } = &mut this.state {
+            let window_start = match this.drain.window_start() {
+                Some(start) => start,
+                None => {
+                    Self::park(parked, this.drain.long_lived_registry(), cx.waker());
+                    // Read again after parking: a start in between has woken no one.
+                    match this.drain.window_start() {
+                        Some(start) => start,
+                        None => return Poll::Pending,
+                    }
+                }
+            };
+            let deadline = this.deadline(window_start);
+            this.unpark();
+            this.state = if Instant::now() >= deadline {
+                State::Closed
+            } else {
+                State::Turn(Box::pin(tokio::time::sleep_until(deadline.into())))
+            };
+        }
+        if let State::Turn(sleep) = &mut this.state {
+            std::task::ready!(sleep.as_mut().poll(cx));
+            this.state = State::Closed;
+        }
+        Poll::Ready(())
+    }
+}
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.unpark();
+    }
+}
+
+impl fmt::Debug for Closing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let phase = match self.state {
+            State::Waiting { .. } => "waiting for the drain",
+            State::Turn(_) => "waiting for its turn",
+            State::Closed => "closed",
+        };
+        f.debug_struct("Closing")
+            .field("turn", &self.turn)
+            .field("phase", &phase)
+            .finish()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A stream ended at its connection's turn to close: [`LongLived::until_closing`].
+    ///
+    /// It yields the inner stream's items until the turn comes, then the
+    /// [last item](Self::ending_with) if one was given, then ends; the connection's guard is
+    /// dropped when it ends (or is dropped).
+    #[must_use = "streams do nothing unless polled"]
+    pub struct UntilClosing<S: futures_core::Stream> {
+        #[pin]
+        stream: S,
+        closing: Closing,
+        last: Option<S::Item>,
+        // `None` once the stream has ended.
+        connection: Option<LongLived>,
+    }
+}
+
+impl<S: futures_core::Stream> UntilClosing<S> {
+    fn new(connection: LongLived, stream: S) -> Self {
+        Self {
+            stream,
+            closing: connection.closing(),
+            last: None,
+            connection: Some(connection),
+        }
+    }
+
+    /// The item to yield when the turn to close comes, before the stream ends: for a tonic
+    /// stream, `Err(Status::unavailable(..))`, which gRPC clients retry (a stream that just
+    /// ends reads as a finished call, `OK`).
+    pub fn ending_with(mut self, last: S::Item) -> Self {
+        self.last = Some(last);
+        self
+    }
+}
+
+impl<S: futures_core::Stream> futures_core::Stream for UntilClosing<S> {
+    type Item = S::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        let this = self.project();
+        if this.connection.is_none() {
+            return Poll::Ready(None);
+        }
+        if Pin::new(this.closing).poll(cx).is_ready() {
+            *this.connection = None;
+            return Poll::Ready(this.last.take());
+        }
+        let next = std::task::ready!(this.stream.poll_next(cx));
+        if next.is_none() {
+            *this.connection = None;
+        }
+        Poll::Ready(next)
+    }
+}
+
+impl<S: futures_core::Stream> fmt::Debug for UntilClosing<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UntilClosing")
+            .field("closing", &self.closing)
+            .field("ended", &self.connection.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::task::Waker;
+    use std::time::Duration;
+
+    use futures_core::Stream;
+
+    use super::*;
+    use crate::DrainConfig;
+
+    fn drain(delay_ms: u64, window_ms: u64, timeout_ms: u64) -> DrainHandle {
+        DrainHandle::new(
+            DrainConfig::new()
+                .delay(Duration::from_millis(delay_ms))
+                .close_window(Duration::from_millis(window_ms))
+                .timeout(Duration::from_millis(timeout_ms)),
+        )
+    }
+
+    /// Whether `future` is ready on its first poll.
+    fn ready_now(future: impl Future<Output = ()>) -> bool {
+        let mut context = Context::from_waker(Waker::noop());
+        std::pin::pin!(future).poll(&mut context).is_ready()
+    }
+
+    #[test]
+    fn turns_are_dealt_to_the_batches_in_turn_each_at_a_point_inside_its_batch() {
+        let registry = Registry::new();
+        let mut per_batch = [0_usize; BATCHES as usize];
+        for dealt in 0..1000_u32 {
+            let turn = next_turn(&registry);
+            assert!((0.0..1.0).contains(&turn), "{turn}");
+            let batch = (turn * f64::from(BATCHES)) as u32;
+            assert_eq!(batch, dealt % BATCHES, "{turn}");
+            per_batch[batch as usize] += 1;
+        }
+        assert_eq!(per_batch, [100; BATCHES as usize]);
+    }
+
+    #[tokio::test]
+    async fn closing_waits_for_the_start_then_the_delay_then_its_turn() {
+        let drain = drain(50, 200, 5000);
+        let connections: Vec<LongLived> = (0..20).map(|_| drain.long_lived()).collect();
+        assert_eq!(drain.in_flight(), 20);
+        let waiting: Vec<_> = connections
+            .iter()
+            .map(|connection| tokio::spawn(connection.closing()))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            waiting.iter().all(|closing| !closing.is_finished()),
+            "no turn before the drain starts"
+        );
+        assert!(drain.start());
+        let started = Instant::now();
+        for (connection, closing) in connections.iter().zip(waiting) {
+            closing.await.unwrap();
+            // Never before its turn: a timer does not fire early.
+            let turn = connection.turn.expect("registered before the window");
+            let due = Duration::from_millis(50) + Duration::from_millis(200).mul_f64(turn);
+            assert!(started.elapsed() >= due, "{turn}");
+        }
+        drop(connections);
+        assert_eq!(drain.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_connection_registered_after_the_delay_closes_at_once() {
+        let drain = drain(20, 1000, 5000);
+        drain.start();
+        let during_delay = drain.long_lived();
+        assert!(during_delay.turn.is_some(), "paced with the others");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let late = drain.long_lived();
+        assert!(ready_now(late.closing()));
+        assert_eq!(drain.in_flight(), 2, "both count until dropped");
+    }
+
+    #[tokio::test]
+    async fn the_drain_waits_for_registered_connections_and_reports_those_abandoned() {
+        let drain = drain(10, 50, 300);
+        let polite = drain.long_lived();
+        let _ignores_the_close = drain.long_lived();
+        let request = drain.enter();
+        drain.start();
+        let closed = tokio::spawn(async move {
+            polite.closing().await;
+        });
+        drop(request);
+        let drained = drain.drained().await;
+        assert!(closed.is_finished(), "the polite one closed at its turn");
+        assert_eq!(drained.abandoned, 1);
+        assert_eq!(drained.abandoned_long_lived, 1);
+    }
+
+    #[tokio::test]
+    async fn a_drain_whose_connections_all_close_is_clean() {
+        let drain = drain(10, 100, 10_000);
+        for _ in 0..50 {
+            let connection = drain.long_lived();
+            tokio::spawn(async move {
+                connection.closing().await;
+                drop(connection);
+            });
+        }
+        drain.start();
+        let drained = drain.drained().await;
+        assert!(drained.is_clean(), "{drained:?}");
+        assert_eq!(drain.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn dropped_closing_futures_leave_no_waker_behind() {
+        let drain = drain(10, 50, 1000);
+        let connection = drain.long_lived();
+        for _ in 0..3 {
+            assert!(!ready_now(connection.closing()));
+        }
+        assert!(drain.long_lived_registry().lock().wakers.is_empty());
+        let parked = connection.closing();
+        let mut parked = std::pin::pin!(parked);
+        assert!(!ready_now(parked.as_mut()));
+        assert_eq!(drain.long_lived_registry().lock().wakers.len(), 1);
+        drain.start();
+        assert!(drain.long_lived_registry().lock().wakers.is_empty());
+    }
+
+    #[tokio::test]
+    async fn until_closing_ends_the_stream_at_the_turn_with_the_last_item() {
+        struct Forever;
+        impl futures_core::Stream for Forever {
+            type Item = u32;
+            fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<u32>> {
+                Poll::Pending
+            }
+        }
+        let drain = drain(10, 50, 1000);
+        let stream = drain.long_lived().until_closing(Forever).ending_with(7);
+        let mut stream = std::pin::pin!(stream);
+        assert_eq!(drain.in_flight(), 1);
+        drain.start();
+        let mut next = async || std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await;
+        assert_eq!(next().await, Some(7));
+        assert_eq!(drain.in_flight(), 0, "the guard goes when the stream ends");
+        assert_eq!(next().await, None);
+    }
+}
