@@ -108,10 +108,10 @@ async fn read_events(
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
                     ticks += String::from_utf8_lossy(data).matches("event: tick").count();
-                    if ticks > 0 {
-                        if let Some(first) = first.take() {
-                            let _ = first.send(());
-                        }
+                    if ticks > 0
+                        && let Some(first) = first.take()
+                    {
+                        let _ = first.send(());
                     }
                 }
             }
