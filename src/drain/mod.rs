@@ -13,7 +13,9 @@
 //!    (under [`DrainPolicy::Serve`]), adding `Connection: close` to HTTP/1 responses so that
 //!    keep-alive clients move on, while load balancers notice and stop sending traffic.
 //! 3. The delay over, `shutdown_signal` resolves and the server's graceful shutdown begins:
-//!    no new connections, in-flight requests finish.
+//!    no new connections, in-flight requests finish, and the registered [long-lived
+//!    connections](#long-lived-connections) are told to close, their turns spread over the
+//!    [close window](crate::DrainConfig::close_window).
 //! 4. [`DrainHandle::drained`] resolves when nothing is in flight, or at the
 //!    [drain timeout](crate::DrainConfig::timeout) with the number of abandoned requests.
 //!
