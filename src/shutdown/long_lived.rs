@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -34,8 +34,8 @@ pub(super) const BATCHES: u32 = 10;
 pub(super) struct Registry {
     /// Registered connections still open: the part of the in-flight count that is theirs.
     open: AtomicUsize,
-    /// Registrations so far: the next one goes to batch `dealt % BATCHES`.
-    dealt: AtomicU64,
+    /// Registrations so far (wrapping): the next one goes to batch `dealt % BATCHES`.
+    dealt: AtomicU32,
     /// The wakers of the [`Closing`] futures waiting for the drain to start, by key.
     parked: Mutex<Parked>,
 }
@@ -50,7 +50,7 @@ impl Registry {
     pub(super) fn new() -> Self {
         Self {
             open: AtomicUsize::new(0),
-            dealt: AtomicU64::new(0),
+            dealt: AtomicU32::new(0),
             parked: Mutex::new(Parked::default()),
         }
     }
@@ -77,10 +77,8 @@ impl Registry {
 /// Where a connection's turn falls in the close window, as a fraction of it: the next batch
 /// in turn, at a random point of it.
 fn next_turn(registry: &Registry) -> f64 {
-    let batch = registry.dealt.fetch_add(1, Ordering::Relaxed) % u64::from(BATCHES);
-    #[allow(clippy::cast_precision_loss)] // below ten
-    let batch = batch as f64;
-    (batch + random_fraction()) / f64::from(BATCHES)
+    let batch = registry.dealt.fetch_add(1, Ordering::Relaxed) % BATCHES;
+    (f64::from(batch) + random_fraction()) / f64::from(BATCHES)
 }
 
 /// A long-lived connection (a WebSocket, an event stream, a gRPC server stream) registered
@@ -263,13 +261,18 @@ impl Drop for Closing {
 
 impl fmt::Debug for Closing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let phase = match self.state {
+        let Self {
+            drain: _,
+            turn,
+            state,
+        } = self;
+        let phase = match state {
             State::Waiting { .. } => "waiting for the drain",
             State::Turn(_) => "waiting for its turn",
             State::Closed => "closed",
         };
         f.debug_struct("Closing")
-            .field("turn", &self.turn)
+            .field("turn", turn)
             .field("phase", &phase)
             .finish()
     }
@@ -333,9 +336,16 @@ impl<S: futures_core::Stream> futures_core::Stream for UntilClosing<S> {
 
 impl<S: futures_core::Stream> fmt::Debug for UntilClosing<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            stream: _,
+            closing,
+            last,
+            connection,
+        } = self;
         f.debug_struct("UntilClosing")
-            .field("closing", &self.closing)
-            .field("ended", &self.connection.is_none())
+            .field("closing", closing)
+            .field("ends_with_an_item", &last.is_some())
+            .field("ended", &connection.is_none())
             .finish_non_exhaustive()
     }
 }
@@ -465,6 +475,51 @@ mod tests {
         assert_eq!(drain.long_lived_registry().lock().wakers.len(), 1);
         drain.start();
         assert!(drain.long_lived_registry().lock().wakers.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_parked_closing_polled_again_by_its_task_takes_no_lock() {
+        let drain = drain(10, 50, 1000);
+        let connection = drain.long_lived();
+        let mut closing = connection.closing();
+        // The task's waker, the same on every poll (`Waker::noop` is not: its vtable may
+        // differ from one use to the next, and `will_wake` compares it).
+        struct Task;
+        impl std::task::Wake for Task {
+            fn wake(self: std::sync::Arc<Self>) {}
+        }
+        let waker = Waker::from(std::sync::Arc::new(Task));
+        let mut context = Context::from_waker(&waker);
+        assert!(
+            Pin::new(&mut closing).poll(&mut context).is_pending(),
+            "parked"
+        );
+        // The book's lock, held by another thread while the connection's task polls again
+        // (as it does on each of its messages): the poll must not wait for it.
+        let registry = drain;
+        let (locked, held) = std::sync::mpsc::channel();
+        let (release, done) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let _book = registry.long_lived_registry().lock();
+            locked.send(()).unwrap();
+            let _ = done.recv();
+        });
+        held.recv().unwrap();
+        let (polled, poll_result) = std::sync::mpsc::channel();
+        let poller = std::thread::spawn(move || {
+            let mut context = Context::from_waker(&waker);
+            for _ in 0..1000 {
+                assert!(Pin::new(&mut closing).poll(&mut context).is_pending());
+            }
+            polled.send(()).unwrap();
+            closing
+        });
+        // A bound against hanging: a poll that locked would wait for the release below.
+        let without_the_lock = poll_result.recv_timeout(Duration::from_secs(10)).is_ok();
+        release.send(()).unwrap();
+        holder.join().unwrap();
+        drop(poller.join().unwrap());
+        assert!(without_the_lock, "a poll waited for the book's lock");
     }
 
     #[tokio::test]
