@@ -105,7 +105,8 @@ impl DrainConfig {
     }
 
     /// The longest [`DrainHandle::drained`](crate::DrainHandle::drained) waits for in-flight
-    /// requests, counted from the start of the drain (so it includes the delay). Keep it below
+    /// requests (and registered long-lived connections), counted from the start of the drain
+    /// (so it includes the delay and the [close window](Self::close_window)). Keep it below
     /// the pod's `terminationGracePeriodSeconds`.
     ///
     /// Defaults to 20 seconds.
