@@ -80,6 +80,7 @@ impl DrainHandle {
         let drained = self.drained().await;
         tracing::info!(
             abandoned = drained.abandoned,
+            abandoned_long_lived = drained.abandoned_long_lived,
             elapsed = ?drained.elapsed,
             "server closed"
         );
