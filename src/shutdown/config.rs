@@ -166,8 +166,9 @@ impl DrainConfig {
     /// after the other, starting when the [`delay`](Self::delay) has passed: the load
     /// balancers have stopped sending new connections here by then, so the clients that
     /// reconnect land on the other instances, at a rate of the connections over the window
-    /// rather than all at once. The window is cut into ten batches: connections are dealt to
-    /// them in turn as they register, each closing at a random point of its batch's tenth.
+    /// rather than all at once. The window is cut into ten batches: the connections open when
+    /// the drain starts are dealt to them in turn, each closing at a random point of its
+    /// batch's tenth.
     ///
     /// Defaults to half the time from the delay to the [`timeout`](Self::timeout) (7.5 s
     /// with their defaults), leaving the other half for the last connections to close.

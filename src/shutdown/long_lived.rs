@@ -24,7 +24,8 @@ use super::in_flight::InFlightGuard;
 use crate::util::random_fraction;
 
 /// How many batches the close window is cut into: connections are dealt to them in turn as
-/// they register, so that each tenth of the window closes a tenth of them (within one).
+/// they learn that the drain has started, so that each tenth of the window closes a tenth of
+/// the connections open then (within one), whatever order they registered and left in.
 pub(super) const BATCHES: u32 = 10;
 
 /// The drain's book of long-lived connections: how many are open, whose turn is next, and
@@ -34,7 +35,7 @@ pub(super) const BATCHES: u32 = 10;
 pub(super) struct Registry {
     /// Registered connections still open: the part of the in-flight count that is theirs.
     open: AtomicUsize,
-    /// Registrations so far (wrapping): the next one goes to batch `dealt % BATCHES`.
+    /// Turns dealt so far (wrapping): the next one goes to batch `dealt % BATCHES`.
     dealt: AtomicU32,
     /// The wakers of the [`Closing`] futures waiting for the drain to start, by key.
     parked: Mutex<Parked>,
@@ -100,8 +101,8 @@ fn next_turn(registry: &Registry) -> f64 {
 #[must_use = "the connection counts only while the guard is held"]
 pub struct LongLived {
     drain: DrainHandle,
-    /// The turn in the close window, as a fraction of it; `None`: at once.
-    turn: Option<f64>,
+    /// Registered after the drain delay: told to close at once, not paced.
+    late: bool,
     /// The connection's count in the drain's in-flight requests.
     _in_flight: InFlightGuard,
 }
@@ -115,7 +116,7 @@ impl LongLived {
             .is_some_and(|start| Instant::now() >= start);
         Self {
             drain: drain.clone(),
-            turn: (!late).then(|| next_turn(registry)),
+            late,
             _in_flight: in_flight,
         }
     }
@@ -129,7 +130,8 @@ impl LongLived {
     pub fn closing(&self) -> Closing {
         Closing {
             drain: self.drain.clone(),
-            turn: self.turn,
+            late: self.late,
+            turn: None,
             state: State::Waiting { parked: None },
         }
     }
@@ -157,10 +159,10 @@ impl fmt::Debug for LongLived {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
             drain: _,
-            turn,
+            late,
             _in_flight: _,
         } = self;
-        f.debug_struct("LongLived").field("turn", turn).finish()
+        f.debug_struct("LongLived").field("late", late).finish()
     }
 }
 
@@ -169,6 +171,10 @@ impl fmt::Debug for LongLived {
 #[must_use = "futures do nothing unless polled"]
 pub struct Closing {
     drain: DrainHandle,
+    /// Registered after the drain delay: its turn is at once.
+    late: bool,
+    /// Its turn in the close window, as a fraction of it, once dealt (when it first sees the
+    /// drain started).
     turn: Option<f64>,
     state: State,
 }
@@ -213,10 +219,17 @@ impl Closing {
         }
     }
 
-    /// When the turn comes: the window's start plus the turn's part of the window.
-    fn deadline(&self, window_start: Instant) -> Instant {
+    /// Deals this connection its turn, and says when it comes: the window's start plus the
+    /// turn's part of the window.
+    fn deadline(&mut self, window_start: Instant) -> Instant {
+        let turn = if self.late {
+            0.0
+        } else {
+            next_turn(self.drain.long_lived_registry())
+        };
+        self.turn = Some(turn);
         let window = self.drain.config().close_window_or_default();
-        window_start + window.mul_f64(self.turn.unwrap_or(0.0))
+        window_start + window.mul_f64(turn)
     }
 }
 
@@ -263,6 +276,7 @@ impl fmt::Debug for Closing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
             drain: _,
+            late,
             turn,
             state,
         } = self;
@@ -272,6 +286,7 @@ impl fmt::Debug for Closing {
             State::Closed => "closed",
         };
         f.debug_struct("Closing")
+            .field("late", late)
             .field("turn", turn)
             .field("phase", &phase)
             .finish()
@@ -396,21 +411,27 @@ mod tests {
         assert_eq!(drain.in_flight(), 20);
         let waiting: Vec<_> = connections
             .iter()
-            .map(|connection| tokio::spawn(connection.closing()))
+            .map(|connection| {
+                let mut closing = connection.closing();
+                tokio::spawn(async move {
+                    (&mut closing).await;
+                    (closing.turn, Instant::now())
+                })
+            })
             .collect();
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(
             waiting.iter().all(|closing| !closing.is_finished()),
             "no turn before the drain starts"
         );
-        assert!(drain.start());
         let started = Instant::now();
-        for (connection, closing) in connections.iter().zip(waiting) {
-            closing.await.unwrap();
+        assert!(drain.start());
+        for closing in waiting {
+            let (turn, closed_at) = closing.await.unwrap();
             // Never before its turn: a timer does not fire early.
-            let turn = connection.turn.expect("registered before the window");
+            let turn = turn.expect("dealt at the start");
             let due = Duration::from_millis(50) + Duration::from_millis(200).mul_f64(turn);
-            assert!(started.elapsed() >= due, "{turn}");
+            assert!(closed_at - started >= due, "{turn}");
         }
         drop(connections);
         assert_eq!(drain.in_flight(), 0);
@@ -421,11 +442,37 @@ mod tests {
         let drain = drain(20, 1000, 5000);
         drain.start();
         let during_delay = drain.long_lived();
-        assert!(during_delay.turn.is_some(), "paced with the others");
+        assert!(!during_delay.late, "paced with the others");
         tokio::time::sleep(Duration::from_millis(30)).await;
         let late = drain.long_lived();
         assert!(ready_now(late.closing()));
         assert_eq!(drain.in_flight(), 2, "both count until dropped");
+    }
+
+    #[tokio::test]
+    async fn the_batches_share_the_connections_open_at_the_start_whatever_left_before() {
+        let drain = drain(10, 1000, 5000);
+        let mut connections: Vec<LongLived> = (0..20).map(|_| drain.long_lived()).collect();
+        // Every other one leaves before the drain: dealt as they registered, the rest would
+        // fall in every other batch.
+        let mut index = 0;
+        connections.retain(|_| {
+            index += 1;
+            index % 2 == 0
+        });
+        let mut closings: Vec<Closing> = connections.iter().map(LongLived::closing).collect();
+        drain.start();
+        let mut context = Context::from_waker(Waker::noop());
+        let mut batches: Vec<u32> = closings
+            .iter_mut()
+            .map(|closing| {
+                assert!(Pin::new(&mut *closing).poll(&mut context).is_pending());
+                let turn = closing.turn.expect("dealt once the drain has started");
+                (turn * f64::from(BATCHES)) as u32
+            })
+            .collect();
+        batches.sort_unstable();
+        assert_eq!(batches, (0..BATCHES).collect::<Vec<_>>());
     }
 
     #[tokio::test]
