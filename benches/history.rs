@@ -92,7 +92,10 @@ fn monitor(checks: usize) -> (HealthHandle, Vec<Arc<AtomicUsize>>) {
                 .successes_before_recovery(1),
         );
     }
-    (HealthMonitor::spawn(config).expect("valid settings"), counts)
+    (
+        HealthMonitor::spawn(config).expect("valid settings"),
+        counts,
+    )
 }
 
 /// Waits until every check has run at least `rounds` times.

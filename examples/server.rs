@@ -8,6 +8,14 @@
 //! - `GET /slow/{ms}`: a response that streams for `ms` milliseconds (at most 10 s), a line
 //!   at once and a line at the end. A drain waits for it: a request counts in flight until its
 //!   body has been sent, and the server's graceful shutdown lets it finish.
+//! - `GET /ws`: a WebSocket that echoes what it is sent. Registered with the drain: on
+//!   SIGTERM it gets a close frame 1001 (Going Away) at its turn in the drain's close window.
+//! - `GET /events`: an event stream (server-sent events), a numbered `tick` every second.
+//!   Registered with the drain: its body ends cleanly at its turn in the close window.
+//!
+//! The drain's close window spreads those turns over `TOWER_HEALTH_DRAIN_CLOSE_WINDOW`
+//! after the drain delay, so that the clients reconnect to the other instances a few at a
+//! time.
 //!
 //! Run with
 //!
@@ -38,18 +46,28 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::Path;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::response::sse::{Event, Sse};
 use axum::routing::get;
 use axum::serve::ListenerExt;
 use bytes::Bytes;
 use http::StatusCode;
 use tokio::net::TcpListener;
-use tower_health::{HealthLayer, HealthMonitor};
+use tokio_stream::wrappers::IntervalStream;
+use tokio_stream::{Stream, StreamExt as _};
+use tower_health::drain::LongLived;
+use tower_health::{DrainHandle, HealthLayer, HealthMonitor};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 /// The longest `/slow/{ms}` a request may ask for.
 const MAX_SLOW: Duration = Duration::from_secs(10);
+
+/// How long a WebSocket client gets to answer the server's close frame before the server
+/// closes the connection anyway.
+const CLOSE_REPLY: Duration = Duration::from_secs(2);
 
 fn main() -> ExitCode {
     // `server --health-check`: a container health check of a running instance, for images
@@ -73,6 +91,9 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     let app = Router::new()
         .route("/", get(|| async { "hello from behind tower-health\n" }))
         .route("/slow/{ms}", get(slow))
+        .route("/ws", get(websocket))
+        .route("/events", get(events))
+        .with_state(drain.clone())
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(10),
@@ -119,4 +140,59 @@ async fn slow(Path(ms): Path<u64>) -> Result<Body, (StatusCode, String)> {
         }
     });
     Ok(Body::new(body))
+}
+
+/// `GET /ws`: a WebSocket echo, registered with the drain before the `101` (so that it counts
+/// from its start); the guard moves into the task serving the socket.
+async fn websocket(State(drain): State<DrainHandle>, upgrade: WebSocketUpgrade) -> Response {
+    let connection = drain.long_lived();
+    upgrade.on_upgrade(move |socket| echo(socket, connection))
+}
+
+/// Echoes until the client goes, or until the drain's turn for this connection comes: then
+/// a close frame 1001 (Going Away), and the client's reply awaited (bounded), so that the
+/// connection closes cleanly with nothing unread.
+async fn echo(mut socket: WebSocket, connection: LongLived) {
+    let mut closing = connection.closing();
+    loop {
+        tokio::select! {
+            () = &mut closing => break,
+            message = socket.recv() => match message {
+                Some(Ok(message @ (Message::Text(_) | Message::Binary(_)))) => {
+                    if socket.send(message).await.is_err() {
+                        return;
+                    }
+                }
+                // Pings are answered by the WebSocket layer; a close frame is followed by
+                // the end of the stream.
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            },
+        }
+    }
+    let goodbye = CloseFrame {
+        code: close_code::AWAY,
+        reason: "server shutting down".into(),
+    };
+    if socket.send(Message::Close(Some(goodbye))).await.is_ok() {
+        let _ = tokio::time::timeout(CLOSE_REPLY, async {
+            while let Some(Ok(_)) = socket.recv().await {}
+        })
+        .await;
+    }
+    // `connection` drops here, after the socket: the drain stops counting it.
+}
+
+/// `GET /events`: a numbered `tick` every second, registered with the drain: the body ends
+/// cleanly at the connection's turn to close (an `EventSource` then reconnects, through the
+/// load balancer, to another instance).
+async fn events(
+    State(drain): State<DrainHandle>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let mut tick = 0_u64;
+    let ticks = IntervalStream::new(tokio::time::interval(Duration::from_secs(1))).map(move |_| {
+        tick += 1;
+        Ok(Event::default().event("tick").data(tick.to_string()))
+    });
+    Sse::new(drain.long_lived().until_closing(ticks))
 }

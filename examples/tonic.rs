@@ -17,7 +17,13 @@
 //!     127.0.0.1:8080 grpc.health.v1.Health/List
 //! grpcurl -plaintext -import-path proto -proto greeter/v1/greeter.proto \
 //!     -d '{"name": "you"}' 127.0.0.1:8080 greeter.v1.Greeter/SayHello
+//! grpcurl -plaintext -import-path proto -proto greeter/v1/greeter.proto \
+//!     -d '{"name": "you"}' 127.0.0.1:8080 greeter.v1.Greeter/KeepGreeting
 //! ```
+//!
+//! `KeepGreeting` is a server stream registered with the drain
+//! (`DrainHandle::long_lived`): on SIGTERM it ends with `UNAVAILABLE` (which clients retry)
+//! at its turn in the drain's close window, the streams of all clients spread over it.
 //!
 //! Settings as for the `server` example: `LISTEN_ADDR` (default `127.0.0.1:8080`),
 //! `DATABASE_URL` (default the local PostgreSQL; set but empty, no database),
@@ -88,8 +94,10 @@ async fn serve() -> Result<(), Box<dyn Error>> {
                 .layer(health)
                 .add_service(grpc_health.server())
                 // The drain counts the application's calls, not the health streams: it
-                // wraps the greeter alone (a `Drain` keeps the name tonic routes by).
-                .add_service(drain_layer.layer(GreeterServer::new(Greeter)))
+                // wraps the greeter alone (a `Drain` keeps the name tonic routes by). The
+                // greeter registers its streams with the drain too, which tells each when
+                // to close.
+                .add_service(drain_layer.layer(GreeterServer::new(Greeter::new(&drain))))
                 // When the drain delay is over: the listener closes, HTTP/2 clients get a
                 // GOAWAY, the calls in flight finish, and the health streams end.
                 .serve_with_incoming_shutdown(incoming, shutdown)

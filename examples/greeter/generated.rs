@@ -118,6 +118,33 @@ pub mod greeter_client {
                 .insert(GrpcMethod::new("greeter.v1.Greeter", "SayHello"));
             self.inner.unary(req, path, codec).await
         }
+        /// Greets `name` at once and then every `delay_ms` milliseconds (every second when 0),
+        /// until the client goes or the server drains: a long-lived stream, which a drain ends with
+        /// `UNAVAILABLE` at its turn to close.
+        pub async fn keep_greeting(
+            &mut self,
+            request: impl tonic::IntoRequest<super::HelloRequest>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::HelloReply>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/greeter.v1.Greeter/KeepGreeting",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("greeter.v1.Greeter", "KeepGreeting"));
+            self.inner.server_streaming(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -138,6 +165,22 @@ pub mod greeter_server {
             &self,
             request: tonic::Request<super::HelloRequest>,
         ) -> std::result::Result<tonic::Response<super::HelloReply>, tonic::Status>;
+        /// Server streaming response type for the KeepGreeting method.
+        type KeepGreetingStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::HelloReply, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// Greets `name` at once and then every `delay_ms` milliseconds (every second when 0),
+        /// until the client goes or the server drains: a long-lived stream, which a drain ends with
+        /// `UNAVAILABLE` at its turn to close.
+        async fn keep_greeting(
+            &self,
+            request: tonic::Request<super::HelloRequest>,
+        ) -> std::result::Result<
+            tonic::Response<Self::KeepGreetingStream>,
+            tonic::Status,
+        >;
     }
     /// Greets.
     #[derive(Debug)]
@@ -255,6 +298,52 @@ pub mod greeter_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/greeter.v1.Greeter/KeepGreeting" => {
+                    #[allow(non_camel_case_types)]
+                    struct KeepGreetingSvc<T: Greeter>(pub Arc<T>);
+                    impl<
+                        T: Greeter,
+                    > tonic::server::ServerStreamingService<super::HelloRequest>
+                    for KeepGreetingSvc<T> {
+                        type Response = super::HelloReply;
+                        type ResponseStream = T::KeepGreetingStream;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::ResponseStream>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::HelloRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Greeter>::keep_greeting(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = KeepGreetingSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.server_streaming(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)

@@ -3,9 +3,13 @@
 //! `proto/codegen` and checked in, as the crate's `grpc.health.v1` code is.
 #![allow(dead_code, unused_imports)] // the tests use the client, the example the server
 
+use std::pin::Pin;
 use std::time::Duration;
 
+use tokio_stream::StreamExt as _;
+use tokio_stream::wrappers::IntervalStream;
 use tonic::{Request, Response, Status};
+use tower_health::DrainHandle;
 
 #[rustfmt::skip]
 #[allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic, clippy::nursery)]
@@ -18,12 +22,30 @@ pub(crate) use self::generated::{HelloReply, HelloRequest};
 /// The longest `delay_ms` a call may ask for.
 const MAX_DELAY: Duration = Duration::from_secs(10);
 
-/// Answers `hello, <name>`, after the `delay_ms` the request asks for.
-#[derive(Debug, Default)]
-pub(crate) struct Greeter;
+/// Answers `hello, <name>`, after the `delay_ms` the request asks for; `KeepGreeting`
+/// streams greetings until the drain's turn to close the stream comes.
+#[derive(Debug, Clone)]
+pub(crate) struct Greeter {
+    /// The drain the greeting streams are registered with.
+    drain: DrainHandle,
+}
+
+impl Greeter {
+    /// A greeter whose streams close when `drain` says so.
+    pub(crate) fn new(drain: &DrainHandle) -> Self {
+        Self {
+            drain: drain.clone(),
+        }
+    }
+}
+
+/// A `KeepGreeting` stream.
+type Greetings = Pin<Box<dyn tokio_stream::Stream<Item = Result<HelloReply, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl generated::greeter_server::Greeter for Greeter {
+    type KeepGreetingStream = Greetings;
+
     async fn say_hello(
         &self,
         request: Request<HelloRequest>,
@@ -40,5 +62,35 @@ impl generated::greeter_server::Greeter for Greeter {
         Ok(Response::new(HelloReply {
             message: format!("hello, {name}"),
         }))
+    }
+
+    async fn keep_greeting(
+        &self,
+        request: Request<HelloRequest>,
+    ) -> Result<Response<Self::KeepGreetingStream>, Status> {
+        let HelloRequest { name, delay_ms } = request.into_inner();
+        let every = match Duration::from_millis(delay_ms.into()) {
+            Duration::ZERO => Duration::from_secs(1),
+            every if every > MAX_DELAY => {
+                return Err(Status::invalid_argument(format!(
+                    "delay_ms: at most {}",
+                    MAX_DELAY.as_millis()
+                )));
+            }
+            every => every,
+        };
+        let greetings = IntervalStream::new(tokio::time::interval(every)).map(move |_| {
+            Ok(HelloReply {
+                message: format!("hello, {name}"),
+            })
+        });
+        // Registered with the drain: counted while it lasts, and ended at its turn with
+        // UNAVAILABLE, which gRPC clients retry (on another instance).
+        let goodbye = Status::unavailable("the server is shutting down: call again");
+        let stream = self
+            .drain
+            .long_lived()
+            .until_closing_with(greetings, Err(goodbye));
+        Ok(Response::new(Box::pin(stream)))
     }
 }

@@ -85,6 +85,7 @@ pub(crate) const DRAIN: Reader = Reader {
     what: "the drain",
     feature: None,
     names: &[
+        "TOWER_HEALTH_DRAIN_CLOSE_WINDOW",
         "TOWER_HEALTH_DRAIN_CONNECTION_CLOSE",
         "TOWER_HEALTH_DRAIN_DELAY",
         "TOWER_HEALTH_DRAIN_POLICY",

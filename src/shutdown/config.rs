@@ -54,6 +54,8 @@ pub struct DrainConfig {
     pub(crate) policy: DrainPolicy,
     pub(crate) connection_close: bool,
     pub(crate) retry_after: Duration,
+    /// `None`: half the time from the delay to the timeout.
+    pub(crate) close_window: Option<Duration>,
     /// The first invalid value a setter was given, for
     /// [`HealthMonitor::new`](crate::HealthMonitor::new) to return.
     pub(crate) error: FirstError,
@@ -74,6 +76,7 @@ impl DrainConfig {
             policy: DrainPolicy::Serve,
             connection_close: true,
             retry_after: Duration::from_secs(5),
+            close_window: None,
             error: FirstError::default(),
         }
     }
@@ -102,7 +105,8 @@ impl DrainConfig {
     }
 
     /// The longest [`DrainHandle::drained`](crate::DrainHandle::drained) waits for in-flight
-    /// requests, counted from the start of the drain (so it includes the delay). Keep it below
+    /// requests (and registered long-lived connections), counted from the start of the drain
+    /// (so it includes the delay and the [close window](Self::close_window)). Keep it below
     /// the pod's `terminationGracePeriodSeconds`.
     ///
     /// Defaults to 20 seconds.
@@ -157,6 +161,34 @@ impl DrainConfig {
         self
     }
 
+    /// The window over which the long-lived connections registered with the drain
+    /// ([`DrainHandle::long_lived`](crate::DrainHandle::long_lived)) are told to close, one
+    /// after the other, starting when the [`delay`](Self::delay) has passed: the load
+    /// balancers have stopped sending new connections here by then, so the clients that
+    /// reconnect land on the other instances, at a rate of the connections over the window
+    /// rather than all at once. The window is cut into ten batches: the connections open when
+    /// the drain starts are dealt to them in turn, each closing at a random point of its
+    /// batch's tenth.
+    ///
+    /// Defaults to half the time from the delay to the [`timeout`](Self::timeout) (7.5 s
+    /// with their defaults), leaving the other half for the last connections to close.
+    /// Zero closes them all at once when the delay has passed.
+    ///
+    /// A `close_window` neither zero nor from 1 ms to 1 year (see
+    /// [durations](crate::config#durations)) is an error of
+    /// [`HealthMonitor::new`](crate::HealthMonitor::new), as is a delay plus window not
+    /// shorter than the timeout: the last connections would get no time to close.
+    pub fn close_window(mut self, window: Duration) -> Self {
+        if self.error.passes(check_in_range(
+            "DrainConfig::close_window",
+            window,
+            Zero::Allowed,
+        )) {
+            self.close_window = Some(window);
+        }
+        self
+    }
+
     pub(crate) fn from_env_snapshot(env: &Env) -> Result<Self, ConfigError> {
         let mut config = Self::new();
         if let Some(delay) = env.duration_or_zero("TOWER_HEALTH_DRAIN_DELAY")? {
@@ -170,6 +202,15 @@ impl DrainConfig {
                 .first(&["TOWER_HEALTH_DRAIN_TIMEOUT", "TOWER_HEALTH_DRAIN_DELAY"])
                 .unwrap_or(("TOWER_HEALTH_DRAIN_TIMEOUT", "20s"));
             return Err(ConfigError::new(name, value, reason));
+        }
+        if let Some(window) = env.duration_or_zero("TOWER_HEALTH_DRAIN_CLOSE_WINDOW")? {
+            config.close_window = Some(window);
+            if let Some(reason) = config.window_not_before_timeout() {
+                let (name, value) = env
+                    .first(&["TOWER_HEALTH_DRAIN_CLOSE_WINDOW"])
+                    .expect("read just above");
+                return Err(ConfigError::new(name, value, reason));
+            }
         }
         if let Some(policy) =
             env.parse(&["TOWER_HEALTH_DRAIN_POLICY"], "expected serve or reject")?
@@ -186,18 +227,46 @@ impl DrainConfig {
     }
 
     /// The settings' one error: the first invalid value a setter was given, then a timeout
-    /// not longer than the delay (charged to the timeout). Checked once, by
+    /// not longer than the delay (charged to the timeout), then a close window that does not
+    /// end before the timeout (charged to the window). Checked once, by
     /// [`HealthMonitor::new`](crate::HealthMonitor::new).
     pub(crate) fn checked(&self) -> Result<(), ConfigError> {
         self.error.check()?;
-        match self.timeout_not_after_delay() {
-            Some(reason) => Err(ConfigError::new(
+        if let Some(reason) = self.timeout_not_after_delay() {
+            return Err(ConfigError::new(
                 "DrainConfig::timeout",
                 &humantime::format_duration(self.timeout).to_string(),
                 reason,
-            )),
-            None => Ok(()),
+            ));
         }
+        if let Some(reason) = self.window_not_before_timeout() {
+            return Err(ConfigError::new(
+                "DrainConfig::close_window",
+                &humantime::format_duration(self.close_window_or_default()).to_string(),
+                reason,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The close window: as set, or half the time from the delay to the timeout.
+    pub(crate) fn close_window_or_default(&self) -> Duration {
+        self.close_window
+            .unwrap_or_else(|| self.timeout.saturating_sub(self.delay) / 2)
+    }
+
+    /// Why the close window leaves the last long-lived connections no time to close before
+    /// the timeout, if it does not (only a window that was set: the default always does).
+    fn window_not_before_timeout(&self) -> Option<String> {
+        let window = self.close_window?;
+        (self.delay.saturating_add(window) >= self.timeout).then(|| {
+            format!(
+                "the drain delay ({}) plus the close window ({}) must be shorter than the drain timeout ({}), or the last long-lived connections get no time to close",
+                humantime::format_duration(self.delay),
+                humantime::format_duration(window),
+                humantime::format_duration(self.timeout)
+            )
+        })
     }
 
     /// Why the timeout does not leave in-flight requests time to finish, if it does not.
@@ -241,8 +310,10 @@ mod tests {
             ("TOWER_HEALTH_DRAIN_POLICY", "reject"),
             ("TOWER_HEALTH_DRAIN_CONNECTION_CLOSE", "false"),
             ("TOWER_HEALTH_DRAIN_RETRY_AFTER", "1500ms"),
+            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "30s"),
         ])
         .unwrap();
+        assert_eq!(config.close_window_or_default(), Duration::from_secs(30));
         assert_eq!(config.delay, Duration::ZERO);
         assert_eq!(config.timeout, Duration::from_secs(45));
         assert_eq!(config.policy, DrainPolicy::Reject);
@@ -258,6 +329,7 @@ mod tests {
             ("TOWER_HEALTH_DRAIN_POLICY", "panic"),
             ("TOWER_HEALTH_DRAIN_CONNECTION_CLOSE", "maybe"),
             ("TOWER_HEALTH_DRAIN_RETRY_AFTER", "0s"),
+            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "-1s"),
         ] {
             let error = from_vars([(variable, value)]).unwrap_err();
             assert_eq!((error.variable(), error.value()), (variable, value));
@@ -331,6 +403,64 @@ mod tests {
             config.checked().is_ok(),
             "the order of the setters does not matter"
         );
+    }
+
+    #[test]
+    fn the_close_window_defaults_to_half_the_time_from_the_delay_to_the_timeout() {
+        assert_eq!(
+            DrainConfig::new().close_window_or_default(),
+            Duration::from_millis(7500)
+        );
+        let config = DrainConfig::new()
+            .delay(Duration::from_secs(10))
+            .timeout(Duration::from_secs(30));
+        assert_eq!(config.close_window_or_default(), Duration::from_secs(10));
+        assert!(config.checked().is_ok());
+        let zero = DrainConfig::new().close_window(Duration::ZERO);
+        assert_eq!(zero.close_window_or_default(), Duration::ZERO);
+        assert!(zero.checked().is_ok());
+    }
+
+    #[test]
+    fn a_close_window_not_ending_before_the_timeout_is_the_monitors_error() {
+        let error = monitor_error(DrainConfig::new().close_window(Duration::from_secs(15)));
+        assert_eq!(
+            (error.variable(), error.value()),
+            ("DrainConfig::close_window", "15s")
+        );
+        assert!(
+            error.reason().contains("shorter than the drain timeout"),
+            "{error}"
+        );
+        let error = monitor_error(DrainConfig::new().close_window(Duration::from_micros(5)));
+        assert_eq!(error.variable(), "DrainConfig::close_window");
+        let config = DrainConfig::new()
+            .close_window(Duration::from_secs(14))
+            .timeout(Duration::from_secs(20));
+        assert!(config.checked().is_ok());
+    }
+
+    #[test]
+    fn a_close_window_not_ending_before_the_timeout_names_the_variable() {
+        let error = from_vars([
+            ("TOWER_HEALTH_DRAIN_DELAY", "5s"),
+            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "15s"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            (error.variable(), error.value()),
+            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "15s")
+        );
+        assert!(
+            error.reason().contains("shorter than the drain timeout"),
+            "{error}"
+        );
+        let config = from_vars([
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "60s"),
+            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "15s"),
+        ])
+        .unwrap();
+        assert_eq!(config.close_window_or_default(), Duration::from_secs(15));
     }
 
     #[test]

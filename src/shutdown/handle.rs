@@ -13,6 +13,7 @@ const RECHECK: Duration = Duration::from_millis(50);
 
 use super::DrainConfig;
 use super::in_flight::{InFlight, InFlightGuard};
+use super::long_lived::{LongLived, Registry};
 
 /// A monitor's drain: start it, see where it stands, wait for it to finish.
 ///
@@ -45,20 +46,28 @@ struct DrainState {
     in_flight: InFlight,
     /// Woken when the drain starts.
     started: Notify,
+    /// The long-lived connections registered with the drain.
+    long_lived: Registry,
 }
 
 /// How a drain ended: what [`DrainHandle::drained`] resolves to.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Drained {
-    /// Requests still in flight when the timeout passed; zero for a clean drain.
+    /// Requests (and long-lived connections) still in flight when the timeout passed; zero
+    /// for a clean drain.
     pub abandoned: usize,
+    /// Of [`abandoned`](Self::abandoned), the long-lived connections
+    /// ([`DrainHandle::long_lived`]) that had not closed. An event stream or gRPC stream
+    /// served through [`DrainLayer`](crate::DrainLayer) counts twice in `abandoned`: as the
+    /// request whose body it is, and as a long-lived connection.
+    pub abandoned_long_lived: usize,
     /// Time from the start of the drain.
     pub elapsed: Duration,
 }
 
 impl Drained {
-    /// Whether every request finished before the timeout.
+    /// Whether every request (and long-lived connection) finished before the timeout.
     #[must_use]
     pub fn is_clean(&self) -> bool {
         self.abandoned == 0
@@ -79,6 +88,7 @@ impl DrainHandle {
                 started_at: OnceLock::new(),
                 in_flight: InFlight::new(),
                 started: Notify::new(),
+                long_lived: Registry::new(),
             }),
         }
     }
@@ -92,8 +102,10 @@ impl DrainHandle {
         self.state.in_flight.start_draining();
         self.state.draining.store(true, Ordering::Release);
         self.state.started.notify_waiters();
+        self.state.long_lived.wake_parked();
         tracing::info!(
             in_flight = self.in_flight(),
+            long_lived = self.state.long_lived.open(),
             delay = ?self.state.config.delay,
             timeout = ?self.state.config.timeout,
             "drain started: readiness now answers 503"
@@ -109,8 +121,9 @@ impl DrainHandle {
     }
 
     /// Requests in flight through [`Drain`](crate::drain::Drain) services (and the axum stack),
-    /// counted until their response bodies end or are dropped: the sum of the per-thread
-    /// counts, exact for every request in flight while they are read.
+    /// counted until their response bodies end or are dropped, and the long-lived
+    /// connections registered with [`long_lived`](Self::long_lived): the sum of the
+    /// per-thread counts, exact for every request in flight while they are read.
     #[must_use]
     pub fn in_flight(&self) -> usize {
         self.state.in_flight.count()
@@ -167,17 +180,24 @@ impl DrainHandle {
                 self.state.drained.store(true, Ordering::Release);
                 return Drained {
                     abandoned: 0,
+                    abandoned_long_lived: 0,
                     elapsed: started_at.elapsed(),
                 };
             }
             if Instant::now() >= deadline {
                 let abandoned = self.in_flight();
+                let abandoned_long_lived = self.state.long_lived.open();
                 if abandoned > 0 {
-                    tracing::warn!(abandoned, "drain timed out with requests still in flight");
+                    tracing::warn!(
+                        abandoned,
+                        abandoned_long_lived,
+                        "drain timed out with requests still in flight"
+                    );
                 }
                 self.state.drained.store(true, Ordering::Release);
                 return Drained {
                     abandoned,
+                    abandoned_long_lived,
                     elapsed: started_at.elapsed(),
                 };
             }
@@ -229,6 +249,34 @@ impl DrainHandle {
         if let Some(&started_at) = self.state.started_at.get() {
             tokio::time::sleep_until((started_at + self.state.config.timeout).into()).await;
         }
+    }
+
+    /// Registers a long-lived connection (a WebSocket, an event stream, a gRPC server
+    /// stream): the guard counts it in [`in_flight`](Self::in_flight) while it is held, and
+    /// its [`closing`](LongLived::closing) future tells the connection when to close, the
+    /// turns of all of them spread over the [close
+    /// window](crate::DrainConfig::close_window) that follows the drain delay. Take it
+    /// before answering (before the `101`, or in the streaming handler), so that the
+    /// connection counts from its start; drop it when the connection has closed.
+    ///
+    /// A connection registered once the drain has started still counts; during the delay it
+    /// gets a turn in the window like the others, after the delay it is told to close at
+    /// once (the load balancers have stopped routing here: it is a straggler).
+    ///
+    /// See the [module docs](crate::drain#long-lived-connections) for an example.
+    pub fn long_lived(&self) -> LongLived {
+        LongLived::new(self, self.state.in_flight.enter())
+    }
+
+    /// The registered long-lived connections' book.
+    pub(super) fn long_lived_registry(&self) -> &Registry {
+        &self.state.long_lived
+    }
+
+    /// When the close window starts (the drain's start plus its delay), once it has started.
+    pub(super) fn window_start(&self) -> Option<Instant> {
+        let started_at = *self.state.started_at.get()?;
+        Some(started_at + self.state.config.delay)
     }
 
     pub(crate) fn retry_after(&self) -> &HeaderValue {

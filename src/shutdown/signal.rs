@@ -43,6 +43,31 @@ impl DrainHandle {
     /// # }
     /// ```
     ///
+    /// To run it on a task of its own, hand it axum's server as a future
+    /// (`.into_future()`): `tokio::spawn` needs the whole future `Send`, which the compiler
+    /// cannot prove through axum's `IntoFuture` and its bounds over every connection's
+    /// lifetime (rust-lang/rust#64552), but proves for the future itself:
+    ///
+    /// ```no_run
+    /// # async fn run(listener: tokio::net::TcpListener, app: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::future::IntoFuture;
+    ///
+    /// # let health = tower_health::HealthMonitor::spawn(Default::default())?;
+    /// let drain = health.drain().clone();
+    /// let server = tokio::spawn(async move {
+    ///     drain
+    ///         .serve(|shutdown| {
+    ///             axum::serve(listener, app)
+    ///                 .with_graceful_shutdown(shutdown)
+    ///                 .into_future()
+    ///         })
+    ///         .await
+    /// });
+    /// let drained = server.await??;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// What the server returns, as soon as it does.
@@ -67,6 +92,7 @@ impl DrainHandle {
                 tracing::info!("the server stopped on its own");
                 return Ok(Drained {
                     abandoned: self.in_flight(),
+                    abandoned_long_lived: self.long_lived_registry().open(),
                     elapsed: Duration::ZERO,
                 });
             }
@@ -79,6 +105,7 @@ impl DrainHandle {
         let drained = self.drained().await;
         tracing::info!(
             abandoned = drained.abandoned,
+            abandoned_long_lived = drained.abandoned_long_lived,
             elapsed = ?drained.elapsed,
             "server closed"
         );

@@ -66,12 +66,13 @@ async fn start(health: HealthHandle, around: DrainAround) -> TestServer {
         .accept_http1(true)
         .layer(PingLayer::new())
         .layer(layer);
+    let greeter = Greeter::new(&drain);
     let (service, serve) = (grpc.clone().server(), drain.clone());
     let task = match around {
         DrainAround::Application => tokio::spawn(async move {
             let router = builder
                 .add_service(service)
-                .add_service(drain_layer.layer(GreeterServer::new(Greeter)));
+                .add_service(drain_layer.layer(GreeterServer::new(greeter)));
             serve
                 .serve(|shutdown| router.serve_with_incoming_shutdown(incoming, shutdown))
                 .await
@@ -80,7 +81,7 @@ async fn start(health: HealthHandle, around: DrainAround) -> TestServer {
             let router = builder
                 .layer(drain_layer)
                 .add_service(service)
-                .add_service(GreeterServer::new(Greeter));
+                .add_service(GreeterServer::new(greeter));
             serve
                 .serve(|shutdown| router.serve_with_incoming_shutdown(incoming, shutdown))
                 .await
@@ -143,6 +144,7 @@ async fn the_cards_one_line_on_a_tonic_server() {
     support::init_tracing();
     let layer = HealthLayer::new(config());
     let grpc = HealthService::new(&layer.handle());
+    let greeter = Greeter::new(layer.handle().drain());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
@@ -150,7 +152,7 @@ async fn the_cards_one_line_on_a_tonic_server() {
         .accept_http1(true)
         .layer(layer)
         .add_service(grpc.server())
-        .add_service(GreeterServer::new(Greeter));
+        .add_service(GreeterServer::new(greeter));
     let task = tokio::spawn(router.serve_with_incoming(incoming));
     let mut health = client(addr).await;
     until(&mut health, "", Wire::Serving).await;

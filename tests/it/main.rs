@@ -59,6 +59,8 @@ mod haproxy;
 mod https_check;
 #[cfg(feature = "postgres")]
 mod kube;
+#[cfg(all(feature = "postgres", feature = "axum"))]
+mod long_lived;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "admin"))]
 mod metrics;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "opentelemetry"))]

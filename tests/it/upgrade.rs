@@ -1,5 +1,6 @@
 //! A drain never undoes an upgrade: a `101 Switching Protocols` answered while draining has no
-//! `Connection: close`, and the upgraded connection keeps working.
+//! `Connection: close`, and the upgraded connection keeps working. One registered with the
+//! drain (`DrainHandle::long_lived`, hyper-util's way) counts until its turn to close.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -13,13 +14,17 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceBuilder;
-use tower_health::DrainLayer;
+use tower_health::{DrainConfig, DrainHandle, DrainLayer};
 use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// Answers `Upgrade: echo` with 101 and then echoes what the client sends; `/` with 200.
-fn app() -> impl tower::Service<
+/// With `drain`, each upgraded connection is registered with it before the `101`, and says
+/// `bye` and closes at its turn.
+fn app(
+    drain: Option<DrainHandle>,
+) -> impl tower::Service<
     Request<Incoming>,
     Response = Response<Empty<Bytes>>,
     Error = Infallible,
@@ -27,30 +32,56 @@ fn app() -> impl tower::Service<
 > + Clone
 + Send
 + 'static {
-    tower::service_fn(|mut request: Request<Incoming>| async move {
-        if !request.headers().contains_key(header::UPGRADE) {
-            return Ok(Response::new(Empty::new()));
-        }
-        let upgrade = hyper::upgrade::on(&mut request);
-        tokio::spawn(async move {
-            let Ok(upgraded) = upgrade.await else { return };
-            let mut io = TokioIo::new(upgraded);
-            let mut buffer = [0; 64];
-            while let Ok(read) = io.read(&mut buffer).await {
-                if read == 0 || io.write_all(&buffer[..read]).await.is_err() {
-                    return;
-                }
+    tower::service_fn(move |mut request: Request<Incoming>| {
+        let drain = drain.clone();
+        async move {
+            if !request.headers().contains_key(header::UPGRADE) {
+                return Ok(Response::new(Empty::new()));
             }
-        });
-        let mut response = Response::new(Empty::new());
-        *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, "upgrade".parse().unwrap());
-        response
-            .headers_mut()
-            .insert(header::UPGRADE, "echo".parse().unwrap());
-        Ok(response)
+            // Registered before the `101`, moved into the task serving the connection.
+            let connection = drain.as_ref().map(DrainHandle::long_lived);
+            let upgrade = hyper::upgrade::on(&mut request);
+            tokio::spawn(async move {
+                let Ok(upgraded) = upgrade.await else { return };
+                let mut io = TokioIo::new(upgraded);
+                let mut buffer = [0; 64];
+                let closing = async {
+                    match &connection {
+                        Some(connection) => connection.closing().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let mut closing = std::pin::pin!(closing);
+                loop {
+                    tokio::select! {
+                        () = &mut closing => {
+                            let _ = io.write_all(b"bye").await;
+                            let _ = io.shutdown().await;
+                            // The client's end of the stream, so that nothing is left unread.
+                            while matches!(io.read(&mut buffer).await, Ok(read) if read > 0) {}
+                            return;
+                        }
+                        read = io.read(&mut buffer) => match read {
+                            Ok(read) if read > 0 => {
+                                if io.write_all(&buffer[..read]).await.is_err() {
+                                    return;
+                                }
+                            }
+                            _ => return,
+                        },
+                    }
+                }
+            });
+            let mut response = Response::new(Empty::new());
+            *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, "upgrade".parse().unwrap());
+            response
+                .headers_mut()
+                .insert(header::UPGRADE, "echo".parse().unwrap());
+            Ok(response)
+        }
     })
 }
 
@@ -66,15 +97,12 @@ async fn read_head(stream: &mut TcpStream) -> String {
     String::from_utf8(head).unwrap().to_ascii_lowercase()
 }
 
-#[tokio::test]
-async fn an_upgrade_during_the_drain_keeps_its_connection() {
-    let health = HealthLayer::new(HealthMonitor::spawn(HealthConfig::new()).unwrap());
-    let drain = health.handle().drain().clone();
-    let drain_layer = DrainLayer::new(&drain);
+/// Serves `health` and `drain` over `app` on hyper-util's HTTP/1 with upgrades.
+async fn serve(health: HealthLayer, drain: &DrainHandle, registered: bool) -> std::net::SocketAddr {
     let service = ServiceBuilder::new()
         .layer(health)
-        .layer(drain_layer)
-        .service(app());
+        .layer(DrainLayer::new(drain))
+        .service(app(registered.then(|| drain.clone())));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -87,6 +115,26 @@ async fn an_upgrade_during_the_drain_keeps_its_connection() {
             );
         }
     });
+    addr
+}
+
+/// Sends the upgrade request on a new connection; returns it once the `101` is read.
+async fn upgraded(addr: std::net::SocketAddr) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /echo HTTP/1.1\r\nHost: localhost\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n")
+        .await
+        .unwrap();
+    let head = read_head(&mut stream).await;
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    stream
+}
+
+#[tokio::test]
+async fn an_upgrade_during_the_drain_keeps_its_connection() {
+    let health = HealthLayer::new(HealthMonitor::spawn(HealthConfig::new()).unwrap());
+    let drain = health.handle().drain().clone();
+    let addr = serve(health, &drain, false).await;
     assert!(drain.start());
 
     let exchange = async {
@@ -123,4 +171,32 @@ async fn an_upgrade_during_the_drain_keeps_its_connection() {
         .expect("the exchange finished");
     // The upgraded connection is not in-flight work that holds the drain open.
     assert_eq!(drain.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn a_registered_upgrade_counts_until_its_turn_to_close() {
+    let config = HealthConfig::new().drain(
+        DrainConfig::new()
+            .delay(Duration::from_millis(50))
+            .close_window(Duration::from_millis(200))
+            .timeout(Duration::from_secs(5)),
+    );
+    let health = HealthLayer::new(HealthMonitor::spawn(config).unwrap());
+    let drain = health.handle().drain().clone();
+    let addr = serve(health, &drain, true).await;
+    let mut stream = tokio::time::timeout(LIMIT, upgraded(addr)).await.unwrap();
+    assert_eq!(drain.in_flight(), 1, "the upgraded connection counts");
+    drain.start();
+    let exchange = async {
+        let mut said = Vec::new();
+        // `bye` at its turn, then the server's end of the stream: no reset.
+        stream.read_to_end(&mut said).await.expect("a clean end");
+        assert_eq!(said, b"bye");
+        stream.shutdown().await.unwrap();
+    };
+    tokio::time::timeout(LIMIT, exchange)
+        .await
+        .expect("the exchange finished");
+    let drained = tokio::time::timeout(LIMIT, drain.drained()).await.unwrap();
+    assert!(drained.is_clean(), "{drained:?}");
 }

@@ -1,0 +1,827 @@
+//! Long-lived connections across a drain, with real clients over real connections: the axum
+//! example's WebSockets get a close frame 1001 and its event streams a clean end, the tonic
+//! example's server stream `UNAVAILABLE`, on a real SIGTERM; a connection that ignores its
+//! turn is reported abandoned at the timeout; the turns of 300 connections are spread over the
+//! close window; and a rolling restart behind a real HAProxy with hundreds of WebSocket clients
+//! that reconnect loses nothing.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message as AxumMessage, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use axum::routing::get;
+use bytes::Bytes;
+use futures_util::{SinkExt as _, StreamExt as _};
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt as _, Empty};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+use tower_health::drain::{Drained, LongLived};
+use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthMonitor};
+
+use support::child::Example;
+use support::{Client, LIMIT, bounded, eventually, refused_addr};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// How a WebSocket client saw its connection end.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    /// A close frame with this code, then the end of the stream: a clean close.
+    Closed(Option<u16>),
+    /// Anything else (a reset, the stream cut without a close frame): what must not happen.
+    Abnormal(String),
+}
+
+/// Reads `socket` until it ends (answering the close frame, as a client does), and says how.
+/// Echoes that arrive meanwhile are skipped.
+async fn until_end(socket: &mut Socket) -> End {
+    let mut close = None;
+    loop {
+        match socket.next().await {
+            Some(Ok(Message::Close(frame))) => {
+                close = Some(frame.map(|frame| u16::from(frame.code)));
+            }
+            Some(Ok(_)) => {}
+            None => {
+                return match close {
+                    Some(code) => End::Closed(code),
+                    None => End::Abnormal("ended without a close frame".into()),
+                };
+            }
+            Some(Err(error)) => return End::Abnormal(format!("{error:?}")),
+        }
+    }
+}
+
+/// A WebSocket to `url` that has echoed one message (after the server's hello, if it says
+/// one: `server <name>`).
+async fn echoing_socket(url: &str) -> Socket {
+    let (mut socket, _) = bounded("a WebSocket handshake", connect_async(url))
+        .await
+        .expect("the WebSocket handshake");
+    socket.send(Message::text("hello")).await.unwrap();
+    let mut echo = bounded("the echo", socket.next()).await;
+    if matches!(&echo, Some(Ok(Message::Text(text))) if text.as_str().starts_with("server ")) {
+        echo = bounded("the echo", socket.next()).await;
+    }
+    assert!(
+        matches!(&echo, Some(Ok(Message::Text(text))) if text.as_str() == "hello"),
+        "{echo:?}"
+    );
+    socket
+}
+
+/// An event stream read over HTTP/1.1: the `tick` events it got, and whether its body ended
+/// cleanly (the chunked body's last chunk) or by an error.
+async fn read_events(
+    addr: SocketAddr,
+    first: tokio::sync::oneshot::Sender<()>,
+) -> (usize, Result<(), String>) {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::get(format!("http://{addr}/events"))
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = bounded("/events", sender.send_request(request))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut ticks = 0;
+    let mut first = Some(first);
+    loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    ticks += String::from_utf8_lossy(data).matches("event: tick").count();
+                    if ticks > 0
+                        && let Some(first) = first.take()
+                    {
+                        let _ = first.send(());
+                    }
+                }
+            }
+            None => return (ticks, Ok(())),
+            Some(Err(error)) => return (ticks, Err(format!("{error:?}"))),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_axum_example_closes_its_websockets_and_event_streams_cleanly_on_sigterm() {
+    let addr = refused_addr().await;
+    let child = Example::spawn(
+        "server",
+        &[
+            ("LISTEN_ADDR", addr.to_string()),
+            ("DATABASE_URL", String::new()),
+            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
+            ("TOWER_HEALTH_DRAIN_DELAY", "300ms".into()),
+            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "1s".into()),
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "10s".into()),
+        ],
+    );
+    let http = Client::new();
+    let up = eventually(LIMIT, || async {
+        matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == StatusCode::OK)
+    })
+    .await;
+    assert!(up, "the server example did not become ready");
+
+    let url = format!("ws://{addr}/ws");
+    let mut sockets = Vec::new();
+    for _ in 0..20 {
+        sockets.push(echoing_socket(&url).await);
+    }
+    let mut readers = Vec::new();
+    for _ in 0..5 {
+        let (first, got_first) = tokio::sync::oneshot::channel();
+        readers.push(tokio::spawn(read_events(addr, first)));
+        bounded("the first event", got_first).await.unwrap();
+    }
+
+    child.sigterm();
+    let mut ends = Vec::new();
+    for mut socket in sockets {
+        ends.push(bounded("the WebSocket's end", until_end(&mut socket)).await);
+    }
+    let mut events = Vec::new();
+    for reader in readers {
+        events.push(bounded("the event stream's end", reader).await.unwrap());
+    }
+    let (status, stderr) = child.exit_within(LIMIT).await;
+
+    assert!(
+        ends.iter().all(|end| *end == End::Closed(Some(1001))),
+        "every WebSocket ends with a close frame 1001: {ends:?}"
+    );
+    assert!(
+        events.iter().all(|(ticks, end)| *ticks > 0 && end.is_ok()),
+        "every event stream ends cleanly: {events:?}"
+    );
+    assert!(status.success(), "{status}\n{stderr}");
+    assert!(
+        stderr.contains("server closed") && stderr.contains("abandoned=0"),
+        "{stderr}"
+    );
+}
+
+#[cfg(feature = "grpc")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tonic_examples_stream_ends_with_unavailable_on_sigterm() {
+    use crate::greeter::{GreeterClient, HelloRequest};
+
+    let addr = refused_addr().await;
+    let child = Example::spawn(
+        "tonic",
+        &[
+            ("LISTEN_ADDR", addr.to_string()),
+            ("DATABASE_URL", String::new()),
+            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
+            ("TOWER_HEALTH_DRAIN_DELAY", "300ms".into()),
+            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "1s".into()),
+            ("TOWER_HEALTH_DRAIN_TIMEOUT", "10s".into()),
+        ],
+    );
+    let http = Client::new();
+    let up = eventually(LIMIT, || async {
+        matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == StatusCode::OK)
+    })
+    .await;
+    assert!(up, "the tonic example did not become ready");
+
+    let mut streams = Vec::new();
+    for _ in 0..5 {
+        let (channel, _goaways) = support::grpc::channel(addr).await;
+        let mut client = GreeterClient::new(channel);
+        let request = HelloRequest {
+            name: "stream".into(),
+            delay_ms: 100,
+        };
+        let mut stream = bounded("KeepGreeting", client.keep_greeting(request))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = bounded("the first greeting", stream.message()).await;
+        assert_eq!(first.unwrap().unwrap().message, "hello, stream");
+        streams.push(stream);
+    }
+    child.sigterm();
+    let mut ends = Vec::new();
+    for mut stream in streams {
+        let end = bounded("the stream's end", async {
+            loop {
+                match stream.message().await {
+                    Ok(Some(_)) => {}
+                    other => return other.map(|_| ()),
+                }
+            }
+        })
+        .await;
+        ends.push(end);
+    }
+    let (status, stderr) = child.exit_within(LIMIT).await;
+    assert!(
+        ends.iter().all(|end| matches!(end, Err(status)
+            if status.code() == tonic::Code::Unavailable
+                && status.message().contains("shutting down"))),
+        "every stream ends with UNAVAILABLE: {ends:?}"
+    );
+    assert!(status.success(), "{status}\n{stderr}");
+    assert!(stderr.contains("abandoned=0"), "{stderr}");
+}
+
+/// An instance of an application with long-lived WebSockets: `/ws` says its name, echoes,
+/// and closes at its turn with a close frame 1001; `/ignore` registers and never closes; `/`
+/// answers its name. Served by `axum::serve` under the drain's whole sequence
+/// (`DrainHandle::serve`), on a runtime of its own, as a process of its own would be.
+struct Instance {
+    addr: SocketAddr,
+    #[cfg_attr(not(feature = "haproxy-agent"), allow(dead_code))]
+    monitor: tower_health::HealthHandle,
+    drain: DrainHandle,
+    /// How the drain ended, once `DrainHandle::serve` has returned.
+    drained: tokio::sync::oneshot::Receiver<Drained>,
+    /// The instance's runtime (its connections' tasks included) lives until this drops.
+    _runtime: tokio::sync::oneshot::Sender<()>,
+}
+
+#[derive(Clone)]
+struct AppState {
+    name: &'static str,
+    drain: DrainHandle,
+}
+
+async fn instance(name: &'static str, drain_config: DrainConfig) -> Instance {
+    let monitor = HealthMonitor::spawn(
+        HealthConfig::new()
+            .readiness_interval(Duration::from_millis(100))
+            .drain(drain_config),
+    )
+    .unwrap();
+    let drain = monitor.drain().clone();
+    let state = AppState {
+        name,
+        drain: drain.clone(),
+    };
+    let app = Router::new()
+        .route("/", get(move || async move { name }))
+        .route("/ws", get(echo_route))
+        .route("/ignore", get(ignoring_route))
+        .with_state(state);
+    let app = tower_health::HealthLayer::new(&monitor).around(app);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (drained, drained_receiver) = tokio::sync::oneshot::channel();
+    let (runtime, runtime_receiver) = tokio::sync::oneshot::channel::<()>();
+    let serving = drain.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = TcpListener::from_std(listener).unwrap();
+            let result = serving
+                .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
+                .await
+                .unwrap();
+            let _ = drained.send(result);
+            let _ = runtime_receiver.await;
+        });
+    });
+    Instance {
+        addr,
+        monitor,
+        drain,
+        drained: drained_receiver,
+        _runtime: runtime,
+    }
+}
+
+async fn echo_route(State(state): State<AppState>, upgrade: WebSocketUpgrade) -> Response {
+    let connection = state.drain.long_lived();
+    upgrade.on_upgrade(move |socket| echo(socket, connection, state.name))
+}
+
+/// Says which server it is, echoes, and closes with 1001 at its turn (reading the client's
+/// reply, so that nothing is left unread when the socket closes).
+async fn echo(mut socket: WebSocket, connection: LongLived, name: &'static str) {
+    if socket
+        .send(AxumMessage::Text(format!("server {name}").into()))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let mut closing = connection.closing();
+    loop {
+        tokio::select! {
+            () = &mut closing => break,
+            message = socket.recv() => match message {
+                Some(Ok(message @ AxumMessage::Text(_))) => {
+                    if socket.send(message).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            },
+        }
+    }
+    let goodbye = CloseFrame {
+        code: axum::extract::ws::close_code::AWAY,
+        reason: "server shutting down".into(),
+    };
+    if socket.send(AxumMessage::Close(Some(goodbye))).await.is_ok() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            while let Some(Ok(_)) = socket.recv().await {}
+        })
+        .await;
+    }
+}
+
+async fn ignoring_route(State(state): State<AppState>, upgrade: WebSocketUpgrade) -> Response {
+    let connection = state.drain.long_lived();
+    upgrade.on_upgrade(move |mut socket| async move {
+        // Never watches `closing`: holds the drain open until the timeout.
+        while let Some(Ok(_)) = socket.recv().await {}
+        drop(connection);
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_ignores_its_turn_is_abandoned_at_the_timeout() {
+    let instance = instance(
+        "app",
+        DrainConfig::new()
+            .delay(Duration::from_millis(100))
+            .close_window(Duration::from_millis(200))
+            .timeout(Duration::from_secs(1)),
+    )
+    .await;
+    let mut polite = echoing_socket(&format!("ws://{}/ws", instance.addr)).await;
+    let (mut ignoring, _) = connect_async(format!("ws://{}/ignore", instance.addr))
+        .await
+        .unwrap();
+    assert!(
+        eventually(LIMIT, || async { instance.drain.in_flight() == 2 }).await,
+        "both count: {}",
+        instance.drain.in_flight()
+    );
+    let started = Instant::now();
+    instance.drain.start();
+    assert_eq!(until_end(&mut polite).await, End::Closed(Some(1001)));
+    let drained = bounded("the drain", instance.drained).await.unwrap();
+    assert_eq!(drained.abandoned, 1, "{drained:?}");
+    assert_eq!(drained.abandoned_long_lived, 1, "{drained:?}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the drain waited for it until the timeout"
+    );
+    // The drain reports it and leaves it to the process's end: it still counts.
+    assert_eq!(instance.drain.in_flight(), 1);
+    ignoring.send(Message::text("still here")).await.unwrap();
+}
+
+/// Percentiles and a histogram of `offsets` (milliseconds) for the report.
+fn describe(offsets: &mut [u128], bucket: u128) -> String {
+    offsets.sort_unstable();
+    let at = |p: usize| offsets[(offsets.len() - 1) * p / 100];
+    let mut histogram: BTreeMap<u128, usize> = BTreeMap::new();
+    for offset in offsets.iter() {
+        *histogram.entry(offset / bucket * bucket).or_default() += 1;
+    }
+    let mut text = format!(
+        "n={} min={} p10={} p25={} p50={} p75={} p90={} max={} (ms)\n",
+        offsets.len(),
+        offsets[0],
+        at(10),
+        at(25),
+        at(50),
+        at(75),
+        at(90),
+        offsets[offsets.len() - 1]
+    );
+    for (start, count) in histogram {
+        text += &format!(
+            "  {start:>5}-{:<5} {count:>4} {}\n",
+            start + bucket,
+            "#".repeat(count)
+        );
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_closes_of_300_connections_are_spread_over_the_window() {
+    const CONNECTIONS: usize = 300;
+    let delay = Duration::from_millis(200);
+    let window = Duration::from_millis(500);
+    let instance = instance(
+        "app",
+        DrainConfig::new()
+            .delay(delay)
+            .close_window(window)
+            .timeout(Duration::from_secs(10)),
+    )
+    .await;
+    let url = format!("ws://{}/ws", instance.addr);
+    let mut sockets = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let (mut socket, _) = connect_async(url.as_str()).await.unwrap();
+        let hello = socket.next().await;
+        assert!(matches!(hello, Some(Ok(Message::Text(_)))), "{hello:?}");
+        sockets.push(socket);
+    }
+    let started = Instant::now();
+    let window_start = started + delay;
+    instance.drain.start();
+    let mut clients = JoinSet::new();
+    for mut socket in sockets {
+        clients.spawn(async move {
+            let end = until_end(&mut socket).await;
+            (Instant::now(), end)
+        });
+    }
+    let mut offsets = Vec::new();
+    while let Some(result) = clients.join_next().await {
+        let (closed_at, end) = result.unwrap();
+        assert_eq!(end, End::Closed(Some(1001)));
+        // Never before the window: a turn's timer does not fire early.
+        assert!(closed_at >= window_start, "closed before the window");
+        offsets.push((closed_at - window_start).as_millis());
+    }
+    let drained = bounded("the drain", instance.drained).await.unwrap();
+    assert!(drained.is_clean(), "{drained:?}");
+    let batch = window.as_millis() / 10;
+    let batches: std::collections::BTreeSet<u128> =
+        offsets.iter().map(|offset| offset / batch).collect();
+    let report = describe(&mut offsets, batch);
+    println!(
+        "close times of {CONNECTIONS} WebSockets from the window's start (delay {delay:?}, window {window:?}, batches of {batch} ms):\n{report}"
+    );
+    assert!(
+        batches.len() > 1,
+        "the closes are spread over more than one batch:\n{report}"
+    );
+}
+
+#[cfg(feature = "haproxy-agent")]
+mod rolling {
+    //! A rolling restart behind a real HAProxy: two instances, WebSocket clients that echo
+    //! numbered messages and reconnect when closed, HTTP load; one instance drains.
+
+    use super::*;
+
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use support::haproxy::{Haproxy, ServerStat, free_port};
+    use tower_health::haproxy::{AgentConfig, AgentServer};
+
+    /// Two servers with the agent every 200 ms (it says `drain` at once), WebSockets allowed
+    /// to sit idle for the whole test (`timeout tunnel`).
+    fn config(frontend: u16, servers: [(SocketAddr, SocketAddr); 2]) -> String {
+        let [(app1, agent1), (app2, agent2)] = servers;
+        format!(
+            "global
+    stats socket {{dir}}/stats mode 600 level admin
+    maxconn 4096
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    timeout tunnel 60s
+
+frontend fe
+    bind 127.0.0.1:{frontend}
+    default_backend app
+
+backend app
+    balance roundrobin
+    option httpchk GET /health/ready
+    http-check expect status 200
+    default-server check inter 2s fall 3 rise 1 agent-check agent-inter 200ms weight 100
+    server app1 {app1} agent-port {port1}
+    server app2 {app2} agent-port {port2}
+",
+            port1 = agent1.port(),
+            port2 = agent2.port(),
+        )
+    }
+
+    /// What the WebSocket clients saw, all together.
+    #[derive(Debug, Default)]
+    struct Tally {
+        /// Connections that ended with a close frame 1001.
+        clean_closes: usize,
+        /// Connections that ended any other way.
+        abnormal: Vec<String>,
+        /// Messages echoed.
+        echoed: u64,
+        /// Messages sent again on a new connection, having gone unanswered on one that closed.
+        resent: u64,
+        /// Messages never echoed by the end (a client that gave up with one unanswered).
+        lost: u64,
+        /// Echoes out of order or duplicated.
+        out_of_order: u64,
+        /// Each connection after the first: when, and to which server.
+        reconnects: Vec<(Instant, String)>,
+    }
+
+    /// A client: connects through `frontend`, sends numbered messages one at a time and
+    /// checks each echo; on a close, reconnects and sends the unanswered one again. Stops
+    /// when `stop` is set and its last message is answered.
+    async fn client(
+        id: usize,
+        frontend: SocketAddr,
+        stop: Arc<AtomicBool>,
+        tally: Arc<Mutex<Tally>>,
+    ) {
+        let url = format!("ws://{frontend}/ws");
+        let mut seq: u64 = 0;
+        // A message sent and not yet echoed (sent again on the next connection).
+        let mut pending = false;
+        let mut first = true;
+        'connections: loop {
+            if stop.load(Ordering::SeqCst) && !pending {
+                return;
+            }
+            let Ok(Ok((mut socket, _))) =
+                tokio::time::timeout(LIMIT, connect_async(url.as_str())).await
+            else {
+                let mut tally = tally.lock().unwrap();
+                tally.abnormal.push(format!("{id}: cannot connect"));
+                tally.lost += u64::from(pending);
+                return;
+            };
+            let server = match socket.next().await {
+                Some(Ok(Message::Text(hello))) => hello.as_str().to_owned(),
+                other => {
+                    let mut tally = tally.lock().unwrap();
+                    tally.abnormal.push(format!("{id}: no hello: {other:?}"));
+                    tally.lost += u64::from(pending);
+                    return;
+                }
+            };
+            if !first {
+                tally
+                    .lock()
+                    .unwrap()
+                    .reconnects
+                    .push((Instant::now(), server));
+            }
+            first = false;
+            loop {
+                if stop.load(Ordering::SeqCst) && !pending {
+                    let _ = socket.close(None).await;
+                    return;
+                }
+                let message = format!("{id}:{seq}");
+                if pending {
+                    tally.lock().unwrap().resent += 1;
+                }
+                pending = true;
+                if socket.send(Message::text(message.clone())).await.is_err() {
+                    // The server closed meanwhile: read how, then reconnect.
+                    let end = until_end(&mut socket).await;
+                    record_end(&tally, id, end);
+                    continue 'connections;
+                }
+                match socket.next().await {
+                    Some(Ok(Message::Text(echo))) if echo.as_str() == message => {
+                        pending = false;
+                        tally.lock().unwrap().echoed += 1;
+                        seq += 1;
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    Some(Ok(Message::Text(_))) => {
+                        pending = false;
+                        tally.lock().unwrap().out_of_order += 1;
+                        seq += 1;
+                    }
+                    Some(Ok(Message::Close(frame))) => {
+                        // The close came before the echo: the message goes again.
+                        let code = frame.map(|frame| u16::from(frame.code));
+                        let end = match until_end(&mut socket).await {
+                            End::Abnormal(why) if !why.contains("without a close frame") => {
+                                End::Abnormal(why)
+                            }
+                            _ => End::Closed(code),
+                        };
+                        record_end(&tally, id, end);
+                        continue 'connections;
+                    }
+                    Some(Ok(_)) => {}
+                    None => {
+                        let end = End::Abnormal("ended without a close frame".into());
+                        record_end(&tally, id, end);
+                        continue 'connections;
+                    }
+                    Some(Err(error)) => {
+                        record_end(&tally, id, End::Abnormal(format!("{error:?}")));
+                        continue 'connections;
+                    }
+                }
+            }
+        }
+    }
+
+    fn record_end(tally: &Mutex<Tally>, id: usize, end: End) {
+        let mut tally = tally.lock().unwrap();
+        match end {
+            End::Closed(Some(1001)) => tally.clean_closes += 1,
+            other => tally.abnormal.push(format!("{id}: {other:?}")),
+        }
+    }
+
+    /// A GET of `/` through `frontend` on a connection of its own: the server's name, or why
+    /// it failed.
+    async fn get_through(frontend: SocketAddr) -> Result<String, String> {
+        let stream = TcpStream::connect(frontend)
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        tokio::spawn(connection);
+        let request = Request::get(format!("http://{frontend}/"))
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let response = tokio::time::timeout(LIMIT, sender.send_request(request))
+            .await
+            .map_err(|_| "no answer".to_owned())?
+            .map_err(|e| format!("{e:?}"))?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("{e:?}"))?
+            .to_bytes();
+        let body = String::from_utf8_lossy(&body).into_owned();
+        if status == StatusCode::OK {
+            Ok(body)
+        } else {
+            Err(format!("{status}: {body}"))
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_rolling_restart_behind_haproxy_closes_websockets_cleanly_and_loses_nothing() {
+        const CLIENTS: usize = 200;
+        let binary = require_haproxy!();
+        let drain = || {
+            DrainConfig::new()
+                .delay(Duration::from_secs(1))
+                .close_window(Duration::from_secs(2))
+                .timeout(Duration::from_secs(6))
+        };
+        let app1 = instance("app1", drain()).await;
+        let app2 = instance("app2", drain()).await;
+        let mut agents = Vec::new();
+        for app in [&app1, &app2] {
+            let agent = AgentServer::new(AgentConfig::new().port(0), &app.monitor)
+                .start()
+                .await
+                .unwrap();
+            agents.push(agent);
+        }
+        let frontend: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+        let haproxy = Haproxy::start(
+            &binary,
+            &config(
+                frontend.port(),
+                [
+                    (app1.addr, agents[0].local_addr()),
+                    (app2.addr, agents[1].local_addr()),
+                ],
+            ),
+        );
+        let up = |stat: &ServerStat| stat.status == "UP" && stat.weight == 100;
+        for server in ["app1", "app2"] {
+            let ready = eventually(LIMIT, || async {
+                haproxy.servers("app").await.get(server).is_some_and(up)
+            })
+            .await;
+            assert!(
+                ready,
+                "{server} is not UP: {:?}\n{}",
+                haproxy.servers("app").await,
+                haproxy.log()
+            );
+        }
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let tally = Arc::new(Mutex::new(Tally::default()));
+        let mut clients = JoinSet::new();
+        for id in 0..CLIENTS {
+            clients.spawn(client(id, frontend, stop.clone(), tally.clone()));
+        }
+        // HTTP load: four loops of GETs, each on a new connection.
+        let http: Arc<Mutex<(usize, Vec<String>)>> = Arc::default();
+        let mut loaders = JoinSet::new();
+        for _ in 0..4 {
+            let (stop, http) = (stop.clone(), http.clone());
+            loaders.spawn(async move {
+                while !stop.load(Ordering::SeqCst) {
+                    let answer = get_through(frontend).await;
+                    {
+                        let mut http = http.lock().unwrap();
+                        match answer {
+                            Ok(_) => http.0 += 1,
+                            Err(error) => http.1.push(error),
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            });
+        }
+        assert!(
+            eventually(LIMIT, || async {
+                app1.drain.in_flight() + app2.drain.in_flight() >= CLIENTS
+                    && tally.lock().unwrap().echoed > 2 * CLIENTS as u64
+            })
+            .await,
+            "the clients are connected and echoing"
+        );
+        let on_app1_at_start = app1.drain.in_flight();
+
+        // The rolling restart: app1 drains (as on SIGTERM), app2 takes its clients.
+        let drain_started = Instant::now();
+        assert!(app1.drain.start());
+        let drained = bounded("app1's drain", app1.drained).await.unwrap();
+        let drain_took = drain_started.elapsed();
+        // The clients go on for a moment on app2, then stop.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stop.store(true, Ordering::SeqCst);
+        while let Some(result) = clients.join_next().await {
+            result.unwrap();
+        }
+        while let Some(result) = loaders.join_next().await {
+            result.unwrap();
+        }
+
+        let tally = tally.lock().unwrap();
+        let http = http.lock().unwrap();
+        let mut buckets: BTreeMap<u128, usize> = BTreeMap::new();
+        for (at, server) in &tally.reconnects {
+            assert_eq!(
+                server, "server app2",
+                "a client reconnected to the draining app1"
+            );
+            *buckets
+                .entry(at.saturating_duration_since(drain_started).as_millis() / 100 * 100)
+                .or_default() += 1;
+        }
+        let peak = buckets.values().copied().max().unwrap_or(0);
+        println!(
+            "rolling restart: {CLIENTS} WebSocket clients ({on_app1_at_start} in flight on app1 at the drain's start), drain {drained:?} in {drain_took:?}\n\
+             clean closes (1001) {}, abnormal {}, echoed {}, resent after a close {}, lost {}, out of order {}\n\
+             reconnects to app2 {}, peak {peak} per 100 ms; per 100 ms from the drain's start: {buckets:?}\n\
+             HTTP requests ok {}, failed {}",
+            tally.clean_closes,
+            tally.abnormal.len(),
+            tally.echoed,
+            tally.resent,
+            tally.lost,
+            tally.out_of_order,
+            tally.reconnects.len(),
+            http.0,
+            http.1.len(),
+        );
+        assert!(drained.is_clean(), "{drained:?}");
+        assert!(
+            tally.abnormal.is_empty(),
+            "abnormal closures: {:?}",
+            tally.abnormal
+        );
+        assert_eq!(tally.lost, 0);
+        assert_eq!(tally.out_of_order, 0);
+        assert!(tally.clean_closes > 0, "app1 had clients to close");
+        assert_eq!(
+            tally.reconnects.len(),
+            tally.clean_closes,
+            "every closed client came back"
+        );
+        assert!(http.1.is_empty(), "failed HTTP requests: {:?}", http.1);
+        assert!(http.0 > 0);
+    }
+}
