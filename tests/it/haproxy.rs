@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
-use support::haproxy::{Haproxy, ServerStat, free_port};
+use support::haproxy::{Haproxy, ServerStat, free_port, two_servers};
 use support::{
     Client, LIMIT, TestServer, app, bounded, eventually, fast, first_rounds, pg_url, postgres,
     serve,
@@ -301,38 +301,6 @@ async fn clients_that_send_anything_or_nothing_cannot_keep_haproxy_out() {
     assert_eq!(agent_line(addr).await, "up ready 100%\n");
 }
 
-/// The HAProxy configuration: two servers with an HTTP check of `/health/ready` and the
-/// agent check every 200 ms, behind a frontend on `frontend`.
-fn haproxy_config(frontend: u16, servers: [(SocketAddr, SocketAddr); 2]) -> String {
-    let [(app1, agent1), (app2, agent2)] = servers;
-    format!(
-        "global
-    stats socket {{dir}}/stats mode 600 level admin
-    maxconn 512
-
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 30s
-    timeout server 30s
-
-frontend fe
-    bind 127.0.0.1:{frontend}
-    default_backend app
-
-backend app
-    balance roundrobin
-    option httpchk GET /health/ready
-    http-check expect status 200
-    default-server check inter 2s fall 3 rise 1 agent-check agent-inter 200ms weight 100
-    server app1 {app1} agent-port {port1}
-    server app2 {app2} agent-port {port2}
-",
-        port1 = agent1.port(),
-        port2 = agent2.port(),
-    )
-}
-
 /// Waits until `server`'s line of `show stat` satisfies `condition`; fails the test with
 /// what HAProxy shows instead.
 async fn wait_for_server(
@@ -432,7 +400,7 @@ async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_fail
     let frontend: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let haproxy = Haproxy::start(
         &binary,
-        &haproxy_config(
+        &two_servers(
             frontend.port(),
             [
                 (app1.server.addr, agents[0].local_addr()),

@@ -491,41 +491,8 @@ mod rolling {
 
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use support::haproxy::{Haproxy, ServerStat, free_port};
+    use support::haproxy::{Haproxy, ServerStat, free_port, two_servers};
     use tower_health::haproxy::{AgentConfig, AgentServer};
-
-    /// Two servers with the agent every 200 ms (it says `drain` at once), WebSockets allowed
-    /// to sit idle for the whole test (`timeout tunnel`).
-    fn config(frontend: u16, servers: [(SocketAddr, SocketAddr); 2]) -> String {
-        let [(app1, agent1), (app2, agent2)] = servers;
-        format!(
-            "global
-    stats socket {{dir}}/stats mode 600 level admin
-    maxconn 4096
-
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 30s
-    timeout server 30s
-    timeout tunnel 60s
-
-frontend fe
-    bind 127.0.0.1:{frontend}
-    default_backend app
-
-backend app
-    balance roundrobin
-    option httpchk GET /health/ready
-    http-check expect status 200
-    default-server check inter 2s fall 3 rise 1 agent-check agent-inter 200ms weight 100
-    server app1 {app1} agent-port {port1}
-    server app2 {app2} agent-port {port2}
-",
-            port1 = agent1.port(),
-            port2 = agent2.port(),
-        )
-    }
 
     /// What the WebSocket clients saw, all together.
     #[derive(Debug, Default)]
@@ -707,7 +674,7 @@ backend app
         let frontend: SocketAddr = ([127, 0, 0, 1], free_port()).into();
         let haproxy = Haproxy::start(
             &binary,
-            &config(
+            &two_servers(
                 frontend.port(),
                 [
                     (app1.addr, agents[0].local_addr()),

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -173,4 +174,39 @@ pub struct ServerStat {
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
+}
+
+/// Two servers, each `(application, agent)`, behind a frontend on `frontend`: an HTTP check of
+/// `/health/ready` (`fall 3`, every 2 s) and the agent every 200 ms (so that its words reach
+/// HAProxy within a test's patience), `weight 100` (the agent's percentages are of it), and
+/// WebSockets allowed to sit idle for a whole test (`timeout tunnel`).
+pub fn two_servers(frontend: u16, servers: [(SocketAddr, SocketAddr); 2]) -> String {
+    let [(app1, agent1), (app2, agent2)] = servers;
+    format!(
+        "global
+    stats socket {{dir}}/stats mode 600 level admin
+    maxconn 4096
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    timeout tunnel 60s
+
+frontend fe
+    bind 127.0.0.1:{frontend}
+    default_backend app
+
+backend app
+    balance roundrobin
+    option httpchk GET /health/ready
+    http-check expect status 200
+    default-server check inter 2s fall 3 rise 1 agent-check agent-inter 200ms weight 100
+    server app1 {app1} agent-port {port1}
+    server app2 {app2} agent-port {port2}
+",
+        port1 = agent1.port(),
+        port2 = agent2.port(),
+    )
 }
