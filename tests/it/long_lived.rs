@@ -665,10 +665,15 @@ mod rolling {
         let app2 = instance("app2", drain()).await;
         let mut agents = Vec::new();
         for app in [&app1, &app2] {
-            let agent = AgentServer::new(AgentConfig::new().port(0), &app.monitor)
-                .start()
-                .await
-                .unwrap();
+            // At full weight from the start (no slow start): the clients spread evenly over
+            // the two, as over a fleet that has been serving for a while.
+            let agent = AgentServer::new(
+                AgentConfig::new().port(0).slow_start(Duration::ZERO),
+                &app.monitor,
+            )
+            .start()
+            .await
+            .unwrap();
             agents.push(agent);
         }
         let frontend: SocketAddr = ([127, 0, 0, 1], free_port()).into();
