@@ -17,7 +17,7 @@ use support::{Client, eventually, fast, serve};
 use tokio::sync::{Notify, mpsc};
 use tower::ServiceBuilder;
 use tower::limit::ConcurrencyLimitLayer;
-use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer};
+use tower_health::{DrainConfig, HealthLayer, HealthMonitor, PingLayer, Probe};
 use tower_health::{DrainHandle, DrainLayer};
 
 /// A bound against hanging, not a measurement.
@@ -178,6 +178,13 @@ async fn shedding_stack(
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let health = HealthLayer::new(HealthMonitor::spawn(fast()).unwrap());
+    // Ready before the application saturates: the tests expect `/health/ready` to pass.
+    let mut views = health.handle().watch();
+    let ready = views.wait_for(|view| view.answer(Probe::Ready).passing);
+    tokio::time::timeout(LIMIT, ready)
+        .await
+        .expect("readiness passes with nothing to check")
+        .expect("the monitor runs");
     let drain = health.handle().drain().clone();
     let drain_layer = DrainLayer::new(&drain);
     let app = ServiceBuilder::new()
