@@ -15,11 +15,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::rt::TokioExecutor;
-use support::haproxy::{Haproxy, ServerStat, free_port, two_servers};
+use support::haproxy::{Haproxy, ServerStat, free_port, get_through, two_servers};
 use support::{
     Client, LIMIT, TestServer, app, bounded, eventually, fast, first_rounds, pg_url, postgres,
     serve,
@@ -353,34 +351,6 @@ fn named_app(
     })
 }
 
-/// A GET through HAProxy on a connection of its own: the name of the server that answered,
-/// or why it failed.
-async fn through(frontend: SocketAddr, path: &str) -> Result<String, String> {
-    let client = HyperClient::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(0)
-        .build_http::<Empty<Bytes>>();
-    let request = Request::get(format!("http://{frontend}{path}"))
-        .body(Empty::new())
-        .unwrap();
-    let response = tokio::time::timeout(LIMIT, client.request(request))
-        .await
-        .map_err(|_| format!("{path}: no answer within {LIMIT:?}"))?
-        .map_err(|error| format!("{path}: {error:?}"))?;
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|error| format!("{path}: body: {error:?}"))?
-        .to_bytes();
-    let body = String::from_utf8_lossy(&body).into_owned();
-    if status == StatusCode::OK {
-        Ok(body)
-    } else {
-        Err(format!("{path}: {status} {body}"))
-    }
-}
-
 #[tokio::test]
 async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_failure() {
     require_postgres!();
@@ -434,7 +404,7 @@ async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_fail
         let (answers, stop) = (answers.clone(), stop.clone());
         async move {
             while !stop.load(Ordering::SeqCst) {
-                let answer = through(frontend, "/").await;
+                let answer = get_through(frontend, "/").await;
                 answers.lock().unwrap().push(answer);
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -459,7 +429,7 @@ async fn haproxy_follows_the_agent_and_a_drain_moves_new_sessions_without_a_fail
 
     // Slow requests open on app1 when its drain starts.
     let slow_requests: Vec<_> = (0..6)
-        .map(|_| tokio::spawn(through(frontend, "/slow")))
+        .map(|_| tokio::spawn(get_through(frontend, "/slow")))
         .collect();
     assert!(
         eventually(LIMIT, || async { slow[0].load(Ordering::SeqCst) > 0 }).await,

@@ -121,11 +121,12 @@ async fn read_events(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_axum_example_closes_its_websockets_and_event_streams_cleanly_on_sigterm() {
+/// The example `name` started on a free address with no database, a short drain (delay
+/// 300 ms, close window 1 s, timeout 10 s), once its readiness passes.
+async fn ready_example(name: &str) -> (Example, SocketAddr) {
     let addr = refused_addr().await;
     let child = Example::spawn(
-        "server",
+        name,
         &[
             ("LISTEN_ADDR", addr.to_string()),
             ("DATABASE_URL", String::new()),
@@ -140,7 +141,13 @@ async fn the_axum_example_closes_its_websockets_and_event_streams_cleanly_on_sig
         matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == StatusCode::OK)
     })
     .await;
-    assert!(up, "the server example did not become ready");
+    assert!(up, "the {name} example did not become ready");
+    (child, addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_axum_example_closes_its_websockets_and_event_streams_cleanly_on_sigterm() {
+    let (child, addr) = ready_example("server").await;
 
     let url = format!("ws://{addr}/ws");
     let mut sockets = Vec::new();
@@ -185,24 +192,7 @@ async fn the_axum_example_closes_its_websockets_and_event_streams_cleanly_on_sig
 async fn the_tonic_examples_stream_ends_with_unavailable_on_sigterm() {
     use crate::greeter::{GreeterClient, HelloRequest};
 
-    let addr = refused_addr().await;
-    let child = Example::spawn(
-        "tonic",
-        &[
-            ("LISTEN_ADDR", addr.to_string()),
-            ("DATABASE_URL", String::new()),
-            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
-            ("TOWER_HEALTH_DRAIN_DELAY", "300ms".into()),
-            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "1s".into()),
-            ("TOWER_HEALTH_DRAIN_TIMEOUT", "10s".into()),
-        ],
-    );
-    let http = Client::new();
-    let up = eventually(LIMIT, || async {
-        matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == StatusCode::OK)
-    })
-    .await;
-    assert!(up, "the tonic example did not become ready");
+    let (child, addr) = ready_example("tonic").await;
 
     let mut streams = Vec::new();
     for _ in 0..5 {
@@ -491,7 +481,7 @@ mod rolling {
 
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use support::haproxy::{Haproxy, ServerStat, free_port, two_servers};
+    use support::haproxy::{Haproxy, ServerStat, free_port, get_through, two_servers};
     use tower_health::haproxy::{AgentConfig, AgentServer};
 
     /// What the WebSocket clients saw, all together.
@@ -619,38 +609,6 @@ mod rolling {
         }
     }
 
-    /// A GET of `/` through `frontend` on a connection of its own: the server's name, or why
-    /// it failed.
-    async fn get_through(frontend: SocketAddr) -> Result<String, String> {
-        let stream = TcpStream::connect(frontend)
-            .await
-            .map_err(|e| format!("{e:?}"))?;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| format!("{e:?}"))?;
-        tokio::spawn(connection);
-        let request = Request::get(format!("http://{frontend}/"))
-            .body(Empty::<Bytes>::new())
-            .unwrap();
-        let response = tokio::time::timeout(LIMIT, sender.send_request(request))
-            .await
-            .map_err(|_| "no answer".to_owned())?
-            .map_err(|e| format!("{e:?}"))?;
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("{e:?}"))?
-            .to_bytes();
-        let body = String::from_utf8_lossy(&body).into_owned();
-        if status == StatusCode::OK {
-            Ok(body)
-        } else {
-            Err(format!("{status}: {body}"))
-        }
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_rolling_restart_behind_haproxy_closes_websockets_cleanly_and_loses_nothing() {
         const CLIENTS: usize = 200;
@@ -714,7 +672,7 @@ mod rolling {
             let (stop, http) = (stop.clone(), http.clone());
             loaders.spawn(async move {
                 while !stop.load(Ordering::SeqCst) {
-                    let answer = get_through(frontend).await;
+                    let answer = get_through(frontend, "/").await;
                     {
                         let mut http = http.lock().unwrap();
                         match answer {

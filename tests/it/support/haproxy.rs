@@ -8,6 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -209,4 +214,32 @@ backend app
         port1 = agent1.port(),
         port2 = agent2.port(),
     )
+}
+
+/// A GET through HAProxy on a connection of its own: the name of the server that answered,
+/// or why it failed.
+pub async fn get_through(frontend: SocketAddr, path: &str) -> Result<String, String> {
+    let client = HyperClient::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build_http::<Empty<Bytes>>();
+    let request = Request::get(format!("http://{frontend}{path}"))
+        .body(Empty::new())
+        .unwrap();
+    let response = tokio::time::timeout(super::LIMIT, client.request(request))
+        .await
+        .map_err(|_| format!("{path}: no answer within {:?}", super::LIMIT))?
+        .map_err(|error| format!("{path}: {error:?}"))?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| format!("{path}: body: {error:?}"))?
+        .to_bytes();
+    let body = String::from_utf8_lossy(&body).into_owned();
+    if status == StatusCode::OK {
+        Ok(body)
+    } else {
+        Err(format!("{path}: {status} {body}"))
+    }
 }
