@@ -189,6 +189,7 @@ pub mod admin;
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub mod axum;
 pub mod check;
+mod clock;
 pub mod component;
 pub mod config;
 mod dialect;

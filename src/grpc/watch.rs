@@ -7,7 +7,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
-use std::time::Instant;
 
 use futures_core::Stream;
 use tokio::sync::watch;
@@ -125,7 +124,7 @@ impl Watcher {
             app: &apps,
             // A client-side health check acts on the first `NOT_SERVING`: one slow round
             // must not take the backend out through it.
-            debounced_at: Some(Instant::now()),
+            debounced_at: Some(crate::clock::now()),
         };
         services
             .status(&self.service)

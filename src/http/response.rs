@@ -240,7 +240,7 @@ fn fresh_response(
             Probe::Pool => Reads::Pool(&fresh.pool),
             _ => Reads::Health(&fresh.health),
         };
-        let now = Instant::now();
+        let now = crate::clock::now();
         let draining = || health.drain().is_draining();
         let (condition, ..) = read.judge(probe, draining, || health.is_started(), now);
         let published: &dyn Rendered = match &read {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::check::CheckErrorKind;
 use crate::monitor::HealthHandle;
@@ -75,6 +75,6 @@ impl Snapshot {
     pub(super) fn is_current(&self, health: &HealthHandle) -> bool {
         self.generation == health.generation()
             && (self.view.draining || !health.drain().is_draining())
-            && (self.view.next_change_at).is_none_or(|until| Instant::now() <= until)
+            && (self.view.next_change_at).is_none_or(|until| crate::clock::now() <= until)
     }
 }

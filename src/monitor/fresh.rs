@@ -3,7 +3,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
 
 use tokio::sync::watch;
 
@@ -83,7 +82,7 @@ impl MonitorState {
     pub(crate) fn fresh(self: &Arc<Self>) -> FreshWait {
         let mut state = self.fresh_rounds().lock();
         if let Some(last) = &state.last {
-            let age = last.health.age(Instant::now());
+            let age = last.health.age(crate::clock::now());
             if age < self.config.nocache_min_interval {
                 return FreshWait::Ready(last.clone());
             }

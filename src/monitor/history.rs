@@ -144,7 +144,7 @@ impl FlapCounts {
 impl History {
     pub(crate) fn new() -> Self {
         Self {
-            created: Instant::now(),
+            created: crate::clock::now(),
             rings: Mutex::new(Rings {
                 rounds: VecDeque::with_capacity(ROUNDS_KEPT),
                 transitions: VecDeque::with_capacity(TRANSITIONS_KEPT),
@@ -163,7 +163,7 @@ impl History {
     /// recorded (another round joined it) is not recorded again.
     pub(crate) fn record(&self, outcome: &CheckOutcome, finished: Option<Instant>) {
         let at = SystemTime::now();
-        let minute = self.created.elapsed().as_secs() / 60;
+        let minute = crate::clock::since(self.created).as_secs() / 60;
         let mut rings = self.lock();
         if finished.is_some() {
             if finished == rings.last_check {
@@ -218,7 +218,7 @@ impl History {
         allow(dead_code, reason = "the metric's; the page reads the snapshot's")
     )]
     pub(crate) fn flaps(&self) -> u32 {
-        let now = self.created.elapsed().as_secs() / 60;
+        let now = crate::clock::since(self.created).as_secs() / 60;
         self.lock().flaps.within(now)
     }
 
@@ -245,7 +245,7 @@ impl History {
 
     /// A copy of the rounds (oldest first) and transitions (oldest first), and the flap count.
     fn read(&self) -> (Vec<Round>, Vec<Transition>, u32) {
-        let now = self.created.elapsed().as_secs() / 60;
+        let now = crate::clock::since(self.created).as_secs() / 60;
         let rings = self.lock();
         (
             rings.rounds.iter().copied().collect(),

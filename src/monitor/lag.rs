@@ -27,13 +27,14 @@ pub(crate) struct RoundClock {
 impl RoundClock {
     pub(crate) fn new() -> Self {
         Self {
-            origin: Instant::now(),
+            origin: crate::clock::now(),
             last_micros: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn round_finished(&self) {
-        let micros = u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let micros =
+            u64::try_from(crate::clock::since(self.origin).as_micros()).unwrap_or(u64::MAX);
         self.last_micros.store(micros.max(1), Ordering::Relaxed);
     }
 

@@ -65,7 +65,7 @@ impl MonitorState {
 
     /// Publishes what a round of `cadence` that panicked with `panic` concluded.
     pub(super) fn round_panicked(&self, cadence: Cadence, panic: &str) {
-        let now = Instant::now();
+        let now = crate::clock::now();
         let checked_at = SystemTime::now();
         tracing::error!(
             round = cadence.as_str(),
@@ -121,7 +121,7 @@ impl MonitorState {
 
     /// Checks `slots` in parallel under the one deadline.
     pub(crate) async fn round(&self, slots: &[CheckSlot]) -> Round {
-        let started = Instant::now();
+        let started = crate::clock::now();
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
         let claims: Vec<_> = slots
@@ -154,7 +154,7 @@ impl MonitorState {
         self.counters
             .readiness_rounds
             .fetch_add(1, Ordering::Relaxed);
-        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let took = u64::try_from(crate::clock::since(started).as_nanos()).unwrap_or(u64::MAX);
         self.counters
             .readiness_round_nanos
             .store(took, Ordering::Relaxed);
@@ -182,7 +182,7 @@ impl MonitorState {
             Some(guard) => verdict.with_fleet_guard(guard),
             None => verdict,
         };
-        let made = self.made(started, Instant::now(), self.config.readiness_interval);
+        let made = self.made(started, crate::clock::now(), self.config.readiness_interval);
         let guard_changed = self.store.readiness().verdict.fleet_guard != verdict.fleet_guard;
         self.publish_readiness(verdict, made);
         drop(hold);
@@ -216,14 +216,18 @@ impl MonitorState {
             .iter()
             .map(TrackedComponent::report)
             .collect();
-        let made = self.made(round.started, Instant::now(), self.config.health_interval);
+        let made = self.made(
+            round.started,
+            crate::clock::now(),
+            self.config.health_interval,
+        );
         self.publish_health_from(default, others, components, round.finished_at, None, made);
     }
 
     /// Every database and every component due (all of them when `forced`), in parallel
     /// under the one deadline: what the health round and `?nocache=true` check.
     pub(crate) async fn full_round(&self, forced: Forced) -> FullRound {
-        let started = Instant::now();
+        let started = crate::clock::now();
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
         // Every check starts before the round waits on any.
@@ -272,7 +276,7 @@ impl MonitorState {
         let round = self.full_round(Forced::No).await;
         let started = round.started;
         self.counters.health_rounds.fetch_add(1, Ordering::Relaxed);
-        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let took = u64::try_from(crate::clock::since(started).as_nanos()).unwrap_or(u64::MAX);
         self.counters
             .health_round_nanos
             .store(took, Ordering::Relaxed);
@@ -331,7 +335,7 @@ impl MonitorState {
         let verdict = PoolVerdict::from_outcome(default, finished_at);
         let made = self.made(
             round_started,
-            Instant::now(),
+            crate::clock::now(),
             self.config.readiness_interval,
         );
         self.publish_pool_verdict(verdict, made)
@@ -361,7 +365,11 @@ impl MonitorState {
 
     /// Publishes the health verdict this process computed in `round`.
     pub(crate) fn publish_health(&self, round: HealthRound) -> Arc<Published<HealthVerdict>> {
-        let made = self.made(round.started, Instant::now(), self.config.health_interval);
+        let made = self.made(
+            round.started,
+            crate::clock::now(),
+            self.config.health_interval,
+        );
         self.publish_health_from(
             round.default,
             round.others,
@@ -455,7 +463,7 @@ impl MonitorState {
     /// The caller holds the hold's lock.
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let previous = self.store.readiness();
-        let now = Instant::now();
+        let now = crate::clock::now();
         let previous_out = previous.is_placeholder() || previous.is_stale(now);
         let verdict = verdict
             .with_streaks(&previous.verdict, self.config.fail_direction, now)
@@ -488,7 +496,7 @@ impl MonitorState {
 /// run the monitor on time (a blocked worker thread, CPU starvation): once per round that
 /// overran, never per probe. Its timeouts were not counted (see [`CheckSlot`]).
 fn warn_on_overrun(round: &'static str, started: Instant, deadline: Instant) {
-    let finished = Instant::now();
+    let finished = crate::clock::now();
     let late = finished.saturating_duration_since(deadline);
     if late > STARVED_AFTER {
         tracing::warn!(

@@ -134,7 +134,7 @@ impl SharedRounds {
                 .fetch_add(1, Ordering::Relaxed);
         }
         self.verdicts.record(problem);
-        let started = Instant::now();
+        let started = crate::clock::now();
         let claim = self.cache.claim(started, &monitor.spawner, Forced::Yes);
         // The check reads what was just recorded: it finishes at once.
         claim
@@ -189,7 +189,7 @@ impl MonitorState {
                 .iter()
                 .any(|component| *component.name() == *name && component.is_shared())
         });
-        let deadline = Instant::now() + self.config.readiness_timeout;
+        let deadline = crate::clock::now() + self.config.readiness_timeout;
         let members = fleet.publish_and_read(&standing, deadline).await.ok()?;
         match standing {
             Standing::Shared { cause } => Some(FleetGuard::decide(
@@ -206,12 +206,12 @@ impl MonitorState {
         &self,
         shared: &SharedRounds,
     ) -> Arc<Published<HealthVerdict>> {
-        let round_started = Instant::now();
+        let round_started = crate::clock::now();
         let deadline = round_started + self.config.readiness_timeout;
         let read = shared.verdicts.read(deadline).await;
         // The instant the entry's round ended, by Redis's clock: what `age_ms` counts from.
         let computed_at = |age: Duration| {
-            let now = Instant::now();
+            let now = crate::clock::now();
             now.checked_sub(age).unwrap_or(now)
         };
         let (previous, problem) = match read {
@@ -293,7 +293,7 @@ impl MonitorState {
             databases: round.others.clone(),
             components,
         };
-        let deadline = Instant::now() + self.config.readiness_timeout;
+        let deadline = crate::clock::now() + self.config.readiness_timeout;
         verdicts.write(&entry, lock, deadline).await.map(drop)
     }
 
@@ -307,7 +307,7 @@ impl MonitorState {
         round_started: Instant,
     ) -> Arc<Published<HealthVerdict>> {
         self.counters.shared_rounds.fetch_add(1, Ordering::Relaxed);
-        let started = Instant::now();
+        let started = crate::clock::now();
         let deadline = started + self.config.readiness_timeout;
         for component in self.components.iter().filter(|c| c.is_shared()) {
             if let Some(report) = entry

@@ -243,7 +243,7 @@ impl CheckSlot {
         }
         let (finished_tx, finished) = watch::channel(None);
         let in_flight = InFlight {
-            started_at: Instant::now(),
+            started_at: crate::clock::now(),
             finished,
         };
         *slot = Some(in_flight.clone());
@@ -285,7 +285,7 @@ impl CheckSlot {
                     ))
                 }
             };
-            let elapsed = started_at.elapsed();
+            let elapsed = crate::clock::since(started_at);
             if let Err(error) = &result {
                 inner.count_failure(error.kind());
             }
@@ -321,7 +321,7 @@ impl SlotInner {
         let mut heard = self.heard.lock().unwrap_or_else(PoisonError::into_inner);
         match outcome {
             Some(outcome) => {
-                heard.last = Some((outcome.clone(), Instant::now()));
+                heard.last = Some((outcome.clone(), crate::clock::now()));
                 heard.silent = false;
             }
             None => heard.silent = true,
@@ -337,7 +337,7 @@ impl SlotInner {
         }
         let heard = self.heard.lock().unwrap_or_else(PoisonError::into_inner);
         let (last, at) = heard.last.as_ref().filter(|_| !heard.silent)?;
-        (at.elapsed() <= self.carry_for).then(|| CheckOutcome {
+        (crate::clock::since(*at) <= self.carry_for).then(|| CheckOutcome {
             detail: Some(TimeoutDetail::Starved),
             ..last.clone()
         })
@@ -399,7 +399,7 @@ impl Claim {
             }
             Ok(Err(_)) => (
                 CheckStatus::Failed,
-                self.in_flight.started_at.elapsed(),
+                crate::clock::since(self.in_flight.started_at),
                 Some(CheckError::new(
                     CheckErrorKind::Other,
                     "the check ended without a result (runtime shutting down?)",
@@ -409,7 +409,7 @@ impl Claim {
             Err(_) => {
                 // A round the runtime woke late cannot tell a silent check from its own
                 // starvation: the last result heard stands in, when there is one to trust.
-                let late = Instant::now().saturating_duration_since(deadline);
+                let late = crate::clock::now().saturating_duration_since(deadline);
                 if let Some(stand_in) = self.slot.stand_in(late) {
                     return stand_in;
                 }
@@ -419,12 +419,12 @@ impl Claim {
                 // `elapsed` is what this round waited (its deadline); how long the check has
                 // been running goes beside it, so the two are never confused.
                 let detail = if self.inherited {
-                    running_for = Some(self.in_flight.started_at.elapsed());
+                    running_for = Some(crate::clock::since(self.in_flight.started_at));
                     TimeoutDetail::EarlierCheckRunning
                 } else {
                     TimeoutDetail::DeadlinePassed
                 };
-                let waited = self.round_started.elapsed();
+                let waited = crate::clock::since(self.round_started);
                 (CheckStatus::TimedOut, waited, None, Some(detail))
             }
         };

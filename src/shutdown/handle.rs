@@ -96,7 +96,7 @@ impl DrainHandle {
     /// Starts the drain: from now on readiness, health and pool answer 503 `draining`.
     /// Returns `false` if it had already started (the first start counts).
     pub fn start(&self) -> bool {
-        if self.state.started_at.set(Instant::now()).is_err() {
+        if self.state.started_at.set(crate::clock::now()).is_err() {
             return false;
         }
         self.state.in_flight.start_draining();
@@ -140,7 +140,7 @@ impl DrainHandle {
         let Some(&started_at) = self.state.started_at.get() else {
             return false;
         };
-        let elapsed = started_at.elapsed();
+        let elapsed = crate::clock::since(started_at);
         let over = self.state.drained.load(Ordering::Acquire)
             || elapsed >= self.state.config.timeout
             || (elapsed >= self.state.config.delay && self.in_flight() == 0);
@@ -181,10 +181,10 @@ impl DrainHandle {
                 return Drained {
                     abandoned: 0,
                     abandoned_long_lived: 0,
-                    elapsed: started_at.elapsed(),
+                    elapsed: crate::clock::since(started_at),
                 };
             }
-            if Instant::now() >= deadline {
+            if crate::clock::now() >= deadline {
                 let abandoned = self.in_flight();
                 let abandoned_long_lived = self.state.long_lived.open();
                 if abandoned > 0 {
@@ -198,12 +198,12 @@ impl DrainHandle {
                 return Drained {
                     abandoned,
                     abandoned_long_lived,
-                    elapsed: started_at.elapsed(),
+                    elapsed: crate::clock::since(started_at),
                 };
             }
             // Woken when a request ends; the count is also read again after `RECHECK`,
             // for a request that was ending at the very instant the drain started.
-            let recheck = deadline.min(Instant::now() + RECHECK);
+            let recheck = deadline.min(crate::clock::now() + RECHECK);
             let _ = tokio::time::timeout_at(recheck.into(), idle).await;
         }
     }

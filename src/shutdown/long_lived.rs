@@ -113,7 +113,7 @@ impl LongLived {
         registry.open.fetch_add(1, Ordering::AcqRel);
         let late = drain
             .window_start()
-            .is_some_and(|start| Instant::now() >= start);
+            .is_some_and(|start| crate::clock::now() >= start);
         Self {
             drain: drain.clone(),
             late,
@@ -272,7 +272,7 @@ impl Future for Closing {
             };
             let deadline = this.deadline(window_start);
             this.unpark();
-            this.state = if Instant::now() >= deadline {
+            this.state = if crate::clock::now() >= deadline {
                 State::Closed
             } else {
                 State::Turn(Box::pin(tokio::time::sleep_until(deadline.into())))

@@ -83,7 +83,7 @@ impl Made {
         Self {
             round_started,
             computed_at,
-            stale_at: Instant::now().checked_add(stale_after),
+            stale_at: crate::clock::now().checked_add(stale_after),
         }
     }
 }

@@ -191,7 +191,7 @@ impl GroupAnswer {
 impl Store {
     /// What `probe` answers now: the one reading of one probe, one pointer load.
     pub(crate) fn judge(&self, probe: Probe) -> Judgement {
-        let now = Instant::now();
+        let now = crate::clock::now();
         let read = reads(probe, || self.readiness(), || self.health(), || self.pool());
         let (condition, passing, status) = read.judge(
             probe,

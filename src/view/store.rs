@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arc_swap::{ArcSwap, Guard};
 use tokio::sync::watch;
@@ -241,7 +241,7 @@ impl Store {
             started: self.startup.is_started(),
             monitor_running: self.is_running(),
         };
-        View::new(inputs, Instant::now())
+        View::new(inputs, crate::clock::now())
     }
 }
 
