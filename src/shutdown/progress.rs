@@ -33,6 +33,10 @@ pub(crate) enum DrainPhase {
 impl DrainPhase {
     /// Every phase, in the order a drain goes through them (tied to [`Self::as_str`]'s
     /// exhaustive `match` by a test).
+    #[cfg_attr(
+        not(any(feature = "metrics", feature = "opentelemetry")),
+        allow(dead_code)
+    )]
     pub(crate) const ALL: [Self; 6] = [
         Self::Serving,
         Self::Delay,
@@ -44,6 +48,10 @@ impl DrainPhase {
 
     /// Its name in metrics' labels: `serving`, `delay`, `close_window`, `waiting`,
     /// `timed_out` or `drained`.
+    #[cfg_attr(
+        not(any(feature = "metrics", feature = "opentelemetry")),
+        allow(dead_code)
+    )]
     pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Serving => "serving",
