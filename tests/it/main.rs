@@ -71,6 +71,17 @@ mod page;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod probes;
+// The README's production code: its example needs every feature its `Cargo.toml` line names.
+#[cfg(all(
+    feature = "postgres",
+    feature = "axum",
+    feature = "sqlx-0-9",
+    feature = "redis",
+    feature = "admin",
+    feature = "metrics",
+    feature = "haproxy-agent"
+))]
+mod production;
 // Reads the README and the manifest only: no feature, no helper.
 mod readme;
 #[cfg(feature = "postgres")]
