@@ -652,6 +652,17 @@ async fn a_key_as_a_browser_presents_it_and_statuses_only_at_never() {
     assert_eq!(check["target"], Value::Null);
     let missing = client.get(addr, "/health/history").await;
     assert_eq!(missing.status, 401);
+    // Issue 36 D: the browser's Basic credentials elsewhere than the page are refused for
+    // their scheme, not blamed on the key.
+    let basic_elsewhere = client
+        .try_get_with(addr, "/health/history", &[("authorization", &basic)])
+        .await
+        .unwrap();
+    assert_eq!(basic_elsewhere.status, 401);
+    assert_eq!(
+        basic_elsewhere.json()["reason"],
+        "this endpoint takes the key as Authorization: Bearer <key> (or X-Baldur-Admin-Key: <key>); Basic credentials are read on the operator's page only"
+    );
     admin.shutdown();
 }
 
