@@ -141,6 +141,11 @@ fn next_turn(registry: &Registry) -> f64 {
 /// starts when the [drain delay](crate::DrainConfig::delay) has passed. A connection
 /// registered after that is told to close at once.
 ///
+/// A message the client sends while the close is on its way is not handled: a client that
+/// must not lose one keeps it until the application acknowledges it, and sends again on its
+/// next connection what was not acknowledged (see the [serving
+/// guide](crate::guide::serving#long-lived-connections-websockets-event-streams-grpc-streams)).
+///
 /// See the [module docs](crate::drain#long-lived-connections) for an example.
 #[must_use = "the connection counts only while the guard is held"]
 pub struct LongLived {

@@ -407,13 +407,18 @@ async fn a_connection_that_ignores_its_turn_is_abandoned_at_the_timeout() {
     // The drain reports it and leaves it to the process's end: it still counts.
     assert_eq!(instance.drain.in_flight(), 1);
     ignoring.send(Message::text("still here")).await.unwrap();
-    // One warning, however many wait for the drain, naming what it abandoned.
+    // One warning, however many wait for the drain, naming what it abandoned; the line the
+    // incident guide shows.
     let warnings = instance.logs.matching("drain timed out");
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
     assert!(
         warnings[0].contains(r#"abandoned_long_lived=1 long_lived="ignoring-websocket: 1""#),
         "{warnings:#?}"
     );
+    let guide = include_str!("../../src/docs/incident.md");
+    let shown = support::logs::Line::block(guide, "# The log lines", 1);
+    let logged = warnings[0].split_once(' ').unwrap().1;
+    assert_eq!(shown, [support::logs::Line::parse(logged).unwrap()]);
 }
 
 /// Percentiles and a histogram of `offsets` (milliseconds) for the report.

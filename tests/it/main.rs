@@ -39,6 +39,8 @@ mod backpressure;
 mod components;
 #[cfg(all(feature = "postgres", feature = "admin"))]
 mod details;
+// Reads the docs only: no feature, no helper.
+mod docs;
 #[cfg(feature = "postgres")]
 mod drain;
 #[cfg(feature = "postgres")]
@@ -57,6 +59,9 @@ mod grpc;
 mod haproxy;
 #[cfg(all(feature = "postgres", feature = "http-check", feature = "rustls"))]
 mod https_check;
+// The incident guide's sample log, from `examples/admin.rs` (features `admin`, `metrics`).
+#[cfg(all(feature = "postgres", feature = "admin", feature = "metrics"))]
+mod incident;
 #[cfg(feature = "postgres")]
 mod kube;
 #[cfg(all(feature = "postgres", feature = "axum"))]
