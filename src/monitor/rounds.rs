@@ -9,6 +9,7 @@ use super::slot::{CheckSlot, STARVED_AFTER};
 use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::check::{CheckError, CheckErrorKind};
+use crate::util::{join, join_all};
 use crate::verdict::{
     CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
@@ -124,14 +125,12 @@ impl MonitorState {
         let started = crate::clock::now();
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
+        // Every check starts before the round waits on any, and the waits run together.
         let claims: Vec<_> = slots
             .iter()
             .map(|slot| slot.claim(started, &self.spawner))
             .collect();
-        let mut outcomes = Vec::with_capacity(claims.len());
-        for claim in claims {
-            outcomes.push(claim.outcome(deadline).await);
-        }
+        let outcomes = join_all(claims.into_iter().map(|claim| claim.outcome(deadline))).await;
         warn_on_overrun("readiness", started, deadline);
         Round {
             outcomes,
@@ -241,14 +240,18 @@ impl MonitorState {
             .iter()
             .map(|component| component.claim(started, &self.spawner, forced))
             .collect();
-        let mut outcomes = Vec::with_capacity(databases.len());
-        for claim in databases {
-            outcomes.push(claim.outcome(deadline).await);
-        }
-        let mut components = Vec::with_capacity(claims.len());
-        for claim in claims {
-            components.push(claim.report(started, deadline).await);
-        }
+        // Waited for together: a component with a deadline of its own shorter than the
+        // round's is looked at when that deadline comes, not once the databases are heard (a
+        // hung component would otherwise read as a starved round, and stand as it was).
+        let (outcomes, components) = join(
+            join_all(databases.into_iter().map(|claim| claim.outcome(deadline))),
+            join_all(
+                claims
+                    .into_iter()
+                    .map(|claim| claim.report(started, deadline)),
+            ),
+        )
+        .await;
         warn_on_overrun("health", started, deadline);
         FullRound {
             outcomes,

@@ -16,6 +16,7 @@ use crate::redis::{
     CacheStatus, Entry, Expected, FleetMembers, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts,
     Subject,
 };
+use crate::util::join_all;
 use crate::verdict::{ComponentReport, FleetGuard, HealthVerdict, ReadinessVerdict, Standing};
 use crate::view::published::Published;
 
@@ -327,13 +328,15 @@ impl MonitorState {
                     .then(|| component.claim(started, &self.spawner, Forced::No))
             })
             .collect();
-        let mut components = Vec::with_capacity(claims.len());
-        for (component, claim) in self.components.iter().zip(claims) {
-            components.push(match claim {
-                Some(claim) => claim.report(started, deadline).await,
-                None => component.report(),
-            });
-        }
+        let components = join_all(self.components.iter().zip(claims).map(
+            |(component, claim)| async move {
+                match claim {
+                    Some(claim) => claim.report(started, deadline).await,
+                    None => component.report(),
+                }
+            },
+        ))
+        .await;
         let made = self.made(round_started, computed_at, self.config.health_interval);
         self.publish_health_from(
             entry.database,
