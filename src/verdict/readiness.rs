@@ -30,6 +30,16 @@ impl Failing {
         }
     }
 
+    /// When a failure that began at an instant lasts `debounce`: the instant the readers that
+    /// wait it out change their answer. `None` for a passing answer, one failing from the
+    /// start (it has lasted already), or an instant out of the clock's range.
+    pub(crate) fn lasts_at(self, debounce: Duration) -> Option<Instant> {
+        match self {
+            Self::Since(since) => since.checked_add(debounce),
+            Self::No | Self::FromTheStart => None,
+        }
+    }
+
     /// Whether a failure has lasted `debounce` at `now`: a consumer that acts on one answer
     /// may act on it. A passing answer is no failure.
     pub(crate) fn lasted(self, debounce: Duration, now: Instant) -> bool {
