@@ -8,9 +8,12 @@ use std::time::Duration;
 use crate::check::{CheckFuture, CheckReport, DatabaseCheck};
 use crate::component::{ComponentSpec, ComponentStatus, from_fn};
 use crate::config::HealthConfig;
-use crate::monitor::testing::monitor;
+use crate::monitor::runner::HealthMonitor;
+use crate::monitor::testing::{monitor, rounds};
 use crate::probe::Probe;
-use crate::verdict::TimeoutDetail;
+use crate::test_helpers::{FakeCheck, FakeComponent, Logs};
+use crate::verdict::{Status, TimeoutDetail};
+use crate::view::Condition;
 
 /// A database that answers after `0`, in the test's (virtual) time.
 #[derive(Debug)]
@@ -85,4 +88,100 @@ async fn a_hung_component_times_out_on_its_own_deadline_whatever_the_round_waite
     );
     handle.state.readiness_round().await;
     assert!(!handle.view().answer(Probe::Ready).passing);
+}
+
+/// A database a readiness round finds refused is `unhealthy` on `/health` in the same round,
+/// whatever the health interval, and its recovery likewise: no two answers of one process
+/// contradict each other about one check for longer than a readiness interval (issue 35 B:
+/// `/health` said `healthy` for 4 to 8 s over a red database card).
+#[tokio::test]
+async fn a_database_readiness_learns_reaches_health_in_the_same_round() {
+    let database = FakeComponent::new(FakeCheck::Ready);
+    let handle = monitor(
+        HealthConfig::new()
+            .readiness_timeout(Duration::from_secs(10))
+            .health_interval(Duration::from_secs(3600))
+            .database("default", database.clone()),
+    );
+    rounds(&handle).await;
+    assert_eq!(handle.view().health.status, Status::Healthy);
+
+    for (behaviour, ready, health) in [
+        (FakeCheck::Refused, false, Status::Unhealthy),
+        (FakeCheck::Ready, true, Status::Healthy),
+    ] {
+        database.set(behaviour);
+        handle.state.readiness_round().await;
+        let view = handle.view();
+        assert_eq!(view.answer(Probe::Ready).passing, ready);
+        assert_eq!(view.health.status, health, "{behaviour:?}");
+        let shown = view.health.database.as_ref().expect("the default database");
+        assert_eq!(shown.passed(), ready);
+        assert_eq!(view.pool.is_usable(), ready);
+    }
+}
+
+/// The transition's line is written when readiness's answer changes: after an outage, not
+/// when the checks pass again (the return's delay still holds it out), but when that delay
+/// runs out, with no round to mark it.
+#[tokio::test(start_paused = true)]
+async fn readiness_is_logged_ready_when_its_return_ends_not_when_its_checks_pass() {
+    let database = FakeComponent::new(FakeCheck::Ready);
+    let config = HealthConfig::new()
+        .readiness_interval(Duration::from_secs(1))
+        .readiness_timeout(Duration::from_millis(500))
+        .debounce(Duration::from_secs(2))
+        .return_jitter(Duration::from_secs(30))
+        .database("default", database.clone());
+    let (handle, monitor) = HealthMonitor::new(config).unwrap();
+    let (guard, logs) = Logs::capture();
+    tokio::spawn(monitor.run());
+    let mut views = handle.watch();
+    views
+        .wait_for(|view| view.answer(Probe::Ready).passing)
+        .await
+        .unwrap();
+
+    database.set(FakeCheck::Refused);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    database.set(FakeCheck::Ready);
+    let view = views
+        .wait_for(|view| view.answer(Probe::Ready).condition == Condition::Returning)
+        .await
+        .unwrap();
+    let back_at = view
+        .readiness
+        .returned
+        .at
+        .expect("a return after the outage");
+    let ready_lines = |logs: &Logs| logs.text().matches("readiness is now ready").count();
+    assert!(
+        logs.text().contains("readiness passes its checks again"),
+        "{}",
+        logs.text()
+    );
+    let before = ready_lines(&logs);
+    tokio::time::sleep_until(back_at.into()).await;
+    assert_eq!(
+        ready_lines(&logs),
+        before,
+        "not ready before the delay ran out"
+    );
+    let view = views
+        .wait_for(|view| view.answer(Probe::Ready).passing)
+        .await
+        .unwrap();
+    assert_eq!(view.answer(Probe::Ready).condition, Condition::Verdict);
+    // The monitor's watch wakes just past the instant (timers tick by the millisecond): a
+    // moment for it to run.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert!(crate::clock::since(back_at) < Duration::from_millis(10));
+    assert_eq!(ready_lines(&logs), before + 1, "{}", logs.text());
+    assert!(
+        logs.text()
+            .contains("the return's random delay has run out"),
+        "{}",
+        logs.text()
+    );
+    drop(guard);
 }

@@ -161,7 +161,7 @@ impl MonitorState {
             .default_index
             .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, started, round.finished_at);
-        self.follow_failing_health(&round);
+        self.follow_databases(&round);
         // Published and read before the hold's lock is taken: it is not held across an await.
         #[cfg(feature = "redis")]
         let guard = self.fleet_guard(&round.outcomes).await;
@@ -191,21 +191,29 @@ impl MonitorState {
         }
     }
 
-    /// While `/health` shows a database that did not pass, each readiness round (which checks
-    /// every database every second anyway) republishes it with that round's outcomes: a
-    /// health round that met one slow moment does not keep `/health` failing for a whole
-    /// health interval (Envoy's checker would take the host out meanwhile), and a recovery
-    /// shows within a readiness interval. The components stand as they are; no check more is
-    /// run.
-    fn follow_failing_health(&self, round: &Round) {
+    /// One clock for every answer about a database: each readiness round (which checks every
+    /// database every second anyway) republishes `/health` with its outcomes when they
+    /// differ from what `/health` shows, and while it shows one that did not pass. A database
+    /// readiness finds refused is `unhealthy` on `/health` in the same round, not a health
+    /// interval later; a health round that met one slow moment does not keep `/health`
+    /// failing for a whole health interval (Envoy's checker would take the host out
+    /// meanwhile); a recovery shows within a readiness interval. The components stand as
+    /// they are; no check more is run. Published before readiness's verdict, so that a
+    /// reader that saw readiness's answer finds `/health` at least as new.
+    fn follow_databases(&self, round: &Round) {
         let current = self.store.health();
+        if current.is_placeholder() {
+            return;
+        }
         let verdict = &current.verdict;
-        let fails_on_a_database = verdict
-            .database
-            .iter()
-            .chain(&verdict.databases)
-            .any(|outcome| !outcome.passed());
-        if current.is_placeholder() || !fails_on_a_database {
+        let mut shown = verdict.database.iter().chain(&verdict.databases);
+        let differs = round.outcomes.iter().any(|outcome| {
+            shown
+                .clone()
+                .find(|shown| shown.name == outcome.name)
+                .is_none_or(|shown| shown.status != outcome.status)
+        });
+        if !differs && shown.all(CheckOutcome::passed) {
             return;
         }
         drop(current);
@@ -478,18 +486,10 @@ impl MonitorState {
                 || crate::random::part_of(self.config.return_jitter),
                 now,
             );
-        let drawn =
-            verdict.returned != previous.verdict.returned && !verdict.returned.jitter.is_zero();
         drop(previous);
         let published = self.store.made(verdict, made);
         if let Some(previous) = self.store.publish_readiness(&published) {
-            log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);
-            if drawn {
-                tracing::info!(
-                    jitter = ?published.verdict.returned.jitter,
-                    "readiness passes again after an outage, once the return's random delay has run out"
-                );
-            }
+            log_readiness_transition(&self.counters, &previous.verdict, &published.verdict, now);
         }
     }
 }
