@@ -10,6 +10,8 @@ use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::check::{CheckError, CheckErrorKind};
 use crate::util::{join, join_all};
+#[cfg(feature = "redis")]
+use crate::verdict::Return;
 use crate::verdict::{
     CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
@@ -475,13 +477,12 @@ impl MonitorState {
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let previous = self.store.readiness();
         let now = crate::clock::now();
-        let previous_out = previous.is_placeholder() || previous.is_stale(now);
         let verdict = verdict
             .with_streaks(&previous.verdict, self.config.fail_direction, now)
             // The one place a return is decided: every reader judges by its instant.
             .with_return(
                 &previous.verdict,
-                previous_out,
+                is_out(&previous, now),
                 self.config.debounce,
                 || crate::random::part_of(self.config.return_jitter),
                 now,
@@ -492,6 +493,27 @@ impl MonitorState {
             log_readiness_transition(&self.counters, &previous.verdict, &published.verdict, now);
         }
     }
+}
+
+impl MonitorState {
+    /// Whether a verdict that passes on its own (not kept by the fleet guard), published at
+    /// `now`, waits out a return after an outage: one still ahead, or one it would begin.
+    /// What the fleet standing says before the round publishes; the setting's whole delay
+    /// stands in for the draw (a draw of zero is counted as waiting, for that round only).
+    #[cfg(feature = "redis")]
+    pub(super) fn would_wait_to_return(&self, now: Instant) -> bool {
+        let previous = self.store.readiness();
+        let out = is_out(&previous, now);
+        let debounce = self.config.debounce;
+        let jitter = || self.config.return_jitter;
+        Return::after(&previous.verdict, out, true, false, debounce, jitter, now).is_pending(now)
+    }
+}
+
+/// Whether `published` is out of the rotation by its age at `now` (a placeholder, or stale):
+/// a verdict that passes after it comes back at once.
+fn is_out(published: &Published<ReadinessVerdict>, now: Instant) -> bool {
+    published.is_placeholder() || published.is_stale(now)
 }
 
 /// Warns when a round finished well past its deadline (by more than [`STARVED_AFTER`]). A

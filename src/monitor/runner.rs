@@ -152,9 +152,10 @@ where
     }
 }
 
-/// Logs each return's end as it comes (the rounds log the other transitions of readiness as
-/// they publish them): the end of a return's delay changes readiness's answer, and no
-/// publication marks it. Woken by the view's watch, which wakes at that instant.
+/// Logs each return's end as it comes, and writes it to the fleet (the rounds log and write
+/// the other changes of readiness as they publish them): the end of a return's delay changes
+/// readiness's answer, and no publication marks it. Woken by the view's watch, which wakes at
+/// that instant.
 async fn follow_returns(shared: &Weak<MonitorState>) {
     let mut views = {
         let Some(state) = shared.upgrade() else {
@@ -171,6 +172,8 @@ async fn follow_returns(shared: &Weak<MonitorState>) {
                 return;
             };
             log_returned(&state.counters, &view.readiness);
+            #[cfg(feature = "redis")]
+            state.standing_changed().await;
         }
         returning = ready.condition == Condition::Returning;
     }
