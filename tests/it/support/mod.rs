@@ -79,6 +79,8 @@ pub mod prober;
 #[cfg(all(feature = "axum", feature = "admin"))]
 #[macro_use]
 pub mod proxy;
+#[cfg(all(feature = "axum", feature = "admin"))]
+pub mod proxy_config;
 #[cfg(feature = "admin")]
 pub mod raw;
 #[cfg(feature = "redis")]
