@@ -2,6 +2,8 @@
 //! configurations the guide shows (`examples/proxies/`), rendered as `envsubst` renders them,
 //! and how each program is started on them. Shared by the tests (`support::proxy`) and the
 //! rollout bench (which includes this file by path).
+// `pub` for the test modules beside it; the bench's copy is a private module.
+#![allow(unreachable_pub)]
 
 use std::path::Path;
 use std::process::Command;
