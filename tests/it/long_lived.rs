@@ -9,7 +9,6 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -407,6 +406,7 @@ mod rolling {
     use super::*;
 
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
 
     use support::get_through;
     use support::haproxy::{Haproxy, ServerStat, free_port, two_servers};

@@ -148,7 +148,7 @@ pub async fn get_through(frontend: SocketAddr, path: &str) -> Result<String, Str
         .unwrap();
     let response = tokio::time::timeout(LIMIT, client.request(request))
         .await
-        .map_err(|_| format!("{path}: no answer within {:?}", LIMIT))?
+        .map_err(|_| format!("{path}: no answer within {LIMIT:?}"))?
         .map_err(|error| format!("{path}: {error:?}"))?;
     let status = response.status();
     let body = response

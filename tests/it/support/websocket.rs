@@ -65,6 +65,11 @@ pub async fn echoing_socket(url: &str) -> Socket {
     socket
 }
 
+// The rolling restarts' only (behind HAProxy, behind the proxies), from here on.
+#[cfg_attr(
+    not(any(feature = "haproxy-agent", feature = "admin")),
+    allow(dead_code)
+)]
 /// What the WebSocket clients saw, all together.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -86,6 +91,10 @@ pub struct Tally {
     pub reconnects: Vec<(Instant, String)>,
 }
 
+#[cfg_attr(
+    not(any(feature = "haproxy-agent", feature = "admin")),
+    allow(dead_code)
+)]
 /// A client: connects to `/ws` through `frontend` (a load balancer), reads the server's hello
 /// (`server <name>`), sends numbered messages one at a time and
 /// checks each echo; on a close, reconnects and sends the unanswered one again. Stops
@@ -187,6 +196,10 @@ pub async fn client(
     }
 }
 
+#[cfg_attr(
+    not(any(feature = "haproxy-agent", feature = "admin")),
+    allow(dead_code)
+)]
 fn record_end(tally: &Mutex<Tally>, id: usize, end: End) {
     let mut tally = tally.lock().unwrap();
     match end {
