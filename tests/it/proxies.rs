@@ -216,9 +216,12 @@ async fn behind(kind: Kind) {
 
     let tally = tally.lock().unwrap();
     let failed = failures(&answers);
-    let stopped_sending = last_answer(&answers, &app1.name, sigterm);
+    let stopped_sending = last_answer(&answers, &app1.name, sigterm).map_or_else(
+        || "before it".to_owned(),
+        |after| format!("{after:?} after it"),
+    );
     println!(
-        "{kind:?}: SIGTERM to app1 (drain delay {DRAIN_DELAY}), exited after {exited:?}; the proxy's last request to it answered {stopped_sending:?} after the SIGTERM\n\
+        "{kind:?}: SIGTERM to app1 (drain delay {DRAIN_DELAY}), exited after {exited:?}; the proxy's last request to it answered {stopped_sending}\n\
          HTTP: {} answers, {} failed; WebSockets: {CLIENTS} clients ({on_app1} on app1), clean closes (1001) {}, abnormal {}, echoed {}, resent {}, lost {}, reconnects {}",
         answers.len(),
         failed.len(),
