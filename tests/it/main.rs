@@ -71,6 +71,8 @@ mod page;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod probes;
+#[cfg(all(feature = "postgres", feature = "axum", feature = "admin"))]
+mod proxies;
 // Reads the README and the manifest only: no feature, no helper.
 mod readme;
 #[cfg(feature = "postgres")]
