@@ -1,6 +1,7 @@
-//! A rolling restart behind a real HAProxy, measured: two instances of an axum app whose
-//! route `/db` queries PostgreSQL through the application's own bb8 pool, HAProxy in front set
-//! up as the HAProxy guide shows (the HTTP check of `/health/ready` and the agent check),
+//! A rolling restart behind a real HAProxy (or nginx, Caddy, Traefik), measured: two instances
+//! of an axum app whose route `/db` queries PostgreSQL through the application's own bb8 pool,
+//! HAProxy in front set up as the HAProxy guide shows (the HTTP check of `/health/ready` and
+//! the agent check), or a proxy from its template in `examples/proxies/` (`--proxy`),
 //! `wrk` loading the frontend's `/db`, and SIGTERM to one instance while it runs (issue 29
 //! part B). What it measures is whether the rollout loses requests: a survivor whose agent
 //! says `down` for one slow round (a starved process, a late answer from the database) leaves
@@ -10,7 +11,16 @@
 //!
 //! ```not_rust
 //! cargo bench --bench rollout --features axum,haproxy-agent -- debounce=0 default --runs 3
+//! cargo bench --bench rollout --features axum,haproxy-agent -- --proxy caddy default drain_policy=reject
 //! ```
+//!
+//! `--proxy haproxy|nginx|caddy|traefik` chooses the load balancer (default `haproxy`). A proxy
+//! runs from its template, rendered into the scenario's folder as the tests render it
+//! (`tests/it/support/proxy_config.rs`), and the instances get what the proxies' guide sets
+//! behind it (behind nginx, `TOWER_HEALTH_DRAIN_POLICY=reject`), under the configuration's own
+//! variables. It has no stats socket: the report has wrk's figures, the instances' logs and the
+//! time from the SIGTERM to app1's last request, which each instance logs when it exits (`the
+//! last application request unix_ms=...`), for every load balancer.
 //!
 //! It needs `wrk` and `haproxy` (Debian's packages: `apt-get install -y wrk haproxy`) and the
 //! local PostgreSQL. Each scenario (about 30 s) runs from scratch: two instances as child
@@ -41,8 +51,8 @@
 //! - `ROLLOUT_SIGTERM_AT`: when instance 1 gets SIGTERM after wrk starts, default `8s`;
 //! - `ROLLOUT_POOL_SIZE`: each instance's pool, default 10;
 //! - `TEST_DATABASE_URL`: the database, default `postgres://postgres@127.0.0.1:5432/postgres`;
-//! - `ROLLOUT_WRK`, `ROLLOUT_HAPROXY`: the binaries, default `wrk` and `haproxy` from the
-//!   `PATH` (and `/usr/sbin`);
+//! - `ROLLOUT_WRK`, `ROLLOUT_HAPROXY`, `ROLLOUT_NGINX`, `ROLLOUT_CADDY`, `ROLLOUT_TRAEFIK`: the
+//!   binaries, default `wrk` and the load balancer's program from the `PATH` (and `/usr/sbin`);
 //! - `ROLLOUT_KEEP`: set, each scenario's folder is kept and its path printed: HAProxy's
 //!   configuration and access log, and each process's whole log (`app1.log`, `app2.log`,
 //!   `haproxy.log`: HAProxy's stderr), timed from wrk's start.
@@ -64,6 +74,7 @@ use std::error::Error;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -79,6 +90,13 @@ use tower_health::haproxy::{AgentConfig, AgentServer};
 use tower_health::postgres::PostgresCheck;
 use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
 use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
+
+// The proxies of `examples/proxies/` and how each is started, as the tests start them.
+#[allow(dead_code)] // the tests' side of it (`checks_readiness`) is unused here
+#[path = "../tests/it/support/proxy_config.rs"]
+mod proxy_config;
+
+use proxy_config::Kind;
 
 type AppPool = bb8::Pool<bb8_postgres::PostgresConnectionManager<tokio_postgres::NoTls>>;
 type BoxError = Box<dyn Error>;
@@ -151,7 +169,12 @@ fn instance(listen: &str, agent_port: u16) -> Result<(), BoxError> {
 
         let agent = AgentConfig::from_env()?.port(agent_port);
         let _agent = AgentServer::new(agent, &health).start().await?;
-        let app = Router::new().route("/db", get(db)).with_state(pool);
+        let last_request = Arc::new(AtomicU64::new(0));
+        let state = AppState {
+            pool,
+            last_request: Arc::clone(&last_request),
+        };
+        let app = Router::new().route("/db", get(db)).with_state(state);
         let app = HealthLayer::new(&health)
             .details(Details::Never)
             .around(app);
@@ -159,12 +182,40 @@ fn instance(listen: &str, agent_port: u16) -> Result<(), BoxError> {
         drain
             .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
             .await?;
+        // When the load balancer last sent this instance a request: the orchestrator reads it
+        // to time the depool.
+        tracing::info!(
+            unix_ms = last_request.load(Ordering::Relaxed),
+            "{LAST_REQUEST}"
+        );
         Ok(())
     })
 }
 
+/// What the instance's log says of its last application request.
+const LAST_REQUEST: &str = "the last application request";
+
+/// The application's state: its pool, and when it last got a request (milliseconds since the
+/// UNIX epoch).
+#[derive(Clone)]
+struct AppState {
+    pool: AppPool,
+    last_request: Arc<AtomicU64>,
+}
+
+/// Milliseconds since the UNIX epoch.
+fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    })
+}
+
 /// `GET /db`: one query through the application's pool.
-async fn db(State(pool): State<AppPool>) -> Result<String, (StatusCode, String)> {
+async fn db(State(state): State<AppState>) -> Result<String, (StatusCode, String)> {
+    state
+        .last_request
+        .fetch_max(unix_ms(SystemTime::now()), Ordering::Relaxed);
+    let pool = state.pool;
     let unavailable = |error: String| (StatusCode::SERVICE_UNAVAILABLE, error);
     let conn = pool
         .get()
@@ -212,8 +263,52 @@ struct Settings {
     duration: Duration,
     sigterm_at: Duration,
     wrk: PathBuf,
-    haproxy: PathBuf,
+    /// The load balancer in front, and its program.
+    front: Front,
+    balancer: PathBuf,
     keep: bool,
+}
+
+/// The load balancer in front of the two instances.
+#[derive(Copy, Clone)]
+enum Front {
+    /// HAProxy with the HTTP check and the agent, as the HAProxy guide sets it up.
+    Haproxy,
+    /// One of the proxies of `examples/proxies/`, from its template, as the proxies' guide
+    /// sets it up.
+    Proxy(Kind),
+}
+
+impl Front {
+    fn parse(name: &str) -> Result<Self, BoxError> {
+        Ok(match name {
+            "haproxy" => Self::Haproxy,
+            "nginx" => Self::Proxy(Kind::Nginx),
+            "caddy" => Self::Proxy(Kind::Caddy),
+            "traefik" => Self::Proxy(Kind::Traefik),
+            other => {
+                return Err(format!(
+                    "--proxy {other:?}: expected haproxy, nginx, caddy or traefik"
+                )
+                .into());
+            }
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Haproxy => "haproxy",
+            Self::Proxy(kind) => kind.program(),
+        }
+    }
+
+    /// What the guide sets on the instances behind it.
+    fn instance_env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::Haproxy => &[],
+            Self::Proxy(kind) => kind.instance_env(),
+        }
+    }
 }
 
 /// A configuration of the instances: a label and the `TOWER_HEALTH_*` variables it sets.
@@ -244,6 +339,7 @@ impl Configuration {
 
 fn orchestrate(args: &[String]) -> Result<(), BoxError> {
     let mut runs = 1;
+    let mut front = Front::Haproxy;
     let mut configurations = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -253,6 +349,7 @@ fn orchestrate(args: &[String]) -> Result<(), BoxError> {
                 let value = args.next().ok_or("--runs needs a number")?;
                 runs = value.parse().map_err(|_| format!("--runs {value:?}"))?;
             }
+            "--proxy" => front = Front::parse(args.next().ok_or("--proxy needs a name")?)?,
             other if other.starts_with("--") => return Err(format!("unknown flag {other}").into()),
             label => configurations.push(Configuration::parse(label)?),
         }
@@ -268,14 +365,22 @@ fn orchestrate(args: &[String]) -> Result<(), BoxError> {
         duration: env_duration("ROLLOUT_DURATION", Duration::from_secs(25)),
         sigterm_at: env_duration("ROLLOUT_SIGTERM_AT", Duration::from_secs(8)),
         wrk: binary("ROLLOUT_WRK", "wrk")?,
-        haproxy: binary("ROLLOUT_HAPROXY", "haproxy")?,
+        front,
+        balancer: match front {
+            Front::Haproxy => binary("ROLLOUT_HAPROXY", "haproxy")?,
+            Front::Proxy(kind) => binary(
+                &format!("ROLLOUT_{}", kind.program().to_ascii_uppercase()),
+                kind.program(),
+            )?,
+        },
         keep: std::env::var_os("ROLLOUT_KEEP").is_some(),
     };
     if settings.duration.as_secs() == 0 || settings.sigterm_at >= settings.duration {
         return Err("ROLLOUT_SIGTERM_AT must fall within ROLLOUT_DURATION (whole seconds)".into());
     }
     println!(
-        "rolling restart: wrk -t2 -c{} -d{}s on /db, SIGTERM to app1 at +{:?}; pool {}; {} run(s) of {}",
+        "rolling restart behind {}: wrk -t2 -c{} -d{}s on /db, SIGTERM to app1 at +{:?}; pool {}; {} run(s) of {}",
+        settings.front.name(),
         settings.connections,
         settings.duration.as_secs(),
         settings.sigterm_at,
@@ -375,7 +480,13 @@ struct Instance {
 }
 
 impl Instance {
-    fn spawn(name: &'static str, configuration: &Configuration) -> Result<Self, BoxError> {
+    /// Starts an instance with `front`'s settings (the guide's, for that load balancer) and
+    /// then `configuration`'s, which win.
+    fn spawn(
+        name: &'static str,
+        front: Front,
+        configuration: &Configuration,
+    ) -> Result<Self, BoxError> {
         let (listen, agent) = (free_port()?, free_port()?);
         let mut command = Command::new(std::env::current_exe()?);
         command
@@ -388,6 +499,7 @@ impl Instance {
                 command.env_remove(&*variable);
             }
         }
+        command.envs(front.instance_env().iter().copied());
         command.envs(configuration.env.iter().cloned());
         let mut child = command
             .stdin(Stdio::null())
@@ -512,6 +624,110 @@ impl Haproxy {
     }
 }
 
+/// A proxy of `examples/proxies/` running in the foreground, from its template rendered into
+/// the scenario's folder; its stderr read as it comes.
+struct ProxyProcess {
+    child: Child,
+    stderr: Arc<Mutex<Lines>>,
+}
+
+impl ProxyProcess {
+    fn start(
+        kind: Kind,
+        binary: &Path,
+        dir: &Path,
+        frontend: u16,
+        [app1, app2]: &[Instance; 2],
+    ) -> Result<Self, BoxError> {
+        let (port, dir_text) = (frontend.to_string(), dir.display().to_string());
+        let (app1, app2) = (
+            format!("127.0.0.1:{}", app1.listen),
+            format!("127.0.0.1:{}", app2.listen),
+        );
+        let vars = [
+            ("PROXY_PORT", port.as_str()),
+            ("APP1", app1.as_str()),
+            ("APP2", app2.as_str()),
+            ("PROXY_DIR", dir_text.as_str()),
+        ];
+        for (name, template) in kind.templates() {
+            std::fs::write(dir.join(name), proxy_config::render(template, &vars)?)?;
+        }
+        if let Some(mut check) = kind.check(binary, dir) {
+            let checked = check.output()?;
+            if !checked.status.success() {
+                return Err(format!(
+                    "{} refuses the configuration in {}:\n{}",
+                    kind.program(),
+                    dir.display(),
+                    String::from_utf8_lossy(&checked.stderr)
+                )
+                .into());
+            }
+        }
+        let mut child = Command::from(kind.command(binary, dir))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stderr = collect_lines(child.stderr.take().ok_or("stderr is piped")?);
+        Ok(Self { child, stderr })
+    }
+}
+
+/// The load balancer of a scenario, running.
+enum Balancer {
+    Haproxy(Haproxy),
+    Proxy(ProxyProcess),
+}
+
+impl Balancer {
+    fn stderr(&self) -> &Arc<Mutex<Lines>> {
+        match self {
+            Self::Haproxy(haproxy) => &haproxy.stderr,
+            Self::Proxy(proxy) => &proxy.stderr,
+        }
+    }
+
+    /// Stops it: SIGTERM (nginx's workers outlive a master killed outright), then a kill if
+    /// it has not exited within 5 s.
+    async fn stop(self) {
+        let mut child = match self {
+            Self::Haproxy(haproxy) => haproxy.child,
+            Self::Proxy(proxy) => proxy.child,
+        };
+        if let Some(pid) = child.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        if tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+    }
+}
+
+/// Whether a GET of `/db` through 127.0.0.1:`port` answers 200 now.
+async fn answers_ok(port: u16) -> bool {
+    let ask = async {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
+        stream
+            .write_all(b"GET /db HTTP/1.0\r\nHost: rollout\r\n\r\n")
+            .await?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await?;
+        Ok::<_, std::io::Error>(answer.split(|&byte| byte == b' ').nth(1) == Some(b"200"))
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), ask).await,
+        Ok(Ok(true))
+    )
+}
+
 /// The guide's backend (`src/docs/haproxy.md`, "The backend"), two servers on this host,
 /// with a stats socket and the access log on stdout. The log is `option httplog`'s format
 /// with the accept date as a UNIX timestamp (`%Ts.%ms`), so that a `<NOSRV>` answer can be
@@ -598,9 +814,13 @@ impl ServerStat {
 }
 
 /// Samples `show stat` every [`SAMPLE_EVERY`] until `stop` fires, keeping each server's
-/// changes of status or weight.
-async fn sample(haproxy: &Haproxy, mut stop: tokio::sync::oneshot::Receiver<()>) -> Changes {
+/// changes of status or weight (none but HAProxy's: the others have no such socket).
+async fn sample(balancer: &Balancer, mut stop: tokio::sync::oneshot::Receiver<()>) -> Changes {
     let mut changes = Changes::new();
+    let Balancer::Haproxy(haproxy) = balancer else {
+        let _ = stop.await;
+        return changes;
+    };
     loop {
         let now = Instant::now();
         for (server, stat) in haproxy.servers().await {
@@ -642,14 +862,38 @@ async fn scenario(settings: &Settings, configuration: &Configuration) -> Result<
     result
 }
 
+/// Waits until HAProxy has both servers in, at their full weight, each check and agent check
+/// heard.
+async fn both_up(haproxy: &Haproxy, started: Instant) -> Result<(), BoxError> {
+    // Both servers in, at their full weight, each check and agent check heard.
+    loop {
+        let servers = haproxy.servers().await;
+        let ready = |stat: &ServerStat| {
+            stat.status == "UP"
+                && stat.weight == 100
+                && stat.check == "L7OK"
+                && stat.agent == "L7OK"
+        };
+        if servers.len() == 2 && servers.values().all(ready) {
+            return Ok(());
+        }
+        if started.elapsed() > START_LIMIT {
+            return Err(
+                format!("HAProxy never had both servers UP at weight 100: {servers:?}").into(),
+            );
+        }
+        tokio::time::sleep(SAMPLE_EVERY).await;
+    }
+}
+
 async fn run_scenario(
     settings: &Settings,
     configuration: &Configuration,
     dir: &Path,
 ) -> Result<Outcome, BoxError> {
     let mut instances = [
-        Instance::spawn("app1", configuration)?,
-        Instance::spawn("app2", configuration)?,
+        Instance::spawn("app1", settings.front, configuration)?,
+        Instance::spawn("app2", settings.front, configuration)?,
     ];
     let started = Instant::now();
     for instance in &mut instances {
@@ -663,29 +907,35 @@ async fn run_scenario(
         }
     }
     let frontend = free_port()?;
-    let haproxy = Haproxy::start(&settings.haproxy, dir, frontend, &instances)?;
-    // Both servers in, at their full weight, each check and agent check heard.
-    loop {
-        let servers = haproxy.servers().await;
-        let ready = |stat: &ServerStat| {
-            stat.status == "UP"
-                && stat.weight == 100
-                && stat.check == "L7OK"
-                && stat.agent == "L7OK"
-        };
-        if servers.len() == 2 && servers.values().all(ready) {
-            break;
+    let balancer = match settings.front {
+        Front::Haproxy => {
+            let haproxy = Haproxy::start(&settings.balancer, dir, frontend, &instances)?;
+            both_up(&haproxy, started).await?;
+            Balancer::Haproxy(haproxy)
         }
-        if started.elapsed() > START_LIMIT {
-            return Err(
-                format!("HAProxy never had both servers UP at weight 100: {servers:?}").into(),
-            );
+        Front::Proxy(kind) => {
+            let proxy = ProxyProcess::start(kind, &settings.balancer, dir, frontend, &instances)?;
+            // No stats to read: 20 answers in a row through it, then two seconds for its
+            // checks to have asked both instances.
+            let mut in_a_row = 0;
+            while in_a_row < 20 {
+                in_a_row = if answers_ok(frontend).await {
+                    in_a_row + 1
+                } else {
+                    0
+                };
+                if started.elapsed() > START_LIMIT {
+                    return Err(format!("{} never answered 200 through it", kind.program()).into());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Balancer::Proxy(proxy)
         }
-        tokio::time::sleep(SAMPLE_EVERY).await;
-    }
+    };
 
     let (stop, stopped) = tokio::sync::oneshot::channel();
-    let sampler = async { sample(&haproxy, stopped).await };
+    let sampler = async { sample(&balancer, stopped).await };
     let load = async {
         let wrk = Command::new(&settings.wrk)
             .args(["-t2", &format!("-c{}", settings.connections)])
@@ -699,7 +949,7 @@ async fn run_scenario(
             .spawn()?;
         let wrk_started = (Instant::now(), SystemTime::now());
         tokio::time::sleep_until((wrk_started.0 + settings.sigterm_at).into()).await;
-        let sigterm_at = Instant::now();
+        let sigterm_at = (Instant::now(), SystemTime::now());
         instances[0].sigterm()?;
         let output = tokio::time::timeout(settings.duration + WRK_GRACE, wrk.wait_with_output())
             .await
@@ -715,22 +965,43 @@ async fn run_scenario(
         ))
     };
     let (changes, loaded) = tokio::join!(sampler, load);
-    let ((t0, t0_wall), sigterm_at, wrk) = loaded?;
+    let ((t0, t0_wall), (sigterm_at, sigterm_wall), wrk) = loaded?;
 
     // The drained instance exits by itself within its drain timeout; the other is stopped.
     let [mut app1, app2] = instances;
     let exited = tokio::time::timeout(EXIT_LIMIT, app1.child.wait()).await;
     let app2_log = Arc::clone(&app2.stderr);
-    drop((app2, haproxy.child));
+    let balancer_log = Arc::clone(balancer.stderr());
+    drop(app2);
+    balancer.stop().await;
     // The killed processes' stderr closes at once; give the readers a moment to see it.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let access = std::fs::read_to_string(dir.join("access.log"))?;
+    let access = match settings.front {
+        Front::Haproxy => AccessLog::parse(
+            &std::fs::read_to_string(dir.join("access.log"))?,
+            &Timeline { t0, t0_wall },
+        ),
+        Front::Proxy(_) => AccessLog::default(),
+    };
+    let app1_log = take_lines(&app1.stderr);
+    // When app1 answered its last request, from the SIGTERM: the instant the load balancer
+    // stopped sending to it.
+    let depooled = app1_log
+        .lines
+        .iter()
+        .rev()
+        .find(|(_, line)| line.contains(LAST_REQUEST))
+        .and_then(|(_, line)| line.split("unix_ms=").nth(1))
+        .and_then(|ms| ms.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|ms| (ms as f64 - unix_ms(sigterm_wall) as f64) / 1000.0);
 
     let timeline = Timeline { t0, t0_wall };
     Ok(Outcome {
         wrk: WrkReport::parse(&wrk),
         wrk_text: wrk,
-        access: AccessLog::parse(&access, &timeline),
+        access,
+        depooled,
+        front: settings.front.name(),
         changes,
         sigterm_at: timeline.at(sigterm_at),
         app1_exit: match exited {
@@ -739,9 +1010,9 @@ async fn run_scenario(
             Err(_) => format!("still running {EXIT_LIMIT:?} after wrk ended: killed"),
         },
         logs: [
-            ("app1", take_lines(&app1.stderr)),
+            ("app1", app1_log),
             ("app2", take_lines(&app2_log)),
-            ("haproxy", take_lines(&haproxy.stderr)),
+            (settings.front.name(), take_lines(&balancer_log)),
         ],
         timeline,
     })
@@ -901,7 +1172,12 @@ impl AccessLog {
 struct Outcome {
     wrk: WrkReport,
     wrk_text: String,
+    /// HAProxy's access log (empty for the other load balancers).
     access: AccessLog,
+    /// The load balancer's name.
+    front: &'static str,
+    /// How long after the SIGTERM app1 answered its last request (seconds), from its log.
+    depooled: Option<f64>,
     changes: Changes,
     sigterm_at: f64,
     app1_exit: String,
@@ -959,6 +1235,12 @@ impl Outcome {
         Ok(())
     }
 
+    /// [`depooled`](Self::depooled) as the report and the table show it.
+    fn depooled_text(&self) -> String {
+        self.depooled
+            .map_or_else(|| "unknown".to_owned(), |after| format!("{after:+.2} s"))
+    }
+
     fn report(&self) -> String {
         let mut out = String::new();
         let wrk = &self.wrk;
@@ -983,17 +1265,25 @@ impl Outcome {
             .map(|(percent, value)| format!("p{} {value}", percent.trim_end_matches('%')))
             .collect();
         let _ = writeln!(out, "   latency: {}", latency.join(", "));
+        let _ = writeln!(
+            out,
+            "   {}'s last request to app1: {} after the SIGTERM",
+            self.front,
+            self.depooled_text()
+        );
         let access = &self.access;
         let nosrv_when = access
             .nosrv_first_last
             .map(|(first, last)| format!(" (from {first:+.2} s to {last:+.2} s)"))
             .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "   haproxy: {} answers logged, {} <NOSRV>{nosrv_when}",
-            thousands(access.lines),
-            thousands(access.nosrv),
-        );
+        if self.front == "haproxy" {
+            let _ = writeln!(
+                out,
+                "   haproxy: {} answers logged, {} <NOSRV>{nosrv_when}",
+                thousands(access.lines),
+                thousands(access.nosrv),
+            );
+        }
         for ((server, status, termination), count) in &access.groups {
             let _ = writeln!(
                 out,
@@ -1067,21 +1357,28 @@ fn or_none(items: &[String]) -> String {
 /// Every run in one Markdown table, for `benches/README.md`.
 fn table(rows: &[(String, u32, Outcome)]) -> String {
     let mut out = String::from(
-        "| configuration | run | requests | failed | non-2xx | `<NOSRV>` | timeouts | other socket errors | survivor: overruns, not ready | out of rotation outside the drain |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+        "| load balancer | configuration | run | requests | failed | non-2xx | `<NOSRV>` | timeouts | other socket errors | app1's last request after the SIGTERM | survivor: overruns, not ready | out of rotation outside the drain |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (label, run, outcome) in rows {
         let wrk = &outcome.wrk;
         let (overran, not_ready) = outcome.survivor_warnings();
         let _ = writeln!(
             out,
-            "| `{label}` | {run} | {} | {} | {} | {} | {} | {} | {overran}, {not_ready} | {} |",
+            "| {} | `{label}` | {run} | {} | {} | {} | {} | {} | {} | {} | {overran}, {not_ready} | {} |",
+            outcome.front,
             thousands(wrk.requests),
             thousands(wrk.failed()),
             thousands(wrk.non_2xx),
-            thousands(outcome.access.nosrv),
+            // Only HAProxy's access log is read.
+            if outcome.front == "haproxy" {
+                thousands(outcome.access.nosrv)
+            } else {
+                "n/a".to_owned()
+            },
             thousands(wrk.timeout),
             wrk.connect + wrk.read + wrk.write,
+            outcome.depooled_text(),
             or_none(&outcome.out_of_drain()),
         );
     }

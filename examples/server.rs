@@ -4,12 +4,14 @@
 //! knowledge) on one port, as `axum::serve` does; a drain sends HTTP/2 clients a `GOAWAY` when
 //! the graceful shutdown begins.
 //!
-//! - `GET /`: a short answer.
+//! - `GET /`: a short answer that names the instance (its listening address), to see which
+//!   instance a load balancer sent a request to.
 //! - `GET /slow/{ms}`: a response that streams for `ms` milliseconds (at most 10 s), a line
 //!   at once and a line at the end. A drain waits for it: a request counts in flight until its
 //!   body has been sent, and the server's graceful shutdown lets it finish.
-//! - `GET /ws`: a WebSocket that echoes what it is sent. Registered with the drain: on
-//!   SIGTERM it gets a close frame 1001 (Going Away) at its turn in the drain's close window.
+//! - `GET /ws`: a WebSocket that says which instance it reached (`server <address>`), then
+//!   echoes what it is sent. Registered with the drain: on SIGTERM it gets a close frame 1001
+//!   (Going Away) at its turn in the drain's close window.
 //! - `GET /events`: an event stream (server-sent events), a numbered `tick` every second.
 //!   Registered with the drain: its body ends cleanly at its turn in the close window.
 //!
@@ -32,6 +34,9 @@
 //! - everything else through `HealthConfig::from_env` (`TOWER_HEALTH_*`, the drain's
 //!   `TOWER_HEALTH_DRAIN_*` included, or Baldur's `BALDUR_*` names).
 //! - `RUST_LOG`: log filter (default `info`).
+//! - `TOWER_HEALTH_ADMIN_PORT` (built with the `admin` feature): set, the admin server too, on
+//!   that port (`AdminConfig::from_env`, its keys included), for an operator's `POST /hold`
+//!   and `POST /release` with the operator key (`TOWER_HEALTH_ADMIN_KEY`).
 //!
 //! `cargo run --example server --features axum -- --health-check` probes a running instance's readiness
 //! (`HEALTH_CHECK_URL`, default `/health/ready` on `LISTEN_ADDR`) and exits 0 or 1: a
@@ -41,6 +46,7 @@ mod common;
 
 use std::convert::Infallible;
 use std::error::Error;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -86,14 +92,23 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     // Readiness answers 503 `draining` once the drain starts.
     let drain = monitor.drain().clone();
     let health = HealthLayer::new(&monitor);
+    #[cfg(feature = "admin")]
+    let _admin = admin_server(&monitor).await?;
 
+    let listener = TcpListener::bind(common::listen_addr()).await?;
+    let addr = listener.local_addr()?;
+    tracing::info!("listening on http://{addr}");
     // The app's own tracing and timeout go on the router, as usual.
+    let hello = format!("hello from {addr}\n");
     let app = Router::new()
-        .route("/", get(|| async { "hello from behind tower-health\n" }))
+        .route("/", get(move || async move { hello }))
         .route("/slow/{ms}", get(slow))
         .route("/ws", get(websocket))
         .route("/events", get(events))
-        .with_state(drain.clone())
+        .with_state(Instance {
+            drain: drain.clone(),
+            addr,
+        })
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(10),
@@ -104,8 +119,6 @@ async fn serve() -> Result<(), Box<dyn Error>> {
     // request is counted in the drain until its response has been sent.
     let app = health.around(app);
 
-    let listener = TcpListener::bind(common::listen_addr()).await?;
-    tracing::info!("listening on http://{}", listener.local_addr()?);
     let listener = listener.tap_io(|tcp| {
         // axum 0.8's `serve` leaves Nagle on; probe answers are small writes that should go
         // out now.
@@ -117,6 +130,31 @@ async fn serve() -> Result<(), Box<dyn Error>> {
         .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
         .await?;
     Ok(())
+}
+
+/// What the routes share: the drain, and the address this instance listens on.
+#[derive(Clone)]
+struct Instance {
+    drain: DrainHandle,
+    addr: SocketAddr,
+}
+
+/// The admin server, when `TOWER_HEALTH_ADMIN_PORT` asks for one; kept for the life of the
+/// process, it closes when the drain is over.
+#[cfg(feature = "admin")]
+async fn admin_server(
+    monitor: &tower_health::HealthHandle,
+) -> Result<Option<tower_health::side_port::SidePortHandle>, Box<dyn Error>> {
+    use tower_health::admin::{AdminConfig, AdminServer};
+
+    if std::env::var_os("TOWER_HEALTH_ADMIN_PORT").is_none() {
+        return Ok(None);
+    }
+    let admin = AdminServer::new(AdminConfig::from_env()?, monitor)
+        .start()
+        .await?;
+    tracing::info!("admin server on http://{}", admin.local_addr());
+    Ok(Some(admin))
 }
 
 /// `GET /slow/{ms}`: streams for `ms` milliseconds. Its body outlives the handler (and the
@@ -144,15 +182,19 @@ async fn slow(Path(ms): Path<u64>) -> Result<Body, (StatusCode, String)> {
 
 /// `GET /ws`: a WebSocket echo, registered with the drain before the `101` (so that it counts
 /// from its start); the guard moves into the task serving the socket.
-async fn websocket(State(drain): State<DrainHandle>, upgrade: WebSocketUpgrade) -> Response {
-    let connection = drain.long_lived("/ws");
-    upgrade.on_upgrade(move |socket| echo(socket, connection))
+async fn websocket(State(instance): State<Instance>, upgrade: WebSocketUpgrade) -> Response {
+    let connection = instance.drain.long_lived("/ws");
+    upgrade.on_upgrade(move |socket| echo(socket, connection, instance.addr))
 }
 
-/// Echoes until the client goes, or until the drain's turn for this connection comes: then
-/// a close frame 1001 (Going Away), and the client's reply awaited (bounded), so that the
-/// connection closes cleanly with nothing unread.
-async fn echo(mut socket: WebSocket, connection: LongLived) {
+/// Says which instance this is, then echoes until the client goes, or until the drain's turn
+/// for this connection comes: then a close frame 1001 (Going Away), and the client's reply
+/// awaited (bounded), so that the connection closes cleanly with nothing unread.
+async fn echo(mut socket: WebSocket, connection: LongLived, addr: SocketAddr) {
+    let hello = Message::Text(format!("server {addr}").into());
+    if socket.send(hello).await.is_err() {
+        return;
+    }
     let mut closing = connection.closing();
     loop {
         tokio::select! {
@@ -187,12 +229,12 @@ async fn echo(mut socket: WebSocket, connection: LongLived) {
 /// cleanly at the connection's turn to close (an `EventSource` then reconnects, through the
 /// load balancer, to another instance).
 async fn events(
-    State(drain): State<DrainHandle>,
+    State(instance): State<Instance>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let mut tick = 0_u64;
     let ticks = IntervalStream::new(tokio::time::interval(Duration::from_secs(1))).map(move |_| {
         tick += 1;
         Ok(Event::default().event("tick").data(tick.to_string()))
     });
-    Sse::new(drain.long_lived("/events").until_closing(ticks))
+    Sse::new(instance.drain.long_lived("/events").until_closing(ticks))
 }

@@ -90,6 +90,7 @@ page!(
 );
 page!(grpc, "docs/grpc.md");
 page!(haproxy, "docs/haproxy.md");
+page!(proxies, "docs/proxies.md");
 page!(configuration, "docs/configuration.md");
 page!(migrating, "docs/migrating.md");
 page!(hardening, "docs/hardening.md");

@@ -134,8 +134,9 @@
 //! [components](guide::components), [a fleet sharing one verdict](guide::fleet),
 //! [reading an incident](guide::incident), [the operator's page](guide::page),
 //! [gRPC](guide::grpc), [HAProxy](guide::haproxy),
-//! [configuration](guide::configuration), [migrating](guide::migrating) and
-//! [hardening](guide::hardening). The environment variables are listed in [`config`].
+//! [nginx, Caddy and Traefik](guide::proxies), [configuration](guide::configuration),
+//! [migrating](guide::migrating) and [hardening](guide::hardening). The environment
+//! variables are listed in [`config`].
 //! Contributors: [the architecture](guide::architecture) says where each thing lives.
 //!
 //! # Verdicts

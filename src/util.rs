@@ -2,7 +2,7 @@
 //! `futures-util`.
 
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 
 /// Resolves when either future does; the other is dropped.
@@ -19,25 +19,65 @@ pub(crate) async fn race(first: impl Future<Output = ()>, second: impl Future<Ou
     .await;
 }
 
-/// Resolves when both futures have.
-pub(crate) async fn join(first: impl Future<Output = ()>, second: impl Future<Output = ()>) {
+/// Resolves when both futures have, with both outputs.
+pub(crate) async fn join<A: Future, B: Future>(first: A, second: B) -> (A::Output, B::Output) {
     let mut first = pin!(first);
     let mut second = pin!(second);
-    let (mut first_done, mut second_done) = (false, false);
+    let (mut first_out, mut second_out) = (None, None);
     poll_fn(|cx| {
-        if !first_done {
-            first_done = first.as_mut().poll(cx).is_ready();
+        if first_out.is_none()
+            && let Poll::Ready(output) = first.as_mut().poll(cx)
+        {
+            first_out = Some(output);
         }
-        if !second_done {
-            second_done = second.as_mut().poll(cx).is_ready();
+        if second_out.is_none()
+            && let Poll::Ready(output) = second.as_mut().poll(cx)
+        {
+            second_out = Some(output);
         }
-        if first_done && second_done {
+        if first_out.is_some() && second_out.is_some() {
             Poll::Ready(())
         } else {
             Poll::Pending
         }
     })
     .await;
+    (
+        first_out.expect("polled to completion"),
+        second_out.expect("polled to completion"),
+    )
+}
+
+/// Resolves when every one of `futures` has, with their outputs in order. They are polled
+/// together: a round waits for its checks this way, so that each check's deadline is looked
+/// at when the runtime wakes for it, never after another check's wait (a late look would
+/// read as a starved runtime). One allocation per future, once per round.
+pub(crate) async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut pending: Vec<Option<Pin<Box<F>>>> = futures
+        .into_iter()
+        .map(|future| Some(Box::pin(future)))
+        .collect();
+    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    poll_fn(|cx| {
+        let mut done = true;
+        for (slot, output) in pending.iter_mut().zip(&mut outputs) {
+            if let Some(future) = slot {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(ready) => {
+                        *output = Some(ready);
+                        *slot = None;
+                    }
+                    Poll::Pending => done = false,
+                }
+            }
+        }
+        if done { Poll::Ready(()) } else { Poll::Pending }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|output| output.expect("polled to completion"))
+        .collect()
 }
 
 /// Runs `future` to completion, catching a panic in any of its polls: `Err` carries the

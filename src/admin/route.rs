@@ -15,12 +15,12 @@ use crate::probe::Probe;
 pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> =
     LazyLock::new(|| not_found(serde_json::Map::new()));
 
-/// The paths the admin server serves only when the crate is built with a feature, and the
-/// feature.
-const FEATURE_PATHS: [(&str, &str); 3] = [
-    ("/health/page", "page"),
-    ("/health/page/updates", "page"),
-    ("/metrics", "metrics"),
+/// The paths the admin server serves only when the crate is built with a feature: the
+/// feature, and whether this build has it.
+const FEATURE_PATHS: [(&str, &str, bool); 3] = [
+    ("/health/page", "page", cfg!(feature = "page")),
+    ("/health/page/updates", "page", cfg!(feature = "page")),
+    ("/metrics", "metrics", cfg!(feature = "metrics")),
 ];
 
 /// The answer to a path this build does not serve: for a path a feature would serve (the
@@ -30,8 +30,8 @@ pub(crate) fn not_found_for(path: &str) -> &'static Rendered {
     let path = crate::http::request::trim_trailing_slash(path);
     FEATURE_PATHS
         .iter()
-        .find(|(served, feature)| *served == path && !feature_built(feature))
-        .map_or(&*ADMIN_NOT_FOUND, |(_, feature)| missing(feature))
+        .find(|(served, _, built)| *served == path && !built)
+        .map_or(&*ADMIN_NOT_FOUND, |(_, feature, _)| missing(feature))
 }
 
 /// The 404 of a path `feature` serves, in a build without it.
@@ -40,8 +40,8 @@ pub(crate) fn missing(feature: &str) -> &'static Rendered {
         ["page", "metrics"].map(|feature| {
             let paths: Vec<&str> = FEATURE_PATHS
                 .iter()
-                .filter(|(_, needs)| *needs == feature)
-                .map(|(path, _)| *path)
+                .filter(|(_, needs, _)| *needs == feature)
+                .map(|(path, _, _)| *path)
                 .collect();
             let mut extra = serde_json::Map::new();
             extra.insert("missing_feature".into(), feature.into());
@@ -60,15 +60,6 @@ pub(crate) fn missing(feature: &str) -> &'static Rendered {
         .iter()
         .find(|(name, _)| *name == feature)
         .map_or(&*ADMIN_NOT_FOUND, |(_, rendered)| rendered)
-}
-
-/// Whether this build has `feature` (one of [`FEATURE_PATHS`]'s).
-const fn feature_built(feature: &str) -> bool {
-    match feature.as_bytes() {
-        b"page" => cfg!(feature = "page"),
-        b"metrics" => cfg!(feature = "metrics"),
-        _ => false,
-    }
 }
 
 /// A 404 with `extra` keys before the paths the server serves.

@@ -104,7 +104,7 @@ impl Serve for Connections {
             service_fn(move |request: Request<Incoming>| {
                 // From a complete head to a ready answer, the connection keeps its place.
                 let answering = activity.answering();
-                let response = state.handle(&request);
+                let response = state.handle(&request, &activity);
                 async move {
                     let response = response.await;
                     drop(answering);

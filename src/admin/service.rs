@@ -1,6 +1,8 @@
 //! Answering one admin request: request form, allowlist, route, method, authentication, then
 //! the same published responses the layers serve.
 
+use std::sync::Arc;
+
 use http::{Request, Response};
 
 use super::fixed::{ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_WRONG_SCHEME};
@@ -14,6 +16,7 @@ use crate::http::render::fixed::METHOD_NOT_ALLOWED;
 use crate::http::request::{self, BodyMode, Form, Freshness};
 use crate::http::{ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
+use crate::side_port::Activity;
 
 /// What every connection of one admin server shares.
 pub(crate) struct AdminState {
@@ -34,7 +37,13 @@ pub(crate) struct AdminState {
 }
 
 impl AdminState {
-    pub(crate) fn handle<B>(&self, request: &Request<B>) -> ProbeResponse {
+    /// The answer to `request`, on a connection whose `activity` the answer tells when it
+    /// waits for a change rather than being made (the page's updates).
+    pub(crate) fn handle<B>(
+        &self,
+        request: &Request<B>,
+        activity: &Arc<Activity>,
+    ) -> ProbeResponse {
         if let Some(refusal) = strict::refusal(request) {
             return ProbeResponse::fixed(refusal, BodyMode::Full);
         }
@@ -55,7 +64,7 @@ impl AdminState {
             Route::Control(control) => return control.respond(request, &self.keys, &self.health),
             Route::History => return self.history(request),
             #[cfg(feature = "page")]
-            Route::Page(path) => return super::page::respond(self, request, path),
+            Route::Page(path) => return super::page::respond(self, request, path, activity),
             #[cfg(feature = "metrics")]
             Route::Metrics => return self.metrics(request),
         };

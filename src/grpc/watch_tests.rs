@@ -131,6 +131,46 @@ async fn a_watch_waits_out_the_debounce_before_not_serving() {
     );
 }
 
+/// The debounce's end is a change of its own: with no round after the failure, a `Watch`
+/// stream says `NOT_SERVING` when the failure has lasted the debounce, not at the next
+/// publication (issue 35 A4: 5 s against a 4 s debounce and a 5 s interval).
+#[tokio::test(start_paused = true)]
+async fn a_watch_says_not_serving_at_the_debounces_end_without_waiting_for_a_round() {
+    let debounce = Duration::from_secs(4);
+    let database = FakeComponent::new(FakeCheck::Ready);
+    let service = configured(&database, |config| config.debounce(debounce));
+    let handle = service.handle().clone();
+    let mut streams = [
+        watch(&service, "").await,
+        watch(&service, "database/default").await,
+    ];
+    for stream in &mut streams {
+        assert_eq!(next(stream).await, Some(Wire::Unknown));
+    }
+    test_rounds(&handle).await;
+    for stream in &mut streams {
+        assert_eq!(next(stream).await, Some(Wire::Serving));
+    }
+
+    database.set(FakeCheck::Refused);
+    test_rounds(&handle).await;
+    let failed = crate::clock::now();
+    for stream in &mut streams {
+        assert!(
+            nothing_pending(stream),
+            "failing for less than the debounce"
+        );
+    }
+    for stream in &mut streams {
+        assert_eq!(next(stream).await, Some(Wire::NotServing));
+        let waited = crate::clock::since(failed);
+        assert!(
+            waited >= debounce && waited < debounce + Duration::from_millis(50),
+            "said at the debounce's end, {waited:?} after the failure"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_watch_keeps_serving_through_failed_rounds_shorter_than_the_debounce() {
     let database = FakeComponent::new(FakeCheck::Ready);

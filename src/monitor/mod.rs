@@ -72,6 +72,8 @@ mod hold;
 mod lag;
 #[cfg(test)]
 mod panic_tests;
+#[cfg(test)]
+mod round_tests;
 mod rounds;
 pub(crate) mod runner;
 #[cfg(feature = "redis")]

@@ -9,6 +9,9 @@ use super::slot::{CheckSlot, STARVED_AFTER};
 use super::state::{FullRound, HealthRound, MonitorState, Round};
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::check::{CheckError, CheckErrorKind};
+use crate::util::{join, join_all};
+#[cfg(feature = "redis")]
+use crate::verdict::Return;
 use crate::verdict::{
     CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
@@ -124,14 +127,12 @@ impl MonitorState {
         let started = crate::clock::now();
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
+        // Every check starts before the round waits on any, and the waits run together.
         let claims: Vec<_> = slots
             .iter()
             .map(|slot| slot.claim(started, &self.spawner))
             .collect();
-        let mut outcomes = Vec::with_capacity(claims.len());
-        for claim in claims {
-            outcomes.push(claim.outcome(deadline).await);
-        }
+        let outcomes = join_all(claims.into_iter().map(|claim| claim.outcome(deadline))).await;
         warn_on_overrun("readiness", started, deadline);
         Round {
             outcomes,
@@ -162,7 +163,7 @@ impl MonitorState {
             .default_index
             .map(|index| round.outcomes[index].clone());
         self.publish_pool(default, started, round.finished_at);
-        self.follow_failing_health(&round);
+        self.follow_databases(&round);
         // Published and read before the hold's lock is taken: it is not held across an await.
         #[cfg(feature = "redis")]
         let guard = self.fleet_guard(&round.outcomes).await;
@@ -192,21 +193,29 @@ impl MonitorState {
         }
     }
 
-    /// While `/health` shows a database that did not pass, each readiness round (which checks
-    /// every database every second anyway) republishes it with that round's outcomes: a
-    /// health round that met one slow moment does not keep `/health` failing for a whole
-    /// health interval (Envoy's checker would take the host out meanwhile), and a recovery
-    /// shows within a readiness interval. The components stand as they are; no check more is
-    /// run.
-    fn follow_failing_health(&self, round: &Round) {
+    /// One clock for every answer about a database: each readiness round (which checks every
+    /// database every second anyway) republishes `/health` with its outcomes when they
+    /// differ from what `/health` shows, and while it shows one that did not pass. A database
+    /// readiness finds refused is `unhealthy` on `/health` in the same round, not a health
+    /// interval later; a health round that met one slow moment does not keep `/health`
+    /// failing for a whole health interval (Envoy's checker would take the host out
+    /// meanwhile); a recovery shows within a readiness interval. The components stand as
+    /// they are; no check more is run. Published before readiness's verdict, so that a
+    /// reader that saw readiness's answer finds `/health` at least as new.
+    fn follow_databases(&self, round: &Round) {
         let current = self.store.health();
+        if current.is_placeholder() {
+            return;
+        }
         let verdict = &current.verdict;
-        let fails_on_a_database = verdict
-            .database
-            .iter()
-            .chain(&verdict.databases)
-            .any(|outcome| !outcome.passed());
-        if current.is_placeholder() || !fails_on_a_database {
+        let mut shown = verdict.database.iter().chain(&verdict.databases);
+        let differs = round.outcomes.iter().any(|outcome| {
+            shown
+                .clone()
+                .find(|shown| shown.name == outcome.name)
+                .is_none_or(|shown| shown.status != outcome.status)
+        });
+        if !differs && shown.all(CheckOutcome::passed) {
             return;
         }
         drop(current);
@@ -241,14 +250,18 @@ impl MonitorState {
             .iter()
             .map(|component| component.claim(started, &self.spawner, forced))
             .collect();
-        let mut outcomes = Vec::with_capacity(databases.len());
-        for claim in databases {
-            outcomes.push(claim.outcome(deadline).await);
-        }
-        let mut components = Vec::with_capacity(claims.len());
-        for claim in claims {
-            components.push(claim.report(started, deadline).await);
-        }
+        // Waited for together: a component with a deadline of its own shorter than the
+        // round's is looked at when that deadline comes, not once the databases are heard (a
+        // hung component would otherwise read as a starved round, and stand as it was).
+        let (outcomes, components) = join(
+            join_all(databases.into_iter().map(|claim| claim.outcome(deadline))),
+            join_all(
+                claims
+                    .into_iter()
+                    .map(|claim| claim.report(started, deadline)),
+            ),
+        )
+        .await;
         warn_on_overrun("health", started, deadline);
         FullRound {
             outcomes,
@@ -464,31 +477,43 @@ impl MonitorState {
     pub(super) fn publish_readiness(&self, verdict: ReadinessVerdict, made: Made) {
         let previous = self.store.readiness();
         let now = crate::clock::now();
-        let previous_out = previous.is_placeholder() || previous.is_stale(now);
         let verdict = verdict
             .with_streaks(&previous.verdict, self.config.fail_direction, now)
             // The one place a return is decided: every reader judges by its instant.
             .with_return(
                 &previous.verdict,
-                previous_out,
+                is_out(&previous, now),
                 self.config.debounce,
                 || crate::random::part_of(self.config.return_jitter),
                 now,
             );
-        let drawn =
-            verdict.returned != previous.verdict.returned && !verdict.returned.jitter.is_zero();
         drop(previous);
         let published = self.store.made(verdict, made);
         if let Some(previous) = self.store.publish_readiness(&published) {
-            log_readiness_transition(&self.counters, &previous.verdict, &published.verdict);
-            if drawn {
-                tracing::info!(
-                    jitter = ?published.verdict.returned.jitter,
-                    "readiness passes again after an outage, once the return's random delay has run out"
-                );
-            }
+            log_readiness_transition(&self.counters, &previous.verdict, &published.verdict, now);
         }
     }
+}
+
+impl MonitorState {
+    /// Whether a verdict that passes on its own (not kept by the fleet guard), published at
+    /// `now`, waits out a return after an outage: one still ahead, or one it would begin.
+    /// What the fleet standing says before the round publishes; the setting's whole delay
+    /// stands in for the draw (a draw of zero is counted as waiting, for that round only).
+    #[cfg(feature = "redis")]
+    pub(super) fn would_wait_to_return(&self, now: Instant) -> bool {
+        let previous = self.store.readiness();
+        let out = is_out(&previous, now);
+        let debounce = self.config.debounce;
+        let jitter = || self.config.return_jitter;
+        Return::after(&previous.verdict, out, true, false, debounce, jitter, now).is_pending(now)
+    }
+}
+
+/// Whether `published` is out of the rotation by its age at `now` (a placeholder, or stale):
+/// a verdict that passes after it comes back at once.
+fn is_out(published: &Published<ReadinessVerdict>, now: Instant) -> bool {
+    published.is_placeholder() || published.is_stale(now)
 }
 
 /// Warns when a round finished well past its deadline (by more than [`STARVED_AFTER`]). A

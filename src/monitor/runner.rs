@@ -8,8 +8,11 @@ use tokio::time::{MissedTickBehavior, interval};
 use super::handle::HealthHandle;
 use super::rounds::Cadence;
 use super::state::MonitorState;
+use super::transitions::log_returned;
 use crate::config::{ConfigError, HealthConfig};
+use crate::probe::Probe;
 use crate::util::join;
+use crate::view::{Condition, Source, ViewWatch};
 
 /// The background task that checks the databases and publishes the verdicts.
 ///
@@ -83,9 +86,12 @@ impl HealthMonitor {
         drop(shared);
         let _running = RunningGuard(self.shared.clone());
         join(
-            every(readiness_interval, &self.shared, |shared| async move {
-                shared.guarded(Cadence::Readiness).await;
-            }),
+            join(
+                every(readiness_interval, &self.shared, |shared| async move {
+                    shared.guarded(Cadence::Readiness).await;
+                }),
+                follow_returns(&self.shared),
+            ),
             async {
                 let health = |shared: Arc<MonitorState>| async move {
                     shared.guarded(Cadence::Health).await;
@@ -143,6 +149,33 @@ where
         round(state).await;
         tokio::time::sleep_until(started + wait).await;
         wait = crate::redis::next_round_wait(period);
+    }
+}
+
+/// Logs each return's end as it comes, and writes it to the fleet (the rounds log and write
+/// the other changes of readiness as they publish them): the end of a return's delay changes
+/// readiness's answer, and no publication marks it. Woken by the view's watch, which wakes at
+/// that instant.
+async fn follow_returns(shared: &Weak<MonitorState>) {
+    let mut views = {
+        let Some(state) = shared.upgrade() else {
+            return;
+        };
+        let source: Weak<dyn Source> = shared.clone();
+        ViewWatch::new(&*state, source)
+    };
+    let mut returning = false;
+    while let Some(view) = views.changed().await {
+        let ready = view.answer(Probe::Ready);
+        if returning && ready.passing && ready.condition == Condition::Verdict {
+            let Some(state) = shared.upgrade() else {
+                return;
+            };
+            log_returned(&state.counters, &view.readiness);
+            #[cfg(feature = "redis")]
+            state.standing_changed().await;
+        }
+        returning = ready.condition == Condition::Returning;
     }
 }
 

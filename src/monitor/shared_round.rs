@@ -16,6 +16,7 @@ use crate::redis::{
     CacheStatus, Entry, Expected, FleetMembers, Lock, Read, SHARED_CACHE_COMPONENT, SharedVerdicts,
     Subject,
 };
+use crate::util::join_all;
 use crate::verdict::{ComponentReport, FleetGuard, HealthVerdict, ReadinessVerdict, Standing};
 use crate::view::published::Published;
 
@@ -184,11 +185,8 @@ impl MonitorState {
             self.held(),
         );
         let draining = self.store.is_draining();
-        let standing = Standing::of(&verdict, draining, self.readiness_rules(), |name| {
-            self.components
-                .iter()
-                .any(|component| *component.name() == *name && component.is_shared())
-        });
+        let returning = verdict.passes() && self.would_wait_to_return(crate::clock::now());
+        let standing = self.standing(&verdict, draining, returning);
         let deadline = crate::clock::now() + self.config.readiness_timeout;
         let members = fleet.publish_and_read(&standing, deadline).await.ok()?;
         match standing {
@@ -198,8 +196,50 @@ impl MonitorState {
                 &members,
                 fleet.fraction,
             )),
-            Standing::Ready | Standing::Local => None,
+            Standing::Ready | Standing::Local | Standing::Returning => None,
         }
+    }
+
+    /// Where this process stands on `verdict` (its checks and its hold), as the fleet
+    /// reads it.
+    fn standing(&self, verdict: &ReadinessVerdict, draining: bool, returning: bool) -> Standing {
+        Standing::of(
+            verdict,
+            draining,
+            returning,
+            self.readiness_rules(),
+            |name| {
+                self.components
+                    .iter()
+                    .any(|component| *component.name() == *name && component.is_shared())
+            },
+        )
+    }
+
+    /// Writes this process's standing now, between rounds: the instant its return's delay
+    /// runs out, it is in rotation, and the fleet reads so at once rather than a round
+    /// later. Nothing when the guard is off, or when the published verdict is the guard's
+    /// to keep (its standing is the round's, written by the round).
+    pub(super) async fn standing_changed(&self) {
+        let Some(fleet) = self
+            .shared
+            .as_ref()
+            .and_then(|shared| shared.fleet.as_ref())
+        else {
+            return;
+        };
+        let published = self.store.readiness();
+        let verdict = &published.verdict;
+        if verdict.fleet_guard.is_some() || published.is_placeholder() {
+            return;
+        }
+        let now = crate::clock::now();
+        let returning = verdict.passes() && verdict.returned.is_pending(now);
+        let standing = self.standing(verdict, self.store.is_draining(), returning);
+        drop(published);
+        let deadline = now + self.config.readiness_timeout;
+        // The guard's decision is the next round's: what is read here is not used.
+        let _ = fleet.publish_and_read(&standing, deadline).await;
     }
 
     pub(super) async fn shared_health_round(
@@ -327,13 +367,15 @@ impl MonitorState {
                     .then(|| component.claim(started, &self.spawner, Forced::No))
             })
             .collect();
-        let mut components = Vec::with_capacity(claims.len());
-        for (component, claim) in self.components.iter().zip(claims) {
-            components.push(match claim {
-                Some(claim) => claim.report(started, deadline).await,
-                None => component.report(),
-            });
-        }
+        let components = join_all(self.components.iter().zip(claims).map(
+            |(component, claim)| async move {
+                match claim {
+                    Some(claim) => claim.report(started, deadline).await,
+                    None => component.report(),
+                }
+            },
+        ))
+        .await;
         let made = self.made(round_started, computed_at, self.config.health_interval);
         self.publish_health_from(
             entry.database,

@@ -409,6 +409,9 @@ impl Claim {
             Err(_) => {
                 // A round the runtime woke late cannot tell a silent check from its own
                 // starvation: the last result heard stands in, when there is one to trust.
+                // The lateness is the timer's: a round waits for all its checks together
+                // (`util::join_all`), so a wait is never begun past its deadline by the
+                // order of the awaits.
                 let late = crate::clock::now().saturating_duration_since(deadline);
                 if let Some(stand_in) = self.slot.stand_in(late) {
                     return stand_in;

@@ -2,38 +2,44 @@
 //! round.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use super::state::Counters;
 use crate::check::CheckErrorKind;
 use crate::verdict::{Cause, CheckOutcome, HealthVerdict, ReadinessVerdict};
 
+/// Logs readiness's answer changing as `current` replaces `previous`, both judged at `now`: a
+/// verdict that passes while its return after an outage is still ahead answers `not_ready`,
+/// so no line says `ready` before readiness does (the end of the return's delay is logged
+/// when it comes, by [`log_returned`]).
 pub(super) fn log_readiness_transition(
     counters: &Counters,
     previous: &ReadinessVerdict,
     current: &ReadinessVerdict,
+    now: Instant,
 ) {
-    let kept = current.is_kept_by_fleet_guard();
-    if previous.passes() == current.passes()
-        && previous.is_kept_by_fleet_guard() == kept
-        && previous.checked_at.is_some()
-    {
+    let answer = |verdict: &ReadinessVerdict| {
+        let in_rotation = verdict.passes() && !verdict.returned.is_pending(now);
+        (in_rotation, verdict.is_kept_by_fleet_guard())
+    };
+    let (databases, components) = checked(current);
+    if current.returned != previous.returned && current.returned.is_pending(now) {
+        // Still out, on its way back: what it waits for, once (no transition yet).
+        tracing::info!(
+            question = "readiness",
+            jitter = ?current.returned.jitter,
+            databases,
+            components,
+            "readiness passes its checks again; it answers ready once the return's random delay has run out"
+        );
+    }
+    if answer(previous) == answer(current) && previous.checked_at.is_some() {
         return;
     }
     counters
         .readiness_transitions
         .fetch_add(1, Ordering::Relaxed);
-    let databases = listed(
-        current
-            .databases
-            .iter()
-            .map(|outcome| format!("{}={}", outcome.name, outcome.status.database_word())),
-    );
-    let components = listed(
-        current
-            .components
-            .iter()
-            .map(|report| format!("{}={}", report.name, report.status)),
-    );
+    let kept = current.is_kept_by_fleet_guard();
     if let Some(guard) = current.fleet_guard.as_ref().filter(|_| kept) {
         let cause = ReadinessCause::of(current);
         tracing::warn!(
@@ -72,6 +78,39 @@ pub(super) fn log_readiness_transition(
         components,
         "readiness is now not_ready"
     );
+}
+
+/// Logs readiness passing again as the delay of its return after an outage runs out: the
+/// instant `/health/ready` answers 200 again, which no publication marks.
+pub(super) fn log_returned(counters: &Counters, current: &ReadinessVerdict) {
+    counters
+        .readiness_transitions
+        .fetch_add(1, Ordering::Relaxed);
+    let (databases, components) = checked(current);
+    tracing::info!(
+        question = "readiness",
+        jitter = ?current.returned.jitter,
+        databases,
+        components,
+        "readiness is now ready: the return's random delay has run out"
+    );
+}
+
+/// The databases and components of a verdict, for its transition's line.
+fn checked(verdict: &ReadinessVerdict) -> (Option<String>, Option<String>) {
+    let databases = listed(
+        verdict
+            .databases
+            .iter()
+            .map(|outcome| format!("{}={}", outcome.name, outcome.status.database_word())),
+    );
+    let components = listed(
+        verdict
+            .components
+            .iter()
+            .map(|report| format!("{}={}", report.name, report.status)),
+    );
+    (databases, components)
 }
 
 /// Names joined by commas; `None` for none.
@@ -239,7 +278,7 @@ mod tests {
             "connecting to postgres://app:hunter2@db.internal/app: Connection refused",
         );
         let down = readiness(vec![outcome("default", Some(refused))], None);
-        let line = logged(|| log_readiness_transition(&counters, &ready, &down));
+        let line = logged(|| log_readiness_transition(&counters, &ready, &down, Instant::now()));
         assert!(line.contains("readiness is now not_ready"), "{line}");
         assert!(
             line.contains("cause=database default is not_ready"),
@@ -254,7 +293,7 @@ mod tests {
         assert!(!line.contains("components="), "{line}");
 
         let held = readiness(vec![outcome("default", None)], Some("maintenance"));
-        let line = logged(|| log_readiness_transition(&counters, &ready, &held));
+        let line = logged(|| log_readiness_transition(&counters, &ready, &held, Instant::now()));
         assert!(
             line.contains("cause=held by the operator: maintenance"),
             "{line}"
@@ -262,7 +301,7 @@ mod tests {
         assert!(!line.contains("kind="), "{line}");
         assert!(!line.contains("error="), "{line}");
 
-        let line = logged(|| log_readiness_transition(&counters, &down, &ready));
+        let line = logged(|| log_readiness_transition(&counters, &down, &ready, Instant::now()));
         assert!(line.contains("readiness is now ready"), "{line}");
         assert!(!line.contains("cause="), "{line}");
     }

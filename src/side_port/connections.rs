@@ -4,9 +4,11 @@
 //! admin client silent since it connected, or trickling its first request head), else the one
 //! whose writes have waited longest on a client that does not read, else the one idle longest
 //! since its last answer (a keep-alive connection between requests, an agent connection
-//! lingering after its line for the client's close). A connection being answered is never
-//! closed; the new connection is, only when every place has one. Anyone who reaches the port
-//! can open connections: clients that do not finish a request, or sit on their answer, must
+//! lingering after its line for the client's close), else the one waiting longest for a
+//! change (the operator's page asking for its next update: a request that waits is not an
+//! answer being made). A connection being answered is never closed; the new connection is,
+//! only when every place has one. Anyone who reaches the port can open connections: clients
+//! that do not finish a request, sit on their answer, or wait for a change (open pages) must
 //! not keep the kubelet's probes or HAProxy's check out.
 //!
 //! Each server sets the graces of its [`Eviction`]: how long a connection keeps its place,
@@ -110,7 +112,7 @@ impl OpenConnections {
         };
         let reason = match reason {
             Reason::InGrace => return Room::Wait(since),
-            Reason::NotAnswered | Reason::Stalled | Reason::Idle => reason,
+            Reason::NotAnswered | Reason::Stalled | Reason::Idle | Reason::Waiting => reason,
         };
         let open = self.open.swap_remove(index);
         // Dropping the task closes the socket; its place is the new connection's from now.
@@ -126,17 +128,21 @@ impl OpenConnections {
 }
 
 /// Where one connection is in its answers, published by the server: one atomic, stored once
-/// when an answer begins and once when it ends, never locked.
+/// when an answer begins and once when it ends (and around a long poll's wait), never locked.
 #[derive(Debug)]
 pub(crate) struct Activity {
     accepted: Instant,
-    /// [`NEVER_SERVED`], [`ANSWERING`], or when the last answer ended, in nanoseconds after
-    /// `accepted`.
+    /// [`NEVER_SERVED`], [`ANSWERING`], [`WAITING`] with when the wait began, or when the last
+    /// answer ended; instants in nanoseconds after `accepted`.
     state: AtomicU64,
 }
 
 const NEVER_SERVED: u64 = 0;
 const ANSWERING: u64 = u64::MAX;
+/// The flag of a request waiting for a change; the bits below it say since when.
+const WAITING: u64 = 1 << 63;
+/// The most nanoseconds an instant is told in (146 years): below the flag.
+const MAX_NANOS: u64 = WAITING - 2;
 
 impl Activity {
     /// A connection accepted now.
@@ -155,12 +161,41 @@ impl Activity {
         Answering(self.clone())
     }
 
+    /// The request being answered waits for a change (the page's long poll) until the
+    /// returned guard is dropped: meanwhile the connection counts as waiting, which gives its
+    /// place up after the idle ones, and as answering again afterwards.
+    pub(crate) fn waiting(self: &Arc<Self>) -> Waiting {
+        self.state.store(WAITING | self.nanos(), Ordering::Relaxed);
+        Waiting(self.clone())
+    }
+
+    /// Now, in nanoseconds after the accept, within the range the state tells.
+    fn nanos(&self) -> u64 {
+        let nanos = u64::try_from(self.accepted.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // The ends are the other phases; nothing ends within 1 ns of the accept or 146 years
+        // after it.
+        nanos.clamp(NEVER_SERVED + 1, MAX_NANOS)
+    }
+
     fn phase(&self) -> Phase {
+        let at = |nanos: u64| self.accepted + Duration::from_nanos(nanos);
         match self.state.load(Ordering::Relaxed) {
             NEVER_SERVED => Phase::NeverServed,
             ANSWERING => Phase::Answering,
-            nanos => Phase::IdleSince(self.accepted + Duration::from_nanos(nanos)),
+            waiting if waiting & WAITING != 0 => Phase::Waiting(at(waiting & !WAITING)),
+            nanos => Phase::IdleSince(at(nanos)),
         }
+    }
+}
+
+/// A request waiting for a change; see [`Activity::waiting`].
+#[must_use = "the request counts as waiting until this is dropped"]
+pub(crate) struct Waiting(Arc<Activity>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        // The wait is over: the answer is being made.
+        self.0.state.store(ANSWERING, Ordering::Relaxed);
     }
 }
 
@@ -171,11 +206,7 @@ pub(crate) struct Answering(Arc<Activity>);
 impl Drop for Answering {
     fn drop(&mut self) {
         let activity = &self.0;
-        let nanos = u64::try_from(activity.accepted.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        // The two ends are the other phases; nothing ends within 1 ns of the accept or 584
-        // years after it.
-        let idle_since = nanos.clamp(NEVER_SERVED + 1, ANSWERING - 1);
-        activity.state.store(idle_since, Ordering::Relaxed);
+        activity.state.store(activity.nanos(), Ordering::Relaxed);
     }
 }
 
@@ -187,6 +218,9 @@ enum Phase {
     Answering,
     /// Between answers (or after the only one), the last ended at this instant.
     IdleSince(Instant),
+    /// A request waits for a change (a long poll), since this instant: no answer is being
+    /// made meanwhile.
+    Waiting(Instant),
 }
 
 /// Why a connection may be closed to make room, in the order the rule tries them.
@@ -198,6 +232,9 @@ enum Reason {
     Stalled,
     /// Idle for longer than [`Eviction::after_answer`].
     Idle,
+    /// Waiting for a change: someone looks at it, so it goes after the idle ones, but a
+    /// place for a probe comes first.
+    Waiting,
     /// Within a grace: not closed before it is over (`since` is when it ends).
     InGrace,
 }
@@ -212,6 +249,7 @@ impl Reason {
                 "the connection that has waited longest on a client that does not read"
             }
             Self::Idle => "the connection idle longest since its last answer",
+            Self::Waiting => "the request waiting longest for a change (an open page)",
             Self::InGrace => "a connection still within its grace",
         }
     }
@@ -237,8 +275,11 @@ impl Standing {
             ),
             // Before `Answering`: hyper does not poll the next answer while the previous one
             // waits to be written, so a client that does not read holds its connection there.
-            (Phase::Answering | Phase::IdleSince(_), Some(since)) => Some((Reason::Stalled, since)),
+            (Phase::Answering | Phase::IdleSince(_) | Phase::Waiting(_), Some(since)) => {
+                Some((Reason::Stalled, since))
+            }
             (Phase::Answering, None) => None,
+            (Phase::Waiting(since), None) => Some((Reason::Waiting, since)),
             (Phase::IdleSince(since), None) => {
                 Some(within(since, eviction.after_answer, now).unwrap_or((Reason::Idle, since)))
             }
@@ -332,6 +373,7 @@ mod tests {
                 (Phase::Answering, Some(25)),
                 (Phase::NeverServed, None),
                 (Phase::NeverServed, Some(40)),
+                (Phase::Waiting(at(start, 3)), None),
             ],
         );
         let new = now - GRACE / 2;
@@ -349,6 +391,7 @@ mod tests {
                 (at(start, 3), Reason::Stalled, at(start, 30)),
                 (at(start, 2), Reason::Idle, at(start, 5)),
                 (at(start, 1), Reason::Idle, at(start, 10)),
+                (at(start, 7), Reason::Waiting, at(start, 3)),
                 (new, Reason::InGrace, new + GRACE),
             ]
         );
@@ -468,5 +511,15 @@ mod tests {
             panic!("{:?}", activity.phase());
         };
         assert!(second >= first);
+        let answering = activity.answering();
+        let waiting = activity.waiting();
+        let Phase::Waiting(since) = activity.phase() else {
+            panic!("{:?}", activity.phase());
+        };
+        assert!(since >= second);
+        drop(waiting);
+        assert_eq!(activity.phase(), Phase::Answering, "the wait is over");
+        drop(answering);
+        assert!(matches!(activity.phase(), Phase::IdleSince(_)));
     }
 }

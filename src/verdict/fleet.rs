@@ -79,12 +79,20 @@ pub(crate) enum Standing {
     /// Out for a cause of its own: a drain, a hold, a component of its own, its own pool,
     /// a round that panicked, no verdict. The guard never keeps such a process in.
     Local,
+    /// Its checks pass, and it waits out its return after an outage
+    /// ([`HealthConfig::return_jitter`](crate::HealthConfig::return_jitter)): out of rotation,
+    /// as readiness answers, and not the guard's to keep (the delay spreads the fleet's
+    /// return; the processes the guard kept in are in rotation meanwhile).
+    Returning,
 }
 
 impl Standing {
-    /// Where the process whose readiness round concluded `verdict` stands: `draining` is
-    /// whether its drain has started, `shared_component` whether a component is
-    /// [shared](crate::component::ComponentSpec::shared).
+    /// Where the process whose readiness round concluded `verdict` (its checks and its hold,
+    /// before the guard's decision) stands: `draining` is whether its drain has started,
+    /// `returning` whether a verdict that passes waits out its return after an outage,
+    /// `shared_component` whether a component is
+    /// [shared](crate::component::ComponentSpec::shared). What it writes is what its readiness
+    /// answers: a process on its way back is not in rotation.
     ///
     /// What counts as shared, and why: a critical database that is not usable fails the
     /// same way for every process that reaches it (refused, a timeout, a query error), so it
@@ -94,11 +102,15 @@ impl Standing {
     pub(crate) fn of(
         verdict: &ReadinessVerdict,
         draining: bool,
+        returning: bool,
         rules: ReadinessRules,
         shared_component: impl Fn(&str) -> bool,
     ) -> Self {
         if draining || verdict.held.is_some() || verdict.reason.is_some() {
             return Self::Local;
+        }
+        if verdict.ready && returning {
+            return Self::Returning;
         }
         if verdict.ready {
             return Self::Ready;
@@ -191,7 +203,7 @@ impl FleetGuard {
             match member.standing {
                 Standing::Ready => ready += 1,
                 Standing::Shared { .. } => candidates.push(&member.id),
-                Standing::Local => {}
+                Standing::Local | Standing::Returning => {}
             }
         }
         candidates.sort_unstable();
@@ -311,7 +323,9 @@ mod tests {
             SystemTime::now(),
             held.map(Arc::from),
         );
-        Standing::of(&verdict, draining, ReadinessRules::default(), |_| false)
+        Standing::of(&verdict, draining, false, ReadinessRules::default(), |_| {
+            false
+        })
     }
 
     #[test]
@@ -403,7 +417,7 @@ mod tests {
         }
         // No round yet: local.
         let verdict = ReadinessVerdict::unavailable("no round has completed yet");
-        let standing = Standing::of(&verdict, false, ReadinessRules::default(), |_| true);
+        let standing = Standing::of(&verdict, false, false, ReadinessRules::default(), |_| true);
         assert_eq!(standing, Standing::Local);
     }
 
@@ -445,6 +459,42 @@ mod tests {
             guard.to_string(),
             "fleet guard: database `default` failing on 4 of 4 processes; 2 of 4 in rotation, 2 wanted (50%): this process leaves"
         );
+    }
+
+    /// A process on its way back after an outage is out, as its readiness answers: it
+    /// counts as neither ready nor one to keep, so the processes kept in stay in until it
+    /// passes.
+    #[test]
+    fn a_returning_process_is_neither_in_rotation_nor_kept() {
+        let mut members = fleet(&[("a", DB), ("b", DB)]);
+        members[1].standing = Standing::Returning;
+        assert!(kept("a", &members, half()), "b is not in rotation");
+        let guard = FleetGuard::decide("a", Arc::from("database `default`"), &members, half());
+        assert_eq!((guard.failing, guard.in_rotation), (1, 1));
+
+        let verdict = |ready: bool| {
+            let databases = vec![outcome(
+                "default",
+                (!ready).then_some(CheckErrorKind::Refused),
+                true,
+            )];
+            ReadinessVerdict::from_outcomes(
+                databases,
+                Vec::new(),
+                ReadinessRules::default(),
+                SystemTime::now(),
+                None,
+            )
+        };
+        let of = |verdict: &ReadinessVerdict, returning: bool| {
+            Standing::of(verdict, false, returning, ReadinessRules::default(), |_| {
+                false
+            })
+        };
+        assert_eq!(of(&verdict(true), true), Standing::Returning);
+        assert_eq!(of(&verdict(true), false), Standing::Ready);
+        // Failing, it is out on the failure, whatever its return.
+        assert!(matches!(of(&verdict(false), true), Standing::Shared { .. }));
     }
 
     #[test]

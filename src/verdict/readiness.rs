@@ -30,6 +30,16 @@ impl Failing {
         }
     }
 
+    /// When a failure that began at an instant lasts `debounce`: the instant the readers that
+    /// wait it out change their answer. `None` for a passing answer, one failing from the
+    /// start (it has lasted already), or an instant out of the clock's range.
+    pub(crate) fn lasts_at(self, debounce: Duration) -> Option<Instant> {
+        match self {
+            Self::Since(since) => since.checked_add(debounce),
+            Self::No | Self::FromTheStart => None,
+        }
+    }
+
     /// Whether a failure has lasted `debounce` at `now`: a consumer that acts on one answer
     /// may act on it. A passing answer is no failure.
     pub(crate) fn lasted(self, debounce: Duration, now: Instant) -> bool {
@@ -108,11 +118,14 @@ impl Return {
     /// The return of a verdict that `passes` (as judged on the verdict and the hold) at
     /// `now`, after `previous`, the verdict published before it (`previous_out`: served as
     /// stale by now, or a placeholder); `jitter` draws an outage's delay, and `debounce`
-    /// tells an outage from a blip.
+    /// tells an outage from a blip. A verdict the fleet guard keeps in rotation (`kept_by_guard`)
+    /// comes back at once: the guard counted it in, and the delay is for a fleet returning
+    /// together, not for the capacity the guard keeps.
     pub(crate) fn after(
         previous: &ReadinessVerdict,
         previous_out: bool,
         passes: bool,
+        kept_by_guard: bool,
         debounce: Duration,
         jitter: impl FnOnce() -> Duration,
         now: Instant,
@@ -137,7 +150,11 @@ impl Return {
         if blip {
             return kept;
         }
-        let jitter = if outage { jitter() } else { Duration::ZERO };
+        let jitter = if outage && !kept_by_guard {
+            jitter()
+        } else {
+            Duration::ZERO
+        };
         Self {
             // Cannot overflow: the config bounds the jitter by a year.
             at: Some(now + jitter),
@@ -271,7 +288,16 @@ impl ReadinessVerdict {
         jitter: impl FnOnce() -> Duration,
         now: Instant,
     ) -> Self {
-        self.returned = Return::after(previous, previous_out, self.passes(), debounce, jitter, now);
+        let kept = self.is_kept_by_fleet_guard();
+        self.returned = Return::after(
+            previous,
+            previous_out,
+            self.passes(),
+            kept,
+            debounce,
+            jitter,
+            now,
+        );
         self
     }
 
@@ -476,6 +502,42 @@ mod tests {
             after_stale.returned,
             Return {
                 at: Some(at(60)),
+                jitter: Duration::ZERO
+            }
+        );
+    }
+
+    /// A verdict the fleet guard keeps in rotation comes back at once, whatever the outage
+    /// before: the guard counted it in.
+    #[test]
+    fn a_verdict_the_fleet_guard_keeps_in_comes_back_at_once() {
+        let t0 = Instant::now();
+        let at = |seconds: u64| t0 + Duration::from_secs(seconds);
+        let placeholder = ReadinessVerdict::unavailable("no round has completed yet");
+        let up = next(&placeholder, true, false, at(0));
+        let failing = next(&up, false, false, at(1));
+        let failing = next(&failing, false, false, at(10));
+        let guard = FleetGuard::decide(
+            "a",
+            Arc::from("database `default`"),
+            &[],
+            Fraction::new(0.5).unwrap(),
+        );
+        let kept = ReadinessVerdict::from_outcomes(
+            vec![refused()],
+            Vec::new(),
+            ReadinessRules::default(),
+            SystemTime::now(),
+            None,
+        )
+        .with_fleet_guard(guard)
+        .with_streaks(&failing, FailDirection::NotReady, at(11))
+        .with_return(&failing, false, DEBOUNCE, || JITTER, at(11));
+        assert!(kept.passes());
+        assert_eq!(
+            kept.returned,
+            Return {
+                at: Some(at(11)),
                 jitter: Duration::ZERO
             }
         );

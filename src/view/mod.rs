@@ -11,7 +11,9 @@
 //! [`HealthHandle::watch`](crate::HealthHandle::watch) returns a [`ViewWatch`] that wakes on
 //! every change of it: each publication, the drain starting, a hold placed or released, the
 //! start, a verdict going stale (found on time, without polling, even when the monitor
-//! itself is stuck), and a return's delay running out.
+//! itself is stuck), a return's delay running out, and a failure lasting the
+//! [debounce](crate::HealthConfig::debounce) (what a gRPC `Watch` stream and the HAProxy
+//! agent then say).
 //!
 //! # Example
 //!

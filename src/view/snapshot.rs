@@ -1,7 +1,7 @@
 //! The view: every probe's answer at one instant, with the verdicts behind them.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::Answer;
 use super::published::Published;
@@ -32,8 +32,12 @@ pub struct View {
     /// Whether the monitor is running.
     pub monitor_running: bool,
     answers: [Answer; Probe::ALL.len()],
+    /// How many of readiness's failures (the verdict's, a database's, a group's) have lasted
+    /// the debounce: what the readers whose consumers act on a single answer say changes
+    /// when one more has, with no publication (see [`passes_debounced`](super::passes_debounced)).
+    debounced: usize,
     /// The next instant its answers change without a publication: a verdict goes stale,
-    /// or readiness's return runs out.
+    /// readiness's return runs out, or a failure lasts the debounce.
     pub(crate) next_change_at: Option<Instant>,
     /// Whether each verdict is past its staleness bound, whatever the drain says (metrics
     /// show it beside the answer).
@@ -58,6 +62,8 @@ pub(crate) struct ViewInputs {
     pub(crate) draining: bool,
     pub(crate) started: bool,
     pub(crate) monitor_running: bool,
+    /// [`HealthConfig::debounce`](crate::HealthConfig::debounce).
+    pub(crate) debounce: Duration,
 }
 
 impl View {
@@ -69,6 +75,7 @@ impl View {
             draining,
             started,
             monitor_running,
+            debounce,
         } = inputs;
         let answers = Probe::ALL.map(|probe| {
             let read = reads(probe, || &readiness, || &health, || &pool);
@@ -87,8 +94,16 @@ impl View {
             readiness: readiness.is_stale(now),
             pool: pool.is_stale(now),
         };
-        // A verdict going stale and the end of a return change the answers without a
-        // publication.
+        // A verdict going stale, the end of a return and a failure lasting the debounce
+        // change the answers without a publication.
+        let streaks = &readiness.verdict.streaks;
+        let failing = std::iter::once(streaks.verdict)
+            .chain(streaks.databases.iter().map(|(_, failing)| *failing))
+            .chain(streaks.groups.iter().map(|(_, failing)| *failing));
+        let debounced = failing
+            .clone()
+            .filter(|failing| failing.lasted(debounce, now))
+            .count();
         let next_change_at = [
             readiness.stale_at(),
             health.stale_at(),
@@ -96,6 +111,7 @@ impl View {
             readiness.verdict.returned.at,
         ]
         .into_iter()
+        .chain(failing.map(|failing| failing.lasts_at(debounce)))
         .flatten()
         .filter(|at| *at >= now)
         .min();
@@ -108,6 +124,7 @@ impl View {
             started,
             monitor_running,
             answers,
+            debounced,
             next_change_at,
             #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
             stale,
@@ -138,6 +155,7 @@ impl View {
             && self.draining == other.draining
             && self.started == other.started
             && self.monitor_running == other.monitor_running
+            && self.debounced == other.debounced
             && self
                 .answers
                 .iter()

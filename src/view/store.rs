@@ -240,6 +240,7 @@ impl Store {
             draining: self.is_draining(),
             started: self.startup.is_started(),
             monitor_running: self.is_running(),
+            debounce: self.known.debounce,
         };
         View::new(inputs, crate::clock::now())
     }

@@ -25,7 +25,8 @@ pub(crate) trait Source: Send + Sync {
 /// A subscription to a monitor's [`View`]: [`changed`](ViewWatch::changed) returns each view
 /// that answers differently from the last one returned (a new verdict published, the drain
 /// started, a hold placed or released, the start, a verdict gone stale, a return's delay
-/// run out).
+/// run out, a failure of readiness that has lasted the
+/// [debounce](crate::HealthConfig::debounce)).
 ///
 /// A watcher that keeps up sees every change; a slow one gets the latest view, never a queue.
 /// The watch does not keep the monitor alive: once every [`HealthHandle`] and layer is gone,
@@ -33,7 +34,7 @@ pub(crate) trait Source: Send + Sync {
 ///
 /// Staleness is found on time by the watcher itself (it sleeps until the next verdict would
 /// go stale), so a monitor that is stuck, and publishes nothing, still shows up as stale; the
-/// end of a return's delay likewise.
+/// end of a return's delay and of a debounce likewise.
 ///
 /// [`HealthHandle`]: crate::HealthHandle
 pub struct ViewWatch {
@@ -42,7 +43,7 @@ pub struct ViewWatch {
     last: Option<View>,
 }
 
-/// How long past a verdict's staleness bound (or a return's instant) the watcher looks
+/// How long past a verdict's staleness bound (or a return's instant, or a debounce's end) the watcher looks
 /// again: `is_stale` is strict.
 const PAST_THE_BOUND: Duration = Duration::from_millis(1);
 

@@ -34,6 +34,7 @@ fn readme_word(page: &str) -> Option<&'static str> {
         "page" => "the operator's page",
         "grpc" => "gRPC",
         "haproxy" => "HAProxy",
+        "proxies" => "nginx",
         "configuration" => "configuration",
         "migrating" => "migrating from Baldur",
         "hardening" => "hardening",

@@ -364,3 +364,72 @@ async fn the_health_check_mode_exits_0_when_ready_and_1_when_draining_refused_or
     assert_eq!(status.code(), Some(1), "stalled");
     assert_eq!(stalled.accepted(), 1);
 }
+
+/// One clock (issue 35 B): the example's database cut, `/health` says `unhealthy` in the
+/// round readiness first answers 503 (the round publishes `/health` before readiness, so a
+/// `/health` asked after readiness's 503 was seen must fail too), with the health interval at
+/// its default of ten seconds; and once readiness passes again, `/health` passes. It used to
+/// say `healthy` for up to a health interval over a refused database.
+#[tokio::test]
+async fn health_follows_a_database_cut_in_the_round_readiness_learns_it() {
+    let database = support::fault_proxy::FaultProxy::postgres(support::pg_addr()).await;
+    let addr = refused_addr().await;
+    let _child = Example::spawn(
+        "server",
+        &[
+            ("LISTEN_ADDR", addr.to_string()),
+            ("DATABASE_URL", database.pg_url("postgres", "", "postgres")),
+            // An outage's return is not what this is about.
+            ("TOWER_HEALTH_RETURN_JITTER", "0".into()),
+        ],
+    );
+    let client = Client::new();
+    let both = |expected: StatusCode| {
+        let client = &client;
+        async move {
+            try_get(client, addr, "/health/ready").await == Some(expected)
+                && try_get(client, addr, "/health").await == Some(expected)
+        }
+    };
+    assert!(
+        eventually(support::LIMIT, || both(StatusCode::OK)).await,
+        "the example did not become ready and healthy"
+    );
+
+    database.refuse().await;
+    database.cut();
+    let health = health_once_readiness_is(&client, addr, StatusCode::SERVICE_UNAVAILABLE).await;
+    assert_eq!(
+        health.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/health passed after readiness failed on the cut: {}",
+        health.text()
+    );
+    assert_eq!(health.json()["checks"]["database"], "unhealthy");
+
+    database.pass().await;
+    let health = health_once_readiness_is(&client, addr, StatusCode::OK).await;
+    assert_eq!(
+        health.status,
+        StatusCode::OK,
+        "/health failed after readiness passed again: {}",
+        health.text()
+    );
+}
+
+/// `/health`, asked as soon as `/health/ready` has answered `readiness` (asked every 20 ms).
+async fn health_once_readiness_is(
+    client: &Client,
+    addr: std::net::SocketAddr,
+    readiness: StatusCode,
+) -> support::Reply {
+    let deadline = Instant::now() + support::LIMIT;
+    while try_get(client, addr, "/health/ready").await != Some(readiness) {
+        assert!(
+            Instant::now() < deadline,
+            "readiness never answered {readiness}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.get(addr, "/health").await
+}

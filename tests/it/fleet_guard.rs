@@ -23,7 +23,8 @@ use support::fault_proxy::FaultProxy;
 use support::redis_server::{connect, redis_url, unique_prefix};
 use support::{Client, LIMIT, eventually, pg_addr, refused_addr};
 use tower_health::redis::SharedCache;
-use tower_health::{HealthHandle, HealthMonitor};
+use tower_health::view::Condition;
+use tower_health::{HealthHandle, HealthMonitor, Probe};
 
 /// The fleet's size, and how many the guard keeps at 50% when all of it fails.
 const SIZE: usize = 4;
@@ -659,4 +660,97 @@ async fn a_release_restores_the_fleet_guards_keep_at_once() {
         "the release restored the round's verdict, the guard's keep included"
     );
     assert!(alone.view().readiness.passes());
+}
+
+/// A fleet of two under one prefix of its own, at 50%, every failure an outage (no
+/// debounce), a return's delay of a minute; `a` first by id. Both ready.
+async fn returning_fleet(database: &FaultProxy) -> (HealthHandle, HealthHandle, String) {
+    let prefix = unique_prefix("fleet-guard-return");
+    let url = database.pg_url("postgres", "unused", "postgres");
+    let member = |id: &str| {
+        let cache = SharedCache::connect(&redis_url())
+            .unwrap()
+            .key_prefix(&prefix)
+            .process_id(id)
+            .fleet_guard(0.5);
+        let config = support::fast()
+            .readiness_timeout(Duration::from_secs(2))
+            .debounce(Duration::ZERO)
+            .return_jitter(Duration::from_secs(60))
+            .database("default", support::postgres(&url))
+            .shared_cache(cache);
+        HealthMonitor::spawn(config).unwrap()
+    };
+    let (a, b) = (member("a"), member("b"));
+    for health in [&a, &b] {
+        becomes(health, "at the start", ("ready", None)).await;
+    }
+    (a, b, prefix)
+}
+
+fn passing(health: &HealthHandle) -> bool {
+    health.view().answer(Probe::Ready).passing
+}
+
+/// A process the guard keeps in comes back at once (issue 35 A1): with the shared database
+/// refused, `a` kept and `b` let go, `a` drains and the guard keeps `b` in its place; `b`
+/// answers 200 at once. It used to draw the return's delay as the guard kept it in (its
+/// failure had lasted the debounce), and answered 503: the fleet had no process in rotation.
+#[tokio::test]
+async fn a_process_the_guard_keeps_in_does_not_wait_out_a_return() {
+    require_postgres!();
+    require_redis!();
+    let database = FaultProxy::postgres(pg_addr()).await;
+    let (a, b, _prefix) = returning_fleet(&database).await;
+    refuse(&database).await;
+    // For a round or two a process may read the other's `ready` from before the failure.
+    becomes(&a, "a, kept", ("degraded", Some((true, 2, 1)))).await;
+    becomes(&b, "b, let go", ("not_ready", Some((false, 2, 1)))).await;
+    assert!(passing(&a) && !passing(&b));
+
+    a.drain().start();
+    let kept = eventually(LIMIT, || async { passing(&b) }).await;
+    assert!(kept, "b kept in a's place answers 200: {:?}", b.view());
+    assert_eq!(standing(&b), ("degraded", Some((true, 2, 1))));
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(passing(&b), "the kept process stays in rotation");
+    }
+}
+
+/// A return never leaves the fleet below the guard's fraction (issue 35 A1): once the shared
+/// database is back, `b` (let go during the outage) waits out its return's delay, answering
+/// 503 and writing `returning` to the fleet (it used to write `ready` at once, and a process
+/// the guard kept in on a round that still saw the failure let go: both out), while `a`
+/// (kept in during the outage) stays in rotation.
+#[tokio::test]
+async fn a_process_on_its_way_back_is_not_in_rotation_for_the_fleet() {
+    require_postgres!();
+    require_redis!();
+    let database = FaultProxy::postgres(pg_addr()).await;
+    let (a, b, prefix) = returning_fleet(&database).await;
+    refuse(&database).await;
+    becomes(&a, "a, kept", ("degraded", Some((true, 2, 1)))).await;
+    becomes(&b, "b, let go", ("not_ready", Some((false, 2, 1)))).await;
+
+    database.pass().await;
+    let returning = eventually(LIMIT, || async {
+        b.view().answer(Probe::Ready).condition == Condition::Returning
+    })
+    .await;
+    assert!(returning, "b waits out its return: {:?}", b.view());
+    let mut redis = connect(&redis_url()).await;
+    let written: String = redis
+        .hget(format!("{prefix}fleet"), "b")
+        .await
+        .expect("b's standing");
+    assert!(
+        written.ends_with(" returning"),
+        "b tells the fleet it is on its way back: {written:?}"
+    );
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(passing(&a), "the process kept in stays in rotation");
+        assert!(!passing(&b), "the returning one is out");
+    }
 }

@@ -17,7 +17,8 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use support::haproxy::{Haproxy, ServerStat, free_port, get_through, two_servers};
+use support::get_through;
+use support::haproxy::{Haproxy, ServerStat, free_port, two_servers};
 use support::{
     Client, LIMIT, TestServer, app, bounded, eventually, fast, first_rounds, pg_url, postgres,
     serve,

@@ -9,7 +9,6 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -24,63 +23,14 @@ use http_body_util::{BodyExt as _, Empty};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
+use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 use tower_health::drain::{Drained, LongLived};
 use tower_health::{DrainConfig, DrainHandle, HealthConfig, HealthMonitor};
 
-use support::child::Example;
-use support::{Client, LIMIT, bounded, eventually, refused_addr};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// How a WebSocket client saw its connection end.
-#[derive(Debug, PartialEq, Eq)]
-enum End {
-    /// A close frame with this code, then the end of the stream: a clean close.
-    Closed(Option<u16>),
-    /// Anything else (a reset, the stream cut without a close frame): what must not happen.
-    Abnormal(String),
-}
-
-/// Reads `socket` until it ends (answering the close frame, as a client does), and says how.
-/// Echoes that arrive meanwhile are skipped.
-async fn until_end(socket: &mut Socket) -> End {
-    let mut close = None;
-    loop {
-        match socket.next().await {
-            Some(Ok(Message::Close(frame))) => {
-                close = Some(frame.map(|frame| u16::from(frame.code)));
-            }
-            Some(Ok(_)) => {}
-            None => {
-                return match close {
-                    Some(code) => End::Closed(code),
-                    None => End::Abnormal("ended without a close frame".into()),
-                };
-            }
-            Some(Err(error)) => return End::Abnormal(format!("{error:?}")),
-        }
-    }
-}
-
-/// A WebSocket to `url` that has echoed one message (after the server's hello, if it says
-/// one: `server <name>`).
-async fn echoing_socket(url: &str) -> Socket {
-    let (mut socket, _) = bounded("a WebSocket handshake", connect_async(url))
-        .await
-        .expect("the WebSocket handshake");
-    socket.send(Message::text("hello")).await.unwrap();
-    let mut echo = bounded("the echo", socket.next()).await;
-    if matches!(&echo, Some(Ok(Message::Text(text))) if text.as_str().starts_with("server ")) {
-        echo = bounded("the echo", socket.next()).await;
-    }
-    assert!(
-        matches!(&echo, Some(Ok(Message::Text(text))) if text.as_str() == "hello"),
-        "{echo:?}"
-    );
-    socket
-}
+use support::child::ready_example;
+use support::websocket::{End, echoing_socket, until_end};
+use support::{LIMIT, bounded, eventually};
 
 /// An event stream read over HTTP/1.1: the `tick` events it got, and whether its body ended
 /// cleanly (the chunked body's last chunk) or by an error.
@@ -121,33 +71,9 @@ async fn read_events(
     }
 }
 
-/// The example `name` started on a free address with no database, a short drain (delay
-/// 300 ms, close window 1 s, timeout 10 s), once its readiness passes.
-async fn ready_example(name: &str) -> (Example, SocketAddr) {
-    let addr = refused_addr().await;
-    let child = Example::spawn(
-        name,
-        &[
-            ("LISTEN_ADDR", addr.to_string()),
-            ("DATABASE_URL", String::new()),
-            ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
-            ("TOWER_HEALTH_DRAIN_DELAY", "300ms".into()),
-            ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "1s".into()),
-            ("TOWER_HEALTH_DRAIN_TIMEOUT", "10s".into()),
-        ],
-    );
-    let http = Client::new();
-    let up = eventually(LIMIT, || async {
-        matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == StatusCode::OK)
-    })
-    .await;
-    assert!(up, "the {name} example did not become ready");
-    (child, addr)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_axum_example_closes_its_websockets_and_event_streams_cleanly_on_sigterm() {
-    let (child, addr) = ready_example("server").await;
+    let (child, addr) = ready_example("server", &[]).await;
 
     let url = format!("ws://{addr}/ws");
     let mut sockets = Vec::new();
@@ -192,7 +118,7 @@ async fn the_axum_example_closes_its_websockets_and_event_streams_cleanly_on_sig
 async fn the_tonic_examples_stream_ends_with_unavailable_on_sigterm() {
     use crate::greeter::{GreeterClient, HelloRequest};
 
-    let (child, addr) = ready_example("tonic").await;
+    let (child, addr) = ready_example("tonic", &[]).await;
 
     let mut streams = Vec::new();
     for _ in 0..5 {
@@ -512,134 +438,12 @@ mod rolling {
     use super::*;
 
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
 
-    use support::haproxy::{Haproxy, ServerStat, free_port, get_through, two_servers};
+    use support::get_through;
+    use support::haproxy::{Haproxy, ServerStat, free_port, two_servers};
+    use support::websocket::{Tally, client};
     use tower_health::haproxy::{AgentConfig, AgentServer};
-
-    /// What the WebSocket clients saw, all together.
-    #[derive(Debug, Default)]
-    struct Tally {
-        /// Connections that ended with a close frame 1001.
-        clean_closes: usize,
-        /// Connections that ended any other way.
-        abnormal: Vec<String>,
-        /// Messages echoed.
-        echoed: u64,
-        /// Messages sent again on a new connection, having gone unanswered on one that closed.
-        resent: u64,
-        /// Messages never echoed by the end (a client that gave up with one unanswered).
-        lost: u64,
-        /// Echoes out of order or duplicated.
-        out_of_order: u64,
-        /// Each connection after the first: when, and to which server.
-        reconnects: Vec<(Instant, String)>,
-    }
-
-    /// A client: connects through `frontend`, sends numbered messages one at a time and
-    /// checks each echo; on a close, reconnects and sends the unanswered one again. Stops
-    /// when `stop` is set and its last message is answered.
-    async fn client(
-        id: usize,
-        frontend: SocketAddr,
-        stop: Arc<AtomicBool>,
-        tally: Arc<Mutex<Tally>>,
-    ) {
-        let url = format!("ws://{frontend}/ws");
-        let mut seq: u64 = 0;
-        // A message sent and not yet echoed (sent again on the next connection).
-        let mut pending = false;
-        let mut first = true;
-        'connections: loop {
-            if stop.load(Ordering::SeqCst) && !pending {
-                return;
-            }
-            let Ok(Ok((mut socket, _))) =
-                tokio::time::timeout(LIMIT, connect_async(url.as_str())).await
-            else {
-                let mut tally = tally.lock().unwrap();
-                tally.abnormal.push(format!("{id}: cannot connect"));
-                tally.lost += u64::from(pending);
-                return;
-            };
-            let server = match socket.next().await {
-                Some(Ok(Message::Text(hello))) => hello.as_str().to_owned(),
-                other => {
-                    let mut tally = tally.lock().unwrap();
-                    tally.abnormal.push(format!("{id}: no hello: {other:?}"));
-                    tally.lost += u64::from(pending);
-                    return;
-                }
-            };
-            if !first {
-                tally
-                    .lock()
-                    .unwrap()
-                    .reconnects
-                    .push((Instant::now(), server));
-            }
-            first = false;
-            loop {
-                if stop.load(Ordering::SeqCst) && !pending {
-                    let _ = socket.close(None).await;
-                    return;
-                }
-                let message = format!("{id}:{seq}");
-                if pending {
-                    tally.lock().unwrap().resent += 1;
-                }
-                pending = true;
-                if socket.send(Message::text(message.clone())).await.is_err() {
-                    // The server closed meanwhile: read how, then reconnect.
-                    let end = until_end(&mut socket).await;
-                    record_end(&tally, id, end);
-                    continue 'connections;
-                }
-                match socket.next().await {
-                    Some(Ok(Message::Text(echo))) if echo.as_str() == message => {
-                        pending = false;
-                        tally.lock().unwrap().echoed += 1;
-                        seq += 1;
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    Some(Ok(Message::Text(_))) => {
-                        pending = false;
-                        tally.lock().unwrap().out_of_order += 1;
-                        seq += 1;
-                    }
-                    Some(Ok(Message::Close(frame))) => {
-                        // The close came before the echo: the message goes again.
-                        let code = frame.map(|frame| u16::from(frame.code));
-                        let end = match until_end(&mut socket).await {
-                            End::Abnormal(why) if !why.contains("without a close frame") => {
-                                End::Abnormal(why)
-                            }
-                            _ => End::Closed(code),
-                        };
-                        record_end(&tally, id, end);
-                        continue 'connections;
-                    }
-                    Some(Ok(_)) => {}
-                    None => {
-                        let end = End::Abnormal("ended without a close frame".into());
-                        record_end(&tally, id, end);
-                        continue 'connections;
-                    }
-                    Some(Err(error)) => {
-                        record_end(&tally, id, End::Abnormal(format!("{error:?}")));
-                        continue 'connections;
-                    }
-                }
-            }
-        }
-    }
-
-    fn record_end(tally: &Mutex<Tally>, id: usize, end: End) {
-        let mut tally = tally.lock().unwrap();
-        match end {
-            End::Closed(Some(1001)) => tally.clean_closes += 1,
-            other => tally.abnormal.push(format!("{id}: {other:?}")),
-        }
-    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_rolling_restart_behind_haproxy_closes_websockets_cleanly_and_loses_nothing() {

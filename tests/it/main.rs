@@ -87,6 +87,8 @@ mod probes;
     feature = "haproxy-agent"
 ))]
 mod production;
+#[cfg(all(feature = "postgres", feature = "axum", feature = "admin"))]
+mod proxies;
 // Reads the README and the manifest only: no feature, no helper.
 mod readme;
 #[cfg(feature = "postgres")]

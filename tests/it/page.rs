@@ -266,6 +266,8 @@ async fn a_page_opened_with_the_key_in_its_url_follows_changes() {
     assert_eq!(failed["loaded_once"], true, "updated in place: {failed}");
     assert_eq!(failed["following"], "following changes", "{failed}");
     assert_eq!(browser.exceptions(), Vec::<String>::new());
+    // Nothing asked for credentials beyond those of the URL.
+    assert_eq!(browser.challenges(), 0);
     admin.shutdown();
 }
 

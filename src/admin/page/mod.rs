@@ -16,7 +16,7 @@ mod timeline;
 
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use askama::Template;
@@ -33,6 +33,7 @@ use crate::http::render::fixed::METHOD_NOT_ALLOWED;
 use crate::http::render::{ProbeBody, Rendered};
 use crate::http::request::BodyMode;
 use crate::monitor::HealthHandle;
+use crate::side_port::Activity;
 use crate::verdict::Audience;
 use crate::view::View;
 
@@ -153,6 +154,7 @@ pub(super) fn respond<B>(
     state: &AdminState,
     request: &Request<B>,
     path: PagePath,
+    activity: &Arc<Activity>,
 ) -> ProbeResponse {
     let Some(mode) = BodyMode::of(request.method()) else {
         return ProbeResponse::fixed(&METHOD_NOT_ALLOWED, BodyMode::Full);
@@ -187,7 +189,14 @@ pub(super) fn respond<B>(
             let after = after(request.uri().query());
             let health = state.health.clone();
             let closing = state.closing.subscribe();
-            let update = update(health.clone(), audience, after, closing, mode);
+            let update = update(
+                health.clone(),
+                audience,
+                after,
+                closing,
+                activity.clone(),
+                mode,
+            );
             ProbeResponse::Fresh(Box::pin(or_when_moved(update, health, audience, mode)))
         }
     }
@@ -195,12 +204,15 @@ pub(super) fn respond<B>(
 
 /// The page's `<main>` once it differs from the one `after` names: at once when it already
 /// does, else at the view's next change; 204 after [`UPDATE_WAIT`] without one, or when the
-/// server closes.
+/// server closes. While it waits, its connection (`activity`) counts as waiting, not as an
+/// answer being made: at the cap, an open page gives its place up to a probe (its script
+/// asks again), so that pages never keep the kubelet's probes or an operator's control out.
 async fn update(
     health: HealthHandle,
     audience: Audience,
     after: Option<u64>,
     mut closing: tokio::sync::watch::Receiver<bool>,
+    activity: Arc<Activity>,
     mode: BodyMode,
 ) -> Response<ProbeBody> {
     let mut watch = health.watch();
@@ -209,6 +221,7 @@ async fn update(
     let _ = watch.current();
     let (token, view) = current(&health);
     let (token, view) = if after == Some(token_value(&token)) {
+        let waiting = activity.waiting();
         let mut changed = false;
         crate::util::race(
             async {
@@ -219,6 +232,7 @@ async fn update(
             }),
         )
         .await;
+        drop(waiting);
         if !changed {
             return NO_CHANGE.response(mode);
         }

@@ -655,6 +655,7 @@ fn fleet(health: &HealthHandle, view: &View, details: bool) -> Option<Fleet> {
                             ("out on a shared cause", "warn", Some(cause.to_string()))
                         }
                         Standing::Local => ("out on a cause of its own", "fail", None),
+                        Standing::Returning => ("returning after an outage", "warn", None),
                     };
                     MemberRow {
                         id: member.id.to_string(),

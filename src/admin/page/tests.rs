@@ -54,7 +54,7 @@ async fn get(
         request = request.header(header::AUTHORIZATION, value);
     }
     let request = request.body(()).unwrap();
-    let response = state.handle(&request).await;
+    let response = state.handle(&request, &Arc::new(Activity::new())).await;
     let (parts, body) = response.into_parts();
     let body = body.collect().await.unwrap().to_bytes();
     (
@@ -200,7 +200,7 @@ async fn an_update_answers_at_once_for_an_older_page_and_waits_for_a_change_othe
     let request = Request::get(format!("/health/page/updates?after={token}"))
         .body(())
         .unwrap();
-    let waiting = state.handle(&request);
+    let waiting = state.handle(&request, &Arc::new(Activity::new()));
     let round = async {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         rounds(&health).await;
@@ -215,7 +215,7 @@ async fn an_update_answers_at_once_for_an_older_page_and_waits_for_a_change_othe
     let request = Request::get(format!("/health/page/updates?after={token}"))
         .body(())
         .unwrap();
-    let waiting = state.handle(&request);
+    let waiting = state.handle(&request, &Arc::new(Activity::new()));
     state.closing.send_replace(true);
     assert_eq!(waiting.await.status(), StatusCode::NO_CONTENT);
 }

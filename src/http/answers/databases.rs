@@ -76,10 +76,11 @@ async fn an_optional_default_database_degrades_instead_of_unhealthy() {
 }
 
 /// A health round that met the database refusing keeps `/health` failing only until the
-/// next readiness round hears it again, not for a whole health interval; while it passes,
-/// readiness rounds leave `/health` to its own rounds.
+/// next readiness round hears it again, not for a whole health interval; and a readiness
+/// round that finds it refused makes `/health` unhealthy at once: one clock for every answer
+/// about a database.
 #[tokio::test]
-async fn a_failing_health_verdict_follows_the_readiness_rounds() {
+async fn health_follows_each_database_the_readiness_rounds_learn() {
     use crate::test_helpers::FakeComponent;
 
     let database = FakeComponent::new(FakeCheck::Refused);
@@ -94,10 +95,11 @@ async fn a_failing_health_verdict_follows_the_readiness_rounds() {
     handle.state().readiness_round().await;
     assert_eq!(handle.view().health.status, Status::Healthy);
     assert_eq!(get(&handle, Probe::Health).await.0, StatusCode::OK);
-    // Healthy, it is the health rounds' again: a readiness round does not touch it.
     database.set(FakeCheck::Refused);
     handle.state().readiness_round().await;
-    assert_eq!(handle.view().health.status, Status::Healthy);
-    handle.state().health_round().await;
     assert_eq!(handle.view().health.status, Status::Unhealthy);
+    assert_eq!(
+        get(&handle, Probe::Health).await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
 }

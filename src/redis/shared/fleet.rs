@@ -4,7 +4,7 @@
 //! The members are one hash, `<prefix>fleet`: a field per process id, its value
 //! `<ms> <fingerprint> <standing>` where `<ms>` is Redis's clock when it was written,
 //! `<fingerprint>` the configuration's that wrote it (the shared entry's, [`Fingerprint`]) and
-//! `<standing>` is `ready`, `local` or `shared <cause>`. One script writes this process's
+//! `<standing>` is `ready`, `local`, `returning` or `shared <cause>`. One script writes this process's
 //! field, drops the fields older than the members' expiry, and returns the rest: one clock
 //! (Redis's) for every member, so that the hosts' clocks never decide who counts, and no
 //! `KEYS`/`SCAN` over a key per member. The hash itself expires when no process has written
@@ -301,6 +301,7 @@ fn encode(fingerprint: &Fingerprint, standing: &Standing) -> String {
     match standing {
         Standing::Ready => format!("{fingerprint} ready"),
         Standing::Local => format!("{fingerprint} local"),
+        Standing::Returning => format!("{fingerprint} returning"),
         Standing::Shared { cause } => {
             // Configured names are short; a long one is cut, at a character's boundary.
             let mut end = cause.len().min(MAX_CAUSE_BYTES);
@@ -393,6 +394,7 @@ fn field(
     let standing = match standing.split_once(' ') {
         None if standing == "ready" => Standing::Ready,
         None if standing == "local" => Standing::Local,
+        None if standing == "returning" => Standing::Returning,
         Some(("shared", cause)) if !cause.is_empty() => Standing::Shared {
             cause: Arc::from(cause),
         },
@@ -455,6 +457,7 @@ mod tests {
         for standing in [
             Standing::Ready,
             Standing::Local,
+            Standing::Returning,
             Standing::Shared {
                 cause: Arc::from("database `default`"),
             },

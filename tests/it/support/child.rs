@@ -8,6 +8,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::eventually;
+#[cfg(feature = "axum")]
+use super::{Client, LIMIT, refused_addr};
+#[cfg(feature = "axum")]
+use std::net::SocketAddr;
 
 /// The example binaries `cargo test` builds beside the test binaries.
 pub fn example(name: &str) -> PathBuf {
@@ -26,6 +30,31 @@ pub fn example(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The example `name` started on a free address with no database, a short drain (delay
+/// 300 ms, close window 1 s, timeout 10 s) and then `env` (which may override any of it), once
+/// its readiness passes.
+#[cfg(feature = "axum")]
+pub async fn ready_example(name: &str, env: &[(&str, String)]) -> (Example, SocketAddr) {
+    let addr = refused_addr().await;
+    let mut all = vec![
+        ("LISTEN_ADDR", addr.to_string()),
+        ("DATABASE_URL", String::new()),
+        ("TOWER_HEALTH_READINESS_INTERVAL", "100ms".into()),
+        ("TOWER_HEALTH_DRAIN_DELAY", "300ms".into()),
+        ("TOWER_HEALTH_DRAIN_CLOSE_WINDOW", "1s".into()),
+        ("TOWER_HEALTH_DRAIN_TIMEOUT", "10s".into()),
+    ];
+    all.extend(env.iter().cloned());
+    let child = Example::spawn(name, &all);
+    let http = Client::new();
+    let up = eventually(LIMIT, || async {
+        matches!(http.try_get(addr, "/health/ready").await, Ok(reply) if reply.status == http::StatusCode::OK)
+    })
+    .await;
+    assert!(up, "the {name} example did not become ready");
+    (child, addr)
 }
 
 /// A running example. Its stderr is read from the start (a full pipe would block it), and it

@@ -2,41 +2,17 @@
 //! stats socket.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Request, StatusCode};
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::rt::TokioExecutor;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
-/// The `haproxy` binary, if this machine has one. Under `CI` a missing binary fails the test
-/// (`.ci/run` installs Debian's `haproxy` package); elsewhere the test is skipped, saying so.
+/// The `haproxy` binary, if this machine has one (see [`super::tool`]).
 pub fn binary() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
-            .map(|dir| dir.join("haproxy"))
-            .find(|path| path.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "haproxy is not installed and CI is set; install it (apt-get install -y haproxy)"
-        );
-        // Written to the process's stderr directly: the harness captures `eprintln!`.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: haproxy is not installed (apt-get install -y haproxy); set CI to make this a failure"
-        );
-    }
-    found
+    super::tool("haproxy", "apt-get install -y haproxy")
 }
 
 /// Skips the test (or, under CI, fails it) when HAProxy is not installed; else its path.
@@ -214,32 +190,4 @@ backend app
         port1 = agent1.port(),
         port2 = agent2.port(),
     )
-}
-
-/// A GET through HAProxy on a connection of its own: the name of the server that answered,
-/// or why it failed.
-pub async fn get_through(frontend: SocketAddr, path: &str) -> Result<String, String> {
-    let client = HyperClient::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(0)
-        .build_http::<Empty<Bytes>>();
-    let request = Request::get(format!("http://{frontend}{path}"))
-        .body(Empty::new())
-        .unwrap();
-    let response = tokio::time::timeout(super::LIMIT, client.request(request))
-        .await
-        .map_err(|_| format!("{path}: no answer within {:?}", super::LIMIT))?
-        .map_err(|error| format!("{path}: {error:?}"))?;
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|error| format!("{path}: body: {error:?}"))?
-        .to_bytes();
-    let body = String::from_utf8_lossy(&body).into_owned();
-    if status == StatusCode::OK {
-        Ok(body)
-    } else {
-        Err(format!("{path}: {status} {body}"))
-    }
 }

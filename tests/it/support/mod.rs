@@ -75,6 +75,12 @@ pub mod haproxy;
 pub mod logs;
 #[cfg(any(feature = "axum", feature = "grpc"))]
 pub mod prober;
+// The proxies users run, started from the guide's configurations for the axum example.
+#[cfg(all(feature = "axum", feature = "admin"))]
+#[macro_use]
+pub mod proxy;
+#[cfg(all(feature = "axum", feature = "admin"))]
+pub mod proxy_config;
 #[cfg(feature = "admin")]
 pub mod raw;
 #[cfg(feature = "redis")]
@@ -88,6 +94,8 @@ pub mod schema_errors;
 pub mod slow_reader;
 #[cfg(feature = "redis")]
 pub mod tcp_proxy;
+#[cfg(feature = "axum")]
+pub mod websocket;
 // `process.rs` (what a process holds, from `/proc`) is not a module of the tests here: the
 // fault matrix, the malformed corpus and the soak bench include it by path.
 
@@ -100,6 +108,60 @@ pub async fn bounded<F: Future>(what: &str, future: F) -> F::Output {
     match tokio::time::timeout(LIMIT, future).await {
         Ok(output) => output,
         Err(_) => panic!("{what}: not done within {LIMIT:?}"),
+    }
+}
+
+#[cfg(any(feature = "haproxy-agent", all(feature = "axum", feature = "admin")))]
+/// The program `name` (a load balancer the tests start), if this machine has one on the
+/// `PATH` (or in `/usr/sbin`). Under `CI` a missing one fails the test (`.ci/run` installs
+/// it: `install` says how); elsewhere the test is skipped, saying so.
+pub fn tool(name: &str, install: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
+            .map(|dir| dir.join(name))
+            .find(|path| path.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is not installed and CI is set; install it ({install})"
+        );
+        // Written to the process's stderr directly: the harness captures `eprintln!`.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: {name} is not installed ({install}); set CI to make this a failure"
+        );
+    }
+    found
+}
+
+#[cfg(any(feature = "haproxy-agent", all(feature = "axum", feature = "admin")))]
+/// A GET through a load balancer's `frontend` on a connection of its own: the body of a 200
+/// (the test applications answer their name), or why it failed.
+pub async fn get_through(frontend: SocketAddr, path: &str) -> Result<String, String> {
+    let client = HyperClient::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build_http::<Empty<Bytes>>();
+    let request = Request::get(format!("http://{frontend}{path}"))
+        .body(Empty::new())
+        .unwrap();
+    let response = tokio::time::timeout(LIMIT, client.request(request))
+        .await
+        .map_err(|_| format!("{path}: no answer within {LIMIT:?}"))?
+        .map_err(|error| format!("{path}: {error:?}"))?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| format!("{path}: body: {error:?}"))?
+        .to_bytes();
+    let body = String::from_utf8_lossy(&body).into_owned();
+    if status == StatusCode::OK {
+        Ok(body)
+    } else {
+        Err(format!("{path}: {status} {body}"))
     }
 }
 
