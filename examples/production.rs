@@ -17,23 +17,21 @@
 //!   `AgentConfig::from_env` (`TOWER_HEALTH_*`: the admin server on `127.0.0.1:9090`, the
 //!   agent on `127.0.0.1:9777` by default).
 //! - `RUST_LOG`: log filter (default `info`).
+// The README's text, not rustfmt's layout: the two stay byte for byte the same.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 
 use axum::{Router, routing::get};
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::haproxy::{AgentConfig, AgentServer};
 use tower_health::postgres::sqlx_0_9::{SqlxCheck, sqlx}; // the sqlx 0.9 the check takes
-use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 use tower_health::{component::ComponentSpec, config::Details, redis::Redis};
+use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env(); // RUST_LOG, else info
-    tracing_subscriber::fmt()
-        .with_env_filter(filter.unwrap_or_else(|_| "info".into()))
-        .init();
-    let Err(error) = run().await else {
-        return std::process::ExitCode::SUCCESS;
-    };
+    tracing_subscriber::fmt().with_env_filter(filter.unwrap_or_else(|_| "info".into())).init();
+    let Err(error) = run().await else { return std::process::ExitCode::SUCCESS };
     eprintln!("error: {error}"); // the Display form: it names the variable or server at fault
     std::process::ExitCode::FAILURE
 }
@@ -55,15 +53,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // scrapes /metrics with TOWER_HEALTH_ADMIN_READONLY_KEY. Closes when the drain is over.
     let admin = AdminConfig::from_env()?.details(Details::Authorized);
     let _admin = AdminServer::new(admin, &health).start().await?;
-    let _agent = AgentServer::new(AgentConfig::from_env()?, &health)
-        .start()
-        .await?; // HAProxy
-    let app = Router::new()
-        .route("/", get(|| async { "hello" }))
-        .with_state(pool);
-    let app = HealthLayer::new(&health)
-        .details(Details::Never)
-        .around(app);
+    let _agent = AgentServer::new(AgentConfig::from_env()?, &health).start().await?; // HAProxy
+    let app = Router::new().route("/", get(|| async { "hello" })).with_state(pool);
+    let app = HealthLayer::new(&health).details(Details::Never).around(app);
     let addr = std::env::var("LISTEN_ADDR").unwrap_or_else(|_| "0.0.0.0:8080".into());
     let listener = tokio::net::TcpListener::bind(addr).await?; // the kubelet's way in
     health

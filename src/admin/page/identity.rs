@@ -25,7 +25,7 @@ impl Identity {
             host: HOST.clone(),
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION"),
-            uptime: uptime(process_age()),
+            uptime: uptime(STARTED.elapsed()),
         }
     }
 }
@@ -61,15 +61,14 @@ fn clean(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).take(100).collect()
 }
 
-/// When this module first looked: the process's start where the system cannot tell it.
-static FIRST_SEEN: LazyLock<Instant> = LazyLock::new(Instant::now);
-
-/// How long the process has run: from its start time in `/proc` on Linux, else since the
-/// page was first rendered.
-fn process_age() -> Duration {
-    let seen = FIRST_SEEN.elapsed();
-    from_proc().map_or(seen, |age| age.max(seen))
-}
+/// When the process started, read once (a page renders often: an open page's every update):
+/// from its age in `/proc` on Linux, else when the page was first rendered.
+static STARTED: LazyLock<Instant> = LazyLock::new(|| {
+    let now = Instant::now();
+    from_proc()
+        .and_then(|age| now.checked_sub(age))
+        .unwrap_or(now)
+});
 
 /// The process's age from `/proc/self/stat` (its start, in clock ticks after the boot) and
 /// `/proc/uptime` (seconds since the boot). The ticks are `USER_HZ`, which Linux fixes at 100
