@@ -22,7 +22,8 @@
 //! - `metrics/*` (with `--features metrics`): `HealthMetrics::exposition` on a monitor whose
 //!   view stands still (the rendering is cached: a pointer load, the staleness and drain checks,
 //!   a `Bytes` clone), beside `metrics/ready`, the ready probe through `HealthLayer` measured
-//!   in the same run.
+//!   in the same run; `metrics/exposition_rendered`, a scrape after the drain's figures moved
+//!   (as the in-flight count does between two scrapes under traffic), which renders.
 //! - `noise/*`: the probe path while another thread publishes new verdicts as fast as it can
 //!   (arc-swap's "noise" pattern): reads stay lock-free under updates.
 //!
@@ -444,6 +445,16 @@ fn metrics(c: &mut Criterion) {
         );
     });
     group.bench_function("exposition", |b| b.iter(|| black_box(metrics.exposition())));
+    // A scrape that renders: the drain's figures moved since the last one (a long-lived
+    // connection registered and gone, as under traffic, where the in-flight count moves
+    // between two scrapes), so the exposition is rendered again.
+    let drain = health.drain().clone();
+    group.bench_function("exposition_rendered", |b| {
+        b.iter(|| {
+            drop(drain.long_lived("bench"));
+            black_box(metrics.exposition())
+        });
+    });
     group.finish();
 }
 

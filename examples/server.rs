@@ -183,7 +183,7 @@ async fn slow(Path(ms): Path<u64>) -> Result<Body, (StatusCode, String)> {
 /// `GET /ws`: a WebSocket echo, registered with the drain before the `101` (so that it counts
 /// from its start); the guard moves into the task serving the socket.
 async fn websocket(State(instance): State<Instance>, upgrade: WebSocketUpgrade) -> Response {
-    let connection = instance.drain.long_lived();
+    let connection = instance.drain.long_lived("/ws");
     upgrade.on_upgrade(move |socket| echo(socket, connection, instance.addr))
 }
 
@@ -236,5 +236,5 @@ async fn events(
         tick += 1;
         Ok(Event::default().event("tick").data(tick.to_string()))
     });
-    Sse::new(instance.drain.long_lived().until_closing(ticks))
+    Sse::new(instance.drain.long_lived("/events").until_closing(ticks))
 }

@@ -76,6 +76,7 @@ pub fn authorization_role(
         Ok(Role::Anonymous) => Ok("anonymous"),
         Err(Denied::Missing) => Err("missing"),
         Err(Denied::Malformed) => Err("malformed"),
+        Err(Denied::Scheme) => Err("scheme"),
         Err(Denied::Invalid) => Err("invalid"),
     })
 }

@@ -128,7 +128,8 @@
 //! # Guide
 //!
 //! The [`guide`] has a page per topic: [serving](guide::serving),
-//! [Kubernetes](guide::kubernetes), [containers without curl](guide::containers),
+//! [Kubernetes](guide::kubernetes), [Envoy](guide::envoy), [containers without
+//! curl](guide::containers),
 //! [the answers, body by body](guide::bodies), [databases](guide::databases),
 //! [components](guide::components), [a fleet sharing one verdict](guide::fleet),
 //! [reading an incident](guide::incident), [the operator's page](guide::page),

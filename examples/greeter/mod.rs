@@ -89,7 +89,7 @@ impl generated::greeter_server::Greeter for Greeter {
         let goodbye = Status::unavailable("the server is shutting down: call again");
         let stream = self
             .drain
-            .long_lived()
+            .long_lived("greeter/KeepGreeting")
             .until_closing_with(greetings, Err(goodbye));
         Ok(Response::new(Box::pin(stream)))
     }

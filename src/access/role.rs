@@ -24,8 +24,11 @@ pub(crate) enum Role {
 pub(crate) enum Denied {
     /// No credentials at all.
     Missing,
-    /// Credentials that do not parse (wrong scheme, no token, bad bytes).
+    /// Credentials that do not parse (no token, bad bytes, a header twice).
     Malformed,
+    /// Credentials in another scheme than the key's (`Authorization: Basic ...` where
+    /// `Bearer` is read), and no `X-Baldur-Admin-Key`: not a key at all.
+    Scheme,
     /// A well-formed key that matches no configured key.
     Invalid,
 }
@@ -141,7 +144,7 @@ fn presented_key(headers: &HeaderMap) -> Result<&[u8], Denied> {
             Ok(value.as_bytes().trim_ascii())
         }
         (None, Some(_)) => Err(Denied::Malformed),
-        (None, None) if headers.contains_key(AUTHORIZATION) => Err(Denied::Malformed),
+        (None, None) if headers.contains_key(AUTHORIZATION) => Err(Denied::Scheme),
         (None, None) => Err(Denied::Missing),
     }
 }
@@ -226,14 +229,20 @@ mod tests {
         for value in [
             &b"Bearer"[..],
             b"Bearer ",
-            b"Basic b3BlcmF0b3I6a2V5",
-            b"operator-key-0123456789",
             b"Bearer a b",
             b"Bearer \xff\xfe",
         ] {
             assert_eq!(
                 role("authorization", value),
                 Err(Denied::Malformed),
+                "{value:?}"
+            );
+        }
+        // Not a key's form at all: another scheme, or a key without its scheme.
+        for value in [&b"Basic b3BlcmF0b3I6a2V5"[..], b"operator-key-0123456789"] {
+            assert_eq!(
+                role("authorization", value),
+                Err(Denied::Scheme),
                 "{value:?}"
             );
         }
@@ -316,7 +325,7 @@ mod tests {
                 "authorization",
                 b"Basic dmlld2VyOnZpZXdlci1rZXktMDEyMzQ1Njc4OQ=="
             ),
-            Err(Denied::Malformed)
+            Err(Denied::Scheme)
         );
     }
 }

@@ -4,7 +4,7 @@
 use http::header::{self, HeaderValue};
 use http::{Method, Request, StatusCode};
 
-use super::fixed::{ADMIN_INVALID_KEY, ADMIN_MISSING_KEY};
+use super::fixed::{ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_WRONG_SCHEME};
 use crate::access::{Denied, KeyDigests, Role};
 use crate::http::ProbeResponse;
 use crate::http::render::Rendered;
@@ -81,6 +81,9 @@ impl Control {
             }
             Err(Denied::Missing) => {
                 return ProbeResponse::fixed(&ADMIN_MISSING_KEY, BodyMode::Full);
+            }
+            Err(Denied::Scheme) => {
+                return ProbeResponse::fixed(&ADMIN_WRONG_SCHEME, BodyMode::Full);
             }
             Err(Denied::Malformed | Denied::Invalid) => {
                 return ProbeResponse::fixed(&ADMIN_INVALID_KEY, BodyMode::Full);

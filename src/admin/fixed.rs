@@ -30,6 +30,21 @@ pub(crate) static ADMIN_MISSING_KEY: LazyLock<Rendered> = LazyLock::new(|| {
     )
 });
 
+/// The admin server's answer to credentials in another scheme than a key's (a browser's
+/// Basic credentials on a path that is not the page's, a proxy's): the key's form, not a
+/// verdict on the key.
+pub(crate) static ADMIN_WRONG_SCHEME: LazyLock<Rendered> = LazyLock::new(|| {
+    Rendered::fixed(
+        StatusCode::UNAUTHORIZED,
+        "no-store",
+        br#"{"error":"unauthorized","reason":"this endpoint takes the key as Authorization: Bearer <key> (or X-Baldur-Admin-Key: <key>); Basic credentials are read on the operator's page only"}"#,
+        &[(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="tower-health", error="invalid_request""#),
+        )],
+    )
+});
+
 /// The admin server's answer to a key that is malformed or wrong.
 pub(crate) static ADMIN_INVALID_KEY: LazyLock<Rendered> = LazyLock::new(|| {
     Rendered::fixed(

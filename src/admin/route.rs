@@ -12,7 +12,58 @@ use crate::probe::Probe;
 
 /// The admin server's answer to a path it does not serve: the paths it does, from the probe
 /// table, a health group's among them.
-pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
+pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> =
+    LazyLock::new(|| not_found(serde_json::Map::new()));
+
+/// The paths the admin server serves only when the crate is built with a feature: the
+/// feature, and whether this build has it.
+const FEATURE_PATHS: [(&str, &str, bool); 3] = [
+    ("/health/page", "page", cfg!(feature = "page")),
+    ("/health/page/updates", "page", cfg!(feature = "page")),
+    ("/metrics", "metrics", cfg!(feature = "metrics")),
+];
+
+/// The answer to a path this build does not serve: for a path a feature would serve (the
+/// operator's page, `/metrics`), a 404 that says which feature is missing, beside the paths
+/// it does serve; for any other, [`ADMIN_NOT_FOUND`].
+pub(crate) fn not_found_for(path: &str) -> &'static Rendered {
+    let path = crate::http::request::trim_trailing_slash(path);
+    FEATURE_PATHS
+        .iter()
+        .find(|(served, _, built)| *served == path && !built)
+        .map_or(&*ADMIN_NOT_FOUND, |(_, feature, _)| missing(feature))
+}
+
+/// The 404 of a path `feature` serves, in a build without it.
+pub(crate) fn missing(feature: &str) -> &'static Rendered {
+    static MISSING: LazyLock<[(&str, Rendered); 2]> = LazyLock::new(|| {
+        ["page", "metrics"].map(|feature| {
+            let paths: Vec<&str> = FEATURE_PATHS
+                .iter()
+                .filter(|(_, needs, _)| *needs == feature)
+                .map(|(path, _, _)| *path)
+                .collect();
+            let mut extra = serde_json::Map::new();
+            extra.insert("missing_feature".into(), feature.into());
+            extra.insert(
+                "reason".into(),
+                format!(
+                    "{} is served with tower-health's `{feature}` feature, which this build does not have: add it to the crate's features",
+                    paths.join(" and ")
+                )
+                .into(),
+            );
+            (feature, not_found(extra))
+        })
+    });
+    MISSING
+        .iter()
+        .find(|(name, _)| *name == feature)
+        .map_or(&*ADMIN_NOT_FOUND, |(_, rendered)| rendered)
+}
+
+/// A 404 with `extra` keys before the paths the server serves.
+fn not_found(extra: serde_json::Map<String, serde_json::Value>) -> Rendered {
     let group = format!("{ADMIN_GROUP_PREFIX}{GROUP_PATH}<name>");
     let mut paths: Vec<&str> = Probe::ALL.into_iter().map(Probe::admin_path).collect();
     paths.push(&group);
@@ -23,10 +74,13 @@ pub(crate) static ADMIN_NOT_FOUND: LazyLock<Rendered> = LazyLock::new(|| {
     // than `'static`.
     paths.extend(Control::ALL.into_iter().map(|control| control.path()));
     paths.extend(cfg!(feature = "metrics").then_some("/metrics"));
-    let body = serde_json::json!({ "error": "not found", "paths": paths });
+    let mut body = serde_json::Map::new();
+    body.insert("error".into(), "not found".into());
+    body.extend(extra);
+    body.insert("paths".into(), paths.into());
     let body = serde_json::to_vec(&body).expect("a serde_json::Value always serializes");
     Rendered::fixed_bytes(StatusCode::NOT_FOUND, "no-store", body.into(), &[])
-});
+}
 
 /// `GET /health/history`: every check's history, as JSON.
 pub(crate) const HISTORY_PATH: &str = "/health/history";
@@ -118,6 +172,40 @@ mod tests {
                 r#"{{"error":"not found","paths":["/health","/liveness","/readiness","/startup","/health/pool","/health/ping","/health/group/<name>","/health/history"{page},"/hold","/release"{metrics}]}}"#
             )
         );
+    }
+
+    /// Issue 36 D: a path a feature serves, in a build without the feature, says which
+    /// feature is missing beside the paths served.
+    #[tokio::test]
+    async fn a_path_of_a_missing_feature_names_the_feature() {
+        for (feature, paths) in [
+            ("page", "/health/page and /health/page/updates"),
+            ("metrics", "/metrics"),
+        ] {
+            let body: serde_json::Value =
+                serde_json::from_str(&missing(feature).body_text().await).unwrap();
+            assert_eq!(body["error"], "not found");
+            assert_eq!(body["missing_feature"], feature);
+            assert_eq!(
+                body["reason"],
+                format!(
+                    "{paths} is served with tower-health's `{feature}` feature, which this build does not have: add it to the crate's features"
+                )
+            );
+            let served: serde_json::Value =
+                serde_json::from_str(&ADMIN_NOT_FOUND.body_text().await).unwrap();
+            assert_eq!(body["paths"], served["paths"]);
+        }
+        // In this build: the feature's own answer where it is built, else the hint.
+        for (path, built) in [
+            ("/health/page/", cfg!(feature = "page")),
+            ("/health/page/updates", cfg!(feature = "page")),
+            ("/metrics", cfg!(feature = "metrics")),
+        ] {
+            let answer = not_found_for(path);
+            assert_eq!(std::ptr::eq(answer, &*ADMIN_NOT_FOUND), built, "{path}");
+        }
+        assert!(std::ptr::eq(not_found_for("/nothing"), &*ADMIN_NOT_FOUND));
     }
 
     #[test]

@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use http::{Request, Response};
 
-use super::fixed::{ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY};
+use super::fixed::{ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_WRONG_SCHEME};
 use super::host::HostPolicy;
-use super::route::ADMIN_NOT_FOUND;
 use super::route::{Needs, Route};
 use super::strict;
 use crate::access::{Denied, KeyDigests, Role};
@@ -57,7 +56,8 @@ impl AdminState {
             return ProbeResponse::fixed(&ADMIN_FORBIDDEN, BodyMode::Full);
         }
         let Some(route) = Route::from_path(request.uri().path()) else {
-            return ProbeResponse::fixed(&ADMIN_NOT_FOUND, BodyMode::Full);
+            let not_found = super::route::not_found_for(request.uri().path());
+            return ProbeResponse::fixed(not_found, BodyMode::Full);
         };
         let target = match route {
             Route::Probe(target) => target,
@@ -150,6 +150,7 @@ impl AdminState {
 fn unauthorized(denied: Denied) -> Response<ProbeBody> {
     match denied {
         Denied::Missing => ADMIN_MISSING_KEY.response(BodyMode::Full),
+        Denied::Scheme => ADMIN_WRONG_SCHEME.response(BodyMode::Full),
         Denied::Malformed | Denied::Invalid => ADMIN_INVALID_KEY.response(BodyMode::Full),
     }
 }

@@ -67,6 +67,24 @@ fn a_bad_database_name_is_refused_where_the_monitor_is_made() {
 }
 
 #[test]
+fn an_instance_name_is_one_line_of_a_title_s_length() {
+    let config = HealthConfig::new().instance("chat 1.4.2");
+    assert_eq!(config.readers.instance.as_deref(), Some("chat 1.4.2"));
+    let long = "x".repeat(101);
+    for (name, reason) in [
+        ("", "empty"),
+        (" ", "empty"),
+        (long.as_str(), "at most 100"),
+        ("chat\n<b>", "control character"),
+    ] {
+        let error = refused(HealthConfig::new().instance(name));
+        assert_eq!(error.variable(), "HealthConfig::instance", "{error}");
+        assert!(error.reason().contains(reason), "{name:?}: {error}");
+    }
+    assert!(crate::HealthMonitor::new(HealthConfig::new().instance(&"x".repeat(100))).is_ok());
+}
+
+#[test]
 fn the_first_bad_value_is_the_one_returned() {
     let error = refused(
         HealthConfig::new()

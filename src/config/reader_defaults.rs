@@ -110,6 +110,46 @@ impl HealthConfig {
         }
         self
     }
+    /// The instance's name, as the operator's page (feature `page`) shows it at its top and in
+    /// its title, beside the host, the process id, the version and the uptime: your service's
+    /// name, say, with its version (`"chat 1.4.2"`).
+    ///
+    /// Defaults to the program's name (its executable's file name).
+    ///
+    /// A `name` that is empty, longer than 100 characters or holds a control character is an
+    /// error of [`HealthMonitor::new`](crate::HealthMonitor::new).
+    pub fn instance(mut self, name: &str) -> Self {
+        match validate_instance(name) {
+            Ok(()) => self.readers.instance = Some(name.into()),
+            Err(reason) => {
+                self.error.passes(Err(ConfigError::new(
+                    "HealthConfig::instance",
+                    name,
+                    reason,
+                )));
+            }
+        }
+        self
+    }
+}
+
+/// The longest instance name, in characters: a title's worth.
+const MAX_INSTANCE: usize = 100;
+
+/// Whether `name` can name the instance: one line of text, of a title's length.
+fn validate_instance(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("an instance name cannot be empty".to_owned());
+    }
+    if name.chars().count() > MAX_INSTANCE {
+        return Err(format!(
+            "an instance name has at most {MAX_INSTANCE} characters"
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("an instance name cannot hold a control character".to_owned());
+    }
+    Ok(())
 }
 
 /// `prefix` without trailing slashes, or why it cannot be a path prefix.

@@ -28,6 +28,9 @@ pub(crate) struct Readers {
     pub(crate) envoy_immediate_fail: bool,
     /// Who sees what, unless a reader says otherwise.
     pub(crate) shown: Shown,
+    /// The instance's name, as the operator's page shows it; `None`: the program's name.
+    #[cfg_attr(not(feature = "page"), allow(dead_code))]
+    pub(crate) instance: Option<std::sync::Arc<str>>,
 }
 
 impl Default for Readers {
@@ -39,6 +42,7 @@ impl Default for Readers {
             metrics_path: None,
             envoy_immediate_fail: false,
             shown: Shown::default(),
+            instance: None,
         }
     }
 }

@@ -29,7 +29,8 @@
 //! must tell it to. Register each with [`DrainHandle::long_lived`]: the [`LongLived`] guard,
 //! held for the connection's life, counts it in [`DrainHandle::in_flight`] (so
 //! [`DrainHandle::drained`] waits for it within the timeout, and reports it in
-//! [`Drained::abandoned_long_lived`] if the timeout comes first), and
+//! [`Drained::abandoned_long_lived`] if the timeout comes first, by name in the timeout's
+//! log line), and
 //! [`LongLived::closing`] resolves when its turn to close has come. The turns are spread
 //! over the [close window](crate::DrainConfig::close_window), which starts when the drain
 //! delay has passed: the load balancers have stopped sending new connections here, and the
@@ -61,7 +62,7 @@
 //!
 //! // In the handler, before answering (axum: before `WebSocketUpgrade::on_upgrade`, then
 //! // moved into the task serving the socket).
-//! let connection = drain.long_lived();
+//! let connection = drain.long_lived("chat-websocket"); // its route, or its kind
 //! let socket = tokio::spawn(async move {
 //!     let mut closing = connection.closing();
 //!     loop {

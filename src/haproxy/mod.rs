@@ -97,6 +97,9 @@
 //! [`SidePortHandle`](crate::side_port::SidePortHandle).
 
 mod config;
+// What the agents say, for the operator's page.
+#[cfg(feature = "page")]
+pub(crate) mod running;
 mod server;
 
 pub use self::config::AgentConfig;

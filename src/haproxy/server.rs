@@ -60,6 +60,13 @@ impl AgentServer {
         let reasons = crate::access::audience(details, false) == Audience::Full;
         let lines = Lines::new(config.degraded_weight, reasons);
         let connections = Connections {
+            #[cfg(feature = "page")]
+            _listed: super::running::register(
+                &health,
+                listening.local_addr,
+                lines.clone(),
+                config.slow_start,
+            ),
             health: health.clone(),
             lines,
             slow_start: config.slow_start,
@@ -75,8 +82,8 @@ impl AgentServer {
 
 /// The line for now: readiness's judgement and health's (two pointer loads and a clock
 /// reading), the slow start's weight from the instant readiness came back, then one of the
-/// lines rendered ahead.
-fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: Duration) -> Bytes {
+/// lines rendered ahead. What the operator's page shows of the agent, too.
+pub(super) fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: Duration) -> Bytes {
     let ready = health.judge(Probe::Ready);
     let state = AgentState::of(
         ready.condition,
@@ -100,6 +107,9 @@ struct Connections {
     health: HealthHandle,
     lines: Lines,
     slow_start: Duration,
+    /// Lists the agent for the operator's page while it answers.
+    #[cfg(feature = "page")]
+    _listed: Arc<super::running::Running>,
 }
 
 impl Serve for Connections {

@@ -97,10 +97,12 @@ impl HealthMetrics {
     /// The metrics in the OpenMetrics text format ([`content_type`](Self::content_type)),
     /// ending with `# EOF`.
     ///
-    /// Rendered once per change of the view, and once more when a verdict goes stale (so a
-    /// stuck monitor shows); every other call is a pointer load, a few atomic loads and a
-    /// `Bytes` clone. Never runs a check. Counters (rounds, failures, transitions) are read
-    /// with the view: they move with the round that publishes.
+    /// Rendered once per change of the view, once more when a verdict goes stale (so a
+    /// stuck monitor shows), and when the drain's figures have moved (its phase, the
+    /// requests in flight, the long-lived connections: see [Freshness](super#freshness));
+    /// every other call is a pointer load, a few atomic loads and a `Bytes` clone. Never runs
+    /// a check. Counters (rounds, failures, transitions) are read with the view: they move
+    /// with the round that publishes.
     #[must_use]
     pub fn exposition(&self) -> Bytes {
         self.with_current(|exposition| exposition.body.clone())

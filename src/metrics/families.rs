@@ -5,7 +5,7 @@
 
 use super::snapshot::Snapshot;
 use super::states::{COMPONENT_STATUSES, CONDITIONS, DATABASE_STATUSES, STATUSES};
-use super::work;
+use super::{drain, work};
 use crate::probe::Probe;
 use crate::verdict::Status;
 use crate::view::Condition;
@@ -41,7 +41,7 @@ pub(super) enum Series {
 }
 
 /// Every family, in the order of the table in the [module docs](super).
-pub(super) const FAMILIES: [Family; 22] = [
+pub(super) const FAMILIES: [Family; 26] = [
     Family {
         name: "tower_health_probe_passing",
         help: "Whether the probe passes now (HTTP 200, gRPC SERVING)",
@@ -131,6 +131,26 @@ pub(super) const FAMILIES: [Family; 22] = [
         name: "tower_health_draining",
         help: "Whether the drain has started",
         series: Series::Flags(|snapshot, series| series(&[], snapshot.view.draining)),
+    },
+    Family {
+        name: "tower_health_drain_phase",
+        help: "The drain's phase: 1 for the current one",
+        series: Series::Flags(drain::phase),
+    },
+    Family {
+        name: "tower_health_drain_timestamp",
+        help: "When the drain started, when its delay and close window end, when its timeout falls, when it ended (Unix time)",
+        series: Series::Seconds(drain::times),
+    },
+    Family {
+        name: "tower_health_in_flight",
+        help: "Requests in flight, the long-lived connections included (what a drain waits for)",
+        series: Series::Number(drain::in_flight),
+    },
+    Family {
+        name: "tower_health_long_lived_open",
+        help: "Long-lived connections open (WebSockets, event streams, gRPC streams), by the name they were registered with",
+        series: Series::Number(drain::long_lived_open),
     },
     Family {
         name: "tower_health_held",

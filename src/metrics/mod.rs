@@ -123,6 +123,10 @@
 //! | `tower_health_transitions_total` | counter | `question` (`health`, `readiness`) | transitions of readiness and of the health status, as logged, the first verdict included |
 //! | `tower_health_nocache_computations_total` | counter | | fresh computations run for `?nocache=true` |
 //! | `tower_health_draining` | gauge | | 1 once the drain has started |
+//! | `tower_health_drain_phase` | gauge | `phase` (`serving`: no drain; `delay`; `close_window`: the long-lived connections are told to close; `waiting`: for what is still in flight, until the timeout; `timed_out`: the timeout ended it with work in flight; `drained`: over, nothing left) | the drain's phase ([guide](crate::guide::serving#watching-a-drain)) |
+//! | `tower_health_drain_timestamp_seconds` | gauge | `event` (`started`, `delay_over`, `close_window_over`, `timeout`, `ended`) | when the drain started, when its delay and its close window end, when its timeout falls and when it ended, Unix time (absent before the drain starts; `ended` once it has) |
+//! | `tower_health_in_flight` | gauge | | requests in flight through the drain's layers, the long-lived connections included: what a drain waits for |
+//! | `tower_health_long_lived_open` | gauge | `name` (the name given to [`DrainHandle::long_lived`](crate::DrainHandle::long_lived)) | long-lived connections open under each name (every name registered so far, at 0 once its connections have closed) |
 //! | `tower_health_held` | gauge | | 1 while an operator's hold is in place |
 //! | `tower_health_fleet_guard_kept` | gauge | | 1 while the [fleet guard](crate::guide::fleet#the-fleet-guard) keeps this process in rotation: readiness passes, `degraded`, while a dependency the fleet shares fails (`tower_health_probe_passing{probe="ready"}` reads 1, as for a process ready on its own); 0 otherwise, and once a drain, a hold or staleness takes the process out |
 //! | `tower_health_started` | gauge | | 1 once the startup probe passes |
@@ -131,10 +135,15 @@
 //! # Freshness
 //!
 //! The view is read again, and the exposition rendered again, when the view changes (a
-//! round publishes, the drain starts, a hold is placed or released, the start) and when a
-//! verdict it shows fresh goes stale: a monitor that is stuck, and publishes nothing, shows
-//! as stale on time. The counters are read with the view, so they move with the round that
-//! publishes. Both exporters follow this one rule, so they say the same at the same moment.
+//! round publishes, the drain starts, a hold is placed or released, the start), when a
+//! verdict it shows fresh goes stale (a monitor that is stuck, and publishes nothing, shows
+//! as stale on time), and when the drain's figures move (its phase, the requests in flight,
+//! a long-lived connection opening or closing): those change without a publication, so a
+//! scrape reads them (a lock-free sum of the in-flight count's shards) and renders again if
+//! they moved. Under steady traffic most scrapes find the in-flight count moved and render;
+//! an idle process's scrapes stay a pointer load. The counters are read with the view, so
+//! they move with the round that publishes. Both exporters follow this one rule, so they say
+//! the same at the same moment.
 //!
 // Without its feature, an exporter above links to the crate's feature table (a link
 // reference definition, which must not follow a paragraph line: hence the `//!` above).
@@ -149,6 +158,7 @@
 )]
 
 // The table and what both exporters read: no exporter's crate.
+mod drain;
 mod families;
 mod snapshot;
 mod states;

@@ -146,9 +146,12 @@ fn prometheus_samples(metric: &Metric) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn every_family_is_one_instrument_with_its_name_help_and_unit() {
-    // Refused, so that a check has failed: an instrument with no series is not exported.
+    // Refused, so that a check has failed, a connection registered and the drain started:
+    // an instrument with no series is not exported.
     let handle = monitor(config(FakeCheck::Refused));
     rounds(&handle).await;
+    let _connection = handle.drain().long_lived("/chat");
+    handle.drain().start();
     let sdk = Sdk::new(&handle);
     sdk.collect_with(|metrics| {
         let mut names: Vec<_> = metrics.iter().map(|metric| metric.name()).collect();
@@ -214,10 +217,17 @@ const HEALTHY: &[(&str, &str)] = &[
         "tower_health_database_up{critical=\"true\",database=\"default\"}",
         "1",
     ),
+    ("tower_health_drain_phase{phase=\"close_window\"}", "0"),
+    ("tower_health_drain_phase{phase=\"delay\"}", "0"),
+    ("tower_health_drain_phase{phase=\"drained\"}", "0"),
+    ("tower_health_drain_phase{phase=\"serving\"}", "1"),
+    ("tower_health_drain_phase{phase=\"timed_out\"}", "0"),
+    ("tower_health_drain_phase{phase=\"waiting\"}", "0"),
     ("tower_health_draining", "0"),
     ("tower_health_fleet_guard_kept", "0"),
     ("tower_health_group_passing{group=\"checkout\"}", "1"),
     ("tower_health_held", "0"),
+    ("tower_health_in_flight", "0"),
     ("tower_health_monitor_running", "1"),
     ("tower_health_nocache_computations_total", "0"),
     ("tower_health_probe_passing{probe=\"health\"}", "1"),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::check::CheckErrorKind;
 use crate::monitor::HealthHandle;
+use crate::shutdown::progress::{DrainProgress, DrainStamp};
 use crate::view::{Stale, View};
 
 /// The view and the monitor's counters, read once.
@@ -15,6 +16,10 @@ pub(super) struct Snapshot {
     /// The view's generation, read before anything else: a rendering of this snapshot is
     /// current while the generation has not moved.
     pub(super) generation: u64,
+    /// The drain's stamp, read before its figures: they are current while it has not moved.
+    pub(super) drain_stamp: DrainStamp,
+    /// The drain's phase and times, the requests in flight, the long-lived connections.
+    pub(super) drain: DrainProgress,
     pub(super) view: View,
     /// Whether each verdict is past its staleness bound, whatever the drain says.
     pub(super) stale: Stale,
@@ -45,11 +50,15 @@ impl Snapshot {
         let state = health.state();
         // Before the view: a rendering of this snapshot is current while it has not moved.
         let generation = state.store.generation();
+        let drain_stamp = health.drain().stamp();
+        let drain = health.drain().progress();
         let view = health.view();
         let counters = &state.counters;
         let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
         Self {
             generation,
+            drain_stamp,
+            drain,
             stale: view.stale,
             view,
             readiness_rounds: count(&counters.readiness_rounds),
@@ -69,12 +78,12 @@ impl Snapshot {
     }
 
     /// Whether this snapshot still says what one read now would: the view has not moved, the
-    /// drain has not started since (it starts without a publication), no verdict it shows
-    /// fresh has gone stale (a stuck monitor publishes nothing), and no return it shows has
-    /// run out.
+    /// drain's figures have not moved (its start, its phases, the requests in flight and the
+    /// long-lived connections change without a publication), no verdict it shows fresh has
+    /// gone stale (a stuck monitor publishes nothing), and no return it shows has run out.
     pub(super) fn is_current(&self, health: &HealthHandle) -> bool {
         self.generation == health.generation()
-            && (self.view.draining || !health.drain().is_draining())
+            && self.drain_stamp == health.drain().stamp()
             && (self.view.next_change_at).is_none_or(|until| crate::clock::now() <= until)
     }
 }

@@ -254,6 +254,22 @@ tower_health_nocache_computations_total 0
 # HELP tower_health_draining Whether the drain has started
 # TYPE tower_health_draining gauge
 tower_health_draining 0
+# HELP tower_health_drain_phase The drain's phase: 1 for the current one
+# TYPE tower_health_drain_phase gauge
+tower_health_drain_phase{phase="serving"} 1
+tower_health_drain_phase{phase="delay"} 0
+tower_health_drain_phase{phase="close_window"} 0
+tower_health_drain_phase{phase="waiting"} 0
+tower_health_drain_phase{phase="timed_out"} 0
+tower_health_drain_phase{phase="drained"} 0
+# HELP tower_health_drain_timestamp_seconds When the drain started, when its delay and close window end, when its timeout falls, when it ended (Unix time)
+# TYPE tower_health_drain_timestamp_seconds gauge
+# UNIT tower_health_drain_timestamp_seconds seconds
+# HELP tower_health_in_flight Requests in flight, the long-lived connections included (what a drain waits for)
+# TYPE tower_health_in_flight gauge
+tower_health_in_flight 0
+# HELP tower_health_long_lived_open Long-lived connections open (WebSockets, event streams, gRPC streams), by the name they were registered with
+# TYPE tower_health_long_lived_open gauge
 # HELP tower_health_held Whether an operator's hold keeps readiness failing
 # TYPE tower_health_held gauge
 tower_health_held 0
@@ -595,4 +611,122 @@ async fn the_response_to_a_scrape() {
         metrics.exposition().len().to_string()
     );
     assert!(body.is_empty());
+}
+
+/// Issue 36 B: a drain an operator can watch. Its phase with its times, the requests in
+/// flight and the long-lived connections by name, each rendered again as it moves without a
+/// publication; a name whose connections have closed stays, at zero.
+#[tokio::test(start_paused = true)]
+async fn a_drain_s_phases_times_and_connections() {
+    let drain_config = crate::DrainConfig::new()
+        .delay(Duration::from_secs(5))
+        .close_window(Duration::from_secs(4))
+        .timeout(Duration::from_secs(20));
+    let handle = monitor(config(FakeCheck::Ready).drain(drain_config));
+    rounds(&handle).await;
+    let metrics = HealthMetrics::new(&handle);
+    let drain = handle.drain().clone();
+    let chat = [drain.long_lived("/chat"), drain.long_lived("/chat")];
+    let events = drain.long_lived("/events");
+    let request = drain.enter();
+    let serving = check(&metrics, &handle);
+    assert_eq!(
+        value(&serving, "tower_health_drain_phase{phase=\"serving\"}"),
+        "1"
+    );
+    assert!(family(&serving, "tower_health_drain_timestamp_seconds").is_empty());
+    assert_eq!(value(&serving, "tower_health_in_flight"), "4");
+    assert_eq!(
+        family(&serving, "tower_health_long_lived_open"),
+        [
+            "tower_health_long_lived_open{name=\"/chat\"} 2",
+            "tower_health_long_lived_open{name=\"/events\"} 1",
+        ]
+    );
+
+    drain.start();
+    let delay = check(&metrics, &handle);
+    let phase = |text: &str| {
+        family(text, "tower_health_drain_phase")
+            .into_iter()
+            .find(|line| line.ends_with(" 1"))
+            .unwrap()
+    };
+    assert_eq!(phase(&delay), "tower_health_drain_phase{phase=\"delay\"} 1");
+    let times: Vec<f64> = delay
+        .lines()
+        .filter(|line| line.starts_with("tower_health_drain_timestamp_seconds{"))
+        .map(|line| line.rsplit_once(' ').unwrap().1.parse().unwrap())
+        .collect();
+    assert_eq!(
+        times.len(),
+        4,
+        "started, delay_over, close_window_over, timeout"
+    );
+    let after_start: Vec<f64> = times.iter().map(|at| at - times[0]).collect();
+    let rounded: Vec<i64> = after_start.iter().map(|secs| secs.round() as i64).collect();
+    assert_eq!(rounded, [0, 5, 9, 20]);
+
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let window = check(&metrics, &handle);
+    assert_eq!(
+        phase(&window),
+        "tower_health_drain_phase{phase=\"close_window\"} 1"
+    );
+    drop(chat);
+    let fewer = check(&metrics, &handle);
+    assert_eq!(value(&fewer, "tower_health_in_flight"), "2");
+    assert_eq!(
+        family(&fewer, "tower_health_long_lived_open"),
+        [
+            "tower_health_long_lived_open{name=\"/chat\"} 0",
+            "tower_health_long_lived_open{name=\"/events\"} 1",
+        ]
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let waiting = check(&metrics, &handle);
+    assert_eq!(
+        phase(&waiting),
+        "tower_health_drain_phase{phase=\"waiting\"} 1"
+    );
+
+    drop((events, request));
+    let drained = check(&metrics, &handle);
+    assert_eq!(
+        phase(&drained),
+        "tower_health_drain_phase{phase=\"drained\"} 1"
+    );
+    assert_eq!(
+        value(
+            &drained,
+            "tower_health_drain_timestamp_seconds{event=\"ended\"}"
+        ),
+        "T"
+    );
+    assert_eq!(value(&drained, "tower_health_in_flight"), "0");
+    // Nothing moves any more: the rendering stands.
+    let renders = metrics.renders();
+    check(&metrics, &handle);
+    assert_eq!(metrics.renders(), renders);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_drain_the_timeout_ends_reads_timed_out() {
+    let drain_config = crate::DrainConfig::new()
+        .delay(Duration::from_secs(1))
+        .timeout(Duration::from_secs(3));
+    let handle = monitor(config(FakeCheck::Ready).drain(drain_config));
+    let metrics = HealthMetrics::new(&handle);
+    let _stays = handle.drain().long_lived("/chat");
+    handle.drain().start();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let text = check(&metrics, &handle);
+    assert_eq!(
+        value(&text, "tower_health_drain_phase{phase=\"timed_out\"}"),
+        "1"
+    );
+    assert_eq!(
+        value(&text, "tower_health_long_lived_open{name=\"/chat\"}"),
+        "1"
+    );
 }

@@ -92,7 +92,7 @@ pub(super) fn nocache_computations(snapshot: &Snapshot, series: &mut dyn FnMut(L
 }
 
 /// `at` in seconds since the Unix epoch (negative before it).
-fn unix_seconds(at: SystemTime) -> f64 {
+pub(super) fn unix_seconds(at: SystemTime) -> f64 {
     match at.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(since) => since.as_secs_f64(),
         Err(before) => -before.duration().as_secs_f64(),

@@ -2,7 +2,7 @@ use std::fmt;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use http::header::HeaderValue;
 use tokio::sync::Notify;
@@ -14,6 +14,7 @@ const RECHECK: Duration = Duration::from_millis(50);
 use super::DrainConfig;
 use super::in_flight::{InFlight, InFlightGuard};
 use super::long_lived::{LongLived, Registry};
+use super::progress::{DrainPhase, DrainProgress, DrainStamp, DrainTimes, by_name};
 
 /// A monitor's drain: start it, see where it stands, wait for it to finish.
 ///
@@ -39,15 +40,38 @@ struct DrainState {
     config: DrainConfig,
     retry_after: HeaderValue,
     draining: AtomicBool,
-    /// Set once the drain has been seen over, so that the phase never goes back.
-    drained: AtomicBool,
-    started_at: OnceLock<Instant>,
+    /// How the drain ended, recorded by whoever saw it end first (a caller of
+    /// [`DrainHandle::drained`] or [`DrainHandle::is_drained`]): every other caller reads
+    /// the same, the phase never goes back, and the timeout's warning is logged once.
+    ended: OnceLock<Drained>,
+    started_at: OnceLock<Start>,
     /// Requests in flight, and what wakes [`DrainHandle::drained`] when one ends.
     in_flight: InFlight,
     /// Woken when the drain starts.
     started: Notify,
     /// The long-lived connections registered with the drain.
     long_lived: Registry,
+}
+
+/// When the drain started, on the drain's clock and on the wall clock (for the readers that
+/// show its times).
+#[derive(Copy, Clone, Debug)]
+struct Start {
+    at: Instant,
+    #[cfg_attr(
+        not(any(feature = "metrics", feature = "opentelemetry", feature = "page")),
+        allow(dead_code)
+    )]
+    wall: SystemTime,
+}
+
+/// Why a drain ends.
+#[derive(Copy, Clone, Debug)]
+enum Ending {
+    /// The delay has passed with nothing in flight.
+    Clean,
+    /// The timeout has passed: what is still in flight is abandoned.
+    TimedOut,
 }
 
 /// How a drain ended: what [`DrainHandle::drained`] resolves to.
@@ -84,7 +108,7 @@ impl DrainHandle {
                 config,
                 retry_after,
                 draining: AtomicBool::new(false),
-                drained: AtomicBool::new(false),
+                ended: OnceLock::new(),
                 started_at: OnceLock::new(),
                 in_flight: InFlight::new(),
                 started: Notify::new(),
@@ -96,7 +120,11 @@ impl DrainHandle {
     /// Starts the drain: from now on readiness, health and pool answer 503 `draining`.
     /// Returns `false` if it had already started (the first start counts).
     pub fn start(&self) -> bool {
-        if self.state.started_at.set(crate::clock::now()).is_err() {
+        let start = Start {
+            at: crate::clock::now(),
+            wall: SystemTime::now(),
+        };
+        if self.state.started_at.set(start).is_err() {
             return false;
         }
         self.state.in_flight.start_draining();
@@ -137,17 +165,52 @@ impl DrainHandle {
     /// not drained, it drains; drained, it is done.
     #[must_use]
     pub fn is_drained(&self) -> bool {
-        let Some(&started_at) = self.state.started_at.get() else {
+        let Some(&start) = self.state.started_at.get() else {
             return false;
         };
-        let elapsed = crate::clock::since(started_at);
-        let over = self.state.drained.load(Ordering::Acquire)
-            || elapsed >= self.state.config.timeout
-            || (elapsed >= self.state.config.delay && self.in_flight() == 0);
-        if over {
-            self.state.drained.store(true, Ordering::Release);
+        if self.state.ended.get().is_some() {
+            return true;
         }
-        over
+        let elapsed = crate::clock::since(start.at);
+        if elapsed >= self.state.config.timeout {
+            self.end(start, Ending::TimedOut);
+            true
+        } else if elapsed >= self.state.config.delay && self.in_flight() == 0 {
+            self.end(start, Ending::Clean);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Records how the drain ended, unless someone has already (then theirs stands), and
+    /// returns the record. The one place the timeout's warning is logged: however many wait
+    /// for the drain (the server's sequence, the admin server, the agent), it is logged once,
+    /// naming the long-lived connections it abandoned.
+    fn end(&self, start: Start, ending: Ending) -> Drained {
+        let mut recorded = false;
+        let drained = *self.state.ended.get_or_init(|| {
+            recorded = true;
+            let (abandoned, abandoned_long_lived) = match ending {
+                Ending::Clean => (0, 0),
+                Ending::TimedOut => (self.in_flight(), self.state.long_lived.open()),
+            };
+            Drained {
+                abandoned,
+                abandoned_long_lived,
+                elapsed: crate::clock::since(start.at),
+            }
+        });
+        if recorded && drained.abandoned > 0 {
+            let named = self.state.long_lived.named();
+            tracing::warn!(
+                abandoned = drained.abandoned,
+                abandoned_long_lived = drained.abandoned_long_lived,
+                long_lived = ?by_name(&named),
+                "drain timed out with requests still in flight"
+            );
+        }
+        drained
     }
 
     /// The settings this handle was made with.
@@ -164,42 +227,26 @@ impl DrainHandle {
     /// drain; a moment with nothing in flight before then does not mean the work is done.
     pub async fn drained(&self) -> Drained {
         self.started().await;
-        let started_at = *self
+        let start = *self
             .state
             .started_at
             .get()
             .expect("started() returns once the start time is set");
-        let deadline = started_at + self.state.config.timeout;
-        tokio::time::sleep_until(deadline.min(started_at + self.state.config.delay).into()).await;
+        let deadline = start.at + self.state.config.timeout;
+        tokio::time::sleep_until(deadline.min(start.at + self.state.config.delay).into()).await;
         loop {
+            if let Some(&drained) = self.state.ended.get() {
+                return drained;
+            }
             // Register before reading the count, so that a request finishing in between
             // still wakes us.
             let mut idle = pin!(self.state.in_flight.idle().notified());
             idle.as_mut().enable();
             if self.in_flight() == 0 {
-                self.state.drained.store(true, Ordering::Release);
-                return Drained {
-                    abandoned: 0,
-                    abandoned_long_lived: 0,
-                    elapsed: crate::clock::since(started_at),
-                };
+                return self.end(start, Ending::Clean);
             }
             if crate::clock::now() >= deadline {
-                let abandoned = self.in_flight();
-                let abandoned_long_lived = self.state.long_lived.open();
-                if abandoned > 0 {
-                    tracing::warn!(
-                        abandoned,
-                        abandoned_long_lived,
-                        "drain timed out with requests still in flight"
-                    );
-                }
-                self.state.drained.store(true, Ordering::Release);
-                return Drained {
-                    abandoned,
-                    abandoned_long_lived,
-                    elapsed: crate::clock::since(started_at),
-                };
+                return self.end(start, Ending::TimedOut);
             }
             // Woken when a request ends; the count is also read again after `RECHECK`,
             // for a request that was ending at the very instant the drain started.
@@ -224,8 +271,8 @@ impl DrainHandle {
     /// start first).
     pub async fn delay_elapsed(&self) {
         self.started().await;
-        if let Some(&started_at) = self.state.started_at.get() {
-            tokio::time::sleep_until((started_at + self.state.config.delay).into()).await;
+        if let Some(&start) = self.state.started_at.get() {
+            tokio::time::sleep_until((start.at + self.state.config.delay).into()).await;
         }
     }
 
@@ -246,26 +293,33 @@ impl DrainHandle {
     /// ```
     pub async fn timeout_elapsed(&self) {
         self.started().await;
-        if let Some(&started_at) = self.state.started_at.get() {
-            tokio::time::sleep_until((started_at + self.state.config.timeout).into()).await;
+        if let Some(&start) = self.state.started_at.get() {
+            tokio::time::sleep_until((start.at + self.state.config.timeout).into()).await;
         }
     }
 
     /// Registers a long-lived connection (a WebSocket, an event stream, a gRPC server
-    /// stream): the guard counts it in [`in_flight`](Self::in_flight) while it is held, and
-    /// its [`closing`](LongLived::closing) future tells the connection when to close, the
-    /// turns of all of them spread over the [close
+    /// stream) under `name`: the guard counts it in [`in_flight`](Self::in_flight) while it
+    /// is held, and its [`closing`](LongLived::closing) future tells the connection when to
+    /// close, the turns of all of them spread over the [close
     /// window](crate::DrainConfig::close_window) that follows the drain delay. Take it
     /// before answering (before the `101`, or in the streaming handler), so that the
     /// connection counts from its start; drop it when the connection has closed.
+    ///
+    /// `name` says what the connection is: its route or its kind (`"chat-websocket"`,
+    /// `"events"`, `"greeter/KeepGreeting"`). The timeout's log line names the connections it
+    /// abandoned by it, and the metrics (`tower_health_long_lived_open{name}`) and the
+    /// operator's page count the connections open under each. Keep the names few and fixed,
+    /// as a metric's label values should be: a route's pattern, never a path with an id in
+    /// it.
     ///
     /// A connection registered once the drain has started still counts; during the delay it
     /// gets a turn in the window like the others, after the delay it is told to close at
     /// once (the load balancers have stopped routing here: it is a straggler).
     ///
     /// See the [module docs](crate::drain#long-lived-connections) for an example.
-    pub fn long_lived(&self) -> LongLived {
-        LongLived::new(self, self.state.in_flight.enter())
+    pub fn long_lived(&self, name: &'static str) -> LongLived {
+        LongLived::new(self, name, self.state.in_flight.enter())
     }
 
     /// The registered long-lived connections' book.
@@ -275,8 +329,107 @@ impl DrainHandle {
 
     /// When the close window starts (the drain's start plus its delay), once it has started.
     pub(super) fn window_start(&self) -> Option<Instant> {
-        let started_at = *self.state.started_at.get()?;
-        Some(started_at + self.state.config.delay)
+        let start = *self.state.started_at.get()?;
+        Some(start.at + self.state.config.delay)
+    }
+
+    /// The phase the drain is in now (and, once it is over, how it ended).
+    pub(crate) fn phase(&self) -> DrainPhase {
+        let Some(&start) = self.state.started_at.get() else {
+            return DrainPhase::Serving;
+        };
+        if self.is_drained() {
+            return match self.state.ended.get() {
+                Some(drained) if !drained.is_clean() => DrainPhase::TimedOut,
+                _ => DrainPhase::Drained,
+            };
+        }
+        let config = &self.state.config;
+        let elapsed = crate::clock::since(start.at);
+        if elapsed < config.delay {
+            DrainPhase::Delay
+        } else if elapsed < config.delay + config.close_window_or_default() {
+            DrainPhase::CloseWindow
+        } else {
+            DrainPhase::Waiting
+        }
+    }
+
+    /// What changes when the drain's figures do, read without a lock.
+    #[cfg_attr(
+        not(any(feature = "metrics", feature = "opentelemetry", feature = "page")),
+        allow(dead_code)
+    )]
+    pub(crate) fn stamp(&self) -> DrainStamp {
+        DrainStamp {
+            phase: self.phase(),
+            in_flight: self.in_flight(),
+            long_lived_changes: self.state.long_lived.changes(),
+        }
+    }
+
+    /// The drain's figures now: its phase with its times, the requests in flight, the
+    /// long-lived connections open by name.
+    #[cfg_attr(
+        not(any(feature = "metrics", feature = "opentelemetry", feature = "page")),
+        allow(dead_code)
+    )]
+    pub(crate) fn progress(&self) -> DrainProgress {
+        let phase = self.phase();
+        let config = &self.state.config;
+        let times = self.state.started_at.get().map(|start| {
+            DrainTimes::new(
+                start.wall,
+                config.delay,
+                config.close_window_or_default(),
+                config.timeout,
+                self.state.ended.get().map(|drained| drained.elapsed),
+            )
+        });
+        DrainProgress {
+            phase,
+            times,
+            in_flight: self.in_flight(),
+            long_lived: self.state.long_lived.named(),
+        }
+    }
+
+    /// Resolves once the drain's figures differ from `seen` (a phase begins, a request or a
+    /// connection ends): at the drain's start, and while it runs. Outside a running drain
+    /// only its start is followed: requests ending then wake no one (see [`InFlight::idle`]).
+    #[cfg_attr(not(feature = "page"), allow(dead_code))]
+    pub(crate) async fn progressed(&self, seen: DrainStamp) {
+        self.started().await;
+        loop {
+            let mut idle = pin!(self.state.in_flight.idle().notified());
+            idle.as_mut().enable();
+            let now = self.stamp();
+            if now != seen {
+                return;
+            }
+            if !now.phase.is_running() {
+                return std::future::pending().await;
+            }
+            // The next phase's start, else a request's end (read again after `RECHECK`, as
+            // `drained` does).
+            let next = self.next_phase_at().min(crate::clock::now() + RECHECK);
+            let _ = tokio::time::timeout_at(next.into(), idle).await;
+        }
+    }
+
+    /// When the running drain's next phase begins at the latest.
+    #[cfg_attr(not(feature = "page"), allow(dead_code))]
+    fn next_phase_at(&self) -> Instant {
+        let config = &self.state.config;
+        let Some(&start) = self.state.started_at.get() else {
+            return crate::clock::now() + RECHECK;
+        };
+        let window_over = config.delay + config.close_window_or_default();
+        [config.delay, window_over, config.timeout]
+            .into_iter()
+            .map(|after| start.at + after)
+            .find(|at| *at > crate::clock::now())
+            .unwrap_or(start.at + config.timeout)
     }
 
     pub(crate) fn retry_after(&self) -> &HeaderValue {
@@ -306,8 +459,7 @@ impl AsRef<Self> for DrainHandle {
 impl fmt::Debug for DrainHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DrainHandle")
-            .field("draining", &self.is_draining())
-            .field("drained", &self.is_drained())
+            .field("phase", &self.phase())
             .field("in_flight", &self.in_flight())
             .field("config", &self.state.config)
             .finish()

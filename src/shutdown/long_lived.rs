@@ -8,11 +8,11 @@
 //! `Notify`, which [`DrainHandle::started`] uses, takes its waiter list's lock on every poll
 //! of a pending `Notified`: fine for one waiter, not for every connection's every message.)
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -28,13 +28,21 @@ use crate::random::fraction;
 /// the connections open then (within one), whatever order they registered and left in.
 pub(super) const BATCHES: u32 = 10;
 
-/// The drain's book of long-lived connections: how many are open, whose turn is next, and
-/// who waits for the drain to start. Aligned so that a registration's writes never share a
-/// cache line with the drain's fields every request reads.
+/// The drain's book of long-lived connections: how many are open, under which names, whose
+/// turn is next, and who waits for the drain to start. Aligned so that a registration's
+/// writes never share a cache line with the drain's fields every request reads.
 #[repr(align(128))]
 pub(super) struct Registry {
     /// Registered connections still open: the part of the in-flight count that is theirs.
     open: AtomicUsize,
+    /// Registrations and drops so far: a reader that rendered the names (metrics, the page)
+    /// renders again when it moves.
+    changes: AtomicU64,
+    /// The connections still open, by the name each was registered with, every name
+    /// registered so far kept (at zero once its connections have closed, so that a metric's
+    /// series never vanishes; the names are the program's own, `'static`, so they are few).
+    /// Touched at a registration and a drop, never per message.
+    named: Mutex<BTreeMap<&'static str, usize>>,
     /// Turns dealt so far (wrapping): the next one goes to batch `dealt % BATCHES`.
     dealt: AtomicU32,
     /// The wakers of the [`Closing`] futures waiting for the drain to start, by key.
@@ -51,6 +59,8 @@ impl Registry {
     pub(super) fn new() -> Self {
         Self {
             open: AtomicUsize::new(0),
+            changes: AtomicU64::new(0),
+            named: Mutex::new(BTreeMap::new()),
             dealt: AtomicU32::new(0),
             parked: Mutex::new(Parked::default()),
         }
@@ -59,6 +69,38 @@ impl Registry {
     /// Registered connections still open.
     pub(super) fn open(&self) -> usize {
         self.open.load(Ordering::Acquire)
+    }
+
+    /// Registrations and drops so far.
+    #[cfg_attr(
+        not(any(feature = "metrics", feature = "opentelemetry", feature = "page")),
+        allow(dead_code)
+    )]
+    pub(super) fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
+    /// The connections still open under every name registered so far (zero for a name whose
+    /// connections have all closed), in the order of the names.
+    pub(super) fn named(&self) -> Vec<(&'static str, usize)> {
+        let named = self.named.lock().unwrap_or_else(PoisonError::into_inner);
+        named.iter().map(|(&name, &open)| (name, open)).collect()
+    }
+
+    fn register(&self, name: &'static str) {
+        let mut named = self.named.lock().unwrap_or_else(PoisonError::into_inner);
+        *named.entry(name).or_insert(0) += 1;
+        self.open.fetch_add(1, Ordering::AcqRel);
+        self.changes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn unregister(&self, name: &'static str) {
+        let mut named = self.named.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = named.get_mut(name) {
+            *open -= 1;
+        }
+        self.open.fetch_sub(1, Ordering::AcqRel);
+        self.changes.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Wakes every [`Closing`] future waiting for the drain to start: called once the drain
@@ -83,12 +125,14 @@ fn next_turn(registry: &Registry) -> f64 {
 }
 
 /// A long-lived connection (a WebSocket, an event stream, a gRPC server stream) registered
-/// with a drain, from [`DrainHandle::long_lived`]: hold it for the connection's life.
+/// with a drain under a name, from [`DrainHandle::long_lived`]: hold it for the connection's
+/// life.
 ///
 /// While it is held, the connection counts in [`DrainHandle::in_flight`], so
 /// [`DrainHandle::drained`] waits for it (within the timeout) and reports it
 /// [abandoned](crate::drain::Drained::abandoned_long_lived) if the timeout ends the drain
-/// first. [`closing`](Self::closing) resolves when the connection's turn to close has come:
+/// first, by its name in the timeout's log line; the metrics and the operator's page count
+/// the connections open under each name. [`closing`](Self::closing) resolves when the connection's turn to close has come:
 /// close it then, with the protocol's own goodbye (a WebSocket close frame 1001 Going Away,
 /// the end of an event stream's body, a gRPC stream's `UNAVAILABLE`), and drop the guard.
 /// [`until_closing`](Self::until_closing) does that for a stream.
@@ -97,10 +141,17 @@ fn next_turn(registry: &Registry) -> f64 {
 /// starts when the [drain delay](crate::DrainConfig::delay) has passed. A connection
 /// registered after that is told to close at once.
 ///
+/// A message the client sends while the close is on its way is not handled: a client that
+/// must not lose one keeps it until the application acknowledges it, and sends again on its
+/// next connection what was not acknowledged (see the [serving
+/// guide](crate::guide::serving#long-lived-connections-websockets-event-streams-grpc-streams)).
+///
 /// See the [module docs](crate::drain#long-lived-connections) for an example.
 #[must_use = "the connection counts only while the guard is held"]
 pub struct LongLived {
     drain: DrainHandle,
+    /// What it is: a route, a kind.
+    name: &'static str,
     /// Registered after the drain delay: told to close at once, not paced.
     late: bool,
     /// The connection's count in the drain's in-flight requests.
@@ -108,17 +159,23 @@ pub struct LongLived {
 }
 
 impl LongLived {
-    pub(super) fn new(drain: &DrainHandle, in_flight: InFlightGuard) -> Self {
-        let registry = drain.long_lived_registry();
-        registry.open.fetch_add(1, Ordering::AcqRel);
+    pub(super) fn new(drain: &DrainHandle, name: &'static str, in_flight: InFlightGuard) -> Self {
+        drain.long_lived_registry().register(name);
         let late = drain
             .window_start()
             .is_some_and(|start| crate::clock::now() >= start);
         Self {
             drain: drain.clone(),
+            name,
             late,
             _in_flight: in_flight,
         }
+    }
+
+    /// The name it was registered with.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.name
     }
 
     /// Resolves when this connection's turn to close has come: at its point of the close
@@ -167,10 +224,7 @@ impl LongLived {
 
 impl Drop for LongLived {
     fn drop(&mut self) {
-        self.drain
-            .long_lived_registry()
-            .open
-            .fetch_sub(1, Ordering::AcqRel);
+        self.drain.long_lived_registry().unregister(self.name);
         // The in-flight guard drops after this, waking the drain's waiter if it waits.
     }
 }
@@ -179,10 +233,14 @@ impl fmt::Debug for LongLived {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
             drain: _,
+            name,
             late,
             _in_flight: _,
         } = self;
-        f.debug_struct("LongLived").field("late", late).finish()
+        f.debug_struct("LongLived")
+            .field("name", name)
+            .field("late", late)
+            .finish()
     }
 }
 
@@ -419,7 +477,7 @@ mod tests {
     #[tokio::test]
     async fn closing_waits_for_the_start_then_the_delay_then_its_turn() {
         let drain = drain(50, 200, 5000);
-        let connections: Vec<LongLived> = (0..20).map(|_| drain.long_lived()).collect();
+        let connections: Vec<LongLived> = (0..20).map(|_| drain.long_lived("socket")).collect();
         assert_eq!(drain.in_flight(), 20);
         let waiting: Vec<_> = connections
             .iter()
@@ -453,10 +511,10 @@ mod tests {
     async fn a_connection_registered_after_the_delay_closes_at_once() {
         let drain = drain(20, 1000, 5000);
         drain.start();
-        let during_delay = drain.long_lived();
+        let during_delay = drain.long_lived("socket");
         assert!(!during_delay.late, "paced with the others");
         tokio::time::sleep(Duration::from_millis(30)).await;
-        let late = drain.long_lived();
+        let late = drain.long_lived("socket");
         assert!(ready_now(late.closing()));
         assert_eq!(drain.in_flight(), 2, "both count until dropped");
     }
@@ -464,7 +522,7 @@ mod tests {
     #[tokio::test]
     async fn the_batches_share_the_connections_open_at_the_start_whatever_left_before() {
         let drain = drain(10, 1000, 5000);
-        let mut connections: Vec<LongLived> = (0..20).map(|_| drain.long_lived()).collect();
+        let mut connections: Vec<LongLived> = (0..20).map(|_| drain.long_lived("socket")).collect();
         // Every other one leaves before the drain: dealt as they registered, the rest would
         // fall in every other batch.
         let mut index = 0;
@@ -490,8 +548,8 @@ mod tests {
     #[tokio::test]
     async fn the_drain_waits_for_registered_connections_and_reports_those_abandoned() {
         let drain = drain(10, 50, 300);
-        let polite = drain.long_lived();
-        let _ignores_the_close = drain.long_lived();
+        let polite = drain.long_lived("socket");
+        let _ignores_the_close = drain.long_lived("socket");
         let request = drain.enter();
         drain.start();
         let closed = tokio::spawn(async move {
@@ -504,11 +562,55 @@ mod tests {
         assert_eq!(drained.abandoned_long_lived, 1);
     }
 
+    /// Issue 36 A3 and B: however many wait for the drain (the server's sequence, the admin
+    /// server, the agent), the timeout is one warning, naming what it abandoned by name; and
+    /// every waiter reads the same end.
+    #[tokio::test(start_paused = true)]
+    async fn the_timeout_is_one_line_naming_the_abandoned_connections() {
+        let (guard, logs) = crate::test_helpers::Logs::capture();
+        let drain = drain(10, 50, 300);
+        let _chat = [drain.long_lived("/chat"), drain.long_lived("/chat")];
+        let _events = drain.long_lived("/events");
+        let polite = drain.long_lived("/polite");
+        drain.start();
+        let closed = tokio::spawn(async move {
+            polite.closing().await;
+        });
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let drain = drain.clone();
+                tokio::spawn(async move { drain.drained().await })
+            })
+            .collect();
+        let mut ends = Vec::new();
+        for waiter in waiters {
+            ends.push(waiter.await.unwrap());
+        }
+        closed.await.unwrap();
+        assert!(drain.is_drained());
+        drop(guard);
+        assert!(ends.iter().all(|end| *end == ends[0]), "{ends:?}");
+        assert_eq!(ends[0].abandoned, 3);
+        assert_eq!(ends[0].abandoned_long_lived, 3);
+        let text = logs.text();
+        let lines: Vec<_> = text
+            .lines()
+            .filter(|line| line.contains("drain timed out"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert!(
+            lines[0].contains(
+                r#"abandoned=3 abandoned_long_lived=3 long_lived="/chat: 2, /events: 1""#
+            ),
+            "{text}"
+        );
+    }
+
     #[tokio::test]
     async fn a_drain_whose_connections_all_close_is_clean() {
         let drain = drain(10, 100, 10_000);
         for _ in 0..50 {
-            let connection = drain.long_lived();
+            let connection = drain.long_lived("socket");
             tokio::spawn(async move {
                 connection.closing().await;
                 drop(connection);
@@ -523,7 +625,7 @@ mod tests {
     #[tokio::test]
     async fn dropped_closing_futures_leave_no_waker_behind() {
         let drain = drain(10, 50, 1000);
-        let connection = drain.long_lived();
+        let connection = drain.long_lived("socket");
         for _ in 0..3 {
             assert!(!ready_now(connection.closing()));
         }
@@ -539,7 +641,7 @@ mod tests {
     #[tokio::test]
     async fn a_parked_closing_polled_again_by_its_task_takes_no_lock() {
         let drain = drain(10, 50, 1000);
-        let connection = drain.long_lived();
+        let connection = drain.long_lived("socket");
         let mut closing = connection.closing();
         // The task's waker, the same on every poll (`Waker::noop` is not: its vtable may
         // differ from one use to the next, and `will_wake` compares it).
@@ -591,7 +693,7 @@ mod tests {
             }
         }
         let drain = drain(10, 50, 1000);
-        let stream = drain.long_lived().until_closing_with(Forever, 7);
+        let stream = drain.long_lived("socket").until_closing_with(Forever, 7);
         let mut stream = std::pin::pin!(stream);
         assert_eq!(drain.in_flight(), 1);
         drain.start();

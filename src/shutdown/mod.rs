@@ -7,6 +7,7 @@ pub(crate) mod config;
 pub(crate) mod handle;
 mod in_flight;
 pub(crate) mod long_lived;
+pub(crate) mod progress;
 pub(crate) mod signal;
 
 pub(crate) use self::config::{DrainConfig, DrainPolicy};

@@ -97,7 +97,9 @@ impl DrainHandle {
                 });
             }
             Some(Ok(())) => {}
-            None => tracing::warn!(
+            // The timeout's warning, naming what is abandoned, is the drain's own (one line
+            // however many wait for it): this says only what the server does about it.
+            None => tracing::info!(
                 in_flight = self.in_flight(),
                 "drain timeout: closing the connections still open"
             ),

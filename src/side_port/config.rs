@@ -210,13 +210,14 @@ impl SidePortConfig {
     pub(crate) async fn listen(&self) -> Result<Listening, SidePortError> {
         self.validate().map_err(SidePortError::Config)?;
         let addr = SocketAddr::new(self.bind, self.port);
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| SidePortError::Bind { addr, source })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| SidePortError::Bind { addr, source })?;
         let server = self.policy.server;
+        let bind_error = |source| SidePortError::Bind {
+            server,
+            addr,
+            source,
+        };
+        let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+        let local_addr = listener.local_addr().map_err(bind_error)?;
         match self.policy.keys {
             Keys::Admin => {
                 let authentication = self.keys().is_enabled();

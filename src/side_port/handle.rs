@@ -82,6 +82,8 @@ pub enum SidePortError {
     Config(ConfigError),
     /// The address could not be bound.
     Bind {
+        /// The server that could not: `admin server` or `haproxy agent`.
+        server: &'static str,
         /// The address.
         addr: SocketAddr,
         /// What the operating system said.
@@ -93,7 +95,11 @@ impl fmt::Display for SidePortError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Config(error) => error.fmt(f),
-            Self::Bind { addr, source } => write!(f, "cannot bind {addr}: {source}"),
+            Self::Bind {
+                server,
+                addr,
+                source,
+            } => write!(f, "the {server} cannot bind {addr}: {source}"),
         }
     }
 }

@@ -122,16 +122,36 @@ async fn health_needs_a_key_once_one_is_configured() {
     for header in [
         format!("Authorization: Bearer {OPERATOR}x"),
         "Authorization: Bearer wrong-key-0123456789abcdef".to_owned(),
-        "Authorization: Basic b3BlcmF0b3I6cGFzc3dvcmQ=".to_owned(),
         "Authorization: Bearer".to_owned(),
         "Authorization: Bearer a b".to_owned(),
-        format!("Authorization: {OPERATOR}"),
         "X-Baldur-Admin-Key: nope-nope-nope-nope".to_owned(),
     ] {
         let response = get("/health", header.clone().into_bytes()).await;
         assert_eq!(response.status, 401, "{header}");
         let challenge = response.header("www-authenticate").unwrap();
         assert!(challenge.contains("invalid_token"), "{header}: {challenge}");
+        assert!(!response.body.contains(OPERATOR), "{}", response.body);
+    }
+    // Not a key's form: another scheme, or a key without its scheme. The answer says which
+    // form is read rather than blaming the key.
+    for header in [
+        "Authorization: Basic b3BlcmF0b3I6cGFzc3dvcmQ=".to_owned(),
+        format!("Authorization: {OPERATOR}"),
+    ] {
+        let response = get("/health", header.clone().into_bytes()).await;
+        assert_eq!(response.status, 401, "{header}");
+        let challenge = response.header("www-authenticate").unwrap();
+        assert!(
+            challenge.contains("invalid_request"),
+            "{header}: {challenge}"
+        );
+        assert!(
+            response
+                .body
+                .contains("takes the key as Authorization: Bearer <key>"),
+            "{header}: {}",
+            response.body
+        );
         assert!(!response.body.contains(OPERATOR), "{}", response.body);
     }
     let mut invalid_bytes = b"Authorization: Bearer ".to_vec();

@@ -930,3 +930,34 @@ async fn after_an_outage_the_agent_says_down_through_the_jitter_then_ramps() {
     );
     assert!(weights.last() > weights.first(), "{weights:?}");
 }
+
+/// Issue 36 D: the HAProxy guide's configuration is one HAProxy accepts (`haproxy -c`), and
+/// it keeps WebSockets open past `timeout client` with a `timeout tunnel`.
+#[test]
+fn the_guide_s_configuration_is_one_haproxy_accepts() {
+    let Some(binary) = support::haproxy::binary() else {
+        return;
+    };
+    let guide = include_str!("../../src/docs/haproxy.md");
+    let section = &guide[guide.find("# The backend").unwrap()..];
+    let block = &section[section.find("```text\n").unwrap() + "```text\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    assert!(block.contains("\n    timeout tunnel "), "{block}");
+    let dir = std::env::temp_dir().join(format!("tower-health-guide-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, block).unwrap();
+    let checked = std::process::Command::new(binary)
+        .arg("-c")
+        .arg("-f")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        checked.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}

@@ -172,6 +172,9 @@ struct Instance {
     drain: DrainHandle,
     /// How the drain ended, once `DrainHandle::serve` has returned.
     drained: tokio::sync::oneshot::Receiver<Drained>,
+    /// The warnings the instance's runtime logged (its server's, its connections', and a
+    /// second waiter's for the drain's end, as an admin server's or an agent's is).
+    logs: support::logs::Captured,
     /// The instance's runtime (its connections' tasks included) lives until this drops.
     _runtime: tokio::sync::oneshot::Sender<()>,
 }
@@ -206,12 +209,27 @@ async fn instance(name: &'static str, drain_config: DrainConfig) -> Instance {
     let (drained, drained_receiver) = tokio::sync::oneshot::channel();
     let (runtime, runtime_receiver) = tokio::sync::oneshot::channel::<()>();
     let serving = drain.clone();
+    let (logs, ready) = (
+        support::logs::Captured::default(),
+        std::sync::mpsc::channel(),
+    );
+    let writer = logs.clone();
     std::thread::spawn(move || {
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(writer)
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .finish();
+        let _logs = tracing::subscriber::set_default(subscriber);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async move {
+            // Another reader waiting for the drain's end, as the admin server does.
+            let waiting = serving.clone();
+            tokio::spawn(async move { waiting.drained().await });
+            let _ = ready.0.send(());
             let listener = TcpListener::from_std(listener).unwrap();
             let result = serving
                 .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
@@ -221,17 +239,19 @@ async fn instance(name: &'static str, drain_config: DrainConfig) -> Instance {
             let _ = runtime_receiver.await;
         });
     });
+    ready.1.recv().unwrap();
     Instance {
         addr,
         monitor,
         drain,
         drained: drained_receiver,
+        logs,
         _runtime: runtime,
     }
 }
 
 async fn echo_route(State(state): State<AppState>, upgrade: WebSocketUpgrade) -> Response {
-    let connection = state.drain.long_lived();
+    let connection = state.drain.long_lived("echo-websocket");
     upgrade.on_upgrade(move |socket| echo(socket, connection, state.name))
 }
 
@@ -273,7 +293,7 @@ async fn echo(mut socket: WebSocket, connection: LongLived, name: &'static str) 
 }
 
 async fn ignoring_route(State(state): State<AppState>, upgrade: WebSocketUpgrade) -> Response {
-    let connection = state.drain.long_lived();
+    let connection = state.drain.long_lived("ignoring-websocket");
     upgrade.on_upgrade(move |mut socket| async move {
         // Never watches `closing`: holds the drain open until the timeout.
         while let Some(Ok(_)) = socket.recv().await {}
@@ -313,6 +333,18 @@ async fn a_connection_that_ignores_its_turn_is_abandoned_at_the_timeout() {
     // The drain reports it and leaves it to the process's end: it still counts.
     assert_eq!(instance.drain.in_flight(), 1);
     ignoring.send(Message::text("still here")).await.unwrap();
+    // One warning, however many wait for the drain, naming what it abandoned; the line the
+    // incident guide shows.
+    let warnings = instance.logs.matching("drain timed out");
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(
+        warnings[0].contains(r#"abandoned_long_lived=1 long_lived="ignoring-websocket: 1""#),
+        "{warnings:#?}"
+    );
+    let guide = include_str!("../../src/docs/incident.md");
+    let shown = support::logs::Line::block(guide, "# The log lines", 1);
+    let logged = warnings[0].split_once(' ').unwrap().1;
+    assert_eq!(shown, [support::logs::Line::parse(logged).unwrap()]);
 }
 
 /// Percentiles and a histogram of `offsets` (milliseconds) for the report.

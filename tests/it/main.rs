@@ -39,6 +39,8 @@ mod backpressure;
 mod components;
 #[cfg(all(feature = "postgres", feature = "admin"))]
 mod details;
+// Reads the docs only: no feature, no helper.
+mod docs;
 #[cfg(feature = "postgres")]
 mod drain;
 #[cfg(feature = "postgres")]
@@ -57,6 +59,9 @@ mod grpc;
 mod haproxy;
 #[cfg(all(feature = "postgres", feature = "http-check", feature = "rustls"))]
 mod https_check;
+// The incident guide's sample log, from `examples/admin.rs` (features `admin`, `metrics`).
+#[cfg(all(feature = "postgres", feature = "admin", feature = "metrics"))]
+mod incident;
 #[cfg(feature = "postgres")]
 mod kube;
 #[cfg(all(feature = "postgres", feature = "axum"))]
@@ -71,6 +76,17 @@ mod page;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod probes;
+// The README's production code: its example needs every feature its `Cargo.toml` line names.
+#[cfg(all(
+    feature = "postgres",
+    feature = "axum",
+    feature = "sqlx-0-9",
+    feature = "redis",
+    feature = "admin",
+    feature = "metrics",
+    feature = "haproxy-agent"
+))]
+mod production;
 #[cfg(all(feature = "postgres", feature = "axum", feature = "admin"))]
 mod proxies;
 // Reads the README and the manifest only: no feature, no helper.

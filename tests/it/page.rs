@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use support::browser::Browser;
-use support::{Client, LIMIT, eventually, pg_addr};
+use support::{Client, LIMIT, bounded, eventually, pg_addr};
 use tower_health::admin::{AdminConfig, AdminServer};
 use tower_health::check::{CheckError, CheckErrorKind, CheckReport};
 use tower_health::component::{ComponentSpec, from_fn};
@@ -173,7 +173,7 @@ async fn a_refused_database_turns_failed_on_the_open_page_then_recovers() {
     let health = HealthMonitor::spawn(config).unwrap();
     support::first_rounds(&health).await;
     let admin = admin(&health, Details::Always).await;
-    let browser = Browser::start(&chromium, ("operator", VIEWER)).await;
+    let browser = Browser::start(&chromium, Some(("operator", VIEWER))).await;
     browser
         .open(&format!("http://{}/health/page", admin.local_addr()))
         .await;
@@ -229,6 +229,221 @@ async fn a_refused_database_turns_failed_on_the_open_page_then_recovers() {
     assert_eq!(browser.dialogs(), 0);
     assert_eq!(browser.exceptions(), Vec::<String>::new());
     admin.shutdown();
+}
+
+/// Issue 36 A1: the page opened as a bookmark or a headless browser opens it, the key in the
+/// URL (`http://anyone:KEY@host:port/health/page`), follows changes as one opened through the
+/// browser's dialog does: a database refused turns its card failed without a reload. The
+/// browser here answers no challenge: the URL's credentials are all it has.
+#[tokio::test]
+async fn a_page_opened_with_the_key_in_its_url_follows_changes() {
+    require_postgres!();
+    let chromium = require_chromium!();
+    let port = ClosablePort::start(pg_addr()).await;
+    let config = HealthConfig::new()
+        .health_interval(Duration::from_secs(2))
+        .database("default", support::postgres(&port.url()));
+    let health = HealthMonitor::spawn(config).unwrap();
+    support::first_rounds(&health).await;
+    let admin = admin(&health, Details::Always).await;
+    let browser = Browser::start(&chromium, None).await;
+    browser
+        .open(&format!(
+            "http://anyone:{VIEWER}@{}/health/page",
+            admin.local_addr()
+        ))
+        .await;
+    browser.eval("window.loadedOnce = true").await;
+    card_until(&browser, "default", "passing and following", |card| {
+        card["status"] == "passed" && card["following"] == "following changes"
+    })
+    .await;
+    port.close();
+    let failed = card_until(&browser, "default", "failed, without a reload", |card| {
+        card["status"] == "failed"
+    })
+    .await;
+    assert_eq!(failed["loaded_once"], true, "updated in place: {failed}");
+    assert_eq!(failed["following"], "following changes", "{failed}");
+    assert_eq!(browser.exceptions(), Vec::<String>::new());
+    // Nothing asked for credentials beyond those of the URL.
+    assert_eq!(browser.challenges(), 0);
+    admin.shutdown();
+}
+
+/// What the open page shows of the drain, read from its live DOM.
+async fn drain_shown(browser: &Browser) -> Value {
+    browser
+        .eval(
+            r##"(() => ({
+                phase: document.getElementById("drain-phase")?.textContent,
+                in_flight: document.getElementById("in-flight")?.textContent,
+                long_lived: document.getElementById("long-lived")?.textContent || null,
+                times: document.querySelectorAll("#drain-times time").length,
+                rotation: document.getElementById("rotation")?.textContent,
+                title: document.title,
+                following: document.getElementById("live")?.textContent,
+                loaded_once: window.loadedOnce === true,
+            }))()"##,
+        )
+        .await
+}
+
+/// Waits until the page's drain satisfies `wanted`, and returns it; fails with what the page
+/// shows after [`LIMIT`].
+async fn drain_until(browser: &Browser, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + LIMIT;
+    loop {
+        let shown = drain_shown(browser).await;
+        if wanted(&shown) {
+            return shown;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {LIMIT:?}; the page shows {shown}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The admin server's `/metrics` series `series` (its whole name and labels), as the viewer
+/// scrapes it.
+#[cfg(feature = "metrics")]
+async fn metric(admin: SocketAddr, series: &str) -> Option<String> {
+    let bearer = format!("Bearer {VIEWER}");
+    let reply = Client::new()
+        .try_get_with(admin, "/metrics", &[("authorization", &bearer)])
+        .await
+        .ok()?;
+    reply.text().lines().find_map(|line| {
+        line.strip_prefix(series)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .map(str::to_owned)
+    })
+}
+
+/// Issue 36 B: a drain an operator can watch, on the open page and in `/metrics`: its phase
+/// as it goes (delay, close window, waiting for what is in flight), its times, and the
+/// long-lived connections by name, a polite one closing at its turn and one that ignores it
+/// still counted; the page follows without a reload.
+#[cfg(feature = "metrics")]
+#[tokio::test]
+async fn a_drain_is_followed_on_the_open_page_and_in_the_metrics() {
+    require_postgres!();
+    let chromium = require_chromium!();
+    let drain = tower_health::DrainConfig::new()
+        .delay(Duration::from_secs(1))
+        .close_window(Duration::from_secs(2))
+        .timeout(Duration::from_secs(600));
+    let config = support::fast()
+        .instance("chat 1.4.2")
+        .drain(drain)
+        .database("default", support::postgres(&support::pg_url()));
+    let health = HealthMonitor::spawn(config).unwrap();
+    support::first_rounds(&health).await;
+    let admin = admin(&health, Details::Always).await;
+    let addr = admin.local_addr();
+    // One connection closes at its turn; the other ignores it.
+    let polite = health.drain().long_lived("events");
+    let ignoring = health.drain().long_lived("chat-websocket");
+    let closed = tokio::spawn(async move {
+        polite.closing().await;
+    });
+    let browser = Browser::start(&chromium, None).await;
+    browser
+        .open(&format!("http://anyone:{VIEWER}@{addr}/health/page"))
+        .await;
+    browser.eval("window.loadedOnce = true").await;
+    let serving = drain_until(&browser, "serving, and following", |shown| {
+        shown["following"] == "following changes"
+    })
+    .await;
+    assert_eq!(serving["phase"], "not draining", "{serving}");
+    assert_eq!(
+        serving["long_lived"], "chat-websocket: 1, events: 1",
+        "{serving}"
+    );
+    assert!(
+        serving["title"]
+            .as_str()
+            .is_some_and(|title| title.starts_with("chat 1.4.2 on ")),
+        "{serving}"
+    );
+    assert_eq!(
+        metric(addr, r#"tower_health_drain_phase{phase="serving"}"#)
+            .await
+            .as_deref(),
+        Some("1")
+    );
+
+    health.drain().start();
+    let delay = drain_until(&browser, "the delay", |shown| {
+        shown["phase"]
+            .as_str()
+            .is_some_and(|phase| phase.starts_with("in its delay"))
+    })
+    .await;
+    assert_eq!(
+        delay["times"], 4,
+        "started, delay over, window over, timeout: {delay}"
+    );
+    assert_eq!(delay["rotation"], "out of rotation", "{delay}");
+    browser.screenshot(&screenshot("draining")).await;
+
+    // The polite connection closes at its turn, within the window; the other stays.
+    bounded("the polite connection's turn", closed)
+        .await
+        .unwrap();
+    let waiting = drain_until(&browser, "waiting for what is in flight", |shown| {
+        shown["phase"]
+            .as_str()
+            .is_some_and(|phase| phase.starts_with("waiting for what is still in flight"))
+            && shown["long_lived"] == "chat-websocket: 1"
+    })
+    .await;
+    assert_eq!(waiting["in_flight"], "1", "{waiting}");
+    assert_eq!(
+        waiting["loaded_once"], true,
+        "followed without a reload: {waiting}"
+    );
+    for (series, value) in [
+        (r#"tower_health_drain_phase{phase="waiting"}"#, "1"),
+        ("tower_health_in_flight", "1"),
+        (
+            r#"tower_health_long_lived_open{name="chat-websocket"}"#,
+            "1",
+        ),
+        (r#"tower_health_long_lived_open{name="events"}"#, "0"),
+    ] {
+        assert_eq!(
+            metric(addr, series).await.as_deref(),
+            Some(value),
+            "{series}"
+        );
+    }
+    let started = metric(
+        addr,
+        r#"tower_health_drain_timestamp_seconds{event="started"}"#,
+    )
+    .await
+    .and_then(|seconds| seconds.parse::<f64>().ok());
+    let timeout = metric(
+        addr,
+        r#"tower_health_drain_timestamp_seconds{event="timeout"}"#,
+    )
+    .await
+    .and_then(|seconds| seconds.parse::<f64>().ok());
+    let (started, timeout) = (started.unwrap(), timeout.unwrap());
+    assert!(
+        (timeout - started - 600.0).abs() < 0.01,
+        "{started} {timeout}"
+    );
+    browser.screenshot(&screenshot("drain-waiting")).await;
+    assert_eq!(browser.exceptions(), Vec::<String>::new());
+
+    // The last one closes: the drain is over, and the admin server closes with it.
+    drop(ignoring);
+    bounded("the admin server's close", admin.closed()).await;
 }
 
 /// Text from every source the page shows, each meant to run a script or reach a URL if it
@@ -313,7 +528,7 @@ async fn an_injection_corpus_stays_text_and_runs_nothing() {
     };
 
     let admin = admin(&health, Details::Always).await;
-    let browser = Browser::start(&chromium, ("operator", VIEWER)).await;
+    let browser = Browser::start(&chromium, Some(("operator", VIEWER))).await;
     browser
         .open(&format!("http://{}/health/page", admin.local_addr()))
         .await;
@@ -439,6 +654,17 @@ async fn a_key_as_a_browser_presents_it_and_statuses_only_at_never() {
     assert_eq!(check["target"], Value::Null);
     let missing = client.get(addr, "/health/history").await;
     assert_eq!(missing.status, 401);
+    // Issue 36 D: the browser's Basic credentials elsewhere than the page are refused for
+    // their scheme, not blamed on the key.
+    let basic_elsewhere = client
+        .try_get_with(addr, "/health/history", &[("authorization", &basic)])
+        .await
+        .unwrap();
+    assert_eq!(basic_elsewhere.status, 401);
+    assert_eq!(
+        basic_elsewhere.json()["reason"],
+        "this endpoint takes the key as Authorization: Bearer <key> (or X-Baldur-Admin-Key: <key>); Basic credentials are read on the operator's page only"
+    );
     admin.shutdown();
 }
 
@@ -496,7 +722,7 @@ async fn guide_screenshots() {
         port.open().await;
         outage += 1;
     }
-    let browser = Browser::start(&chromium, ("operator", VIEWER)).await;
+    let browser = Browser::start(&chromium, Some(("operator", VIEWER))).await;
     browser
         .open(&format!("http://{}/health/page", admin.local_addr()))
         .await;

@@ -117,6 +117,25 @@ fn the_readme_s_redis_and_sqlx_lines_match_the_crate_s() {
     }
 }
 
+/// The production sample is `examples/production.rs` byte for byte (after the example's
+/// header), so that what `tests/it/production.rs` runs is what the README prints.
+#[test]
+fn the_production_example_is_the_readme_s_code() {
+    let example = include_str!("../../examples/production.rs");
+    // After the example's header: its docs, the comment and the attribute that keep rustfmt
+    // out (the README's layout is not rustfmt's), and a blank line.
+    let code = example
+        .split_inclusive('\n')
+        .skip_while(|line| line.starts_with("//") || line.starts_with("#!["))
+        .skip(1)
+        .collect::<String>();
+    let sample = blocks(README, "```rust")
+        .into_iter()
+        .find(|sample| sample.contains("SqlxCheck"))
+        .expect("the production sample");
+    assert_eq!(code, format!("{sample}\n"));
+}
+
 /// The bodies of the fenced blocks whose opening line starts with `fence` (`"```rust"` for
 /// `rust,no_run` too).
 fn blocks<'a>(text: &'a str, fence: &str) -> Vec<&'a str> {

@@ -39,7 +39,7 @@ fn app(
                 return Ok(Response::new(Empty::new()));
             }
             // Registered before the `101`, moved into the task serving the connection.
-            let connection = drain.as_ref().map(DrainHandle::long_lived);
+            let connection = drain.as_ref().map(|drain| drain.long_lived("upgraded"));
             let upgrade = hyper::upgrade::on(&mut request);
             tokio::spawn(async move {
                 let Ok(upgraded) = upgrade.await else { return };

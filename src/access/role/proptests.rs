@@ -61,7 +61,7 @@ proptest! {
             Ok(Role::Viewer) => prop_assert!(carries(VIEWER)),
             Ok(Role::Anonymous) => prop_assert!(false, "anonymous is never granted by a key"),
             Err(Denied::Missing) => prop_assert!(authorization.is_none() && legacy.is_none()),
-            Err(Denied::Malformed | Denied::Invalid) => {}
+            Err(Denied::Malformed | Denied::Scheme | Denied::Invalid) => {}
         }
     }
 

@@ -10,9 +10,11 @@
 //! script are inlined and allowed by their hashes in a Content-Security-Policy that allows
 //! nothing else: no network resource, no inline code but these two.
 
+mod identity;
 mod model;
 mod timeline;
 
+use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -187,8 +189,15 @@ pub(super) fn respond<B>(
             let after = after(request.uri().query());
             let health = state.health.clone();
             let closing = state.closing.subscribe();
-            let update = update(health, audience, after, closing, activity.clone(), mode);
-            ProbeResponse::Fresh(Box::pin(update))
+            let update = update(
+                health.clone(),
+                audience,
+                after,
+                closing,
+                activity.clone(),
+                mode,
+            );
+            ProbeResponse::Fresh(Box::pin(or_when_moved(update, health, audience, mode)))
         }
     }
 }
@@ -237,9 +246,11 @@ async fn update(
 
 /// The view now, and the token that names what it shows: the publications it was read from
 /// (the store's generation, read first) and every answer's state, so that a drain's start or
-/// a verdict going stale, which publish nothing, change it too.
+/// a verdict going stale, which publish nothing, change it too; and what moves without
+/// touching the view ([`Moving`]: the drain's phase, the agents' lines).
 fn current(health: &HealthHandle) -> (String, View) {
     let generation = health.generation();
+    let moving = Moving::read(health);
     let view = health.view();
     let mut hasher = DefaultHasher::new();
     generation.hash(&mut hasher);
@@ -248,7 +259,80 @@ fn current(health: &HealthHandle) -> (String, View) {
     for answer in view.answers() {
         (answer.passing, answer.condition, answer.status).hash(&mut hasher);
     }
+    moving.drain.phase.hash(&mut hasher);
+    moving.agents.hash(&mut hasher);
     (format!("{:016x}", hasher.finish()), view)
+}
+
+/// How often an open page reads again what the page shows that moves without waking the
+/// view's watch (the drain's figures while it runs, an agent's weight as it ramps): at most
+/// one answer a second for them, however fast requests end during a drain.
+const MOVING_EVERY: Duration = Duration::from_secs(1);
+
+/// What the page shows that moves without a publication: the drain's figures (its phase,
+/// the requests in flight, the long-lived connections) and what the HAProxy agents say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Moving {
+    drain: crate::shutdown::progress::DrainStamp,
+    agents: Vec<String>,
+}
+
+impl Moving {
+    fn read(health: &HealthHandle) -> Self {
+        #[cfg(feature = "haproxy-agent")]
+        let agents = crate::haproxy::running::lines_now(health)
+            .into_iter()
+            .map(|agent| agent.line)
+            .collect();
+        #[cfg(not(feature = "haproxy-agent"))]
+        let agents = Vec::new();
+        Self {
+            drain: health.drain().stamp(),
+            agents,
+        }
+    }
+
+    /// Whether it moves with the clock alone: a drain that runs, an agent whose line may
+    /// change (its weight ramps with the time since the return).
+    fn ticks(&self) -> bool {
+        self.drain.phase.is_running() || !self.agents.is_empty()
+    }
+}
+
+/// `update`, or the page's `<main>` once what [`Moving`] reads has moved since the request
+/// came (read again every [`MOVING_EVERY`] while it moves with the clock; else woken by the
+/// drain's start).
+async fn or_when_moved(
+    update: impl Future<Output = Response<ProbeBody>>,
+    health: HealthHandle,
+    audience: Audience,
+    mode: BodyMode,
+) -> Response<ProbeBody> {
+    let seen = Moving::read(&health);
+    let moved = async {
+        loop {
+            if !seen.ticks() {
+                health.drain().progressed(seen.drain).await;
+            }
+            tokio::time::sleep(MOVING_EVERY).await;
+            if Moving::read(&health) != seen {
+                return;
+            }
+        }
+    };
+    let mut answer = None;
+    crate::util::race(
+        async {
+            answer = Some(update.await);
+        },
+        moved,
+    )
+    .await;
+    answer.unwrap_or_else(|| {
+        let (token, view) = current(&health);
+        let model = Model::new(&health, &view, token, audience, PagePath::Updates.path());
+        html(Main { m: &model }.render(), mode)
+    })
 }
 
 fn token_value(token: &str) -> u64 {

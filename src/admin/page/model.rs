@@ -1,13 +1,15 @@
 //! What the page shows, decided once from the view, the histories and the fleet, for one
 //! audience: every text here is plain text, which the templates escape as they write it.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
+use super::identity::Identity;
 use super::timeline::{self, Timeline};
 use crate::admin::history::{shows_details, timestamp};
 use crate::monitor::HealthHandle;
 use crate::monitor::history::{CheckHistory, Checked, FLAP_WINDOW_MINUTES};
 use crate::probe::Probe;
+use crate::shutdown::progress::{DrainPhase, DrainProgress, by_name};
 use crate::verdict::{Audience, CheckStatus, ComponentStatus, Status};
 use crate::view::{Condition, View};
 
@@ -22,11 +24,22 @@ pub(super) struct Model {
     /// When it was rendered: `HH:MM:SS` and RFC 3339.
     pub(super) clock: String,
     pub(super) rendered_at: String,
+    /// Which process this is.
+    pub(super) identity: Identity,
+    /// The document's title: the instance, its host and the headline in words.
+    pub(super) title: String,
     pub(super) health: Badge,
+    /// Whether the load balancers are told to send traffic here: readiness's answer, and
+    /// the HAProxy agent's weight when one runs. Beside health's badge, so that a process
+    /// on its way back (healthy, readiness still 503) never reads all green.
+    pub(super) rotation: Rotation,
     /// The health verdict's causes, most serious first, for the audience.
     pub(super) causes: Vec<String>,
     pub(super) probes: Vec<ProbeRow>,
     pub(super) lifecycle: Vec<Fact>,
+    /// What the HAProxy agents tell HAProxy now, one line each (none without an agent).
+    pub(super) agents: Vec<AgentRow>,
+    pub(super) drain: DrainView,
     pub(super) checks: Vec<CheckCard>,
     pub(super) groups: Vec<GroupRow>,
     pub(super) fleet: Option<Fleet>,
@@ -44,12 +57,48 @@ pub(super) struct Badge {
     pub(super) class: &'static str,
 }
 
+/// Whether the process is in rotation, in words.
+#[derive(Debug)]
+pub(super) struct Rotation {
+    pub(super) word: String,
+    pub(super) class: &'static str,
+    /// Why, when readiness does not pass (its condition, a return's end), in words.
+    pub(super) why: Option<String>,
+}
+
+/// One HAProxy agent's line.
+#[derive(Debug)]
+pub(super) struct AgentRow {
+    pub(super) addr: String,
+    /// The line as the agent writes it: `up ready 17%`, `drain`, `down ready`.
+    pub(super) line: String,
+    /// The weight it asks for, in percent of the server's, when it asks for one.
+    pub(super) percent: Option<u8>,
+    pub(super) class: &'static str,
+}
+
+/// The drain, as it stands.
+#[derive(Debug)]
+pub(super) struct DrainView {
+    /// The phase in words: `not draining`, `in its delay`, ...
+    pub(super) phase: &'static str,
+    pub(super) class: &'static str,
+    /// Its times, once started: (what, when `HH:MM:SS`, RFC 3339), in order.
+    pub(super) times: Vec<(&'static str, String, String)>,
+    /// Requests in flight, the long-lived connections included.
+    pub(super) in_flight: usize,
+    /// The long-lived connections open, by name (`chat: 2, events: 1`); empty with none.
+    pub(super) long_lived: String,
+    pub(super) long_lived_open: usize,
+}
+
 /// How one probe is answered now.
 #[derive(Debug)]
 pub(super) struct ProbeRow {
     pub(super) path: &'static str,
     pub(super) badge: Badge,
-    /// What decided it, when not the verdict alone.
+    /// What decided it, when not the verdict alone and not already the status's word
+    /// (`draining` is both).
     pub(super) condition: Option<&'static str>,
 }
 
@@ -177,13 +226,24 @@ impl Model {
         let details = shows_details(audience);
         let now = SystemTime::now();
         let histories = health.histories();
+        let identity = Identity::now(health.readers().instance.as_ref());
+        let health_badge = health_badge(view);
+        let agents = agents(health);
+        let rotation = rotation(view, &agents);
+        let title = format!(
+            "{} on {}: {}, {}",
+            identity.instance, identity.host, health_badge.word, rotation.word
+        );
         Self {
             token,
             updates,
             details,
             clock: timeline::clock(timeline::millis(now)),
             rendered_at: timestamp(now),
-            health: health_badge(view),
+            identity,
+            title,
+            health: health_badge,
+            rotation,
             causes: view
                 .health
                 .causes
@@ -200,12 +260,15 @@ impl Model {
                             word: answer.status,
                             class: if answer.passing { "ok" } else { "fail" },
                         },
-                        condition: (answer.condition != Condition::Verdict)
+                        condition: (answer.condition != Condition::Verdict
+                            && answer.condition.as_str() != answer.status)
                             .then(|| answer.condition.as_str()),
                     }
                 })
                 .collect(),
             lifecycle: lifecycle(view, details),
+            agents,
+            drain: drain(&health.drain().progress()),
             checks: histories
                 .iter()
                 .map(|history| check(history, view, now, details))
@@ -235,6 +298,159 @@ fn health_badge(view: &View) -> Badge {
         | Condition::Held
         | Condition::Starting
         | Condition::Returning => status_badge(view.health.status),
+    }
+}
+
+/// Whether the load balancers send traffic here: readiness's answer first (the agent says
+/// `down` whenever readiness fails), then the weight the agents ask for.
+fn rotation(view: &View, agents: &[AgentRow]) -> Rotation {
+    let ready = view.answer(Probe::Ready);
+    if !ready.passing {
+        let (word, class) = match ready.condition {
+            Condition::Draining => ("out of rotation", "warn"),
+            Condition::Returning => ("out of rotation: returning", "warn"),
+            Condition::Held => ("out of rotation: held", "warn"),
+            Condition::Verdict
+            | Condition::Stale
+            | Condition::Unavailable
+            | Condition::Starting => ("out of rotation", "fail"),
+        };
+        let why = match ready.condition {
+            Condition::Returning => format!("/readiness answers 503: {}", returning(view)),
+            Condition::Verdict => format!("/readiness answers 503 {}", ready.status),
+            Condition::Draining
+            | Condition::Stale
+            | Condition::Unavailable
+            | Condition::Held
+            | Condition::Starting
+                if ready.condition.as_str() != ready.status =>
+            {
+                format!(
+                    "/readiness answers 503 {} ({})",
+                    ready.status,
+                    ready.condition.as_str()
+                )
+            }
+            Condition::Draining
+            | Condition::Stale
+            | Condition::Unavailable
+            | Condition::Held
+            | Condition::Starting => format!("/readiness answers 503 {}", ready.status),
+        };
+        return Rotation {
+            word: word.to_owned(),
+            class,
+            why: Some(why),
+        };
+    }
+    match agents
+        .iter()
+        .find(|agent| agent.percent.is_some_and(|percent| percent < 100))
+    {
+        Some(agent) => Rotation {
+            word: "in rotation, at a lowered weight".to_owned(),
+            class: "warn",
+            why: Some(format!("the HAProxy agent says `{}`", agent.line)),
+        },
+        None => Rotation {
+            word: "in rotation".to_owned(),
+            class: "ok",
+            why: None,
+        },
+    }
+}
+
+/// A return under way, in words: when readiness passes again, and the delay drawn.
+fn returning(view: &View) -> String {
+    let returned = view.readiness.returned;
+    let left = returned.at.map_or(Duration::ZERO, |at| {
+        at.saturating_duration_since(crate::clock::now())
+    });
+    let at = SystemTime::now() + left;
+    format!(
+        "returning after an outage, it passes again at {} UTC (after a random delay of {} ms, so that the fleet does not return at once)",
+        timeline::clock(timeline::millis(at)),
+        returned.jitter.as_millis()
+    )
+}
+
+/// What each HAProxy agent of the monitor tells HAProxy now: its own line, written by the
+/// agent's own function (never decided here).
+#[cfg(feature = "haproxy-agent")]
+fn agents(health: &HealthHandle) -> Vec<AgentRow> {
+    crate::haproxy::running::lines_now(health)
+        .into_iter()
+        .map(|agent| {
+            let first = agent.line.split([' ', '#']).next().unwrap_or_default();
+            let percent = agent
+                .line
+                .split(' ')
+                .find_map(|word| word.strip_suffix('%'))
+                .and_then(|percent| percent.parse::<u8>().ok());
+            let class = match (first, percent) {
+                ("up", Some(100)) => "ok",
+                ("up" | "drain" | "maint", _) => "warn",
+                _ => "fail",
+            };
+            AgentRow {
+                addr: agent.local_addr.to_string(),
+                percent,
+                line: agent.line,
+                class,
+            }
+        })
+        .collect()
+}
+
+#[cfg(not(feature = "haproxy-agent"))]
+fn agents(_: &HealthHandle) -> Vec<AgentRow> {
+    Vec::new()
+}
+
+/// The drain in words, from its figures.
+fn drain(progress: &DrainProgress) -> DrainView {
+    let (phase, class) = match progress.phase {
+        DrainPhase::Serving => ("not draining", "ok"),
+        DrainPhase::Delay => (
+            "in its delay: readiness answers 503, requests are served",
+            "warn",
+        ),
+        DrainPhase::CloseWindow => (
+            "in its close window: the long-lived connections are told to close, each at its turn",
+            "warn",
+        ),
+        DrainPhase::Waiting => (
+            "waiting for what is still in flight, until its timeout",
+            "warn",
+        ),
+        DrainPhase::TimedOut => ("timed out with requests still in flight", "fail"),
+        DrainPhase::Drained => ("drained: nothing was left in flight", "ok"),
+    };
+    let times = progress
+        .times
+        .map(|times| {
+            [
+                ("started", Some(times.started)),
+                ("delay over", Some(times.delay_over)),
+                ("close window over", Some(times.close_window_over)),
+                ("timeout", Some(times.timeout)),
+                ("ended", times.ended),
+            ]
+            .into_iter()
+            .filter_map(|(what, at)| {
+                let at = at?;
+                Some((what, timeline::clock(timeline::millis(at)), timestamp(at)))
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    DrainView {
+        phase,
+        class,
+        times,
+        in_flight: progress.in_flight,
+        long_lived: by_name(&progress.long_lived),
+        long_lived_open: progress.long_lived.iter().map(|(_, open)| open).sum(),
     }
 }
 

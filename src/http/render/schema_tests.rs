@@ -729,9 +729,18 @@ async fn admin_bodies_match_their_schema() {
 
     for (rendered, what) in [
         (&*crate::admin::route::ADMIN_NOT_FOUND, "404"),
+        (
+            crate::admin::route::missing("page"),
+            "404, a missing feature",
+        ),
+        (
+            crate::admin::route::missing("metrics"),
+            "404, a missing feature",
+        ),
         (&*admin::ADMIN_FORBIDDEN, "403"),
         (&*admin::ADMIN_MISSING_KEY, "401, no key"),
         (&*admin::ADMIN_INVALID_KEY, "401, a wrong key"),
+        (&*admin::ADMIN_WRONG_SCHEME, "401, not a key's scheme"),
     ] {
         ERROR.check(&body_of(rendered, 0).await.1, what);
     }

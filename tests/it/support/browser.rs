@@ -4,8 +4,10 @@
 //!
 //! Every request the page makes is let through (`Fetch.requestPaused`), a Basic challenge is
 //! answered with the credentials given (`Fetch.authRequired`, what a user types into the
-//! browser's dialog), and a JavaScript dialog (`alert`) is counted and dismissed: a test of
-//! a page that must run no script but its own reads [`Browser::dialogs`].
+//! browser's dialog) or, without any, cancelled as a user would dismiss the dialog (and
+//! counted: [`Browser::challenges`]), and a JavaScript dialog (`alert`) is counted and
+//! dismissed: a test of a page that must run no script but its own reads
+//! [`Browser::dialogs`].
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -68,14 +70,16 @@ pub struct Browser {
     pending: Pending,
     next_id: Arc<AtomicU64>,
     dialogs: Arc<AtomicUsize>,
+    challenges: Arc<AtomicUsize>,
     exceptions: Arc<Mutex<Vec<String>>>,
     reader: JoinHandle<()>,
 }
 
 impl Browser {
     /// Starts `binary` headless, opens a page, and answers Basic challenges with
-    /// `credentials` (user name, password).
-    pub async fn start(binary: &Path, credentials: (&str, &str)) -> Self {
+    /// `credentials` (user name, password); without, it cancels them, as a user dismissing
+    /// the browser's dialog does (a page opened with the credentials in its URL needs none).
+    pub async fn start(binary: &Path, credentials: Option<(&str, &str)>) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "tower-health-chromium-{}-{}",
@@ -139,13 +143,16 @@ impl Browser {
         let pending: Pending = Arc::default();
         let next_id = Arc::new(AtomicU64::new(1));
         let dialogs = Arc::new(AtomicUsize::new(0));
+        let challenges = Arc::new(AtomicUsize::new(0));
         let exceptions = Arc::new(Mutex::new(Vec::new()));
-        let (user, password) = (credentials.0.to_owned(), credentials.1.to_owned());
+        let credentials =
+            credentials.map(|(user, password)| (user.to_owned(), password.to_owned()));
         let reader = {
-            let (pending, outgoing, dialogs, exceptions, next_id) = (
+            let (pending, outgoing, dialogs, challenges, exceptions, next_id) = (
                 pending.clone(),
                 outgoing.clone(),
                 dialogs.clone(),
+                challenges.clone(),
                 exceptions.clone(),
                 next_id.clone(),
             );
@@ -174,17 +181,24 @@ impl Browser {
                             "Fetch.continueRequest",
                             json!({"requestId": params["requestId"]}),
                         ),
-                        "Fetch.authRequired" => reply(
-                            "Fetch.continueWithAuth",
-                            json!({
-                                "requestId": params["requestId"],
-                                "authChallengeResponse": {
+                        "Fetch.authRequired" => {
+                            challenges.fetch_add(1, Ordering::SeqCst);
+                            let response = match &credentials {
+                                Some((user, password)) => json!({
                                     "response": "ProvideCredentials",
                                     "username": user,
                                     "password": password,
-                                },
-                            }),
-                        ),
+                                }),
+                                None => json!({"response": "CancelAuth"}),
+                            };
+                            reply(
+                                "Fetch.continueWithAuth",
+                                json!({
+                                    "requestId": params["requestId"],
+                                    "authChallengeResponse": response,
+                                }),
+                            );
+                        }
                         "Page.javascriptDialogOpening" => {
                             dialogs.fetch_add(1, Ordering::SeqCst);
                             reply("Page.handleJavaScriptDialog", json!({"accept": true}));
@@ -205,6 +219,7 @@ impl Browser {
             pending,
             next_id,
             dialogs,
+            challenges,
             exceptions,
             reader,
         };
@@ -302,6 +317,11 @@ impl Browser {
     /// JavaScript dialogs (`alert`, `confirm`, `prompt`) the page opened.
     pub fn dialogs(&self) -> usize {
         self.dialogs.load(Ordering::SeqCst)
+    }
+
+    /// Basic challenges the browser met (each answered or cancelled).
+    pub fn challenges(&self) -> usize {
+        self.challenges.load(Ordering::SeqCst)
     }
 
     /// Exceptions the page's scripts threw, as the protocol reported them.

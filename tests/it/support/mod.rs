@@ -217,7 +217,7 @@ pub async fn postgres_available() -> bool {
             };
             assert!(
                 std::env::var_os("CI").is_none(),
-                "PostgreSQL at {url} is unreachable ({why}) and CI is set; start it (see README.md)"
+                "PostgreSQL at {url} is unreachable ({why}) and CI is set; start it (src/docs/architecture.md, 'Running the tests')"
             );
             // Written to the process's stderr directly: the test harness captures `eprintln!`
             // of a passing test, and a skip must be seen.

@@ -68,7 +68,7 @@ pub async fn redis_available() -> bool {
     }
     assert!(
         std::env::var_os("CI").is_none(),
-        "Redis at {url} is unreachable and CI is set; start it (see README.md)"
+        "Redis at {url} is unreachable and CI is set; start it (src/docs/architecture.md, 'Running the tests')"
     );
     let _ = writeln!(
         std::io::stderr(),
