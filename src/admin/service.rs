@@ -42,6 +42,13 @@ impl AdminState {
     pub(crate) fn handle<B>(
         &self,
         request: &Request<B>,
+        #[cfg_attr(
+            not(feature = "page"),
+            allow(
+                unused_variables,
+                reason = "the page's updates are the only requests that wait"
+            )
+        )]
         activity: &Arc<Activity>,
     ) -> ProbeResponse {
         if let Some(refusal) = strict::refusal(request) {

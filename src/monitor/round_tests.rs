@@ -74,8 +74,8 @@ async fn a_hung_component_times_out_on_its_own_deadline_whatever_the_round_waite
         view.health
             .components
             .iter()
-            .cloned()
             .find(|report| &*report.name == "queue")
+            .cloned()
             .expect("the component is listed")
     };
     let report = queue(&handle);

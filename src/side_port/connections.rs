@@ -164,6 +164,13 @@ impl Activity {
     /// The request being answered waits for a change (the page's long poll) until the
     /// returned guard is dropped: meanwhile the connection counts as waiting, which gives its
     /// place up after the idle ones, and as answering again afterwards.
+    #[cfg_attr(
+        not(feature = "page"),
+        allow(
+            dead_code,
+            reason = "the page's updates are the only requests that wait"
+        )
+    )]
     pub(crate) fn waiting(self: &Arc<Self>) -> Waiting {
         self.state.store(WAITING | self.nanos(), Ordering::Relaxed);
         Waiting(self.clone())
@@ -190,6 +197,13 @@ impl Activity {
 
 /// A request waiting for a change; see [`Activity::waiting`].
 #[must_use = "the request counts as waiting until this is dropped"]
+#[cfg_attr(
+    not(feature = "page"),
+    allow(
+        dead_code,
+        reason = "the page's updates are the only requests that wait"
+    )
+)]
 pub(crate) struct Waiting(Arc<Activity>);
 
 impl Drop for Waiting {
