@@ -1,0 +1,1233 @@
+//! The rules over time, stated again from SPEC.md and the documentation, without the crate's
+//! decision code: what each probe must answer at each instant, from what the checks did
+//! (the schedule), what the operator and the runtime did (its events) and what the monitor
+//! published (each verdict, as a recorder saw it appear).
+//!
+//! Two kinds of rules:
+//!
+//! - The answers at an instant, from the publications so far and the clock, in SPEC's order:
+//!   draining, no verdict, stale, held, returning, the verdict; then the debounce of the
+//!   readers that act on one answer, and the agent's weight. Every reader is compared with
+//!   them exactly; one that pushes may follow an instant [`PUSH_TOLERANCE`] late.
+//! - The publications, against what the checks did, within each documented bound: an outcome
+//!   is what its check did during its round (a starved round may carry the last one heard);
+//!   readiness publishes every interval; a component's state follows its checks within its
+//!   rounds; `/health` and readiness do not contradict each other about one check for longer
+//!   than a readiness interval; a transition is logged when the answer changes; the history
+//!   holds what the rounds published.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::schedule::{Behaviour, Event, Schedule, What, ms};
+use crate::component::ComponentStatus;
+use crate::verdict::{
+    CheckErrorKind, CheckOutcome, CheckStatus, FailDirection, HealthVerdict, PoolVerdict,
+    ReadinessVerdict, Status, TimeoutDetail,
+};
+use crate::view::Condition;
+use crate::view::published::{Made, Published};
+
+/// How late a reader that pushes may follow a change: `ViewWatch` wakes 1 ms past the
+/// instant it sleeps to.
+pub(super) const PUSH_TOLERANCE: Duration = Duration::from_millis(3);
+
+/// A little more than a bound counted in rounds: rounds end on whole milliseconds, events a
+/// third of one past.
+const SLACK: Duration = Duration::from_millis(2);
+
+/// The component's name in every schedule.
+pub(super) const COMPONENT: &str = "cache";
+
+/// One change of what the monitor publishes, as the recorder saw it.
+#[derive(Clone)]
+pub(super) struct Entry {
+    pub(super) at: Instant,
+    pub(super) readiness: Arc<Published<ReadinessVerdict>>,
+    pub(super) health: Arc<Published<HealthVerdict>>,
+    pub(super) pool: Arc<Published<PoolVerdict>>,
+    /// The last status each check's history held then, by name.
+    pub(super) history: Vec<(Arc<str>, Option<CheckStatus>)>,
+}
+
+/// Since when an answer has failed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Streak {
+    Passing,
+    Since(Instant),
+    /// It never passed.
+    Always,
+}
+
+impl Streak {
+    fn after(self, fails: bool, at: Instant) -> Self {
+        match (fails, self) {
+            (false, _) => Self::Passing,
+            (true, Self::Passing) => Self::Since(at),
+            (true, kept) => kept,
+        }
+    }
+
+    /// Whether the failure has lasted `debounce` at `now`.
+    fn lasted(self, debounce: Duration, now: Instant) -> bool {
+        match self {
+            Self::Passing => false,
+            Self::Since(since) => now.saturating_duration_since(since) >= debounce,
+            Self::Always => true,
+        }
+    }
+}
+
+/// A verdict published, and the last publication that proved the monitor alive (a hold
+/// republishes the round's verdict, which keeps its age).
+#[derive(Clone, Debug)]
+struct Fresh<V> {
+    verdict: Arc<V>,
+    made: Option<Made>,
+    fresh_from: Instant,
+}
+
+/// Readiness as published, and what the rules derive from its publications.
+#[derive(Clone, Debug)]
+struct Readiness {
+    fresh: Fresh<ReadinessVerdict>,
+    /// The verdict's streak (the checks' conclusion, a hold aside) and the database's.
+    failing: Streak,
+    database_failing: Streak,
+    /// When it came back into rotation last; ahead while it waits out its jitter.
+    returns_at: Option<Instant>,
+}
+
+impl Readiness {
+    fn passes(&self) -> bool {
+        self.fresh.verdict.ready && self.fresh.verdict.held.is_none()
+    }
+}
+
+/// Everything published at one instant.
+#[derive(Clone, Debug)]
+struct State {
+    at: Instant,
+    readiness: Option<Readiness>,
+    health: Option<Fresh<HealthVerdict>>,
+    pool: Option<Fresh<PoolVerdict>>,
+    /// Since when `/health` and readiness have said different things of one check, and what.
+    contradiction: Option<(Instant, String)>,
+}
+
+/// How one probe answers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Answer {
+    pub(super) passing: bool,
+    pub(super) condition: Condition,
+    pub(super) status: &'static str,
+}
+
+impl Answer {
+    const fn out(condition: Condition, status: &'static str) -> Self {
+        Self {
+            passing: false,
+            condition,
+            status,
+        }
+    }
+}
+
+/// A gRPC serving status.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Serving {
+    Unknown,
+    Serving,
+    NotServing,
+}
+
+impl Serving {
+    fn of(passing: bool) -> Self {
+        if passing {
+            Self::Serving
+        } else {
+            Self::NotServing
+        }
+    }
+}
+
+/// What every reader must say at one instant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Expected {
+    pub(super) ready: Answer,
+    pub(super) health: Answer,
+    pub(super) pool: Answer,
+    pub(super) startup: Answer,
+    /// `/health`'s status word where the page's headline shows it (draining, unavailable
+    /// once stale, else the verdict's).
+    pub(super) headline: &'static str,
+    /// The metric `tower_health_status`: the verdict's, `unavailable` once stale.
+    pub(super) status_metric: &'static str,
+    /// Readiness for a consumer that acts on one answer (the agent, `Watch`).
+    pub(super) ready_debounced: Serving,
+    pub(super) ready_grpc: Serving,
+    /// `database/default`, asked (`Check`) and watched.
+    pub(super) database: Serving,
+    pub(super) database_debounced: Serving,
+    /// `component/cache`, when there is one.
+    pub(super) component: Option<Serving>,
+    /// The HAProxy agent's line.
+    pub(super) agent: String,
+    /// What the bodies show of the default database while the verdict is judged as it is.
+    pub(super) ready_database: Option<&'static str>,
+    pub(super) health_database: Option<&'static str>,
+    pub(super) held: bool,
+    pub(super) draining: bool,
+    pub(super) started: bool,
+    /// Whether readiness waits out a return (its body's `returning`, `?verbose`'s `return`).
+    pub(super) returning: bool,
+    /// Whether `?verbose` lists `monitor` failing: no verdict, or a stale one.
+    pub(super) monitor_failing: bool,
+    /// The metrics of the checks: the readiness verdict's database, the health verdict's
+    /// component.
+    pub(super) database_up: Option<bool>,
+    pub(super) component_status: Option<ComponentStatus>,
+    /// The metric `tower_health_verdict_stale`, per verdict.
+    pub(super) stale: [bool; 3],
+}
+
+/// A disagreement between the model and the monitor or a reader.
+#[derive(Clone, Debug)]
+pub(super) struct Finding {
+    /// Since the start.
+    pub(super) at: Duration,
+    /// The rule broken (or the reader that broke it): what a shortened schedule must still
+    /// break.
+    pub(super) rule: String,
+    pub(super) what: String,
+}
+
+/// The rules of one schedule, fed with what the monitor publishes as it goes.
+pub(super) struct Model<'s> {
+    schedule: &'s Schedule,
+    t0: Instant,
+    states: Vec<State>,
+    /// The schedule's events, at the instants they were applied (what falls due while the
+    /// runtime is blocked happens as the block ends).
+    events: Vec<Event>,
+    /// What was found, and not yet taken.
+    pub(super) findings: Vec<Finding>,
+    reported: Vec<String>,
+}
+
+impl<'s> Model<'s> {
+    pub(super) fn new(schedule: &'s Schedule, t0: Instant) -> Self {
+        Self {
+            schedule,
+            t0,
+            states: Vec::new(),
+            events: Vec::new(),
+            findings: Vec::new(),
+            reported: Vec::new(),
+        }
+    }
+
+    /// Since the start.
+    pub(super) fn since(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.t0)
+    }
+
+    /// Notes a disagreement, once per rule and schedule.
+    pub(super) fn find(&mut self, at: Instant, rule: &str, what: String) {
+        if self.reported.iter().any(|reported| reported == rule) {
+            return;
+        }
+        self.reported.push(rule.to_owned());
+        let at = self.since(at);
+        self.findings.push(Finding {
+            at,
+            rule: rule.to_owned(),
+            what,
+        });
+    }
+
+    // ===== the checks and the events, as they were applied =====
+
+    /// Notes that `what` was applied at `at`.
+    pub(super) fn applied(&mut self, what: What, at: Instant) {
+        let at = self.since(at);
+        self.events.push(Event { at, what });
+    }
+
+    /// Every behaviour a check had at some point of `from..=to` (since the start).
+    fn behaviours(&self, database: bool, from: Duration, to: Duration) -> Vec<Behaviour> {
+        let mut current = if database {
+            self.schedule.database
+        } else {
+            self.schedule.component
+        };
+        let mut seen = Vec::new();
+        for event in &self.events {
+            let next = match event.what {
+                What::Database(next) if database => next,
+                What::Component(next) if !database => next,
+                _ => continue,
+            };
+            if event.at > to {
+                break;
+            }
+            if event.at >= from {
+                seen.push(current);
+            }
+            current = next;
+        }
+        seen.push(current);
+        seen
+    }
+
+    /// Whether the runtime was blocked at some point of `from..=to`.
+    fn blocked(&self, from: Duration, to: Duration) -> bool {
+        self.events.iter().any(|event| match event.what {
+            What::Block(long) => event.at <= to && event.at + long >= from,
+            _ => false,
+        })
+    }
+
+    /// Whether the last of `placed` and `lifted` before `t` was `placed`.
+    fn on(&self, t: Instant, placed: What, lifted: What) -> bool {
+        let t = self.since(t);
+        self.events
+            .iter()
+            .take_while(|event| event.at <= t)
+            .fold(false, |on, event| match event.what {
+                what if what == placed => true,
+                what if what == lifted => false,
+                _ => on,
+            })
+    }
+
+    fn draining(&self, t: Instant) -> bool {
+        let t = self.since(t);
+        self.events
+            .iter()
+            .any(|event| event.what == What::Drain && event.at <= t)
+    }
+
+    fn held(&self, t: Instant) -> bool {
+        self.on(t, What::Hold, What::Release)
+    }
+
+    /// The longest any check takes in this schedule: how far back a round may join one.
+    fn longest_check(&self) -> Duration {
+        let events = self
+            .schedule
+            .events
+            .iter()
+            .filter_map(|event| match event.what {
+                What::Database(behaviour) | What::Component(behaviour) => Some(behaviour),
+                _ => None,
+            });
+        [self.schedule.database, self.schedule.component]
+            .into_iter()
+            .chain(events)
+            .map(|behaviour| match behaviour {
+                Behaviour::Passes(after)
+                | Behaviour::QueryFails(after)
+                | Behaviour::Slow(after) => after,
+                Behaviour::Refused | Behaviour::Hangs => Duration::ZERO,
+            })
+            .max()
+            .unwrap_or_default()
+    }
+
+    // ===== what the monitor publishes =====
+
+    fn state_at(&self, t: Instant) -> Option<&State> {
+        let after = self.states.partition_point(|state| state.at <= t);
+        after.checked_sub(1).map(|index| &self.states[index])
+    }
+
+    /// Takes in what the monitor published at one instant, and checks it.
+    pub(super) fn push(&mut self, entry: &Entry) {
+        let setup = &self.schedule.setup;
+        let previous = self.states.last();
+        let at = entry.at;
+        let readiness = fresh(
+            &entry.readiness,
+            previous.and_then(|state| state.readiness.as_ref().map(|r| &r.fresh)),
+            at,
+        )
+        .map(|fresh| {
+            let before = previous.and_then(|state| state.readiness.as_ref());
+            let verdict = &fresh.verdict;
+            let failing = before.map_or(Streak::Always, |before| before.failing);
+            let database_failing = before.map_or(Streak::Always, |before| before.database_failing);
+            let database_fails = default_database(&verdict.databases)
+                .is_some_and(|outcome| !passes_readiness(outcome.status, setup.fail_direction));
+            let returns_at = returns_at(
+                before,
+                verdict,
+                setup.debounce,
+                setup.jitter(),
+                |fresh_from| at > fresh_from + setup.stale_after(setup.readiness_interval),
+                at,
+            );
+            Readiness {
+                failing: failing.after(!verdict.ready, at),
+                database_failing: database_failing.after(database_fails, at),
+                returns_at,
+                fresh,
+            }
+        });
+        let health = fresh(
+            &entry.health,
+            previous.and_then(|state| state.health.as_ref()),
+            at,
+        );
+        let pool = fresh(
+            &entry.pool,
+            previous.and_then(|state| state.pool.as_ref()),
+            at,
+        );
+        let contradiction = contradiction(readiness.as_ref(), health.as_ref()).map(|what| {
+            let since = previous
+                .and_then(|state| state.contradiction.as_ref())
+                .map_or(at, |(since, _)| *since);
+            (since, what)
+        });
+        let new_readiness = readiness.as_ref().is_some_and(|now| {
+            previous
+                .and_then(|state| state.readiness.as_ref())
+                .is_none_or(|before| before.fresh.fresh_from != now.fresh.fresh_from)
+        });
+        let new_health = health.as_ref().is_some_and(|now| {
+            previous
+                .and_then(|state| state.health.as_ref())
+                .is_none_or(|before| before.fresh_from != now.fresh_from)
+        });
+        let ended = previous
+            .and_then(|state| state.contradiction.clone())
+            .filter(|_| contradiction.is_none());
+        self.states.push(State {
+            at,
+            readiness,
+            health,
+            pool,
+            contradiction,
+        });
+        if let Some((since, what)) = ended {
+            self.check_contradiction(since, at, &what);
+        }
+        if new_readiness {
+            self.check_readiness_round(entry);
+        }
+        if new_health {
+            self.check_health_round(entry);
+        }
+    }
+
+    /// A readiness round's verdict: its conclusion follows its outcomes, each outcome what
+    /// its check did, the hold the operator's, the history what the round learnt.
+    fn check_readiness_round(&mut self, entry: &Entry) {
+        let verdict = &entry.readiness.verdict;
+        let setup = &self.schedule.setup;
+        let database_fails = verdict.databases.iter().any(|outcome| {
+            outcome.critical && !passes_readiness(outcome.status, setup.fail_direction)
+        });
+        let component_fails = verdict
+            .components
+            .iter()
+            .any(|report| report.status.is_in_trouble());
+        if verdict.ready != !(database_fails || component_fails) {
+            self.find(
+                entry.at,
+                "R4 readiness is its checks' conclusion",
+                format!(
+                    "readiness published ready={} from database={:?}, gating components={:?}",
+                    verdict.ready,
+                    verdict
+                        .databases
+                        .iter()
+                        .map(|o| o.status)
+                        .collect::<Vec<_>>(),
+                    verdict
+                        .components
+                        .iter()
+                        .map(|r| r.status)
+                        .collect::<Vec<_>>(),
+                ),
+            );
+        }
+        // A hold placed or released at the instant of a round may come before or after it.
+        let held_before = self.held(
+            entry
+                .at
+                .checked_sub(Duration::from_nanos(1))
+                .unwrap_or(entry.at),
+        );
+        if verdict.held.is_some() != self.held(entry.at) && verdict.held.is_some() != held_before {
+            self.find(
+                entry.at,
+                "R3 a hold acts at once",
+                format!("readiness published held={:?}", verdict.held),
+            );
+        }
+        if let (Some(made), Some(outcome)) = (
+            entry.readiness.when_made(),
+            default_database(&verdict.databases),
+        ) {
+            self.check_outcome("readiness", made.round_started, entry.at, outcome);
+            self.check_history(entry, outcome);
+        }
+    }
+
+    /// A health round's verdict (or one a readiness round republished with its outcomes):
+    /// its status follows its outcomes, each outcome what its check did.
+    fn check_health_round(&mut self, entry: &Entry) {
+        let verdict = &entry.health.verdict;
+        let status = health_status(verdict);
+        if verdict.status != status {
+            self.find(
+                entry.at,
+                "R6 health's status follows its checks",
+                format!(
+                    "/health published {} where its database {:?} and components {:?} make it {}",
+                    verdict.status.as_str(),
+                    verdict.database.as_ref().map(|o| o.status),
+                    verdict
+                        .components
+                        .iter()
+                        .map(|r| (r.critical, r.status))
+                        .collect::<Vec<_>>(),
+                    status.as_str()
+                ),
+            );
+        }
+        if let (Some(made), Some(outcome)) = (entry.health.when_made(), &verdict.database) {
+            self.check_outcome("health", made.round_started, entry.at, outcome);
+            self.check_history(entry, outcome);
+        }
+        if let Some(outcome) = verdict
+            .components
+            .iter()
+            .find(|report| *report.name == *COMPONENT)
+            .and_then(|report| report.outcome.as_ref())
+        {
+            self.check_history(entry, outcome);
+        }
+    }
+
+    /// An outcome of a round that started at `started` and was published at `at`: what its
+    /// check did meanwhile, or, in a round the runtime woke late, the last result heard.
+    fn check_outcome(
+        &mut self,
+        round: &str,
+        started: Instant,
+        at: Instant,
+        outcome: &CheckOutcome,
+    ) {
+        // A round may join a check started up to the longest check before it, and a block
+        // meanwhile delays that check's end by as much.
+        let reach = self.longest_check() + SLACK;
+        let mut from = self.since(started).saturating_sub(reach);
+        while let Some(block) = self.events.iter().find(|event| {
+            matches!(event.what, What::Block(long) if event.at < from && event.at + long + reach >= from)
+        }) {
+            from = block.at.saturating_sub(reach);
+        }
+        let to = self.since(at);
+        if outcome.detail == Some(TimeoutDetail::Starved) {
+            if !self.blocked(self.since(started), to) {
+                self.find(
+                    at,
+                    "R13 starvation is the runtime's lateness",
+                    format!(
+                        "a {round} round started at {} and published at {} carried the last result heard as if starved, with the runtime never blocked",
+                        ms(self.since(started)),
+                        ms(to)
+                    ),
+                );
+            }
+            return;
+        }
+        let behaviours = self.behaviours(true, from, to);
+        let mut allowed: Vec<CheckStatus> = behaviours
+            .iter()
+            .flat_map(|b| outcomes(*b).iter().copied())
+            .collect();
+        // A runtime woken late may see a round's deadline before the check that answered
+        // meanwhile: less than `STARVED_AFTER` late, or once the result heard last is older
+        // than its bound, that timeout counts (`monitor/slot.rs`).
+        if self.blocked(self.since(started), to) {
+            allowed.push(CheckStatus::TimedOut);
+        }
+        if !allowed.contains(&outcome.status) {
+            self.find(
+                at,
+                "R13 an outcome is what its check did",
+                format!(
+                    "a {round} round started at {} published the database {} while it {} meanwhile",
+                    ms(self.since(started)),
+                    outcome.status.as_str(),
+                    behaviours
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", then "),
+                ),
+            );
+        }
+    }
+
+    /// The history of the check `outcome` is of holds it last (a starved round adds nothing).
+    fn check_history(&mut self, entry: &Entry, outcome: &CheckOutcome) {
+        if outcome.detail == Some(TimeoutDetail::Starved) {
+            return;
+        }
+        let recorded = entry
+            .history
+            .iter()
+            .find(|(name, _)| **name == *outcome.name)
+            .and_then(|(_, last)| *last);
+        if recorded != Some(outcome.status) {
+            self.find(
+                entry.at,
+                "R18 the history holds what the rounds published",
+                format!(
+                    "`{}` published {} while its history's last round is {:?}",
+                    outcome.name,
+                    outcome.status.as_str(),
+                    recorded.map(CheckStatus::as_str)
+                ),
+            );
+        }
+    }
+
+    fn check_contradiction(&mut self, since: Instant, until: Instant, what: &str) {
+        let setup = &self.schedule.setup;
+        let bound = setup.readiness_interval + setup.deadline + SLACK;
+        let stale = [since, until]
+            .iter()
+            .any(|at| self.stale(*at).iter().any(|s| *s));
+        if until.saturating_duration_since(since) > bound
+            && !self.blocked(self.since(since), self.since(until))
+            && !stale
+            && !self.draining(until)
+        {
+            self.find(
+                until,
+                "R16 one clock: /health and readiness agree within a readiness interval",
+                format!(
+                    "{what} from {} to {} (bound {})",
+                    ms(self.since(since)),
+                    ms(self.since(until)),
+                    ms(bound)
+                ),
+            );
+        }
+    }
+
+    /// Whether readiness, health and pool are stale at `t`.
+    fn stale(&self, t: Instant) -> [bool; 3] {
+        let setup = &self.schedule.setup;
+        let state = self.state_at(t);
+        let past = |fresh_from: Option<Instant>, interval: Duration| {
+            fresh_from.is_some_and(|from| t > from + setup.stale_after(interval))
+        };
+        [
+            past(
+                state.and_then(|s| s.readiness.as_ref().map(|r| r.fresh.fresh_from)),
+                setup.readiness_interval,
+            ),
+            past(
+                state.and_then(|s| s.health.as_ref().map(|h| h.fresh_from)),
+                setup.health_interval,
+            ),
+            past(
+                state.and_then(|s| s.pool.as_ref().map(|p| p.fresh_from)),
+                setup.readiness_interval,
+            ),
+        ]
+    }
+
+    // ===== the answers =====
+
+    /// What every reader must say at `t`.
+    pub(super) fn expected(&self, t: Instant) -> Expected {
+        let setup = &self.schedule.setup;
+        let state = self.state_at(t);
+        let readiness = state.and_then(|s| s.readiness.as_ref());
+        let health = state.and_then(|s| s.health.as_ref());
+        let pool = state.and_then(|s| s.pool.as_ref());
+        let [ready_stale, health_stale, pool_stale] = self.stale(t);
+        let draining = self.draining(t);
+        let held = self.held(t);
+        let returning = readiness.is_some_and(|r| {
+            r.fresh.verdict.ready && !held && r.returns_at.is_some_and(|at| t < at)
+        });
+        let ready = match readiness {
+            _ if draining => Answer::out(Condition::Draining, "draining"),
+            None => Answer::out(Condition::Unavailable, "not_ready"),
+            Some(_) if ready_stale => Answer::out(Condition::Stale, "not_ready"),
+            Some(_) if held => Answer::out(Condition::Held, "not_ready"),
+            Some(_) if returning => Answer::out(Condition::Returning, "not_ready"),
+            Some(r) => judged(
+                r.fresh.verdict.ready,
+                if r.fresh.verdict.ready {
+                    "ready"
+                } else {
+                    "not_ready"
+                },
+            ),
+        };
+        let health_answer = match health {
+            _ if draining => Answer::out(Condition::Draining, "draining"),
+            None => Answer::out(Condition::Unavailable, "unavailable"),
+            Some(_) if health_stale => Answer::out(Condition::Stale, "unavailable"),
+            Some(h) => judged(
+                matches!(h.verdict.status, Status::Healthy | Status::Degraded),
+                h.verdict.status.as_str(),
+            ),
+        };
+        let pool_answer = match pool {
+            _ if draining => Answer::out(Condition::Draining, "draining"),
+            None => Answer::out(Condition::Unavailable, "unavailable"),
+            Some(_) if pool_stale => Answer::out(Condition::Stale, "unavailable"),
+            Some(p) if usable(&p.verdict) => judged(true, "healthy"),
+            Some(_) => judged(false, "error"),
+        };
+        let started = readiness.is_some();
+        let debounced = |passing: bool, condition: Condition, streak: Streak| {
+            passing || (condition == Condition::Verdict && !streak.lasted(setup.debounce, t))
+        };
+        let ready_grpc = match ready.condition {
+            Condition::Unavailable => Serving::Unknown,
+            _ => Serving::of(ready.passing),
+        };
+        let ready_debounced = match (ready.condition, readiness) {
+            (Condition::Unavailable, _) | (_, None) => ready_grpc,
+            (_, Some(r)) => Serving::of(debounced(ready.passing, ready.condition, r.failing)),
+        };
+        let database_outcome = readiness.and_then(|r| default_database(&r.fresh.verdict.databases));
+        let database_serving = |debounce: bool| match (readiness, database_outcome) {
+            _ if draining => Serving::NotServing,
+            (Some(_), _) if ready_stale => Serving::NotServing,
+            (Some(r), Some(outcome)) => {
+                let passing = passes_readiness(outcome.status, setup.fail_direction);
+                Serving::of(if debounce {
+                    debounced(passing, Condition::Verdict, r.database_failing)
+                } else {
+                    passing
+                })
+            }
+            _ => Serving::Unknown,
+        };
+        let report =
+            health.and_then(|h| h.verdict.components.iter().find(|r| *r.name == *COMPONENT));
+        let component = setup.component.as_ref().map(|_| match (health, report) {
+            _ if draining => Serving::NotServing,
+            (Some(_), _) if health_stale => Serving::NotServing,
+            (_, Some(report)) => match report.status {
+                ComponentStatus::Healthy | ComponentStatus::Degraded => Serving::Serving,
+                ComponentStatus::Unhealthy => Serving::NotServing,
+                ComponentStatus::Unknown => Serving::Unknown,
+            },
+            _ => Serving::Unknown,
+        });
+        let verdict_status = health.map_or("unavailable", |h| h.verdict.status.as_str());
+        let judged_as_is = matches!(
+            ready.condition,
+            Condition::Verdict | Condition::Held | Condition::Returning
+        );
+        Expected {
+            agent: self.agent(t, ready, health_answer, readiness),
+            ready,
+            health: health_answer,
+            pool: pool_answer,
+            startup: if started {
+                judged(true, "started")
+            } else {
+                Answer::out(Condition::Starting, "starting")
+            },
+            headline: match health_answer.condition {
+                Condition::Draining => "draining",
+                Condition::Stale => "unavailable",
+                _ => verdict_status,
+            },
+            status_metric: if health_stale {
+                "unavailable"
+            } else {
+                verdict_status
+            },
+            ready_debounced,
+            ready_grpc,
+            database: database_serving(false),
+            database_debounced: database_serving(true),
+            component,
+            ready_database: database_outcome
+                .filter(|_| judged_as_is)
+                .map(|outcome| outcome.status.database_word()),
+            health_database: health
+                .and_then(|h| h.verdict.database.as_ref())
+                .filter(|_| health_answer.condition == Condition::Verdict)
+                .map(|outcome| {
+                    if outcome.passed() {
+                        "healthy"
+                    } else {
+                        "unhealthy"
+                    }
+                }),
+            // What the verdict says: before the first round, readiness fails for the lack of
+            // one, whatever the hold.
+            held: held && readiness.is_some(),
+            draining,
+            started,
+            returning: ready.condition == Condition::Returning,
+            monitor_failing: readiness.is_none() || ready_stale,
+            database_up: database_outcome.map(CheckOutcome::passed),
+            component_status: report.map(|report| report.status),
+            stale: [ready_stale, health_stale, pool_stale],
+        }
+    }
+
+    /// HAProxy's words: `drain`, `maint`, `up ready <weight>%` (the slow start's ramp since
+    /// the return, the degraded weight while degraded or failing within the debounce), or
+    /// `down ready`.
+    fn agent(
+        &self,
+        t: Instant,
+        ready: Answer,
+        health: Answer,
+        readiness: Option<&Readiness>,
+    ) -> String {
+        let setup = &self.schedule.setup;
+        let ramp = readiness
+            .and_then(|r| r.returns_at)
+            .and_then(|at| t.checked_duration_since(at))
+            .map_or(100, |back| {
+                if back < setup.slow_start {
+                    u128::min(back.as_nanos() * 100 / setup.slow_start.as_nanos() + 1, 100)
+                } else {
+                    100
+                }
+            });
+        let up = |weight: u128| format!("up ready {weight}%\n");
+        let degraded = health.condition == Condition::Verdict && health.status == "degraded";
+        let failing_briefly = readiness.is_some_and(|r| !r.failing.lasted(setup.debounce, t));
+        match ready.condition {
+            Condition::Draining => "drain\n".into(),
+            Condition::Held => "maint\n".into(),
+            Condition::Verdict if ready.passing && degraded => {
+                up(ramp.min(u128::from(setup.degraded_weight)))
+            }
+            Condition::Verdict if ready.passing => up(ramp),
+            Condition::Verdict if failing_briefly => {
+                up(ramp.min(u128::from(setup.degraded_weight)))
+            }
+            _ => "down ready\n".into(),
+        }
+    }
+
+    /// The instants after `now` at which the answers change without a publication, as far as
+    /// what is published now says: a failure lasting the debounce, a return's end, and a
+    /// verdict going stale before the next round is due.
+    pub(super) fn upcoming(&self, now: Instant) -> Vec<Instant> {
+        let setup = &self.schedule.setup;
+        let Some(state) = self.state_at(now) else {
+            return Vec::new();
+        };
+        let mut upcoming = Vec::new();
+        let mut stale = Vec::new();
+        if let Some(r) = &state.readiness {
+            stale.push(r.fresh.fresh_from + setup.stale_after(setup.readiness_interval));
+            for streak in [r.failing, r.database_failing] {
+                if let Streak::Since(since) = streak {
+                    upcoming.push(since + setup.debounce);
+                }
+            }
+            upcoming.extend(r.returns_at);
+        }
+        if let Some(h) = &state.health {
+            stale.push(h.fresh_from + setup.stale_after(setup.health_interval));
+        }
+        if let Some(p) = &state.pool {
+            stale.push(p.fresh_from + setup.stale_after(setup.readiness_interval));
+        }
+        let next_round = now + setup.readiness_interval + setup.deadline;
+        upcoming.extend(stale.into_iter().filter(|at| *at <= next_round));
+        upcoming.retain(|at| *at > now);
+        upcoming
+    }
+
+    /// A short account of what the model holds at `t`, for a finding.
+    pub(super) fn context(&self, t: Instant) -> String {
+        let setup = &self.schedule.setup;
+        let Some(state) = self.state_at(t) else {
+            return "nothing published yet".into();
+        };
+        let mut context = String::new();
+        if let Some(r) = &state.readiness {
+            let verdict = &r.fresh.verdict;
+            context += &format!(
+                "readiness: ready={} held={} database={:?}, fresh from {} (stale after {}), failing {}, return {}",
+                verdict.ready,
+                verdict.held.is_some(),
+                default_database(&verdict.databases).map(|o| o.status.as_str()),
+                ms(self.since(r.fresh.fresh_from)),
+                ms(setup.stale_after(setup.readiness_interval)),
+                match r.failing {
+                    Streak::Passing => "no".to_owned(),
+                    Streak::Since(since) => format!("since {}", ms(self.since(since))),
+                    Streak::Always => "since the start".to_owned(),
+                },
+                r.returns_at.map_or_else(
+                    || "none".to_owned(),
+                    |at| format!("at {}", ms(self.since(at)))
+                ),
+            );
+        }
+        if let Some(h) = &state.health {
+            context += &format!(
+                "; health: {} database={:?} components={:?}, fresh from {}",
+                h.verdict.status.as_str(),
+                h.verdict.database.as_ref().map(|o| o.status.as_str()),
+                h.verdict
+                    .components
+                    .iter()
+                    .map(|r| r.status.as_str())
+                    .collect::<Vec<_>>(),
+                ms(self.since(h.fresh_from)),
+            );
+        }
+        context
+    }
+
+    // ===== the bounds at every instant =====
+
+    /// The rules that hold at every instant: the cadence, a component's state against its
+    /// checks, and how long a contradiction may last.
+    pub(super) fn check_at(&mut self, t: Instant) {
+        let setup = self.schedule.setup.clone();
+        let now = self.since(t);
+        let state = self.state_at(t).cloned();
+        // R14: readiness publishes every interval (once its first round had time to).
+        let window = setup.readiness_interval + setup.deadline + SLACK;
+        if now > setup.deadline + SLACK && !self.blocked(now.saturating_sub(window * 2), now) {
+            let fresh_from = state
+                .as_ref()
+                .and_then(|s| s.readiness.as_ref())
+                .map(|r| self.since(r.fresh.fresh_from));
+            if fresh_from.is_none_or(|from| now - from > window) {
+                self.find(
+                    t,
+                    "R14 readiness publishes every interval",
+                    format!(
+                        "the last readiness round was published at {fresh_from:?} (bound {})",
+                        ms(window)
+                    ),
+                );
+            }
+        }
+        // R16: a contradiction that goes on.
+        if let Some((since, what)) = state.as_ref().and_then(|s| s.contradiction.clone()) {
+            self.check_contradiction(since, t, &what);
+        }
+        // R15: a component's state follows its checks within its rounds.
+        let (Some(component), Some(state)) = (setup.component.as_ref(), state) else {
+            return;
+        };
+        let Some(health) = state.health.as_ref().filter(|_| !self.stale(t)[1]) else {
+            return;
+        };
+        let status = health
+            .verdict
+            .components
+            .iter()
+            .find(|r| *r.name == *COMPONENT)
+            .map_or(ComponentStatus::Unknown, |r| r.status);
+        let round = |rounds: u32| setup.health_interval * rounds + setup.deadline + SLACK;
+        let (trouble_after, healthy_after) = (
+            round(component.failures_before_trouble),
+            round(component.successes_before_recovery),
+        );
+        if self.blocked(now.saturating_sub(trouble_after.max(healthy_after)), now) {
+            return;
+        }
+        let bad = |b: &Behaviour| !matches!(b, Behaviour::Passes(_));
+        let must_trouble = now >= trouble_after
+            && self
+                .behaviours(false, now - trouble_after, now)
+                .iter()
+                .all(bad);
+        let must_not = self
+            .behaviours(false, now.saturating_sub(healthy_after), now)
+            .iter()
+            .all(|b| !bad(b));
+        let trouble = if component.critical {
+            ComponentStatus::Unhealthy
+        } else {
+            ComponentStatus::Degraded
+        };
+        if must_trouble && status != trouble {
+            self.find(
+                t,
+                "R15 a failing component is in trouble within its rounds",
+                format!(
+                    "component `cache` is {} although its checks failed for the last {} ({} failure(s) needed, health every {})",
+                    status.as_str(),
+                    ms(trouble_after),
+                    component.failures_before_trouble,
+                    ms(setup.health_interval)
+                ),
+            );
+        }
+        if must_not && status.is_in_trouble() {
+            self.find(
+                t,
+                "R15 a passing component recovers within its rounds",
+                format!(
+                    "component `cache` is {} although its checks passed for the last {}",
+                    status.as_str(),
+                    ms(healthy_after)
+                ),
+            );
+        }
+    }
+
+    /// The transitions logged (`readiness is now ...`, at the instant each was written)
+    /// against the instants readiness's answer changed: each change logged once, when it
+    /// happens (a return when its jitter runs out), and nothing else. A drain and a stale
+    /// verdict are not transitions of the verdict: lines around them are not judged.
+    pub(super) fn check_log(&mut self, lines: &[(Instant, String)], end: Instant) {
+        let setup = self.schedule.setup.clone();
+        let bound = setup.readiness_interval + setup.deadline + SLACK;
+        // Readiness's answer as the log names it, at each instant it changes.
+        let mut changes: Vec<(Instant, bool)> = Vec::new();
+        let mut last: Option<bool> = None;
+        for (index, state) in self.states.iter().enumerate() {
+            let Some(r) = &state.readiness else { continue };
+            let next_at = self.states.get(index + 1).map_or(end, |next| next.at);
+            let mut note = |at: Instant, passes: bool| {
+                if last != Some(passes) {
+                    changes.push((at, passes));
+                    last = Some(passes);
+                }
+            };
+            let returning = |at: Instant| r.returns_at.is_some_and(|back| at < back);
+            note(state.at, r.passes() && !returning(state.at));
+            if let Some(back) = r
+                .returns_at
+                .filter(|back| *back > state.at && *back < next_at)
+            {
+                note(back, r.passes());
+            }
+        }
+        let unjudged = |model: &Self, at: Instant| {
+            let around = model.since(at).saturating_sub(bound);
+            model.draining(at)
+                || model.stale(at)[0]
+                || model.stale(at.checked_sub(bound).unwrap_or(at))[0]
+                || model.blocked(around, model.since(at))
+        };
+        let mut lines = lines.iter().peekable();
+        for (at, passes) in changes {
+            if at + bound > end || unjudged(self, at) {
+                // Too near the end to be logged yet, or not the verdict's change.
+                while lines
+                    .peek()
+                    .is_some_and(|(logged, _)| *logged <= at + bound)
+                {
+                    lines.next();
+                }
+                continue;
+            }
+            let word = if passes { "ready" } else { "not_ready" };
+            // Lines before the change say something that had not happened.
+            while let Some((logged, line)) = lines.peek() {
+                if *logged + SLACK >= at {
+                    break;
+                }
+                if !unjudged(self, *logged) {
+                    let what = format!(
+                        "`{line}` logged at {} where readiness had not changed",
+                        ms(self.since(*logged))
+                    );
+                    self.find(
+                        *logged,
+                        "R17 a transition is logged when the answer changes",
+                        what,
+                    );
+                    return;
+                }
+                lines.next();
+            }
+            match lines.next() {
+                Some((logged, line))
+                    if line.ends_with(&format!("now {word}")) && *logged <= at + bound => {}
+                other => {
+                    let what = format!(
+                        "readiness became {word} at {}; the log's next line: {:?}",
+                        ms(self.since(at)),
+                        other.map(|(logged, line)| (ms(self.since(*logged)), line))
+                    );
+                    self.find(
+                        at,
+                        "R17 a transition is logged when the answer changes",
+                        what,
+                    );
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// `published` as the rules read it: `None` for a placeholder; fresh from now when it was
+/// made anew, else from when the verdict it repeats was.
+fn fresh<V>(
+    published: &Arc<Published<V>>,
+    before: Option<&Fresh<V>>,
+    at: Instant,
+) -> Option<Fresh<V>> {
+    let made = published.when_made()?;
+    let fresh_from = before
+        .filter(|before| before.made.is_some_and(|b| same(b, made)))
+        .map_or(at, |before| before.fresh_from);
+    Some(Fresh {
+        verdict: published.verdict.clone(),
+        made: Some(made),
+        fresh_from,
+    })
+}
+
+fn same(a: Made, b: Made) -> bool {
+    a.round_started == b.round_started && a.computed_at == b.computed_at && a.stale_at == b.stale_at
+}
+
+/// When readiness comes back into rotation, after `before` (none: the start), as a verdict
+/// that `verdict` says is published at `at`. A return counts from the first verdict that
+/// passes after the start, a hold or a stale verdict (at once), and after a failure that
+/// lasted the debounce (an outage: after the jitter); a shorter failure (a blip) is no
+/// return, and a return still ahead stays ahead.
+fn returns_at(
+    before: Option<&Readiness>,
+    verdict: &ReadinessVerdict,
+    debounce: Duration,
+    jitter: Duration,
+    stale_by_now: impl Fn(Instant) -> bool,
+    at: Instant,
+) -> Option<Instant> {
+    let kept = before.and_then(|before| before.returns_at);
+    let passes = verdict.ready && verdict.held.is_none();
+    if !passes || kept.is_some_and(|back| back > at) {
+        return kept;
+    }
+    let Some(before) = before else {
+        return Some(at);
+    };
+    let out = stale_by_now(before.fresh.fresh_from);
+    if before.passes() && !out {
+        return kept;
+    }
+    let was_failing = !before.fresh.verdict.ready && matches!(before.failing, Streak::Since(_));
+    let outage = was_failing && before.failing.lasted(debounce, at);
+    let blip = was_failing && !outage && before.fresh.verdict.held.is_none() && !out;
+    if blip {
+        return kept;
+    }
+    Some(at + if outage { jitter } else { Duration::ZERO })
+}
+
+/// What `/health` says of the default database against what readiness says, and of the
+/// component against what readiness's gating component says, when they differ.
+fn contradiction(
+    readiness: Option<&Readiness>,
+    health: Option<&Fresh<HealthVerdict>>,
+) -> Option<String> {
+    let (readiness, health) = (&readiness?.fresh.verdict, &health?.verdict);
+    let ready_database = default_database(&readiness.databases).map(CheckOutcome::passed);
+    let health_database = health.database.as_ref().map(CheckOutcome::passed);
+    if let (Some(ready), Some(healthy)) = (ready_database, health_database) {
+        if ready != healthy {
+            return Some(format!(
+                "readiness's database passed={ready}, /health's passed={healthy}"
+            ));
+        }
+    }
+    let gating = readiness
+        .components
+        .iter()
+        .find(|r| *r.name == *COMPONENT)?;
+    let shown = health.components.iter().find(|r| *r.name == *COMPONENT)?;
+    (gating.status != shown.status).then(|| {
+        format!(
+            "readiness's component is {}, /health's {}",
+            gating.status.as_str(),
+            shown.status.as_str()
+        )
+    })
+}
+
+fn judged(passing: bool, status: &'static str) -> Answer {
+    Answer {
+        passing,
+        condition: Condition::Verdict,
+        status,
+    }
+}
+
+fn default_database(outcomes: &[CheckOutcome]) -> Option<&CheckOutcome> {
+    outcomes.iter().find(|outcome| *outcome.name == *"default")
+}
+
+/// Whether a database whose check ended so lets readiness pass: timed out counts as passing
+/// under `FailDirection::Ready`.
+fn passes_readiness(status: CheckStatus, fail_direction: FailDirection) -> bool {
+    match status {
+        CheckStatus::Passed => true,
+        CheckStatus::TimedOut => fail_direction == FailDirection::Ready,
+        CheckStatus::Failed => false,
+    }
+}
+
+fn usable(pool: &PoolVerdict) -> bool {
+    pool.outcome.as_ref().is_some_and(CheckOutcome::passed)
+}
+
+/// `/health`'s status from its checks (SPEC 2, 6): the default database down is unhealthy
+/// (an error when its check panicked), a critical component in trouble unhealthy, another
+/// degraded.
+fn health_status(verdict: &HealthVerdict) -> Status {
+    let Some(database) = &verdict.database else {
+        return Status::Unhealthy;
+    };
+    let trouble = |critical: bool| {
+        verdict
+            .components
+            .iter()
+            .any(|report| report.critical == critical && report.status.is_in_trouble())
+    };
+    if database.critical && !database.passed() {
+        let panicked = database
+            .error
+            .as_ref()
+            .is_some_and(|e| e.kind() == CheckErrorKind::Panicked);
+        if panicked {
+            Status::Error
+        } else {
+            Status::Unhealthy
+        }
+    } else if trouble(true) {
+        Status::Unhealthy
+    } else if trouble(false) {
+        Status::Degraded
+    } else {
+        Status::Healthy
+    }
+}
+
+/// What a round may conclude of a check that behaves so.
+fn outcomes(behaviour: Behaviour) -> &'static [CheckStatus] {
+    match behaviour {
+        Behaviour::Passes(_) => &[CheckStatus::Passed],
+        Behaviour::Refused | Behaviour::QueryFails(_) => &[CheckStatus::Failed],
+        Behaviour::Hangs => &[CheckStatus::TimedOut],
+        // Past the deadline, unless a later round joins the check before it ends.
+        Behaviour::Slow(_) => &[CheckStatus::TimedOut, CheckStatus::Passed],
+    }
+}
