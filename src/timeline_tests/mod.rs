@@ -38,6 +38,8 @@ use crate::component::ComponentSpec;
 use crate::monitor::HealthHandle;
 use crate::{HealthConfig, HealthMonitor};
 
+#[cfg(feature = "redis")]
+mod fleet;
 mod model;
 mod readers;
 mod schedule;

@@ -111,9 +111,22 @@ struct State {
     readiness: Option<Readiness>,
     health: Option<Fresh<HealthVerdict>>,
     pool: Option<Fresh<PoolVerdict>>,
-    /// Since when `/health` and readiness have said different things of one check, and what.
-    contradiction: Option<(Instant, String)>,
+    /// What two answers of the process have said differently of one check, since when.
+    gaps: Vec<Gap>,
 }
+
+/// Two answers that say different things of one check (`/health` and readiness, the history
+/// and what was published), since the instant they began to say these things.
+#[derive(Clone, Debug)]
+struct Gap {
+    rule: &'static str,
+    since: Instant,
+    what: String,
+}
+
+const ONE_CLOCK: &str = "R16 one clock: /health and readiness agree within a readiness interval";
+const HISTORY: &str =
+    "R18 the history holds what the rounds published, within a readiness interval";
 
 /// How one probe answers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -344,10 +357,80 @@ impl<'s> Model<'s> {
 
     /// Takes in what the monitor published at one instant, and checks it.
     pub(super) fn push(&mut self, entry: &Entry) {
-        let setup = &self.schedule.setup;
         let previous = self.states.last();
         let at = entry.at;
-        let readiness = fresh(
+        let unchanged = previous
+            .and_then(|state| state.readiness.as_ref())
+            .filter(|before| Arc::ptr_eq(&before.fresh.verdict, &entry.readiness.verdict));
+        let readiness = match unchanged {
+            // Another verdict was published: readiness's own is derived once, when it is.
+            Some(unchanged) => Some(unchanged.clone()),
+            None => self.readiness_after(previous, entry),
+        };
+        let health = fresh(
+            &entry.health,
+            previous.and_then(|state| state.health.as_ref()),
+            at,
+        );
+        let pool = fresh(
+            &entry.pool,
+            previous.and_then(|state| state.pool.as_ref()),
+            at,
+        );
+        let new_readiness = readiness.as_ref().is_some_and(|now| {
+            previous
+                .and_then(|state| state.readiness.as_ref())
+                .is_none_or(|before| before.fresh.fresh_from != now.fresh.fresh_from)
+        });
+        let new_health = health.as_ref().is_some_and(|now| {
+            previous
+                .and_then(|state| state.health.as_ref())
+                .is_none_or(|before| before.fresh_from != now.fresh_from)
+        });
+        // Each gap is timed from when its two sides began to say what they say now: one side
+        // that keeps following the other within the bound is never a gap past it.
+        let before: Vec<Gap> = previous.map(|state| state.gaps.clone()).unwrap_or_default();
+        let gaps: Vec<Gap> = gaps(readiness.as_ref(), health.as_ref(), &entry.history)
+            .into_iter()
+            .map(|(rule, what)| {
+                let since = before
+                    .iter()
+                    .find(|gap| gap.rule == rule && gap.what == what)
+                    .map_or(at, |gap| gap.since);
+                Gap { rule, since, what }
+            })
+            .collect();
+        let ended: Vec<Gap> = before
+            .into_iter()
+            .filter(|gap| {
+                !gaps
+                    .iter()
+                    .any(|now| now.rule == gap.rule && now.what == gap.what)
+            })
+            .collect();
+        self.states.push(State {
+            at,
+            readiness,
+            health,
+            pool,
+            gaps,
+        });
+        for gap in ended {
+            self.check_gap(&gap, at);
+        }
+        if new_readiness {
+            self.check_readiness_round(entry);
+        }
+        if new_health {
+            self.check_health_round(entry);
+        }
+    }
+
+    /// Readiness as published anew in `entry`, after `previous`: its streaks and its return.
+    fn readiness_after(&self, previous: Option<&State>, entry: &Entry) -> Option<Readiness> {
+        let setup = &self.schedule.setup;
+        let at = entry.at;
+        fresh(
             &entry.readiness,
             previous.and_then(|state| state.readiness.as_ref().map(|r| &r.fresh)),
             at,
@@ -373,52 +456,7 @@ impl<'s> Model<'s> {
                 returns_at,
                 fresh,
             }
-        });
-        let health = fresh(
-            &entry.health,
-            previous.and_then(|state| state.health.as_ref()),
-            at,
-        );
-        let pool = fresh(
-            &entry.pool,
-            previous.and_then(|state| state.pool.as_ref()),
-            at,
-        );
-        let contradiction = contradiction(readiness.as_ref(), health.as_ref()).map(|what| {
-            let since = previous
-                .and_then(|state| state.contradiction.as_ref())
-                .map_or(at, |(since, _)| *since);
-            (since, what)
-        });
-        let new_readiness = readiness.as_ref().is_some_and(|now| {
-            previous
-                .and_then(|state| state.readiness.as_ref())
-                .is_none_or(|before| before.fresh.fresh_from != now.fresh.fresh_from)
-        });
-        let new_health = health.as_ref().is_some_and(|now| {
-            previous
-                .and_then(|state| state.health.as_ref())
-                .is_none_or(|before| before.fresh_from != now.fresh_from)
-        });
-        let ended = previous
-            .and_then(|state| state.contradiction.clone())
-            .filter(|_| contradiction.is_none());
-        self.states.push(State {
-            at,
-            readiness,
-            health,
-            pool,
-            contradiction,
-        });
-        if let Some((since, what)) = ended {
-            self.check_contradiction(since, at, &what);
-        }
-        if new_readiness {
-            self.check_readiness_round(entry);
-        }
-        if new_health {
-            self.check_health_round(entry);
-        }
+        })
     }
 
     /// A readiness round's verdict: its conclusion follows its outcomes, each outcome what
@@ -472,7 +510,6 @@ impl<'s> Model<'s> {
             default_database(&verdict.databases),
         ) {
             self.check_outcome("readiness", made.round_started, entry.at, outcome);
-            self.check_history(entry, outcome);
         }
     }
 
@@ -500,15 +537,6 @@ impl<'s> Model<'s> {
         }
         if let (Some(made), Some(outcome)) = (entry.health.when_made(), &verdict.database) {
             self.check_outcome("health", made.round_started, entry.at, outcome);
-            self.check_history(entry, outcome);
-        }
-        if let Some(outcome) = verdict
-            .components
-            .iter()
-            .find(|report| *report.name == *COMPONENT)
-            .and_then(|report| report.outcome.as_ref())
-        {
-            self.check_history(entry, outcome);
         }
     }
 
@@ -574,51 +602,28 @@ impl<'s> Model<'s> {
         }
     }
 
-    /// The history of the check `outcome` is of holds it last (a starved round adds nothing).
-    fn check_history(&mut self, entry: &Entry, outcome: &CheckOutcome) {
-        if outcome.detail == Some(TimeoutDetail::Starved) {
-            return;
-        }
-        let recorded = entry
-            .history
-            .iter()
-            .find(|(name, _)| **name == *outcome.name)
-            .and_then(|(_, last)| *last);
-        if recorded != Some(outcome.status) {
-            self.find(
-                entry.at,
-                "R18 the history holds what the rounds published",
-                format!(
-                    "`{}` published {} while its history's last round is {:?}",
-                    outcome.name,
-                    outcome.status.as_str(),
-                    recorded.map(CheckStatus::as_str)
-                ),
-            );
-        }
-    }
-
-    fn check_contradiction(&mut self, since: Instant, until: Instant, what: &str) {
+    /// A gap that lasted until `until`: past one readiness interval and its deadline, while
+    /// the verdicts were fresh, the runtime not blocked, and (for the probes' answers) the
+    /// process not draining, it is a contradiction the rules forbid.
+    fn check_gap(&mut self, gap: &Gap, until: Instant) {
         let setup = &self.schedule.setup;
         let bound = setup.readiness_interval + setup.deadline + SLACK;
-        let stale = [since, until]
+        let stale = [gap.since, until]
             .iter()
             .any(|at| self.stale(*at).iter().any(|s| *s));
-        if until.saturating_duration_since(since) > bound
-            && !self.blocked(self.since(since), self.since(until))
+        if until.saturating_duration_since(gap.since) > bound
+            && !self.blocked(self.since(gap.since), self.since(until))
             && !stale
-            && !self.draining(until)
+            && !(gap.rule == ONE_CLOCK && self.draining(until))
         {
-            self.find(
-                until,
-                "R16 one clock: /health and readiness agree within a readiness interval",
-                format!(
-                    "{what} from {} to {} (bound {})",
-                    ms(self.since(since)),
-                    ms(self.since(until)),
-                    ms(bound)
-                ),
+            let what = format!(
+                "{} from {} to {} (bound {})",
+                gap.what,
+                ms(self.since(gap.since)),
+                ms(self.since(until)),
+                ms(bound)
             );
+            self.find(until, gap.rule, what);
         }
     }
 
@@ -854,21 +859,53 @@ impl<'s> Model<'s> {
         upcoming
     }
 
-    /// A short account of what the model holds at `t`, for a finding.
+    /// What the model held at `t`, for a finding: the last publications up to it, the last
+    /// with what the rules derived from it.
     pub(super) fn context(&self, t: Instant) -> String {
         let setup = &self.schedule.setup;
-        let Some(state) = self.state_at(t) else {
+        let upto = self.states.partition_point(|state| state.at <= t);
+        let recent = &self.states[upto.saturating_sub(4)..upto];
+        let Some(last) = recent.last() else {
             return "nothing published yet".into();
         };
         let mut context = String::new();
-        if let Some(r) = &state.readiness {
-            let verdict = &r.fresh.verdict;
+        for state in recent {
+            context += &format!("\n  published at {}:", ms(self.since(state.at)));
+            if let Some(r) = &state.readiness {
+                let verdict = &r.fresh.verdict;
+                context += &format!(
+                    " readiness ready={} held={} database={:?} components={:?} (fresh from {});",
+                    verdict.ready,
+                    verdict.held.is_some(),
+                    default_database(&verdict.databases).map(|o| o.status.as_str()),
+                    verdict
+                        .components
+                        .iter()
+                        .map(|r| r.status.as_str())
+                        .collect::<Vec<_>>(),
+                    ms(self.since(r.fresh.fresh_from)),
+                );
+            }
+            if let Some(h) = &state.health {
+                context += &format!(
+                    " health {} database={:?} components={:?} (fresh from {})",
+                    h.verdict.status.as_str(),
+                    h.verdict.database.as_ref().map(|o| o.status.as_str()),
+                    h.verdict
+                        .components
+                        .iter()
+                        .map(|r| (
+                            r.status.as_str(),
+                            r.outcome.as_ref().map(|o| o.status.as_str())
+                        ))
+                        .collect::<Vec<_>>(),
+                    ms(self.since(h.fresh_from)),
+                );
+            }
+        }
+        if let Some(r) = &last.readiness {
             context += &format!(
-                "readiness: ready={} held={} database={:?}, fresh from {} (stale after {}), failing {}, return {}",
-                verdict.ready,
-                verdict.held.is_some(),
-                default_database(&verdict.databases).map(|o| o.status.as_str()),
-                ms(self.since(r.fresh.fresh_from)),
+                "\n  readiness stale after {}, failing {}, returns {}",
                 ms(setup.stale_after(setup.readiness_interval)),
                 match r.failing {
                     Streak::Passing => "no".to_owned(),
@@ -876,22 +913,9 @@ impl<'s> Model<'s> {
                     Streak::Always => "since the start".to_owned(),
                 },
                 r.returns_at.map_or_else(
-                    || "none".to_owned(),
+                    || "never".to_owned(),
                     |at| format!("at {}", ms(self.since(at)))
                 ),
-            );
-        }
-        if let Some(h) = &state.health {
-            context += &format!(
-                "; health: {} database={:?} components={:?}, fresh from {}",
-                h.verdict.status.as_str(),
-                h.verdict.database.as_ref().map(|o| o.status.as_str()),
-                h.verdict
-                    .components
-                    .iter()
-                    .map(|r| r.status.as_str())
-                    .collect::<Vec<_>>(),
-                ms(self.since(h.fresh_from)),
             );
         }
         context
@@ -923,9 +947,9 @@ impl<'s> Model<'s> {
                 );
             }
         }
-        // R16: a contradiction that goes on.
-        if let Some((since, what)) = state.as_ref().and_then(|s| s.contradiction.clone()) {
-            self.check_contradiction(since, t, &what);
+        // R16, R18: a gap that goes on.
+        for gap in state.as_ref().map(|s| s.gaps.clone()).unwrap_or_default() {
+            self.check_gap(&gap, t);
         }
         // R15: a component's state follows its checks within its rounds.
         let (Some(component), Some(state)) = (setup.component.as_ref(), state) else {
@@ -940,7 +964,12 @@ impl<'s> Model<'s> {
             .iter()
             .find(|r| *r.name == *COMPONENT)
             .map_or(ComponentStatus::Unknown, |r| r.status);
-        let round = |rounds: u32| setup.health_interval * rounds + setup.deadline + SLACK;
+        // Its rounds, their deadline, and one readiness interval: a health round that ends
+        // after a readiness round republished `/health` (SPEC 14) is not published, and its
+        // components show with the next readiness round.
+        let round = |rounds: u32| {
+            setup.health_interval * rounds + setup.deadline + setup.readiness_interval + SLACK
+        };
         let (trouble_after, healthy_after) = (
             round(component.failures_before_trouble),
             round(component.successes_before_recovery),
@@ -949,11 +978,21 @@ impl<'s> Model<'s> {
             return;
         }
         let bad = |b: &Behaviour| !matches!(b, Behaviour::Passes(_));
-        let must_trouble = now >= trouble_after
-            && self
-                .behaviours(false, now - trouble_after, now)
-                .iter()
-                .all(bad);
+        // A check that hung answers as the next behaviour says from the instant it changes:
+        // a slow answer after a hang may still come within a round that joined it.
+        let failing_from = now.saturating_sub(trouble_after);
+        let during = self.behaviours(false, failing_from, now);
+        let mut sequence = self.behaviours(
+            false,
+            failing_from.saturating_sub(self.longest_check()),
+            failing_from,
+        );
+        sequence.pop();
+        let first = sequence.len();
+        sequence.extend(&during);
+        let resumed_slowly = (first.max(1)..sequence.len())
+            .any(|i| matches!(sequence[i - 1..=i], [Behaviour::Hangs, Behaviour::Slow(_)]));
+        let must_trouble = now >= trouble_after && during.iter().all(bad) && !resumed_slowly;
         let must_not = self
             .behaviours(false, now.saturating_sub(healthy_after), now)
             .iter()
@@ -1133,34 +1172,74 @@ fn returns_at(
     Some(at + if outage { jitter } else { Duration::ZERO })
 }
 
-/// What `/health` says of the default database against what readiness says, and of the
-/// component against what readiness's gating component says, when they differ.
-fn contradiction(
+/// Where two answers of the process say different things of one check: `/health` and
+/// readiness of the default database and of the component (R16), and each check's history
+/// and what was published of it last (R18: readiness's database, `/health`'s component).
+fn gaps(
     readiness: Option<&Readiness>,
     health: Option<&Fresh<HealthVerdict>>,
-) -> Option<String> {
-    let (readiness, health) = (&readiness?.fresh.verdict, &health?.verdict);
-    let ready_database = default_database(&readiness.databases).map(CheckOutcome::passed);
-    let health_database = health.database.as_ref().map(CheckOutcome::passed);
+    history: &[(Arc<str>, Option<CheckStatus>)],
+) -> Vec<(&'static str, String)> {
+    let mut gaps = Vec::new();
+    let readiness = readiness.map(|r| &r.fresh.verdict);
+    let health = health.map(|h| &h.verdict);
+    let ready_database = readiness.and_then(|r| default_database(&r.databases));
+    let health_database = health.and_then(|h| h.database.as_ref());
     if let (Some(ready), Some(healthy)) = (ready_database, health_database) {
-        if ready != healthy {
-            return Some(format!(
-                "readiness's database passed={ready}, /health's passed={healthy}"
-            ));
+        if ready.passed() != healthy.passed() {
+            let what = format!(
+                "readiness's database is {}, /health's {}",
+                ready.status.as_str(),
+                healthy.status.as_str()
+            );
+            gaps.push((ONE_CLOCK, what));
         }
     }
-    let gating = readiness
-        .components
-        .iter()
-        .find(|r| *r.name == *COMPONENT)?;
-    let shown = health.components.iter().find(|r| *r.name == *COMPONENT)?;
-    (gating.status != shown.status).then(|| {
-        format!(
-            "readiness's component is {}, /health's {}",
-            gating.status.as_str(),
-            shown.status.as_str()
-        )
-    })
+    let component = |reports: &[crate::verdict::ComponentReport]| {
+        reports.iter().find(|r| *r.name == *COMPONENT).cloned()
+    };
+    let gating = readiness.and_then(|r| component(&r.components));
+    let shown = health.and_then(|h| component(&h.components));
+    if let (Some(gating), Some(shown)) = (&gating, &shown) {
+        if gating.status != shown.status {
+            let what = format!(
+                "readiness's component is {}, /health's {}",
+                gating.status.as_str(),
+                shown.status.as_str()
+            );
+            gaps.push((ONE_CLOCK, what));
+        }
+    }
+    let recorded = |name: &str| {
+        history
+            .iter()
+            .find(|(check, _)| **check == *name)
+            .and_then(|(_, last)| *last)
+    };
+    // A starved round's outcome stands in for nothing it heard: nothing is recorded.
+    let published = [
+        (
+            "default",
+            ready_database
+                .filter(|o| o.detail != Some(TimeoutDetail::Starved))
+                .cloned(),
+        ),
+        (COMPONENT, shown.and_then(|report| report.outcome)),
+    ];
+    for (name, outcome) in published {
+        if let Some(outcome) = outcome {
+            let recorded = recorded(name);
+            if recorded != Some(outcome.status) {
+                let what = format!(
+                    "`{name}` was published {} while its history's last round is {}",
+                    outcome.status.as_str(),
+                    recorded.map_or("none", CheckStatus::as_str)
+                );
+                gaps.push((HISTORY, what));
+            }
+        }
+    }
+    gaps
 }
 
 fn judged(passing: bool, status: &'static str) -> Answer {
