@@ -32,6 +32,18 @@ thread_local! {
 /// Makes every draw on this thread return `fraction` (in `[0, 1)`), or random ones again
 /// (`None`).
 #[cfg(test)]
+#[cfg_attr(
+    not(all(
+        feature = "grpc",
+        feature = "haproxy-agent",
+        feature = "metrics",
+        feature = "page"
+    )),
+    allow(
+        dead_code,
+        reason = "the timeline test's, which needs its readers' features"
+    )
+)]
 pub(crate) fn fix_on_this_thread(fraction: Option<f64>) {
     FIXED.set(fraction);
 }

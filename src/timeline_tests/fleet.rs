@@ -3,7 +3,7 @@
 //! failing and coming back as a seed's schedule says, in real time (Redis's clock decides
 //! who counts, and paused time does not mix with real I/O).
 //!
-//! Two rules, from SPEC 10, 12 and 14 and issue 35:
+//! Two rules (16 and 17 of the [timeline test](super)), from SPEC 10, 12 and 14 and issue 35:
 //!
 //! - **A return is not in rotation.** A process waiting out its return's jitter (readiness
 //!   503 `returning`) never writes `ready` as its standing: read between two readings of its
@@ -316,7 +316,7 @@ impl Fleet {
             let standing = fleet.get(*id).and_then(|value| value.splitn(3, ' ').nth(2));
             if returning && standing == Some("ready") {
                 return Err(format!(
-                    "at {}: {id} answers readiness 503 returning (its return's jitter runs) and stands `ready` in {prefix}fleet: {:?}",
+                    "rule 16, a return is not in rotation: at {}: {id} answers readiness 503 returning (its return's jitter runs) and stands `ready` in {prefix}fleet: {:?}",
                     ms(now),
                     fleet
                 ));
@@ -352,7 +352,7 @@ impl Fleet {
                 })
                 .collect();
             return Err(format!(
-                "at {}: {in_rotation} of {members} processes answer readiness 200, the guard wants {wanted} (fraction {}) of which {eligible} can: {}; standings: {:?}",
+                "rule 17, the fleet keeps what the guard wants: at {}: {in_rotation} of {members} processes answer readiness 200, the guard wants {wanted} (fraction {}) of which {eligible} can: {}; standings: {:?}",
                 ms(now),
                 self.fraction,
                 answers.join(", "),

@@ -1,28 +1,96 @@
 //! The timeline test: every reader of a monitor, at every step of random schedules, against
-//! one model of SPEC's rules over time.
+//! one model of SPEC's rules over time (issue 35, part C).
 //!
-//! Each schedule (a seed: [`schedule`]) is a configuration (intervals, deadline, health
-//! cadence, debounce, return jitter, fail direction, a component with its own timeout and
-//! criticality) and events over time: the database and the component pass, fail, time out,
-//! hang and answer slowly; the operator holds and releases; the drain starts; the runtime is
-//! blocked. The real monitor (`HealthMonitor::new` and `run`, in-process) runs it in virtual
-//! time (Tokio's paused clock, which `crate::clock` reads in the crate's tests): a schedule of
-//! a minute of rounds takes milliseconds, and the same seed replays the same schedule. A
-//! blocked runtime is the clock advanced by hand while no task runs: every timer due
-//! meanwhile fires late, as after a blocking call on the runtime's only thread.
+//! # The design
 //!
-//! A recorder notes every publication as it happens; the model ([`model`]) checks each one
-//! against what the checks did, and at each step every reader ([`readers`]) is asked and
-//! compared with what the model says it must answer. The first disagreement fails the
-//! schedule; it is shortened to the fewest events that still fail the same rule, and printed
-//! with its seed.
+//! Each schedule ([`schedule`], named by a seed) is a configuration (readiness interval and
+//! deadline, health interval, debounce, return jitter, fail direction, a component with its
+//! own timeout, criticality, gating and hysteresis) and events over time: the database and
+//! the component pass, fail, hang and answer slowly (below or past their deadline); the
+//! operator holds and releases; the drain starts; the runtime is blocked. The real monitor
+//! (`HealthMonitor::new` and `run`, in-process) runs it in virtual time, on Tokio's paused
+//! clock, which `crate::clock` reads in the crate's tests: a minute of rounds takes tens of
+//! milliseconds, and a seed replays the same schedule (every random draw of the monitor returns
+//! the fraction the seed drew, so the model knows each return's delay). A blocked runtime is
+//! the clock advanced by hand while no task runs: every timer due meanwhile fires late, as
+//! after a blocking call on the runtime's only thread; what the schedule has during a block
+//! happens as it ends.
 //!
-//! - `TIMELINE_SEED=<n>` replays one seed (and shortens it again when it fails).
-//! - `TIMELINE_SCHEDULES=<n>` sets how many schedules run (1,000 by default, from seed
-//!   `TIMELINE_FIRST_SEED`, 0 by default); the ignored test runs 100,000.
+//! A recorder notes each publication as it happens. The model ([`model`]) takes each in,
+//! checks it against what the checks did, and says what every reader must answer at any
+//! instant; at each step (each event, a spread of instants, and just after each instant the
+//! answers change without a publication: a debounce's end, a return's end, a verdict going
+//! stale) every reader ([`readers`]) is asked and compared with it. The first disagreement
+//! fails the schedule; it is shortened (events left out, the run cut) to what still breaks
+//! the same rule, and printed with its seed and the publications before it.
 //!
-//! The fleet (several monitors sharing a Redis, the fleet guard and the return) is
-//! [`fleet`]: real time, against the real Redis.
+//! # The rules
+//!
+//! What every reader answers, at every instant (compared exactly; a reader that pushes may
+//! follow an instant [`model::PUSH_TOLERANCE`], 3 ms, late):
+//!
+//! 1. Liveness and ping: 200. Startup: 503 until the first readiness round is published,
+//!    then 200 for good (SPEC 2).
+//! 2. Readiness, health and pool, in SPEC's order: draining (503 `draining`); no verdict
+//!    yet; a verdict older than three of its rounds and the deadline since its round was
+//!    published (stale: 503); held (readiness); returning (readiness); the verdict (SPEC 2,
+//!    4, 5, 12, 14).
+//! 3. The return: the first verdict that passes after the start, a hold or a stale verdict
+//!    comes back at once; one that passes after a failure that lasted the debounce comes
+//!    back after the jitter drawn; a shorter failure is no return; a return ahead stays
+//!    ahead ([`HealthConfig::return_jitter`]).
+//! 4. The readers that act on one answer (the HAProxy agent, gRPC `Watch`) say a failure of
+//!    the verdict once it lasted the debounce; a drain, a hold, a stale or missing verdict and
+//!    a return act at once (SPEC 11).
+//! 5. The agent: `drain`, `maint`, `down ready`, or `up ready <n>%`, the weight ramping
+//!    from the last return over the slow start and capped by the degraded weight while
+//!    `/health` is degraded or the verdict fails within the debounce.
+//! 6. gRPC: `""` is readiness (`UNKNOWN` before the first round), `database/default` its
+//!    outcome under the fail direction, `component/cache` its state; a drain is
+//!    `NOT_SERVING` everywhere; `Watch` as `Check`, debounced, pushed when it changes.
+//! 7. The Prometheus gauges are the answers (passing and condition per probe, the status,
+//!    the database and the component, drain, hold, start, each verdict's staleness).
+//! 8. The page's headline and `<title>` are `/health`'s answer; its updates push it.
+//!
+//! What the monitor publishes, against what the checks did, within each documented bound:
+//!
+//! 9. Readiness is its checks' conclusion (a critical database under the fail direction,
+//!    a gating component in trouble); a hold is in it at once; `/health`'s status follows
+//!    its checks (SPEC 2, 6).
+//! 10. An outcome is what its check did during its round; only a round the runtime woke late
+//!     may carry the last result heard, or count a timeout the lateness caused (SPEC 11,
+//!     14: starvation is the runtime's lateness, never the order of the awaits).
+//! 11. Readiness publishes at least every interval plus the deadline.
+//! 12. A component is in trouble once it failed for its failures' worth of health rounds
+//!     (plus the deadline and one readiness interval), and healthy once it passed for its
+//!     successes' worth.
+//! 13. One clock: `/health` and readiness do not say different things of the database or
+//!     the component for longer than one readiness interval plus the deadline (SPEC 14).
+//! 14. The history's last round of each check agrees with what was published of it within
+//!     the same bound (SPEC 13, 14).
+//! 15. A transition is logged when readiness's answer changes (a return when its jitter
+//!     runs out), within one readiness interval, and no line says what did not happen (SPEC
+//!     14).
+//!
+//! And for a fleet ([`fleet`]: several monitors sharing the real Redis, in real time):
+//!
+//! 16. A process waiting out its return never stands `ready` in the fleet (SPEC 14).
+//! 17. Once every process had two rounds since the last change, at least
+//!     `min(ceil(fraction × members), eligible)` processes answer readiness 200 (SPEC 10, 12).
+//!
+//! # Running it
+//!
+//! - `cargo test --all-features --lib timeline` runs 1,000 schedules (seeds 0 to 999) and
+//!   three fleet schedules.
+//! - `TIMELINE_SEED=<n>` replays one seed, shortening it again when it fails;
+//!   `TIMELINE_SCHEDULES=<n>` and `TIMELINE_FIRST_SEED=<n>` set the range;
+//!   `TIMELINE_SURVEY=1` runs them all and lists the first seed that broke each rule;
+//!   `TIMELINE_RULE=<text>` looks only at the rules (and readers) whose name holds it;
+//!   `TIMELINE_READERS=all` asks the costly readers in every schedule (see
+//!   [`schedule::Costly`]). The ignored test runs 100,000.
+//! - `TIMELINE_FLEET_SEED=<n>` and `TIMELINE_FLEET_SCHEDULES=<n>` do the same for the fleet.
+//!
+//! [`HealthConfig::return_jitter`]: crate::HealthConfig::return_jitter
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -86,6 +154,8 @@ fn run(count: u64) {
         }
     };
     let survey = std::env::var_os("TIMELINE_SURVEY").is_some();
+    // Only the rules (or readers) whose name holds this, when set: one defect at a time.
+    let rule = std::env::var("TIMELINE_RULE").ok();
     let started = Instant::now();
     let next = AtomicU64::new(seeds.start);
     let stop = AtomicBool::new(false);
@@ -100,7 +170,11 @@ fn run(count: u64) {
                         return;
                     }
                     let schedule = Schedule::of(seed);
-                    let failures = run_one(&schedule, survey);
+                    let mut failures = run_one(&schedule, survey || rule.is_some());
+                    if let Some(rule) = &rule {
+                        failures.retain(|failure| failure.finding.rule.contains(rule.as_str()));
+                        failures.truncate(if survey { usize::MAX } else { 1 });
+                    }
                     if failures.is_empty() {
                         continue;
                     }
@@ -336,8 +410,10 @@ async fn drive(schedule: &Schedule, lines: &Lines, every: bool) -> Vec<Failure> 
             }
         }
         let now = crate::clock::now();
+        // The bounds are judged at each publication as well as now.
         for entry in take(&recorded) {
             model.push(&entry);
+            model.check_at(entry.at);
         }
         model.check_at(now);
         if take_findings(&mut model, &mut failures) {
@@ -373,6 +449,7 @@ async fn drive(schedule: &Schedule, lines: &Lines, every: bool) -> Vec<Failure> 
         let end = crate::clock::now();
         for entry in take(&recorded) {
             model.push(&entry);
+            model.check_at(entry.at);
         }
         model.check_log(&lines.take(), end);
         take_findings(&mut model, &mut failures);

@@ -1,39 +1,31 @@
-//! The rules over time, stated again from SPEC.md and the documentation, without the crate's
-//! decision code: what each probe must answer at each instant, from what the checks did
-//! (the schedule), what the operator and the runtime did (its events) and what the monitor
-//! published (each verdict, as a recorder saw it appear).
-//!
-//! Two kinds of rules:
-//!
-//! - The answers at an instant, from the publications so far and the clock, in SPEC's order:
-//!   draining, no verdict, stale, held, returning, the verdict; then the debounce of the
-//!   readers that act on one answer, and the agent's weight. Every reader is compared with
-//!   them exactly; one that pushes may follow an instant [`PUSH_TOLERANCE`] late.
-//! - The publications, against what the checks did, within each documented bound: an outcome
-//!   is what its check did during its round (a starved round may carry the last one heard);
-//!   readiness publishes every interval; a component's state follows its checks within its
-//!   rounds; `/health` and readiness do not contradict each other about one check for longer
-//!   than a readiness interval; a transition is logged when the answer changes; the history
-//!   holds what the rounds published.
+//! The rules over time (1 to 8 of the [timeline test](super); the others are
+//! [`bounds`]), stated again from SPEC.md and the documentation without the crate's decision
+//! code: what each probe must answer at each instant, from what the monitor published (each
+//! verdict, as a recorder saw it appear), what the operator and the runtime did (the
+//! schedule's events) and the clock.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::schedule::{Behaviour, Event, Schedule, What, ms};
 use crate::component::ComponentStatus;
+use crate::grpc::ServingStatus;
 use crate::verdict::{
-    CheckErrorKind, CheckOutcome, CheckStatus, FailDirection, HealthVerdict, PoolVerdict,
-    ReadinessVerdict, Status, TimeoutDetail,
+    CheckOutcome, CheckStatus, FailDirection, HealthVerdict, PoolVerdict, ReadinessVerdict, Status,
 };
 use crate::view::Condition;
 use crate::view::published::{Made, Published};
+
+mod bounds;
+
+use self::bounds::gaps;
 
 /// How late a reader that pushes may follow a change: `ViewWatch` wakes 1 ms past the
 /// instant it sleeps to.
 pub(super) const PUSH_TOLERANCE: Duration = Duration::from_millis(3);
 
-/// A little more than a bound counted in rounds: rounds end on whole milliseconds, events a
-/// third of one past.
+/// A little more than a bound counted in rounds: Tokio's timers count whole milliseconds,
+/// and a round that ends on one may be seen a step after.
 const SLACK: Duration = Duration::from_millis(2);
 
 /// The component's name in every schedule.
@@ -124,10 +116,6 @@ struct Gap {
     what: String,
 }
 
-const ONE_CLOCK: &str = "R16 one clock: /health and readiness agree within a readiness interval";
-const HISTORY: &str =
-    "R18 the history holds what the rounds published, within a readiness interval";
-
 /// How one probe answers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) struct Answer {
@@ -146,21 +134,12 @@ impl Answer {
     }
 }
 
-/// A gRPC serving status.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(super) enum Serving {
-    Unknown,
-    Serving,
-    NotServing,
-}
-
-impl Serving {
-    fn of(passing: bool) -> Self {
-        if passing {
-            Self::Serving
-        } else {
-            Self::NotServing
-        }
+/// `SERVING` when `passing`, `NOT_SERVING` otherwise.
+fn serving(passing: bool) -> ServingStatus {
+    if passing {
+        ServingStatus::Serving
+    } else {
+        ServingStatus::NotServing
     }
 }
 
@@ -177,13 +156,13 @@ pub(super) struct Expected {
     /// The metric `tower_health_status`: the verdict's, `unavailable` once stale.
     pub(super) status_metric: &'static str,
     /// Readiness for a consumer that acts on one answer (the agent, `Watch`).
-    pub(super) ready_debounced: Serving,
-    pub(super) ready_grpc: Serving,
+    pub(super) ready_debounced: ServingStatus,
+    pub(super) ready_grpc: ServingStatus,
     /// `database/default`, asked (`Check`) and watched.
-    pub(super) database: Serving,
-    pub(super) database_debounced: Serving,
+    pub(super) database: ServingStatus,
+    pub(super) database_debounced: ServingStatus,
     /// `component/cache`, when there is one.
-    pub(super) component: Option<Serving>,
+    pub(super) component: Option<ServingStatus>,
     /// The HAProxy agent's line.
     pub(super) agent: String,
     /// What the bodies show of the default database while the verdict is judged as it is.
@@ -459,174 +438,6 @@ impl<'s> Model<'s> {
         })
     }
 
-    /// A readiness round's verdict: its conclusion follows its outcomes, each outcome what
-    /// its check did, the hold the operator's, the history what the round learnt.
-    fn check_readiness_round(&mut self, entry: &Entry) {
-        let verdict = &entry.readiness.verdict;
-        let setup = &self.schedule.setup;
-        let database_fails = verdict.databases.iter().any(|outcome| {
-            outcome.critical && !passes_readiness(outcome.status, setup.fail_direction)
-        });
-        let component_fails = verdict
-            .components
-            .iter()
-            .any(|report| report.status.is_in_trouble());
-        if verdict.ready != !(database_fails || component_fails) {
-            self.find(
-                entry.at,
-                "R4 readiness is its checks' conclusion",
-                format!(
-                    "readiness published ready={} from database={:?}, gating components={:?}",
-                    verdict.ready,
-                    verdict
-                        .databases
-                        .iter()
-                        .map(|o| o.status)
-                        .collect::<Vec<_>>(),
-                    verdict
-                        .components
-                        .iter()
-                        .map(|r| r.status)
-                        .collect::<Vec<_>>(),
-                ),
-            );
-        }
-        // A hold placed or released at the instant of a round may come before or after it.
-        let held_before = self.held(
-            entry
-                .at
-                .checked_sub(Duration::from_nanos(1))
-                .unwrap_or(entry.at),
-        );
-        if verdict.held.is_some() != self.held(entry.at) && verdict.held.is_some() != held_before {
-            self.find(
-                entry.at,
-                "R3 a hold acts at once",
-                format!("readiness published held={:?}", verdict.held),
-            );
-        }
-        if let (Some(made), Some(outcome)) = (
-            entry.readiness.when_made(),
-            default_database(&verdict.databases),
-        ) {
-            self.check_outcome("readiness", made.round_started, entry.at, outcome);
-        }
-    }
-
-    /// A health round's verdict (or one a readiness round republished with its outcomes):
-    /// its status follows its outcomes, each outcome what its check did.
-    fn check_health_round(&mut self, entry: &Entry) {
-        let verdict = &entry.health.verdict;
-        let status = health_status(verdict);
-        if verdict.status != status {
-            self.find(
-                entry.at,
-                "R6 health's status follows its checks",
-                format!(
-                    "/health published {} where its database {:?} and components {:?} make it {}",
-                    verdict.status.as_str(),
-                    verdict.database.as_ref().map(|o| o.status),
-                    verdict
-                        .components
-                        .iter()
-                        .map(|r| (r.critical, r.status))
-                        .collect::<Vec<_>>(),
-                    status.as_str()
-                ),
-            );
-        }
-        if let (Some(made), Some(outcome)) = (entry.health.when_made(), &verdict.database) {
-            self.check_outcome("health", made.round_started, entry.at, outcome);
-        }
-    }
-
-    /// An outcome of a round that started at `started` and was published at `at`: what its
-    /// check did meanwhile, or, in a round the runtime woke late, the last result heard.
-    fn check_outcome(
-        &mut self,
-        round: &str,
-        started: Instant,
-        at: Instant,
-        outcome: &CheckOutcome,
-    ) {
-        // A round may join a check started up to the longest check before it, and a block
-        // meanwhile delays that check's end by as much.
-        let reach = self.longest_check() + SLACK;
-        let mut from = self.since(started).saturating_sub(reach);
-        while let Some(block) = self.events.iter().find(|event| {
-            matches!(event.what, What::Block(long) if event.at < from && event.at + long + reach >= from)
-        }) {
-            from = block.at.saturating_sub(reach);
-        }
-        let to = self.since(at);
-        if outcome.detail == Some(TimeoutDetail::Starved) {
-            if !self.blocked(self.since(started), to) {
-                self.find(
-                    at,
-                    "R13 starvation is the runtime's lateness",
-                    format!(
-                        "a {round} round started at {} and published at {} carried the last result heard as if starved, with the runtime never blocked",
-                        ms(self.since(started)),
-                        ms(to)
-                    ),
-                );
-            }
-            return;
-        }
-        let behaviours = self.behaviours(true, from, to);
-        let mut allowed: Vec<CheckStatus> = behaviours
-            .iter()
-            .flat_map(|b| outcomes(*b).iter().copied())
-            .collect();
-        // A runtime woken late may see a round's deadline before the check that answered
-        // meanwhile: less than `STARVED_AFTER` late, or once the result heard last is older
-        // than its bound, that timeout counts (`monitor/slot.rs`).
-        if self.blocked(self.since(started), to) {
-            allowed.push(CheckStatus::TimedOut);
-        }
-        if !allowed.contains(&outcome.status) {
-            self.find(
-                at,
-                "R13 an outcome is what its check did",
-                format!(
-                    "a {round} round started at {} published the database {} while it {} meanwhile",
-                    ms(self.since(started)),
-                    outcome.status.as_str(),
-                    behaviours
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", then "),
-                ),
-            );
-        }
-    }
-
-    /// A gap that lasted until `until`: past one readiness interval and its deadline, while
-    /// the verdicts were fresh, the runtime not blocked, and (for the probes' answers) the
-    /// process not draining, it is a contradiction the rules forbid.
-    fn check_gap(&mut self, gap: &Gap, until: Instant) {
-        let setup = &self.schedule.setup;
-        let bound = setup.readiness_interval + setup.deadline + SLACK;
-        let stale = [gap.since, until]
-            .iter()
-            .any(|at| self.stale(*at).iter().any(|s| *s));
-        if until.saturating_duration_since(gap.since) > bound
-            && !self.blocked(self.since(gap.since), self.since(until))
-            && !stale
-            && !(gap.rule == ONE_CLOCK && self.draining(until))
-        {
-            let what = format!(
-                "{} from {} to {} (bound {})",
-                gap.what,
-                ms(self.since(gap.since)),
-                ms(self.since(until)),
-                ms(bound)
-            );
-            self.find(until, gap.rule, what);
-        }
-    }
-
     /// Whether readiness, health and pool are stale at `t`.
     fn stale(&self, t: Instant) -> [bool; 3] {
         let setup = &self.schedule.setup;
@@ -701,38 +512,38 @@ impl<'s> Model<'s> {
             passing || (condition == Condition::Verdict && !streak.lasted(setup.debounce, t))
         };
         let ready_grpc = match ready.condition {
-            Condition::Unavailable => Serving::Unknown,
-            _ => Serving::of(ready.passing),
+            Condition::Unavailable => ServingStatus::Unknown,
+            _ => serving(ready.passing),
         };
         let ready_debounced = match (ready.condition, readiness) {
             (Condition::Unavailable, _) | (_, None) => ready_grpc,
-            (_, Some(r)) => Serving::of(debounced(ready.passing, ready.condition, r.failing)),
+            (_, Some(r)) => serving(debounced(ready.passing, ready.condition, r.failing)),
         };
         let database_outcome = readiness.and_then(|r| default_database(&r.fresh.verdict.databases));
         let database_serving = |debounce: bool| match (readiness, database_outcome) {
-            _ if draining => Serving::NotServing,
-            (Some(_), _) if ready_stale => Serving::NotServing,
+            _ if draining => ServingStatus::NotServing,
+            (Some(_), _) if ready_stale => ServingStatus::NotServing,
             (Some(r), Some(outcome)) => {
                 let passing = passes_readiness(outcome.status, setup.fail_direction);
-                Serving::of(if debounce {
+                serving(if debounce {
                     debounced(passing, Condition::Verdict, r.database_failing)
                 } else {
                     passing
                 })
             }
-            _ => Serving::Unknown,
+            _ => ServingStatus::Unknown,
         };
         let report =
             health.and_then(|h| h.verdict.components.iter().find(|r| *r.name == *COMPONENT));
         let component = setup.component.as_ref().map(|_| match (health, report) {
-            _ if draining => Serving::NotServing,
-            (Some(_), _) if health_stale => Serving::NotServing,
+            _ if draining => ServingStatus::NotServing,
+            (Some(_), _) if health_stale => ServingStatus::NotServing,
             (_, Some(report)) => match report.status {
-                ComponentStatus::Healthy | ComponentStatus::Degraded => Serving::Serving,
-                ComponentStatus::Unhealthy => Serving::NotServing,
-                ComponentStatus::Unknown => Serving::Unknown,
+                ComponentStatus::Healthy | ComponentStatus::Degraded => ServingStatus::Serving,
+                ComponentStatus::Unhealthy => ServingStatus::NotServing,
+                ComponentStatus::Unknown => ServingStatus::Unknown,
             },
-            _ => Serving::Unknown,
+            _ => ServingStatus::Unknown,
         });
         let verdict_status = health.map_or("unavailable", |h| h.verdict.status.as_str());
         let judged_as_is = matches!(
@@ -920,200 +731,6 @@ impl<'s> Model<'s> {
         }
         context
     }
-
-    // ===== the bounds at every instant =====
-
-    /// The rules that hold at every instant: the cadence, a component's state against its
-    /// checks, and how long a contradiction may last.
-    pub(super) fn check_at(&mut self, t: Instant) {
-        let setup = self.schedule.setup.clone();
-        let now = self.since(t);
-        let state = self.state_at(t).cloned();
-        // R14: readiness publishes every interval (once its first round had time to).
-        let window = setup.readiness_interval + setup.deadline + SLACK;
-        if now > setup.deadline + SLACK && !self.blocked(now.saturating_sub(window * 2), now) {
-            let fresh_from = state
-                .as_ref()
-                .and_then(|s| s.readiness.as_ref())
-                .map(|r| self.since(r.fresh.fresh_from));
-            if fresh_from.is_none_or(|from| now - from > window) {
-                self.find(
-                    t,
-                    "R14 readiness publishes every interval",
-                    format!(
-                        "the last readiness round was published at {fresh_from:?} (bound {})",
-                        ms(window)
-                    ),
-                );
-            }
-        }
-        // R16, R18: a gap that goes on.
-        for gap in state.as_ref().map(|s| s.gaps.clone()).unwrap_or_default() {
-            self.check_gap(&gap, t);
-        }
-        // R15: a component's state follows its checks within its rounds.
-        let (Some(component), Some(state)) = (setup.component.as_ref(), state) else {
-            return;
-        };
-        let Some(health) = state.health.as_ref().filter(|_| !self.stale(t)[1]) else {
-            return;
-        };
-        let status = health
-            .verdict
-            .components
-            .iter()
-            .find(|r| *r.name == *COMPONENT)
-            .map_or(ComponentStatus::Unknown, |r| r.status);
-        // Its rounds, their deadline, and one readiness interval: a health round that ends
-        // after a readiness round republished `/health` (SPEC 14) is not published, and its
-        // components show with the next readiness round.
-        let round = |rounds: u32| {
-            setup.health_interval * rounds + setup.deadline + setup.readiness_interval + SLACK
-        };
-        let (trouble_after, healthy_after) = (
-            round(component.failures_before_trouble),
-            round(component.successes_before_recovery),
-        );
-        if self.blocked(now.saturating_sub(trouble_after.max(healthy_after)), now) {
-            return;
-        }
-        let bad = |b: &Behaviour| !matches!(b, Behaviour::Passes(_));
-        // A check that hung answers as the next behaviour says from the instant it changes:
-        // a slow answer after a hang may still come within a round that joined it.
-        let failing_from = now.saturating_sub(trouble_after);
-        let during = self.behaviours(false, failing_from, now);
-        let mut sequence = self.behaviours(
-            false,
-            failing_from.saturating_sub(self.longest_check()),
-            failing_from,
-        );
-        sequence.pop();
-        let first = sequence.len();
-        sequence.extend(&during);
-        let resumed_slowly = (first.max(1)..sequence.len())
-            .any(|i| matches!(sequence[i - 1..=i], [Behaviour::Hangs, Behaviour::Slow(_)]));
-        let must_trouble = now >= trouble_after && during.iter().all(bad) && !resumed_slowly;
-        let must_not = self
-            .behaviours(false, now.saturating_sub(healthy_after), now)
-            .iter()
-            .all(|b| !bad(b));
-        let trouble = if component.critical {
-            ComponentStatus::Unhealthy
-        } else {
-            ComponentStatus::Degraded
-        };
-        if must_trouble && status != trouble {
-            self.find(
-                t,
-                "R15 a failing component is in trouble within its rounds",
-                format!(
-                    "component `cache` is {} although its checks failed for the last {} ({} failure(s) needed, health every {})",
-                    status.as_str(),
-                    ms(trouble_after),
-                    component.failures_before_trouble,
-                    ms(setup.health_interval)
-                ),
-            );
-        }
-        if must_not && status.is_in_trouble() {
-            self.find(
-                t,
-                "R15 a passing component recovers within its rounds",
-                format!(
-                    "component `cache` is {} although its checks passed for the last {}",
-                    status.as_str(),
-                    ms(healthy_after)
-                ),
-            );
-        }
-    }
-
-    /// The transitions logged (`readiness is now ...`, at the instant each was written)
-    /// against the instants readiness's answer changed: each change logged once, when it
-    /// happens (a return when its jitter runs out), and nothing else. A drain and a stale
-    /// verdict are not transitions of the verdict: lines around them are not judged.
-    pub(super) fn check_log(&mut self, lines: &[(Instant, String)], end: Instant) {
-        let setup = self.schedule.setup.clone();
-        let bound = setup.readiness_interval + setup.deadline + SLACK;
-        // Readiness's answer as the log names it, at each instant it changes.
-        let mut changes: Vec<(Instant, bool)> = Vec::new();
-        let mut last: Option<bool> = None;
-        for (index, state) in self.states.iter().enumerate() {
-            let Some(r) = &state.readiness else { continue };
-            let next_at = self.states.get(index + 1).map_or(end, |next| next.at);
-            let mut note = |at: Instant, passes: bool| {
-                if last != Some(passes) {
-                    changes.push((at, passes));
-                    last = Some(passes);
-                }
-            };
-            let returning = |at: Instant| r.returns_at.is_some_and(|back| at < back);
-            note(state.at, r.passes() && !returning(state.at));
-            if let Some(back) = r
-                .returns_at
-                .filter(|back| *back > state.at && *back < next_at)
-            {
-                note(back, r.passes());
-            }
-        }
-        let unjudged = |model: &Self, at: Instant| {
-            let around = model.since(at).saturating_sub(bound);
-            model.draining(at)
-                || model.stale(at)[0]
-                || model.stale(at.checked_sub(bound).unwrap_or(at))[0]
-                || model.blocked(around, model.since(at))
-        };
-        let mut lines = lines.iter().peekable();
-        for (at, passes) in changes {
-            if at + bound > end || unjudged(self, at) {
-                // Too near the end to be logged yet, or not the verdict's change.
-                while lines
-                    .peek()
-                    .is_some_and(|(logged, _)| *logged <= at + bound)
-                {
-                    lines.next();
-                }
-                continue;
-            }
-            let word = if passes { "ready" } else { "not_ready" };
-            // Lines before the change say something that had not happened.
-            while let Some((logged, line)) = lines.peek() {
-                if *logged + SLACK >= at {
-                    break;
-                }
-                if !unjudged(self, *logged) {
-                    let what = format!(
-                        "`{line}` logged at {} where readiness had not changed",
-                        ms(self.since(*logged))
-                    );
-                    self.find(
-                        *logged,
-                        "R17 a transition is logged when the answer changes",
-                        what,
-                    );
-                    return;
-                }
-                lines.next();
-            }
-            match lines.next() {
-                Some((logged, line))
-                    if line.ends_with(&format!("now {word}")) && *logged <= at + bound => {}
-                other => {
-                    let what = format!(
-                        "readiness became {word} at {}; the log's next line: {:?}",
-                        ms(self.since(at)),
-                        other.map(|(logged, line)| (ms(self.since(*logged)), line))
-                    );
-                    self.find(
-                        at,
-                        "R17 a transition is logged when the answer changes",
-                        what,
-                    );
-                    return;
-                }
-            }
-        }
-    }
 }
 
 /// `published` as the rules read it: `None` for a placeholder; fresh from now when it was
@@ -1172,76 +789,6 @@ fn returns_at(
     Some(at + if outage { jitter } else { Duration::ZERO })
 }
 
-/// Where two answers of the process say different things of one check: `/health` and
-/// readiness of the default database and of the component (R16), and each check's history
-/// and what was published of it last (R18: readiness's database, `/health`'s component).
-fn gaps(
-    readiness: Option<&Readiness>,
-    health: Option<&Fresh<HealthVerdict>>,
-    history: &[(Arc<str>, Option<CheckStatus>)],
-) -> Vec<(&'static str, String)> {
-    let mut gaps = Vec::new();
-    let readiness = readiness.map(|r| &r.fresh.verdict);
-    let health = health.map(|h| &h.verdict);
-    let ready_database = readiness.and_then(|r| default_database(&r.databases));
-    let health_database = health.and_then(|h| h.database.as_ref());
-    if let (Some(ready), Some(healthy)) = (ready_database, health_database) {
-        if ready.passed() != healthy.passed() {
-            let what = format!(
-                "readiness's database is {}, /health's {}",
-                ready.status.as_str(),
-                healthy.status.as_str()
-            );
-            gaps.push((ONE_CLOCK, what));
-        }
-    }
-    let component = |reports: &[crate::verdict::ComponentReport]| {
-        reports.iter().find(|r| *r.name == *COMPONENT).cloned()
-    };
-    let gating = readiness.and_then(|r| component(&r.components));
-    let shown = health.and_then(|h| component(&h.components));
-    if let (Some(gating), Some(shown)) = (&gating, &shown) {
-        if gating.status != shown.status {
-            let what = format!(
-                "readiness's component is {}, /health's {}",
-                gating.status.as_str(),
-                shown.status.as_str()
-            );
-            gaps.push((ONE_CLOCK, what));
-        }
-    }
-    let recorded = |name: &str| {
-        history
-            .iter()
-            .find(|(check, _)| **check == *name)
-            .and_then(|(_, last)| *last)
-    };
-    // A starved round's outcome stands in for nothing it heard: nothing is recorded.
-    let published = [
-        (
-            "default",
-            ready_database
-                .filter(|o| o.detail != Some(TimeoutDetail::Starved))
-                .cloned(),
-        ),
-        (COMPONENT, shown.and_then(|report| report.outcome)),
-    ];
-    for (name, outcome) in published {
-        if let Some(outcome) = outcome {
-            let recorded = recorded(name);
-            if recorded != Some(outcome.status) {
-                let what = format!(
-                    "`{name}` was published {} while its history's last round is {}",
-                    outcome.status.as_str(),
-                    recorded.map_or("none", CheckStatus::as_str)
-                );
-                gaps.push((HISTORY, what));
-            }
-        }
-    }
-    gaps
-}
-
 fn judged(passing: bool, status: &'static str) -> Answer {
     Answer {
         passing,
@@ -1266,47 +813,4 @@ fn passes_readiness(status: CheckStatus, fail_direction: FailDirection) -> bool 
 
 fn usable(pool: &PoolVerdict) -> bool {
     pool.outcome.as_ref().is_some_and(CheckOutcome::passed)
-}
-
-/// `/health`'s status from its checks (SPEC 2, 6): the default database down is unhealthy
-/// (an error when its check panicked), a critical component in trouble unhealthy, another
-/// degraded.
-fn health_status(verdict: &HealthVerdict) -> Status {
-    let Some(database) = &verdict.database else {
-        return Status::Unhealthy;
-    };
-    let trouble = |critical: bool| {
-        verdict
-            .components
-            .iter()
-            .any(|report| report.critical == critical && report.status.is_in_trouble())
-    };
-    if database.critical && !database.passed() {
-        let panicked = database
-            .error
-            .as_ref()
-            .is_some_and(|e| e.kind() == CheckErrorKind::Panicked);
-        if panicked {
-            Status::Error
-        } else {
-            Status::Unhealthy
-        }
-    } else if trouble(true) {
-        Status::Unhealthy
-    } else if trouble(false) {
-        Status::Degraded
-    } else {
-        Status::Healthy
-    }
-}
-
-/// What a round may conclude of a check that behaves so.
-fn outcomes(behaviour: Behaviour) -> &'static [CheckStatus] {
-    match behaviour {
-        Behaviour::Passes(_) => &[CheckStatus::Passed],
-        Behaviour::Refused | Behaviour::QueryFails(_) => &[CheckStatus::Failed],
-        Behaviour::Hangs => &[CheckStatus::TimedOut],
-        // Past the deadline, unless a later round joins the check before it ends.
-        Behaviour::Slow(_) => &[CheckStatus::TimedOut, CheckStatus::Passed],
-    }
 }

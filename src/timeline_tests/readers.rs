@@ -15,15 +15,15 @@ use tokio_stream::StreamExt;
 use tower::ServiceExt;
 use tower_layer::Layer;
 
-use super::model::{Answer, COMPONENT, Expected, Serving};
+use super::model::{Answer, COMPONENT, Expected};
 use super::schedule::{Costly, Setup};
 use crate::access::KeyDigests;
 use crate::admin::AdminState;
 use crate::config::{Details, NoCache};
-use crate::grpc::HealthService;
 use crate::grpc::pb::HealthCheckRequest;
 use crate::grpc::pb::health_check_response::ServingStatus as Wire;
 use crate::grpc::pb::health_server::Health;
+use crate::grpc::{HealthService, ServingStatus};
 use crate::metrics::HealthMetrics;
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
@@ -59,7 +59,7 @@ pub(super) struct Readers {
     slow_start: Duration,
     costly: Costly,
     /// `Watch("")` and `Watch("database/default")`.
-    watches: [Pushed<Serving>; 2],
+    watches: [Pushed<ServingStatus>; 2],
     /// The headline of each update of the page.
     updates: Pushed<String>,
     tasks: Vec<JoinHandle<()>>,
@@ -74,10 +74,10 @@ pub(super) struct Observed {
     returning: bool,
     verbose: Option<(StatusCode, String)>,
     agent: String,
-    check: [Serving; 3],
+    check: [ServingStatus; 3],
     metrics: Option<String>,
     page: Option<String>,
-    watches: [Option<Serving>; 2],
+    watches: [Option<ServingStatus>; 2],
     update: Option<String>,
 }
 
@@ -169,7 +169,7 @@ impl Readers {
             None => None,
         };
         let agent = crate::haproxy::line_now(&self.health, &self.agent, self.slow_start);
-        let mut check = [Serving::Unknown; 3];
+        let mut check = [ServingStatus::Unknown; 3];
         for (service, slot) in ["", "database/default", &format!("component/{COMPONENT}")]
             .into_iter()
             .zip(&mut check)
@@ -179,7 +179,7 @@ impl Readers {
             });
             *slot = match self.grpc.check(request).await {
                 Ok(response) => serving(response.into_inner().status()),
-                Err(_) => Serving::Unknown,
+                Err(_) => ServingStatus::Unknown,
             };
         }
         let metrics = self
@@ -191,7 +191,7 @@ impl Readers {
         } else {
             None
         };
-        let last = |pushed: &Pushed<Serving>| lock(pushed).last().map(|(_, status)| *status);
+        let last = |pushed: &Pushed<ServingStatus>| lock(pushed).last().map(|(_, status)| *status);
         Observed {
             http,
             ready_database,
@@ -278,11 +278,11 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn serving(wire: Wire) -> Serving {
+fn serving(wire: Wire) -> ServingStatus {
     match wire {
-        Wire::Serving => Serving::Serving,
-        Wire::NotServing => Serving::NotServing,
-        Wire::Unknown | Wire::ServiceUnknown => Serving::Unknown,
+        Wire::Serving => ServingStatus::Serving,
+        Wire::NotServing => ServingStatus::NotServing,
+        Wire::Unknown | Wire::ServiceUnknown => ServingStatus::Unknown,
     }
 }
 

@@ -322,7 +322,10 @@ impl Schedule {
     /// of its events, then ending earlier.
     pub(super) fn shorter(&self, failed_at: Duration) -> Vec<Self> {
         let mut shorter = Vec::new();
-        let end = (failed_at + self.setup.readiness_interval).min(self.length);
+        // Past the failure, as long as a rule judged then may look ahead (a transition's
+        // line may come a readiness interval and a deadline late).
+        let ahead = (self.setup.readiness_interval + self.setup.deadline) * 2;
+        let end = (failed_at + ahead).min(self.length);
         if end < self.length {
             let mut cut = self.clone();
             cut.length = end;
@@ -375,7 +378,7 @@ fn component_behaviour(rng: &mut Rng, setup: &Setup, component: &ComponentSetup)
 /// Milliseconds, with their fraction when there is one.
 pub(super) fn ms(duration: Duration) -> String {
     let micros = duration.as_micros();
-    if micros % 1000 == 0 {
+    if micros.is_multiple_of(1000) {
         format!("{}ms", micros / 1000)
     } else {
         format!("{}.{:03}ms", micros / 1000, micros % 1000)
