@@ -424,7 +424,7 @@ async fn drive(schedule: &Schedule, lines: &Lines, every: bool) -> Vec<Failure> 
         let expected = model.expected(now);
         let before = model.expected(now.checked_sub(PUSH_TOLERANCE).unwrap_or(now));
         for (reader, expected, said) in
-            readers::disagreements(&expected, &before, &observed, readers.watches_ended())
+            readers::disagreements(now, &expected, &before, &observed, readers.watches_ended())
         {
             model.find(
                 now,

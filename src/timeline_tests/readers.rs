@@ -51,7 +51,7 @@ type Pushed<T> = Arc<Mutex<Vec<(Instant, T)>>>;
 /// Every reader of one monitor.
 pub(super) struct Readers {
     health: HealthHandle,
-    /// The HTTP stack, in the schedules that ask for it (see [`Setup::http`]).
+    /// The HTTP stack, in the schedules that ask for it (see [`Costly`]).
     http: Option<<HealthLayer as Layer<Inner>>::Service>,
     grpc: HealthService,
     admin: Arc<AdminState>,
@@ -74,11 +74,13 @@ pub(super) struct Observed {
     returning: bool,
     verbose: Option<(StatusCode, String)>,
     agent: String,
-    check: [ServingStatus; 3],
+    /// `Check`'s answers; `None` for an error (`NOT_FOUND`).
+    check: [Option<ServingStatus>; 3],
     metrics: Option<String>,
     page: Option<String>,
-    watches: [Option<ServingStatus>; 2],
-    update: Option<String>,
+    /// The last message of each `Watch` and of the page's updates, and when it came.
+    watches: [Option<(Instant, ServingStatus)>; 2],
+    update: Option<(Instant, String)>,
 }
 
 impl Readers {
@@ -169,7 +171,7 @@ impl Readers {
             None => None,
         };
         let agent = crate::haproxy::line_now(&self.health, &self.agent, self.slow_start);
-        let mut check = [ServingStatus::Unknown; 3];
+        let mut check = [None; 3];
         for (service, slot) in ["", "database/default", &format!("component/{COMPONENT}")]
             .into_iter()
             .zip(&mut check)
@@ -178,8 +180,8 @@ impl Readers {
                 service: service.into(),
             });
             *slot = match self.grpc.check(request).await {
-                Ok(response) => serving(response.into_inner().status()),
-                Err(_) => ServingStatus::Unknown,
+                Ok(response) => Some(serving(response.into_inner().status())),
+                Err(_) => None,
             };
         }
         let metrics = self
@@ -191,7 +193,7 @@ impl Readers {
         } else {
             None
         };
-        let last = |pushed: &Pushed<ServingStatus>| lock(pushed).last().map(|(_, status)| *status);
+        let last = |pushed: &Pushed<ServingStatus>| lock(pushed).last().copied();
         Observed {
             http,
             ready_database,
@@ -203,9 +205,7 @@ impl Readers {
             metrics,
             page,
             watches: [last(&self.watches[0]), last(&self.watches[1])],
-            update: lock(&self.updates)
-                .last()
-                .map(|(_, headline)| headline.clone()),
+            update: lock(&self.updates).last().cloned(),
         }
     }
 
@@ -298,10 +298,11 @@ fn headline(page: &str) -> Option<&str> {
     between(h1, "\">", "</span>")
 }
 
-/// Every reader that disagrees with the model: its name, what the model says and what it
-/// said. `before` is the model a push's tolerance ago, which a reader that pushes may still
-/// show.
+/// Every reader that disagrees with the model at `at`: its name, what the model says and what
+/// it said. `before` is the model a push's tolerance ago, which a reader that pushes may
+/// still show.
 pub(super) fn disagreements(
+    at: Instant,
     now: &Expected,
     before: &Expected,
     observed: &Observed,
@@ -404,7 +405,7 @@ pub(super) fn disagreements(
             differ(
                 &format!("gRPC Check({service:?})"),
                 format!("{expected:?}"),
-                format!("{said:?}"),
+                said.map_or_else(|| "an error".to_owned(), |said| format!("{said:?}")),
             );
         }
     }
@@ -424,12 +425,21 @@ pub(super) fn disagreements(
         differ("page <title>", now.headline.to_owned(), title.to_owned());
     }
     // The readers that push: the answer now, or the one a tolerance ago.
-    let mut pushed = |reader: &str, now: String, before: String, said: Option<String>| {
-        let said = said.unwrap_or_else(|| "nothing".to_owned());
-        if said != now && said != before {
-            found.push((reader.to_owned(), now, said));
-        }
-    };
+    let mut pushed =
+        |reader: &str, now: String, before: String, said: Option<(Instant, String)>| {
+            let Some((came, said)) = said else {
+                found.push((reader.to_owned(), now, "nothing".to_owned()));
+                return;
+            };
+            if said != now && said != before {
+                let ago = at.saturating_duration_since(came);
+                let said = format!(
+                    "{said}, its last message, {} before",
+                    super::schedule::ms(ago)
+                );
+                found.push((reader.to_owned(), now, said));
+            }
+        };
     if !watches_ended {
         let watched = [
             (
@@ -450,16 +460,16 @@ pub(super) fn disagreements(
                 reader,
                 format!("{now:?}"),
                 format!("{before:?}"),
-                said.map(|said| format!("{said:?}")),
+                said.map(|(came, said)| (came, format!("{said:?}"))),
             );
         }
     }
-    if let Some(update) = &observed.update {
+    if observed.update.is_some() {
         pushed(
             "page update's headline",
             now.headline.to_owned(),
             before.headline.to_owned(),
-            Some(update.clone()),
+            observed.update.clone(),
         );
     }
     found
