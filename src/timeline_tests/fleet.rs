@@ -14,7 +14,8 @@
 //!   going: the documented transition, counted in rounds rather than time), at least
 //!   `min(ceil(fraction × members), eligible)` processes answer readiness 200, `eligible`
 //!   being the processes neither held, draining nor returning. A return never takes the
-//!   fleet below it.
+//!   fleet below it. (Not judged while a process out on the database has no word of the
+//!   guard: its round could not read the fleet, and readiness is its own, as documented.)
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -90,12 +91,16 @@ struct Fleet {
 impl Fleet {
     fn of(seed: u64) -> Self {
         let mut rng = Rng::new(seed ^ 0xF1EE7);
-        let interval = rng.range(40, 80);
+        let interval = rng.range(50, 100);
         let readiness_interval = Duration::from_millis(interval);
-        let deadline = Duration::from_millis(rng.range(10, 25));
+        // Room for a Redis round trip on a loaded machine: a round that misses it leaves
+        // the guard off (and this rule unjudged) for that round.
+        let deadline = Duration::from_millis(rng.range(30, 45));
         let debounce = Duration::from_millis(interval * rng.pick(&[0, 2, 4]));
-        let return_jitter = Duration::from_millis(interval * rng.pick(&[0, 12, 25, 25]));
-        let fraction = rng.pick(&[0.5, 0.34, 0.67, 1.0]);
+        // A return to wait out, and a guard that keeps some of the fleet in and lets the
+        // others go (and so return), whatever the fleet's size: what the rules are about.
+        let return_jitter = Duration::from_millis(interval * rng.pick(&[12, 25]));
+        let fraction = rng.pick(&[0.5, 0.34]);
         let count = rng.range(2, 4);
         let mut members: Vec<Member> = (0..count)
             .map(|index| Member {
@@ -133,8 +138,11 @@ impl Fleet {
             database.push((again_back, passes));
             length = length.max(again_back + return_jitter + Duration::from_millis(800));
         }
+        // The operator's and the processes' own events come after the first outage, which
+        // every schedule has whole: a fleet failing together, kept in part, returning.
         let at = |rng: &mut Rng, length: Duration| {
-            Duration::from_millis(rng.range(100, length.as_millis() as u64 - 100))
+            let first_return = back.as_millis() as u64 + 100;
+            Duration::from_millis(rng.range(first_return, length.as_millis() as u64 - 100))
         };
         if rng.chance(35) {
             let member = usize::try_from(rng.range(0, count - 1)).unwrap_or(0);
@@ -324,7 +332,7 @@ impl Fleet {
         }
         // The fleet keeps what the guard wants, once every process had two rounds since the
         // last change.
-        if !change.settled(live) {
+        if !change.settled(live) || before.iter().chain(&after).any(|ready| ready.guard_off) {
             return Ok(());
         }
         let members = running.len();
@@ -426,8 +434,25 @@ impl Change {
 }
 
 /// Readiness's answer now.
-fn ready(handle: &HealthHandle) -> crate::view::Answer {
-    handle.view().answer(Probe::Ready).clone()
+fn ready(handle: &HealthHandle) -> Ready {
+    let view = handle.view();
+    let answer = view.answer(Probe::Ready);
+    Ready {
+        passing: answer.passing,
+        condition: answer.condition,
+        // Out on the database with no word of the guard: this round could not read the fleet
+        // (Redis slow or in error), and readiness is the process's own, as documented.
+        guard_off: answer.condition == Condition::Verdict
+            && !answer.passing
+            && view.readiness.fleet_guard.is_none(),
+    }
+}
+
+/// Readiness's answer, and whether the guard could count for it.
+struct Ready {
+    passing: bool,
+    condition: Condition,
+    guard_off: bool,
 }
 
 impl std::fmt::Display for Fleet {
