@@ -9,7 +9,7 @@
 //!   503 `returning`) never writes `ready` as its standing: read between two readings of its
 //!   view that both say it is returning, the standing it wrote is not `ready`. Exact: no
 //!   timing is assumed.
-//! - **The fleet keeps what the guard wants.** Once every process has had two readiness
+//! - **The fleet keeps what the guard wants.** Once every process has had three readiness
 //!   rounds since the last change (the database, a hold, a drain, a process coming or
 //!   going: the documented transition, counted in rounds rather than time), at least
 //!   `min(ceil(fraction × members), eligible)` processes answer readiness 200, `eligible`
@@ -330,8 +330,8 @@ impl Fleet {
                 ));
             }
         }
-        // The fleet keeps what the guard wants, once every process had two rounds since the
-        // last change.
+        // The fleet keeps what the guard wants, once every process had its rounds since the
+        // last change (see `Change::settled`).
         if !change.settled(live) || before.iter().chain(&after).any(|ready| ready.guard_off) {
             return Ok(());
         }
@@ -419,16 +419,16 @@ impl Change {
         }
     }
 
-    /// Whether every running process has completed a round that started after the change
-    /// and another after that one: each has written its standing since, and read the
-    /// others' since they did.
+    /// Whether every running process has completed, besides the round it was in at the
+    /// change, a round that wrote its standing since and two that read the others' (a
+    /// round's margin for processes whose rounds drift apart under load).
     fn settled(&self, live: &HashMap<String, Live>) -> bool {
         let Some(rounds) = &self.rounds else {
             return false;
         };
         live.iter().all(|(id, member)| match member.rounds() {
             None => true,
-            Some(now) => now >= rounds.get(id).copied().unwrap_or(0) + 3,
+            Some(now) => now >= rounds.get(id).copied().unwrap_or(0) + 4,
         })
     }
 }

@@ -75,7 +75,7 @@
 //! And for a fleet ([`fleet`]: several monitors sharing the real Redis, in real time):
 //!
 //! 16. A process waiting out its return never stands `ready` in the fleet (SPEC 14).
-//! 17. Once every process had two rounds since the last change, at least
+//! 17. Once every process had three rounds since the last change, at least
 //!     `min(ceil(fraction × members), eligible)` processes answer readiness 200 (SPEC 10, 12).
 //!
 //! # Running it
@@ -435,8 +435,8 @@ async fn drive(schedule: &Schedule, lines: &Lines, every: bool) -> Vec<Failure> 
         if take_findings(&mut model, &mut failures) {
             break;
         }
-        // Just after each instant the answers change without a publication, and once a
-        // pushed reader must have followed.
+        // Once a pushed reader must have followed each instant the answers change without a
+        // publication (a debounce's end, a return's end, a verdict going stale).
         for change in model.upcoming(now) {
             let change = model.since(change);
             plan.push((
