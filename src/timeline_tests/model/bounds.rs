@@ -113,14 +113,25 @@ impl Model<'_> {
     ) {
         // A round may join a check started up to the longest check before it, and a block
         // meanwhile delays that check's end by as much.
+        let to = self.since(at);
         let reach = self.longest_check() + SLACK;
         let mut from = self.since(started).saturating_sub(reach);
-        while let Some(block) = self.events.iter().find(|event| {
-            matches!(event.what, What::Block(long) if event.at < from && event.at + long + reach >= from)
-        }) {
-            from = block.at.saturating_sub(reach);
+        loop {
+            // Each block from then to the round's end held that check's end back as long.
+            let held_back: Duration = self
+                .events
+                .iter()
+                .filter_map(|event| match event.what {
+                    What::Block(long) if event.at <= to && event.at + long >= from => Some(long),
+                    _ => None,
+                })
+                .sum();
+            let earlier = self.since(started).saturating_sub(reach + held_back);
+            if earlier >= from {
+                break;
+            }
+            from = earlier;
         }
-        let to = self.since(at);
         if outcome.detail == Some(TimeoutDetail::Starved) {
             if !self.blocked(self.since(started), to) {
                 self.find(
