@@ -124,7 +124,7 @@ fn every_reader_follows_the_rules_over_time() {
 
 /// The long run: 100,000 schedules.
 #[test]
-#[ignore = "the long run: 100,000 schedules, several minutes; `--ignored` runs it"]
+#[ignore = "the long run: 100,000 schedules, about half an hour on two cores; `--ignored` runs it"]
 fn every_reader_follows_the_rules_over_a_long_run() {
     run(count_from_env(100_000));
 }
