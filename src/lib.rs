@@ -241,6 +241,14 @@ pub mod side_port;
 #[cfg(test)]
 mod test_helpers;
 #[cfg(all(
+    test,
+    feature = "grpc",
+    feature = "haproxy-agent",
+    feature = "metrics",
+    feature = "page"
+))]
+mod timeline_tests;
+#[cfg(all(
     feature = "rustls",
     any(feature = "postgres", feature = "http-check", feature = "redis")
 ))]

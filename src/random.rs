@@ -7,6 +7,10 @@ use std::time::{Duration, SystemTime};
 
 /// A number in `[0, 1)`, different in each process and on each call.
 pub(crate) fn fraction() -> f64 {
+    #[cfg(test)]
+    if let Some(fixed) = FIXED.get() {
+        return fixed;
+    }
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
     hasher.write_u128(
@@ -16,6 +20,32 @@ pub(crate) fn fraction() -> f64 {
     );
     // The top 53 bits, as a double's mantissa holds them.
     (hasher.finish() >> 11) as f64 / (1_u64 << 53) as f64
+}
+
+#[cfg(test)]
+thread_local! {
+    /// What every draw on this thread returns while a test has fixed it: the timeline test
+    /// (`src/timeline_tests/`) replays a seed exactly, its model knowing each delay drawn.
+    static FIXED: std::cell::Cell<Option<f64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes every draw on this thread return `fraction` (in `[0, 1)`), or random ones again
+/// (`None`).
+#[cfg(test)]
+#[cfg_attr(
+    not(all(
+        feature = "grpc",
+        feature = "haproxy-agent",
+        feature = "metrics",
+        feature = "page"
+    )),
+    allow(
+        dead_code,
+        reason = "the timeline test's, which needs its readers' features"
+    )
+)]
+pub(crate) fn fix_on_this_thread(fraction: Option<f64>) {
+    FIXED.set(fraction);
 }
 
 /// A random part of `period`, in `[0, period)` (zero for a zero `period`).

@@ -120,3 +120,7 @@ pub use self::config::AdminConfig;
 #[cfg(test)]
 pub(crate) use self::control::Control;
 pub use self::server::AdminServer;
+/// What every connection of an admin server answers from, for the timeline test, which asks
+/// it in-process (`src/timeline_tests/`).
+#[cfg(test)]
+pub(crate) use self::service::AdminState;

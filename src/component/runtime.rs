@@ -1,6 +1,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Component;
 use crate::check::{CheckError, CheckErrorKind, CheckFuture, CheckReport};
@@ -113,9 +113,9 @@ impl Inner {
 
     /// One timer of `period`, and how late it fired.
     async fn tick(&self) {
-        let started = Instant::now();
+        let started = crate::clock::now();
         tokio::time::sleep(self.period).await;
-        self.record(started.elapsed().saturating_sub(self.period));
+        self.record(crate::clock::since(started).saturating_sub(self.period));
     }
 }
 

@@ -104,3 +104,6 @@ mod server;
 
 pub use self::config::AgentConfig;
 pub use self::server::AgentServer;
+/// The line the agent writes now, for the timeline test (`src/timeline_tests/`).
+#[cfg(test)]
+pub(crate) use self::server::line_now;

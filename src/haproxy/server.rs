@@ -83,7 +83,7 @@ impl AgentServer {
 /// The line for now: readiness's judgement and health's (two pointer loads and a clock
 /// reading), the slow start's weight from the instant readiness came back, then one of the
 /// lines rendered ahead. What the operator's page shows of the agent, too.
-pub(super) fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: Duration) -> Bytes {
+pub(crate) fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: Duration) -> Bytes {
     let ready = health.judge(Probe::Ready);
     let state = AgentState::of(
         ready.condition,

@@ -196,14 +196,12 @@ fn probe_condition(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)
 /// it (see `tower_health_draining`).
 fn status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
     let view = &snapshot.view;
-    let status = match view.answer(Probe::Health).condition {
-        Condition::Stale => Status::Unavailable,
-        Condition::Verdict
-        | Condition::Draining
-        | Condition::Unavailable
-        | Condition::Held
-        | Condition::Starting
-        | Condition::Returning => view.health.status,
+    // The verdict's own staleness, not the answer's condition: a drain's comes first there,
+    // and would hide a stale verdict behind its last status.
+    let status = if snapshot.stale.health {
+        Status::Unavailable
+    } else {
+        view.health.status
     };
     for each in STATUSES {
         series(&[("status", each.as_str())], each == status);

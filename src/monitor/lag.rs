@@ -42,9 +42,7 @@ impl RoundClock {
     fn since_last(&self) -> Option<Duration> {
         let last = self.last_micros.load(Ordering::Relaxed);
         (last > 0).then(|| {
-            self.origin
-                .elapsed()
-                .saturating_sub(Duration::from_micros(last))
+            crate::clock::since(self.origin).saturating_sub(Duration::from_micros(last))
         })
     }
 }

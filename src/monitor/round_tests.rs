@@ -179,7 +179,7 @@ async fn readiness_is_logged_ready_when_its_return_ends_not_when_its_checks_pass
     assert_eq!(ready_lines(&logs), before + 1, "{}", logs.text());
     assert!(
         logs.text()
-            .contains("the return's random delay has run out"),
+            .contains("after=\"the return's random delay ran out\""),
         "{}",
         logs.text()
     );

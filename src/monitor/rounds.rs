@@ -218,6 +218,9 @@ impl MonitorState {
         if !differs && shown.all(CheckOutcome::passed) {
             return;
         }
+        // Ordered as the verdict it amends: a health round that started before this one and
+        // publishes after it is newer news of its components, and must not be refused.
+        let amends = current.when_made().map_or(round.started, |made| made.round_started);
         drop(current);
         let (default, others) = self.split_default(round.outcomes.clone());
         let components = self
@@ -225,11 +228,7 @@ impl MonitorState {
             .iter()
             .map(TrackedComponent::report)
             .collect();
-        let made = self.made(
-            round.started,
-            crate::clock::now(),
-            self.config.health_interval,
-        );
+        let made = self.made(amends, crate::clock::now(), self.config.health_interval);
         self.publish_health_from(default, others, components, round.finished_at, None, made);
     }
 

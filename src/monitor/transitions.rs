@@ -89,10 +89,11 @@ pub(super) fn log_returned(counters: &Counters, current: &ReadinessVerdict) {
     let (databases, components) = checked(current);
     tracing::info!(
         question = "readiness",
+        after = "the return's random delay ran out",
         jitter = ?current.returned.jitter,
         databases,
         components,
-        "readiness is now ready: the return's random delay has run out"
+        "readiness is now ready"
     );
 }
 

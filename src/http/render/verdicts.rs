@@ -631,7 +631,8 @@ fn millis(duration: Duration) -> Value {
 /// A return as readiness's body shows it while it waits: the delay drawn (`jitter_ms`) and
 /// when it ends (`at`, RFC 3339).
 fn returning(returned: Return) -> Value {
-    let now = std::time::Instant::now();
+    // The return's instant is on the verdicts' clock (`crate::clock`), not the standard one.
+    let now = crate::clock::now();
     let left = returned
         .at
         .map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
