@@ -81,7 +81,7 @@
 //! # Running it
 //!
 //! - `cargo test --all-features --lib timeline` runs 1,000 schedules (seeds 0 to 999) and
-//!   three fleet schedules.
+//!   six fleet schedules.
 //! - `TIMELINE_SEED=<n>` replays one seed, shortening it again when it fails;
 //!   `TIMELINE_SCHEDULES=<n>` and `TIMELINE_FIRST_SEED=<n>` set the range;
 //!   `TIMELINE_SURVEY=1` runs them all and lists the first seed that broke each rule;
