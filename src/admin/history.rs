@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::http::render::Rendered;
 use crate::monitor::history::{
-    CheckHistory, FLAP_WINDOW_MINUTES, ROUNDS_KEPT, Round, TRANSITIONS_KEPT, Transition,
+    CheckHistory, FLAP_WINDOW_MINUTES, ROUNDS_KEPT, Sample, TRANSITIONS_KEPT, Transition,
 };
 use crate::verdict::{Audience, CheckStatus};
 
@@ -40,7 +40,7 @@ pub(super) fn response(histories: &[CheckHistory], audience: Audience) -> Render
 fn check(history: &CheckHistory, details: bool) -> Value {
     json!({
         "name": &*history.name,
-        "type": history.checked.as_str(),
+        "type": history.kind.as_str(),
         "critical": history.critical,
         "target": history.target.as_deref().filter(|_| details),
         "flaps": history.flaps,
@@ -53,7 +53,7 @@ fn check(history: &CheckHistory, details: bool) -> Value {
     })
 }
 
-fn round(round: &Round, details: bool) -> Value {
+fn round(round: &Sample, details: bool) -> Value {
     json!({
         "at_ms": round.at_ms(),
         "status": round.status.as_str(),
@@ -93,7 +93,7 @@ mod tests {
 
     use super::*;
     use crate::check::{CheckError, CheckErrorKind};
-    use crate::monitor::history::{Checked, History};
+    use crate::monitor::history::{CheckKind, History};
     use crate::verdict::CheckOutcome;
 
     fn history() -> CheckHistory {
@@ -118,7 +118,7 @@ mod tests {
         history.record(&outcome, None);
         history.snapshot(
             Arc::from("default"),
-            Checked::Database,
+            CheckKind::Database,
             true,
             Some(Arc::from("db.internal:5432/app")),
         )

@@ -55,7 +55,7 @@ pub(crate) fn lines_now(health: &HealthHandle) -> Vec<AgentLine> {
     let list = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
     list.iter()
         .filter_map(Weak::upgrade)
-        .filter(|running| Arc::ptr_eq(running.health.state(), health.state()))
+        .filter(|running| running.health.same_monitor(health))
         .map(|running| {
             let line = super::server::line_now(health, &running.lines, running.slow_start);
             AgentLine {

@@ -226,7 +226,7 @@ fn fresh_response(
     let health = health.clone();
     // The computation starts when the future is first polled, in the server's runtime.
     ProbeResponse::Fresh(Box::pin(async move {
-        let Some(fresh) = health.state().fresh().fresh().await else {
+        let Some(fresh) = health.fresh().fresh().await else {
             // The computation could not finish (runtime shutdown): serve what is published,
             // unmarked.
             return match answer(&health, probe, mode, Freshness::Published, audience) {

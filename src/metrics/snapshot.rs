@@ -47,13 +47,12 @@ impl Snapshot {
     /// Reads the view behind `health` and the monitor's counters now. The staleness is the
     /// view's own, read from the same published verdicts, so the two never disagree.
     pub(super) fn read(health: &HealthHandle) -> Self {
-        let state = health.state();
         // Before the view: a rendering of this snapshot is current while it has not moved.
-        let generation = state.store.generation();
+        let generation = health.generation();
         let drain_stamp = health.drain().stamp();
         let drain = health.drain().progress();
         let view = health.view();
-        let counters = &state.counters;
+        let counters = health.counters();
         let count = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
         Self {
             generation,
@@ -72,8 +71,8 @@ impl Snapshot {
             health_round: Duration::from_nanos(count(&counters.health_round_nanos)),
             readiness_transitions: count(&counters.readiness_transitions),
             health_transitions: count(&counters.health_transitions),
-            check_failures: state.check_failures(),
-            check_flaps: state.flaps(),
+            check_failures: health.check_failures(),
+            check_flaps: health.flaps(),
         }
     }
 

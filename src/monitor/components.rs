@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::slot::{CheckSlot, Claim};
 use super::spawner::Spawner;
 use crate::component::{ComponentSpec, ComponentStatus};
+use crate::config::{HealthConfig, stale_bound};
 use crate::verdict::{CheckOutcome, CheckStatus, ComponentReport, TimeoutDetail};
 
 /// Whether a round checks every component now, cadence or not (`?nocache=true`).
@@ -300,4 +301,11 @@ fn log_transition(previous: ComponentStatus, report: &ComponentReport) {
     } else {
         tracing::info!(%component, %from, %to, %reason, "component status changed");
     }
+}
+
+/// How long a component's result stands in for a starved round's timeout: a health
+/// verdict's staleness bound, over the component's own cadence when it is slower.
+pub(crate) fn carry_for(config: &HealthConfig, spec: &ComponentSpec) -> Duration {
+    let cadence = spec.cadence.unwrap_or_default().max(config.health_interval);
+    stale_bound(cadence, config.readiness_timeout)
 }

@@ -1,6 +1,7 @@
 use std::fmt;
 use std::sync::{Arc, Weak};
 
+pub use super::counters::MonitorStats;
 use super::state::MonitorState;
 use crate::shutdown::DrainHandle;
 use crate::verdict::HealthVerdict;
@@ -16,36 +17,6 @@ use crate::view::{Source, View, ViewWatch};
 #[derive(Clone)]
 pub struct HealthHandle {
     pub(super) state: Arc<MonitorState>,
-}
-
-/// Counters of the monitor's work since it was created.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct MonitorStats {
-    /// Readiness rounds completed.
-    pub readiness_rounds: u64,
-    /// Health rounds that ran the checks (with a shared cache, `redis::SharedCache`, the rounds
-    /// that computed the verdict rather than serving another process's).
-    pub health_rounds: u64,
-    /// Health rounds that served the shared cache's entry (`redis::SharedCache`), computed by
-    /// another process (or an earlier round of this one), instead of running the checks.
-    pub shared_rounds: u64,
-    /// Health rounds in which Redis failed (refused, slow, gone) or the shared cache's entry
-    /// could not be served (malformed, another configuration's): each fell back to this
-    /// process's own verdict.
-    pub shared_cache_errors: u64,
-    /// Rounds that panicked, of either cadence: each was reported as failed (cause
-    /// `panicked`) and the next round ran.
-    pub panicked_rounds: u64,
-    /// Fresh computations run for `?nocache=true` (concurrent bypasses share one).
-    pub fresh_rounds: u64,
-    /// Database checks started, over every database. Each is one checkout and one
-    /// `SELECT 1` for `postgres::PostgresCheck`; a round that finds a
-    /// check still running joins it instead of starting another.
-    pub checks_started: u64,
-    /// [Component](crate::component) checks started, over every component. A component on a
-    /// slower cadence, or still running from an earlier round, starts none.
-    pub component_checks_started: u64,
 }
 
 impl HealthHandle {
@@ -144,33 +115,35 @@ impl HealthHandle {
         self.state.store.drain()
     }
 
-    /// What the monitor remembers of each check's last rounds, for `/health/history` and the
-    /// operator's page (never for a probe).
-    #[cfg(feature = "admin")]
-    pub(crate) fn histories(&self) -> Vec<super::history::CheckHistory> {
-        self.state.histories()
-    }
-
-    /// The fleet as this process's fleet guard saw it at its last shared round, for the
-    /// operator's page: this process's id, the fraction kept, the members read.
-    #[cfg(all(feature = "page", feature = "redis"))]
-    pub(crate) fn fleet_seen(
-        &self,
-    ) -> Option<(std::sync::Arc<str>, f64, Option<crate::redis::FleetSeen>)> {
-        self.state.fleet()
-    }
-
-    /// How many times what the view is read from has changed: a reader that renders ahead
-    /// of time (metrics, the page's updates) renders again when it moves.
-    #[cfg(any(feature = "metrics", feature = "opentelemetry", feature = "page"))]
-    pub(crate) fn generation(&self) -> u64 {
-        self.state.store.generation()
-    }
-
     /// What every reader may know of this monitor beside its verdicts: the names it checks,
     /// the readiness rules, the staleness bounds, the debounce.
     pub(crate) fn known(&self) -> &crate::view::Known {
         &self.state.store.known
+    }
+
+    /// Computes (or joins, or reuses within the rate limit) a fresh health and pool verdict,
+    /// for `?nocache=true`.
+    pub(crate) fn fresh(&self) -> super::fresh::FreshWait {
+        self.state.fresh()
+    }
+
+    /// Registers what renders each verdict as it is published, unless one is registered
+    /// already (the first HTTP reader registers it).
+    pub(crate) fn render_with(
+        &self,
+        render: impl FnOnce() -> Arc<dyn crate::view::published::Render>,
+    ) {
+        self.state.store.render_with(render);
+    }
+
+    /// The registered renderer, if any.
+    pub(crate) fn registered_render(&self) -> Option<&Arc<dyn crate::view::published::Render>> {
+        self.state.store.registered_render()
+    }
+
+    /// This process's id, when it shares its verdicts through Redis.
+    pub(crate) fn process_id(&self) -> Option<Arc<str>> {
+        self.state.shared_process_id()
     }
 
     /// What the readers of this monitor answer on and show, unless each says otherwise.
@@ -202,6 +175,56 @@ impl HealthHandle {
     pub fn watch(&self) -> ViewWatch {
         let source: Weak<dyn Source> = Arc::downgrade(&self.state) as Weak<MonitorState>;
         ViewWatch::new(&*self.state, source)
+    }
+}
+
+/// What the crate's readers ask of a monitor beyond the one reading (never on a probe's
+/// path): each is read by the optional reader its docs name, so a build without that reader
+/// leaves it unread.
+#[allow(
+    dead_code,
+    reason = "each is read by an optional reader (the admin server, the page, the metrics, the HAProxy agent)"
+)]
+impl HealthHandle {
+    /// What the monitor remembers of each check's last rounds, for `/health/history` and the
+    /// operator's page.
+    pub(crate) fn histories(&self) -> Vec<super::history::CheckHistory> {
+        self.state.histories()
+    }
+
+    /// The fleet as this process's fleet guard saw it at its last shared round, for the
+    /// operator's page: this process's id, the fraction kept, the members read.
+    #[cfg(feature = "redis")]
+    pub(crate) fn fleet_seen(
+        &self,
+    ) -> Option<(std::sync::Arc<str>, f64, Option<crate::redis::FleetSeen>)> {
+        self.state.fleet()
+    }
+
+    /// How many times what the view is read from has changed: a reader that renders ahead
+    /// of time (metrics, the page's updates) renders again when it moves.
+    pub(crate) fn generation(&self) -> u64 {
+        self.state.store.generation()
+    }
+
+    /// The monitor's work so far, for the metrics.
+    pub(crate) fn counters(&self) -> &super::counters::Counters {
+        &self.state.counters
+    }
+
+    /// Failed checks so far, per database or component and category, for the metrics.
+    pub(crate) fn check_failures(&self) -> Vec<(Arc<str>, crate::check::CheckErrorKind, u64)> {
+        self.state.check_failures()
+    }
+
+    /// Every check's flap count, by name, for the metrics.
+    pub(crate) fn flaps(&self) -> Vec<(Arc<str>, u32)> {
+        self.state.flaps()
+    }
+
+    /// Whether `other` is a handle on the same monitor.
+    pub(crate) fn same_monitor(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
     }
 }
 

@@ -17,7 +17,7 @@
 //! Bounded per check whatever the cadence: faster rounds cover less time, never more
 //! memory.
 //!
-//! - A round is [`Round`], 16 bytes; [`ROUNDS_KEPT`] (3,600, an hour at the default
+//! - A round's sample is [`Sample`], 16 bytes; [`ROUNDS_KEPT`] (3,600, an hour at the default
 //!   one-second readiness cadence) are kept, allocated with the monitor: 57,600 bytes.
 //! - A transition is [`Transition`], 40 bytes, plus its cause: at most [`MAX_CAUSE_CHARS`]
 //!   characters (800 bytes of UTF-8 at most); [`TRANSITIONS_KEPT`] (20) are kept: at most
@@ -39,8 +39,6 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::slot::CheckSlot;
-use super::state::MonitorState;
 use crate::check::CheckErrorKind;
 use crate::verdict::{CheckOutcome, CheckStatus};
 
@@ -67,7 +65,7 @@ pub(crate) struct History {
 
 #[derive(Debug)]
 struct Rings {
-    rounds: VecDeque<Round>,
+    rounds: VecDeque<Sample>,
     transitions: VecDeque<Transition>,
     /// When the last finished check recorded started: a round that joined it adds nothing.
     last_check: Option<Instant>,
@@ -76,7 +74,7 @@ struct Rings {
 
 /// One round's outcome for one check: 16 bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Round {
+pub(crate) struct Sample {
     /// When the round learnt it, in milliseconds since the Unix epoch.
     at_ms: u64,
     /// How long the round waited for the check, in microseconds (saturating at 71 minutes,
@@ -87,7 +85,7 @@ pub(crate) struct Round {
     pub(crate) kind: Option<CheckErrorKind>,
 }
 
-impl Round {
+impl Sample {
     /// When the round learnt the outcome, in milliseconds since the Unix epoch.
     pub(crate) fn at_ms(&self) -> u64 {
         self.at_ms
@@ -175,7 +173,7 @@ impl History {
         if rings.rounds.len() == ROUNDS_KEPT {
             rings.rounds.pop_front();
         }
-        rings.rounds.push_back(Round {
+        rings.rounds.push_back(Sample {
             at_ms: u64::try_from(
                 at.duration_since(UNIX_EPOCH)
                     .unwrap_or_default()
@@ -213,10 +211,6 @@ impl History {
 
     /// The times the check went from passing to not passing or back over the last
     /// [`FLAP_WINDOW_MINUTES`] (the current minute and the nine before it).
-    #[cfg_attr(
-        not(any(feature = "metrics", feature = "opentelemetry", test)),
-        allow(dead_code, reason = "the metric's; the page reads the snapshot's")
-    )]
     pub(crate) fn flaps(&self) -> u32 {
         let now = crate::clock::since(self.created).as_secs() / 60;
         self.lock().flaps.within(now)
@@ -227,14 +221,14 @@ impl History {
     pub(crate) fn snapshot(
         &self,
         name: Arc<str>,
-        checked: Checked,
+        kind: CheckKind,
         critical: bool,
         target: Option<Arc<str>>,
     ) -> CheckHistory {
         let (rounds, transitions, flaps) = self.read();
         CheckHistory {
             name,
-            checked,
+            kind,
             critical,
             target,
             rounds,
@@ -244,7 +238,7 @@ impl History {
     }
 
     /// A copy of the rounds (oldest first) and transitions (oldest first), and the flap count.
-    fn read(&self) -> (Vec<Round>, Vec<Transition>, u32) {
+    fn read(&self) -> (Vec<Sample>, Vec<Transition>, u32) {
         let now = crate::clock::since(self.created).as_secs() / 60;
         let rings = self.lock();
         (
@@ -267,12 +261,12 @@ fn cause(outcome: &CheckOutcome) -> Option<&str> {
 
 /// What a check is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Checked {
+pub(crate) enum CheckKind {
     Database,
     Component,
 }
 
-impl Checked {
+impl CheckKind {
     pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Database => "database",
@@ -285,63 +279,16 @@ impl Checked {
 #[derive(Clone, Debug)]
 pub(crate) struct CheckHistory {
     pub(crate) name: Arc<str>,
-    pub(crate) checked: Checked,
+    pub(crate) kind: CheckKind,
     pub(crate) critical: bool,
     /// What the check connects to, redacted.
     pub(crate) target: Option<Arc<str>>,
     /// Oldest first, at most [`ROUNDS_KEPT`].
-    pub(crate) rounds: Vec<Round>,
+    pub(crate) rounds: Vec<Sample>,
     /// Oldest first, at most [`TRANSITIONS_KEPT`].
     pub(crate) transitions: Vec<Transition>,
     /// See [`History::flaps`].
     pub(crate) flaps: u32,
-}
-
-impl MonitorState {
-    /// Every check's history: the databases, then the components (the shared cache's among
-    /// them), in the order configured.
-    pub(crate) fn histories(&self) -> Vec<CheckHistory> {
-        self.history_slots()
-            .map(|(checked, slot)| {
-                slot.history().snapshot(
-                    slot.name().clone(),
-                    checked,
-                    slot.is_critical(),
-                    slot.target(),
-                )
-            })
-            .collect()
-    }
-
-    /// Every check's flap count (see [`History::flaps`]), by name.
-    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
-    pub(crate) fn flaps(&self) -> Vec<(Arc<str>, u32)> {
-        self.history_slots()
-            .map(|(_, slot)| (slot.name().clone(), slot.history().flaps()))
-            .collect()
-    }
-
-    /// The shared cache component's slot, when there is one.
-    fn shared_cache_slot(&self) -> Option<&CheckSlot> {
-        #[cfg(feature = "redis")]
-        return self
-            .shared
-            .as_ref()
-            .map(super::shared_round::SharedRounds::cache_slot);
-        #[cfg(not(feature = "redis"))]
-        None
-    }
-
-    fn history_slots(&self) -> impl Iterator<Item = (Checked, &CheckSlot)> {
-        let databases = self.slots.iter().map(|slot| (Checked::Database, slot));
-        let components = self
-            .components
-            .iter()
-            .map(|component| &component.slot)
-            .chain(self.shared_cache_slot())
-            .map(|slot| (Checked::Component, slot));
-        databases.chain(components)
-    }
 }
 
 #[cfg(test)]
@@ -365,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_round_is_sixteen_bytes() {
-        assert_eq!(size_of::<Round>(), 16);
+        assert_eq!(size_of::<Sample>(), 16);
         assert_eq!(size_of::<Transition>(), 40);
     }
 
@@ -474,7 +421,7 @@ mod tests {
         let histories: Vec<History> = (0..CHECKS).map(|_| History::new()).collect();
         let held = |history: &History| {
             let rings = history.lock();
-            rings.rounds.capacity() * size_of::<Round>()
+            rings.rounds.capacity() * size_of::<Sample>()
                 + rings.transitions.capacity() * size_of::<Transition>()
                 + rings
                     .transitions
@@ -490,7 +437,7 @@ mod tests {
             }
         }
         let filled: usize = histories.iter().map(held).sum();
-        let rounds = ROUNDS_KEPT * size_of::<Round>();
+        let rounds = ROUNDS_KEPT * size_of::<Sample>();
         let transitions = TRANSITIONS_KEPT * size_of::<Transition>();
         assert_eq!(allocated, CHECKS * (rounds + transitions));
         // Half the transitions kept carry a cause of 200 two-byte characters.

@@ -41,9 +41,8 @@ impl RoundClock {
     /// How long ago the last round finished; `None` before the first.
     fn since_last(&self) -> Option<Duration> {
         let last = self.last_micros.load(Ordering::Relaxed);
-        (last > 0).then(|| {
-            crate::clock::since(self.origin).saturating_sub(Duration::from_micros(last))
-        })
+        (last > 0)
+            .then(|| crate::clock::since(self.origin).saturating_sub(Duration::from_micros(last)))
     }
 }
 

@@ -65,10 +65,10 @@
 //! answer 503 `unavailable`, each with the reason. Liveness and ping are not affected.
 
 mod components;
+mod counters;
 mod fresh;
 pub(crate) mod handle;
 pub(crate) mod history;
-mod hold;
 mod lag;
 #[cfg(test)]
 mod panic_tests;
@@ -77,7 +77,7 @@ mod round_tests;
 mod rounds;
 pub(crate) mod runner;
 #[cfg(feature = "redis")]
-mod shared_round;
+mod shared;
 mod slot;
 mod spawner;
 mod state;

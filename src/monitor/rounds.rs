@@ -5,10 +5,15 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::components::{Forced, TrackedComponent};
+use super::fresh::{Begun, Fresh, FreshWait};
+#[cfg(feature = "redis")]
+use super::shared::SharedRounds;
 use super::slot::{CheckSlot, STARVED_AFTER};
-use super::state::{FullRound, HealthRound, MonitorState, Round};
+use super::state::MonitorState;
 use super::transitions::{log_health_transition, log_readiness_transition};
 use crate::check::{CheckError, CheckErrorKind};
+#[cfg(feature = "redis")]
+use crate::redis::{Entry, Lock, Read, SharedVerdicts};
 use crate::util::{join, join_all};
 #[cfg(feature = "redis")]
 use crate::verdict::Return;
@@ -16,6 +21,8 @@ use crate::verdict::{
     CheckOutcome, CheckStatus, ComponentReport, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
 };
+#[cfg(feature = "redis")]
+use crate::verdict::{FleetGuard, Standing};
 use crate::view::published::{Made, Published};
 
 /// The two cadences of rounds.
@@ -35,6 +42,30 @@ impl Cadence {
             Self::Health => "health",
         }
     }
+}
+
+/// What one round concluded about every database.
+pub(crate) struct DatabaseRound {
+    pub(crate) outcomes: Vec<CheckOutcome>,
+    pub(crate) started: Instant,
+    pub(crate) finished_at: SystemTime,
+}
+
+/// What a health round computed by this process concluded.
+pub(crate) struct HealthRound {
+    pub(crate) default: Option<CheckOutcome>,
+    pub(crate) others: Vec<CheckOutcome>,
+    pub(crate) components: Vec<crate::verdict::ComponentReport>,
+    pub(crate) started: Instant,
+    pub(crate) finished_at: SystemTime,
+}
+
+/// What a round over the databases and the components concluded.
+pub(crate) struct FullRound {
+    pub(crate) outcomes: Vec<CheckOutcome>,
+    pub(crate) components: Vec<crate::verdict::ComponentReport>,
+    pub(crate) started: Instant,
+    pub(crate) finished_at: SystemTime,
 }
 
 /// The reason a panicked round's verdicts give.
@@ -123,7 +154,7 @@ impl MonitorState {
     }
 
     /// Checks `slots` in parallel under the one deadline.
-    pub(crate) async fn round(&self, slots: &[CheckSlot]) -> Round {
+    pub(crate) async fn round(&self, slots: &[CheckSlot]) -> DatabaseRound {
         let started = crate::clock::now();
         // Cannot overflow: the config keeps the timeout within `MAX_DURATION` (one year).
         let deadline = started + self.config.readiness_timeout;
@@ -134,7 +165,7 @@ impl MonitorState {
             .collect();
         let outcomes = join_all(claims.into_iter().map(|claim| claim.outcome(deadline))).await;
         warn_on_overrun("readiness", started, deadline);
-        Round {
+        DatabaseRound {
             outcomes,
             started,
             finished_at: SystemTime::now(),
@@ -202,7 +233,7 @@ impl MonitorState {
     /// meanwhile); a recovery shows within a readiness interval. The components stand as
     /// they are; no check more is run. Published before readiness's verdict, so that a
     /// reader that saw readiness's answer finds `/health` at least as new.
-    fn follow_databases(&self, round: &Round) {
+    fn follow_databases(&self, round: &DatabaseRound) {
         let current = self.store.health();
         if current.is_placeholder() {
             return;
@@ -220,7 +251,9 @@ impl MonitorState {
         }
         // Ordered as the verdict it amends: a health round that started before this one and
         // publishes after it is newer news of its components, and must not be refused.
-        let amends = current.when_made().map_or(round.started, |made| made.round_started);
+        let amends = current
+            .when_made()
+            .map_or(round.started, |made| made.round_started);
         drop(current);
         let (default, others) = self.split_default(round.outcomes.clone());
         let components = self
@@ -509,6 +542,91 @@ impl MonitorState {
     }
 }
 
+/// Ends a fresh computation when dropped, finished or not (its task cancelled, or dropped
+/// before it ever ran): the next bypass starts over instead of waiting on a dead channel.
+struct FreshDone(Arc<MonitorState>);
+
+impl Drop for FreshDone {
+    fn drop(&mut self) {
+        self.0.fresh.abandon();
+    }
+}
+
+impl MonitorState {
+    /// Places (`Some`) or releases (`None`) the manual hold, and republishes readiness at
+    /// once. Returns whether anything changed.
+    pub(crate) fn set_hold(&self, reason: Option<Arc<str>>) -> bool {
+        let mut hold = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
+        if *hold == reason {
+            return false;
+        }
+        hold.clone_from(&reason);
+        let current = arc_swap::Guard::into_inner(self.store.readiness());
+        // Before the first round (or once the monitor stopped) there is nothing to
+        // re-render: the next round applies the hold.
+        if let Some(made) = current.when_made() {
+            // The hold and nothing else: the round's conclusion (the fleet guard's, a
+            // panicked round's reason) is what a release restores. The same round's verdict:
+            // it keeps its age and its staleness.
+            self.publish_readiness(current.verdict.with_hold(reason.clone()), made);
+        }
+        drop(hold);
+        self.lifecycle_changed(reason.clone());
+        match reason {
+            Some(reason) => tracing::warn!(%reason, "readiness held by the operator"),
+            None => tracing::info!("readiness hold released"),
+        }
+        true
+    }
+
+    /// Starts (or joins, or reuses within the rate limit) a fresh computation of the health
+    /// and pool verdicts.
+    pub(crate) fn fresh(self: &Arc<Self>) -> FreshWait {
+        let now = crate::clock::now();
+        let (sender, wait) = match self.fresh.begin(self.config.nocache_min_interval, now) {
+            Begun::Existing(wait) => return wait,
+            Begun::New { sender, wait } => (sender, wait),
+        };
+        let monitor = Arc::clone(self);
+        // Made before spawning: a task dropped before its first poll runs none of its code.
+        let done = FreshDone(Arc::clone(self));
+        // Spawned, so that a client that goes away does not cancel what others wait for.
+        self.spawner.spawn(async move {
+            let _done = done;
+            // Components too, cadence or not: after a fix, `?nocache=true` shows it at once.
+            let round = monitor.full_round(Forced::Yes).await;
+            monitor
+                .counters
+                .fresh_rounds
+                .fetch_add(1, Ordering::Relaxed);
+            let (default, others) = monitor.split_default(round.outcomes);
+            let round = HealthRound {
+                default,
+                others,
+                components: round.components,
+                started: round.started,
+                finished_at: round.finished_at,
+            };
+            #[cfg(feature = "redis")]
+            if let Some(shared) = monitor.shared.as_ref().filter(|s| s.nocache_writes()) {
+                // Configured to: the bypass's verdict becomes the fleet's.
+                if let Err(error) = monitor.write_entry(&shared.verdicts, &round, None).await {
+                    shared
+                        .record(Some(error), &monitor.counters, &monitor.spawner)
+                        .await;
+                }
+            }
+            let pool =
+                monitor.publish_pool(round.default.clone(), round.started, round.finished_at);
+            let health = monitor.publish_health(round);
+            let fresh = Fresh { health, pool };
+            monitor.fresh.finish(fresh.clone());
+            let _ = sender.send(Some(fresh));
+        });
+        wait
+    }
+}
+
 /// Whether `published` is out of the rotation by its age at `now` (a placeholder, or stale):
 /// a verdict that passes after it comes back at once.
 fn is_out(published: &Published<ReadinessVerdict>, now: Instant) -> bool {
@@ -530,5 +648,237 @@ fn warn_on_overrun(round: &'static str, started: Instant, deadline: Instant) {
             late = ?late,
             "a round overran its deadline: the runtime is blocked or starved; the checks it could not hear keep the result heard before"
         );
+    }
+}
+
+/// The rounds with a shared cache: serve the fleet's entry when it is fresh, else race for the
+/// lock and compute, falling back to this process's own verdict whenever Redis is in trouble;
+/// and the fleet guard's part of a readiness round. See [`crate::redis`].
+#[cfg(feature = "redis")]
+impl MonitorState {
+    /// The fleet guard's part of a readiness round: publishes where this process stands on
+    /// `outcomes` (this round's) and, when it is out only on dependencies the fleet shares,
+    /// what the guard concludes from the fleet's standings. `None` when the guard is off,
+    /// when this process is ready or out for a cause of its own, and when Redis does not
+    /// answer: readiness is then this process's own.
+    pub(super) async fn fleet_guard(
+        &self,
+        outcomes: &[crate::verdict::CheckOutcome],
+    ) -> Option<FleetGuard> {
+        let fleet = self.shared.as_ref()?.fleet.as_ref()?;
+        let verdict = ReadinessVerdict::from_outcomes(
+            outcomes.to_vec(),
+            self.gating_components(),
+            self.readiness_rules(),
+            std::time::SystemTime::now(),
+            self.held(),
+        );
+        let draining = self.store.is_draining();
+        let returning = verdict.passes() && self.would_wait_to_return(crate::clock::now());
+        let standing = self.standing(&verdict, draining, returning);
+        let deadline = crate::clock::now() + self.config.readiness_timeout;
+        let members = fleet.publish_and_read(&standing, deadline).await.ok()?;
+        match standing {
+            Standing::Shared { cause } => Some(FleetGuard::decide(
+                &fleet.process_id,
+                cause,
+                &members,
+                fleet.fraction,
+            )),
+            Standing::Ready | Standing::Local | Standing::Returning => None,
+        }
+    }
+
+    /// Where this process stands on `verdict` (its checks and its hold), as the fleet
+    /// reads it.
+    fn standing(&self, verdict: &ReadinessVerdict, draining: bool, returning: bool) -> Standing {
+        Standing::of(
+            verdict,
+            draining,
+            returning,
+            self.readiness_rules(),
+            |name| {
+                self.components
+                    .iter()
+                    .any(|component| *component.name() == *name && component.is_shared())
+            },
+        )
+    }
+
+    /// Writes this process's standing now, between rounds: the instant its return's delay
+    /// runs out, it is in rotation, and the fleet reads so at once rather than a round
+    /// later. Nothing when the guard is off, or when the published verdict is the guard's
+    /// to keep (its standing is the round's, written by the round).
+    pub(super) async fn standing_changed(&self) {
+        let Some(fleet) = self
+            .shared
+            .as_ref()
+            .and_then(|shared| shared.fleet.as_ref())
+        else {
+            return;
+        };
+        let published = self.store.readiness();
+        let verdict = &published.verdict;
+        if verdict.fleet_guard.is_some() || published.is_placeholder() {
+            return;
+        }
+        let now = crate::clock::now();
+        let returning = verdict.passes() && verdict.returned.is_pending(now);
+        let standing = self.standing(verdict, self.store.is_draining(), returning);
+        drop(published);
+        let deadline = now + self.config.readiness_timeout;
+        // The guard's decision is the next round's: what is read here is not used.
+        let _ = fleet.publish_and_read(&standing, deadline).await;
+    }
+
+    pub(super) async fn shared_health_round(
+        &self,
+        shared: &SharedRounds,
+    ) -> Arc<Published<HealthVerdict>> {
+        let round_started = crate::clock::now();
+        let deadline = round_started + self.config.readiness_timeout;
+        let read = shared.verdicts.read(deadline).await;
+        // The instant the entry's round ended, by Redis's clock: what `age_ms` counts from.
+        let computed_at = |age: Duration| {
+            let now = crate::clock::now();
+            now.checked_sub(age).unwrap_or(now)
+        };
+        let (previous, problem) = match read {
+            Read::Found(entry, age) if shared.verdicts.is_fresh(age) => {
+                shared.record(None, &self.counters, &self.spawner).await;
+                return self
+                    .serve_shared(entry, computed_at(age), round_started)
+                    .await;
+            }
+            Read::Found(entry, age) => (Some((entry, age, computed_at(age))), None),
+            Read::Missing => (None, None),
+            Read::Invalid(error) => (None, Some(error)),
+            Read::Failed(error) => {
+                // Redis is in trouble: no lock, no write, this process's own verdict.
+                shared
+                    .record(Some(error), &self.counters, &self.spawner)
+                    .await;
+                return self.compute_and_publish(None).await;
+            }
+        };
+        match shared.verdicts.lock(deadline).await {
+            Ok(Some(lock)) => {
+                self.compute_and_publish(Some((shared, problem, lock)))
+                    .await
+            }
+            Ok(None) => {
+                shared.record(problem, &self.counters, &self.spawner).await;
+                match previous {
+                    // Another process computes: keep serving the entry there is.
+                    Some((entry, age, computed_at)) if age < shared.verdicts.keep => {
+                        self.serve_shared(entry, computed_at, round_started).await
+                    }
+                    // None to serve (the fleet's first round): this process's own, unwritten.
+                    _ => self.compute_and_publish(None).await,
+                }
+            }
+            Err(error) => {
+                shared
+                    .record(Some(error), &self.counters, &self.spawner)
+                    .await;
+                self.compute_and_publish(None).await
+            }
+        }
+    }
+
+    /// Computes this process's verdict; with `write` (the lock won, and what the read found
+    /// wrong, if anything), writes the entry before publishing.
+    async fn compute_and_publish(
+        &self,
+        write: Option<(&SharedRounds, Option<CheckError>, Lock)>,
+    ) -> Arc<Published<HealthVerdict>> {
+        let round = self.computed_health().await;
+        if let Some((shared, problem, lock)) = write {
+            let written = self
+                .write_entry(&shared.verdicts, &round, Some(&lock))
+                .await
+                .err();
+            shared
+                .record(problem.or(written), &self.counters, &self.spawner)
+                .await;
+        }
+        self.publish_health(round)
+    }
+
+    /// Writes the shared part of `round` as the entry, bounded by the round's deadline:
+    /// under `lock`, only while the lock is still this process's.
+    pub(super) async fn write_entry(
+        &self,
+        verdicts: &SharedVerdicts,
+        round: &HealthRound,
+        lock: Option<&Lock>,
+    ) -> Result<(), CheckError> {
+        let components = self
+            .components
+            .iter()
+            .zip(&round.components)
+            .filter(|(component, _)| component.is_shared())
+            .map(|(_, report)| report.clone())
+            .collect();
+        let entry = Entry {
+            computed_at: round.finished_at,
+            computed_by: verdicts.process_id.clone(),
+            keep: verdicts.keep,
+            database: round.default.clone(),
+            databases: round.others.clone(),
+            components,
+        };
+        let deadline = crate::clock::now() + self.config.readiness_timeout;
+        verdicts.write(&entry, lock, deadline).await.map(drop)
+    }
+
+    /// Serves `entry`, computed at `computed_at`: its databases and shared components, this
+    /// process's own components checked now. Serving it is a live round: its verdict goes
+    /// stale as one computed here would.
+    async fn serve_shared(
+        &self,
+        entry: Entry,
+        computed_at: Instant,
+        round_started: Instant,
+    ) -> Arc<Published<HealthVerdict>> {
+        self.counters.shared_rounds.fetch_add(1, Ordering::Relaxed);
+        let started = crate::clock::now();
+        let deadline = started + self.config.readiness_timeout;
+        for component in self.components.iter().filter(|c| c.is_shared()) {
+            if let Some(report) = entry
+                .components
+                .iter()
+                .find(|r| *r.name == *component.name())
+            {
+                component.adopt(report);
+            }
+        }
+        // Every local check starts before the round waits on any.
+        let claims: Vec<_> = self
+            .components
+            .iter()
+            .map(|component| {
+                (!component.is_shared())
+                    .then(|| component.claim(started, &self.spawner, Forced::No))
+            })
+            .collect();
+        let components = join_all(self.components.iter().zip(claims).map(
+            |(component, claim)| async move {
+                match claim {
+                    Some(claim) => claim.report(started, deadline).await,
+                    None => component.report(),
+                }
+            },
+        ))
+        .await;
+        let made = self.made(round_started, computed_at, self.config.health_interval);
+        self.publish_health_from(
+            entry.database,
+            entry.databases,
+            components,
+            entry.computed_at,
+            Some(entry.computed_by),
+            made,
+        )
     }
 }

@@ -37,12 +37,12 @@ pub(crate) struct CheckSlot {
 
 /// What a slot checks: the two kinds share the one mechanism.
 #[derive(Clone, Debug)]
-enum Checked {
+enum Checker {
     Database(Arc<dyn DatabaseCheck>),
     Component(Arc<dyn Component>),
 }
 
-impl Checked {
+impl Checker {
     fn check(&self) -> CheckFuture {
         match self {
             Self::Database(check) => check.check(),
@@ -54,7 +54,7 @@ impl Checked {
 #[derive(Debug)]
 struct SlotInner {
     name: Arc<str>,
-    check: Checked,
+    check: Checker,
     /// Reported on every outcome.
     critical: bool,
     /// What the check connects to, asked once (redacted): shown unless a passing check's
@@ -114,14 +114,14 @@ pub(crate) struct Claim {
 impl CheckSlot {
     fn with(
         name: Arc<str>,
-        check: Checked,
+        check: Checker,
         critical: bool,
         limit: Duration,
         carry_for: Duration,
     ) -> Self {
         let target = match &check {
-            Checked::Database(check) => check.target(),
-            Checked::Component(component) => component.target(),
+            Checker::Database(check) => check.target(),
+            Checker::Component(component) => component.target(),
         };
         Self {
             inner: Arc::new(SlotInner {
@@ -150,7 +150,7 @@ impl CheckSlot {
     ) -> Self {
         Self::with(
             entry.name.clone(),
-            Checked::Database(entry.check.clone()),
+            Checker::Database(entry.check.clone()),
             critical,
             limit,
             carry_for,
@@ -161,7 +161,7 @@ impl CheckSlot {
     pub(crate) fn component(spec: &ComponentSpec, limit: Duration, carry_for: Duration) -> Self {
         Self::with(
             spec.name.clone(),
-            Checked::Component(spec.component.clone()),
+            Checker::Component(spec.component.clone()),
             spec.critical,
             limit,
             carry_for,
@@ -186,15 +186,15 @@ impl CheckSlot {
     /// The database's vendor; `"component"` for a component.
     pub(crate) fn vendor(&self) -> &'static str {
         match &self.inner.check {
-            Checked::Database(check) => check.vendor(),
-            Checked::Component(_) => "component",
+            Checker::Database(check) => check.vendor(),
+            Checker::Component(_) => "component",
         }
     }
 
     pub(crate) fn pool_stats(&self) -> Option<PoolStats> {
         match &self.inner.check {
-            Checked::Database(check) => check.pool_stats(),
-            Checked::Component(_) => None,
+            Checker::Database(check) => check.pool_stats(),
+            Checker::Component(_) => None,
         }
     }
 
@@ -209,7 +209,6 @@ impl CheckSlot {
 
     /// The checks that finished with an error so far: this slot's name, the category, and
     /// how many.
-    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
     pub(crate) fn failures(&self) -> Vec<(Arc<str>, CheckErrorKind, u64)> {
         let failures = self
             .inner

@@ -3,15 +3,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::components::TrackedComponent;
+use super::components::{TrackedComponent, carry_for};
+use super::counters::{Counters, MonitorStats};
 use super::fresh::FreshRounds;
-use super::handle::MonitorStats;
+use super::history::{CheckHistory, CheckKind};
 use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
 use super::slot::CheckSlot;
 use super::spawner::Spawner;
@@ -43,55 +44,7 @@ pub(crate) struct MonitorState {
     pub(crate) counters: Counters,
     /// The health verdict shared through Redis, if configured.
     #[cfg(feature = "redis")]
-    pub(super) shared: Option<super::shared_round::SharedRounds>,
-}
-
-/// The monitor's work so far (the checks started are counted by each slot).
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) readiness_rounds: AtomicU64,
-    pub(crate) health_rounds: AtomicU64,
-    /// Health rounds that served the shared cache's entry instead of computing.
-    pub(crate) shared_rounds: AtomicU64,
-    /// Health rounds in which Redis failed or the entry could not be served.
-    pub(crate) shared_cache_errors: AtomicU64,
-    /// Readiness rounds that panicked (reported, and the next round run).
-    pub(crate) readiness_round_panics: AtomicU64,
-    /// Health rounds that panicked (reported, and the next round run).
-    pub(crate) health_round_panics: AtomicU64,
-    pub(crate) fresh_rounds: AtomicU64,
-    /// How long the last readiness round's checks took, in nanoseconds.
-    pub(crate) readiness_round_nanos: AtomicU64,
-    /// How long the last health round's checks took, in nanoseconds.
-    pub(crate) health_round_nanos: AtomicU64,
-    /// Readiness transitions logged, the first verdict included.
-    pub(crate) readiness_transitions: AtomicU64,
-    /// Health status transitions logged, the first verdict included.
-    pub(crate) health_transitions: AtomicU64,
-}
-
-/// What one round concluded about every database.
-pub(crate) struct Round {
-    pub(crate) outcomes: Vec<CheckOutcome>,
-    pub(crate) started: Instant,
-    pub(crate) finished_at: SystemTime,
-}
-
-/// What a health round computed by this process concluded.
-pub(crate) struct HealthRound {
-    pub(crate) default: Option<CheckOutcome>,
-    pub(crate) others: Vec<CheckOutcome>,
-    pub(crate) components: Vec<crate::verdict::ComponentReport>,
-    pub(crate) started: Instant,
-    pub(crate) finished_at: SystemTime,
-}
-
-/// What a round over the databases and the components concluded.
-pub(crate) struct FullRound {
-    pub(crate) outcomes: Vec<CheckOutcome>,
-    pub(crate) components: Vec<crate::verdict::ComponentReport>,
-    pub(crate) started: Instant,
-    pub(crate) finished_at: SystemTime,
+    pub(super) shared: Option<super::shared::SharedRounds>,
 }
 
 const NO_ROUND_YET: &str = "no round has completed yet";
@@ -117,13 +70,13 @@ impl MonitorState {
         let limit = config.check_limit.max(config.readiness_timeout);
         // A result heard stands in for a starved round's timeout as long as a verdict of the
         // cadence that checks it stays fresh.
-        let carry_for = stale_bound(config.readiness_interval, config.readiness_timeout);
+        let database_carry = stale_bound(config.readiness_interval, config.readiness_timeout);
         let slots: Vec<CheckSlot> = config
             .databases
             .iter()
             .map(|entry| {
                 let critical = !config.is_optional(&entry.name);
-                CheckSlot::database(entry, critical, limit, carry_for)
+                CheckSlot::database(entry, critical, limit, database_carry)
             })
             .collect();
         for name in &config.optional_databases {
@@ -138,7 +91,7 @@ impl MonitorState {
             .map(|spec| {
                 let mut spec = spec.clone();
                 spec.critical |= config.is_listed_critical(&spec.name);
-                TrackedComponent::new(&spec, limit, component_carry(&config, &spec))
+                TrackedComponent::new(&spec, limit, carry_for(&config, &spec))
             })
             .collect();
         if config.self_monitoring
@@ -155,7 +108,7 @@ impl MonitorState {
             components.push(TrackedComponent::new(
                 &spec,
                 limit,
-                component_carry(&config, &spec),
+                carry_for(&config, &spec),
             ));
         }
         for name in &config.critical_components {
@@ -168,7 +121,7 @@ impl MonitorState {
         }
         let default_index = config.default_database_index();
         #[cfg(feature = "redis")]
-        let shared = super::shared_round::SharedRounds::new(
+        let shared = super::shared::SharedRounds::new(
             &config,
             &slots,
             default_index,
@@ -196,10 +149,6 @@ impl MonitorState {
             #[cfg(feature = "redis")]
             shared,
         }
-    }
-
-    pub(crate) fn fresh_rounds(&self) -> &FreshRounds {
-        &self.fresh
     }
 
     pub(crate) fn is_monitor_running(&self) -> bool {
@@ -243,7 +192,6 @@ impl MonitorState {
 
     /// Failed checks so far, per database or component and category (each check that
     /// finished with an error counts once, however many rounds waited for it).
-    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
     pub(crate) fn check_failures(&self) -> Vec<(Arc<str>, crate::check::CheckErrorKind, u64)> {
         self.slots
             .iter()
@@ -266,22 +214,71 @@ impl MonitorState {
         group_verdicts(&self.config, databases, &components)
     }
 
+    /// The manual hold's reason, if one is in place.
+    pub(crate) fn held(&self) -> Option<Arc<str>> {
+        self.hold
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The fleet as this process's fleet guard sees it (see `SharedRounds::fleet`); `None`
+    /// without the guard.
+    #[cfg(feature = "redis")]
+    pub(crate) fn fleet(&self) -> Option<(Arc<str>, f64, Option<crate::redis::FleetSeen>)> {
+        self.shared.as_ref()?.fleet()
+    }
+
+    /// Every check's history: the databases, then the components (the shared cache's among
+    /// them), in the order configured.
+    pub(crate) fn histories(&self) -> Vec<CheckHistory> {
+        self.history_slots()
+            .map(|(kind, slot)| {
+                slot.history().snapshot(
+                    slot.name().clone(),
+                    kind,
+                    slot.is_critical(),
+                    slot.target(),
+                )
+            })
+            .collect()
+    }
+
+    /// Every check's flap count (see [`History::flaps`]), by name.
+    pub(crate) fn flaps(&self) -> Vec<(Arc<str>, u32)> {
+        self.history_slots()
+            .map(|(_, slot)| (slot.name().clone(), slot.history().flaps()))
+            .collect()
+    }
+
+    /// The shared cache component's slot, when there is one.
+    fn shared_cache_slot(&self) -> Option<&CheckSlot> {
+        #[cfg(feature = "redis")]
+        return self
+            .shared
+            .as_ref()
+            .map(super::shared::SharedRounds::cache_slot);
+        #[cfg(not(feature = "redis"))]
+        None
+    }
+
+    fn history_slots(&self) -> impl Iterator<Item = (CheckKind, &CheckSlot)> {
+        let databases = self.slots.iter().map(|slot| (CheckKind::Database, slot));
+        let components = self
+            .components
+            .iter()
+            .map(|component| &component.slot)
+            .chain(self.shared_cache_slot())
+            .map(|slot| (CheckKind::Component, slot));
+        databases.chain(components)
+    }
+
     /// The staleness bound of verdicts refreshed every `interval`: three missed rounds.
     /// Saturating, so that no setting can make it panic (the config bounds every duration by
     /// `MAX_DURATION` anyway, and `Published` treats a bound past the clock's range as none).
     pub(super) fn stale_after(&self, interval: Duration) -> Duration {
         stale_bound(interval, self.config.readiness_timeout)
     }
-}
-
-/// How long a component's result stands in for a starved round's timeout: a health
-/// verdict's staleness bound, over the component's own cadence when it is slower.
-pub(super) fn component_carry(
-    config: &HealthConfig,
-    spec: &crate::component::ComponentSpec,
-) -> Duration {
-    let cadence = spec.cadence.unwrap_or_default().max(config.health_interval);
-    stale_bound(cadence, config.readiness_timeout)
 }
 
 /// What the readers may know of `config`'s monitor.

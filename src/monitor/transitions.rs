@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::state::Counters;
+use super::counters::Counters;
 use crate::check::CheckErrorKind;
 use crate::verdict::{Cause, CheckOutcome, HealthVerdict, ReadinessVerdict};
 

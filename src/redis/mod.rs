@@ -157,7 +157,6 @@ mod component;
 mod shared;
 
 pub use self::component::Redis;
-#[cfg(feature = "page")]
 pub(crate) use self::shared::FleetSeen;
 pub use self::shared::SharedCache;
 pub(crate) use self::shared::{

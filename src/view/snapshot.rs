@@ -32,6 +32,9 @@ pub struct View {
     /// Whether the monitor is running.
     pub monitor_running: bool,
     answers: [Answer; Probe::ALL.len()],
+    /// The store's generation it was read at: two views of one generation were read from
+    /// the same publications.
+    generation: u64,
     /// How many of readiness's failures (the verdict's, a database's, a group's) have lasted
     /// the debounce: what the readers whose consumers act on a single answer say changes
     /// when one more has, with no publication (see [`passes_debounced`](super::passes_debounced)).
@@ -56,6 +59,8 @@ pub(crate) struct Stale {
 
 /// What a view is read from.
 pub(crate) struct ViewInputs {
+    /// The store's generation, read before the verdicts.
+    pub(crate) generation: u64,
     pub(crate) readiness: Arc<Published<ReadinessVerdict>>,
     pub(crate) health: Arc<Published<HealthVerdict>>,
     pub(crate) pool: Arc<Published<PoolVerdict>>,
@@ -69,6 +74,7 @@ pub(crate) struct ViewInputs {
 impl View {
     pub(crate) fn new(inputs: ViewInputs, now: Instant) -> Self {
         let ViewInputs {
+            generation,
             readiness,
             health,
             pool,
@@ -124,6 +130,7 @@ impl View {
             started,
             monitor_running,
             answers,
+            generation,
             debounced,
             next_change_at,
             #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
@@ -149,9 +156,7 @@ impl View {
 
     /// Whether `other` says the same: the same verdicts (as published) and the same answers.
     pub(crate) fn same_as(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.health, &other.health)
-            && Arc::ptr_eq(&self.readiness, &other.readiness)
-            && Arc::ptr_eq(&self.pool, &other.pool)
+        self.generation == other.generation
             && self.draining == other.draining
             && self.started == other.started
             && self.monitor_running == other.monitor_running

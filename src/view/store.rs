@@ -226,14 +226,16 @@ impl Store {
     /// How many times what the view is read from has changed: read it before the view, and
     /// a rendering of that view is current while it has not moved (a drain's start and a
     /// verdict going stale aside, which the reader checks itself).
-    #[cfg(any(feature = "metrics", feature = "opentelemetry", feature = "page"))]
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
     /// Every probe's answer now.
     pub(crate) fn view(&self) -> View {
+        // Before the verdicts: a view is as new as the generation it says, or newer.
+        let generation = self.generation();
         let inputs = ViewInputs {
+            generation,
             readiness: self.readiness.load_full(),
             health: self.health.load_full(),
             pool: self.pool.load_full(),

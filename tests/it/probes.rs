@@ -432,7 +432,10 @@ async fn a_stuck_monitor_is_not_served_as_fresh() {
         full.status == StatusCode::SERVICE_UNAVAILABLE && full.json()["status"] == "unavailable"
     })
     .await;
-    assert!(health_stale, "/health kept answering from a stuck monitor as if fresh");
+    assert!(
+        health_stale,
+        "/health kept answering from a stuck monitor as if fresh"
+    );
     assert_eq!(
         client.get(server.addr, "/health/live").await.status,
         StatusCode::OK

@@ -7,7 +7,7 @@ use super::identity::Identity;
 use super::timeline::{self, Timeline};
 use crate::admin::history::{shows_details, timestamp};
 use crate::monitor::HealthHandle;
-use crate::monitor::history::{CheckHistory, Checked, FLAP_WINDOW_MINUTES};
+use crate::monitor::history::{CheckHistory, CheckKind, FLAP_WINDOW_MINUTES};
 use crate::probe::Probe;
 use crate::shutdown::progress::{DrainPhase, DrainProgress, by_name};
 use crate::verdict::{Audience, CheckStatus, ComponentStatus, Status};
@@ -500,7 +500,7 @@ fn check(history: &CheckHistory, view: &View, now: SystemTime, details: bool) ->
     let last = history.rounds.last();
     // A component's state is its hysteresis's (`/health` shows it); a database's its last
     // round's.
-    let component = (history.checked == Checked::Component)
+    let component = (history.kind == CheckKind::Component)
         .then(|| {
             view.health
                 .components
@@ -522,7 +522,7 @@ fn check(history: &CheckHistory, view: &View, now: SystemTime, details: bool) ->
         .filter(|transition| transition.to != CheckStatus::Passed);
     CheckCard {
         name: history.name.to_string(),
-        checked: history.checked.as_str(),
+        checked: history.kind.as_str(),
         critical: history.critical,
         badge,
         kind: last.and_then(|round| round.kind).map(|kind| kind.as_str()),
@@ -570,14 +570,14 @@ fn reported_target(
     view: &View,
     component: Option<&crate::verdict::ComponentReport>,
 ) -> Option<std::sync::Arc<str>> {
-    match history.checked {
-        Checked::Database => view
+    match history.kind {
+        CheckKind::Database => view
             .readiness
             .databases
             .iter()
             .find(|outcome| outcome.name == history.name)
             .and_then(|outcome| outcome.target.clone()),
-        Checked::Component => component
+        CheckKind::Component => component
             .and_then(|report| report.outcome.as_ref())
             .and_then(|outcome| outcome.target.clone()),
     }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::monitor::history::{Round, Transition};
+use crate::monitor::history::{Sample, Transition};
 use crate::verdict::CheckStatus;
 
 /// The time the timeline spans, ending now.
@@ -96,7 +96,7 @@ struct Column {
 /// The timeline of `rounds` and `transitions` (oldest first) over the [`WINDOW`] ending at
 /// `now`; the sparkline only when `details` (latencies are timings).
 pub(super) fn timeline(
-    rounds: &[Round],
+    rounds: &[Sample],
     transitions: &[Transition],
     now: SystemTime,
     details: bool,
@@ -283,7 +283,7 @@ mod tests {
         }
     }
 
-    fn recorded(outcomes: &[CheckOutcome]) -> (Vec<Round>, Vec<Transition>) {
+    fn recorded(outcomes: &[CheckOutcome]) -> (Vec<Sample>, Vec<Transition>) {
         let history = History::new();
         for (check, outcome) in outcomes.iter().enumerate() {
             let started = Instant::now() + Duration::from_secs(u64::try_from(check).unwrap());
@@ -291,7 +291,7 @@ mod tests {
         }
         let snapshot = history.snapshot(
             "default".into(),
-            crate::monitor::history::Checked::Database,
+            crate::monitor::history::CheckKind::Database,
             true,
             None,
         );

@@ -29,7 +29,7 @@ impl Renderer {
             rules: known.rules,
             readiness_stale: known.readiness_stale,
             health_stale: known.health_stale,
-            own_id: health.state().shared_process_id(),
+            own_id: health.process_id(),
         }
     }
 }
@@ -55,9 +55,8 @@ impl Render for Renderer {
 /// Registers the HTTP renderer on `health`'s monitor, once for every HTTP reader of it: one
 /// atomic load when it is there already.
 pub(crate) fn attach(health: &HealthHandle) {
-    let store = &health.state().store;
-    if store.registered_render().is_none() {
-        store.render_with(|| Arc::new(Renderer::of(health)));
+    if health.registered_render().is_none() {
+        health.render_with(|| Arc::new(Renderer::of(health)));
     }
 }
 
@@ -80,7 +79,7 @@ pub(crate) fn with_rendered<V: Verdict, T>(
 #[inline(never)]
 fn rendered_now<V: Verdict>(health: &HealthHandle, published: &Published<V>) -> RenderedVerdict {
     attach(health);
-    let render = health.state().store.registered_render();
+    let render = health.registered_render();
     let rendering = published
         .verdict
         .rendered_by(&**render.expect("attached just now"));

@@ -107,13 +107,15 @@ pub(crate) struct FleetMembers {
     foreign: AtomicBool,
     /// What the last round read, for the operator's page: `None` while Redis does not
     /// answer (the guard is off).
-    #[cfg_attr(not(feature = "page"), allow(dead_code))]
     seen: Mutex<Option<FleetSeen>>,
 }
 
 /// The fleet's members as the last readiness round read them.
 #[derive(Clone, Debug)]
-#[cfg_attr(not(feature = "page"), allow(dead_code))]
+#[cfg_attr(
+    not(feature = "page"),
+    allow(dead_code, reason = "what the operator's page shows of the fleet")
+)]
 pub(crate) struct FleetSeen {
     pub(crate) at: SystemTime,
     /// This process among them.
@@ -160,7 +162,6 @@ impl FleetMembers {
         deadline: Instant,
     ) -> Result<Vec<Member>, CheckError> {
         let result = self.exchange(standing, deadline).await;
-        #[cfg(feature = "page")]
         {
             let seen = result.as_ref().ok().map(|members| FleetSeen {
                 at: SystemTime::now(),
@@ -187,7 +188,6 @@ impl FleetMembers {
 
     /// The fleet's members as the last readiness round read them; `None` before the first
     /// or while Redis does not answer.
-    #[cfg(feature = "page")]
     pub(crate) fn seen(&self) -> Option<FleetSeen> {
         self.seen
             .lock()

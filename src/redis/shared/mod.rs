@@ -14,7 +14,6 @@ mod store;
 pub use self::config::SharedCache;
 pub(crate) use self::entry::{Entry, Expected, Subject};
 pub(crate) use self::fleet::FleetMembers;
-#[cfg(feature = "page")]
 pub(crate) use self::fleet::FleetSeen;
 pub(crate) use self::jitter::{next as next_round_wait, phase as first_round_phase};
 pub(crate) use self::status::{CacheStatus, SHARED_CACHE_COMPONENT};

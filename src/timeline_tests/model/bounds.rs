@@ -349,7 +349,9 @@ impl Model<'_> {
             if at + bound > end || unjudged(self, at) {
                 // Too near the end to be logged yet, or not the verdict's change: its lines
                 // are let go, those of the change after it kept.
-                let until = nexts.get(index).map_or(at + bound, |next| (at + bound).min(*next));
+                let until = nexts
+                    .get(index)
+                    .map_or(at + bound, |next| (at + bound).min(*next));
                 while lines
                     .peek()
                     .is_some_and(|(logged, _)| *logged + SLACK < until || *logged <= at)
