@@ -65,15 +65,13 @@ where
         if let Some(asked) = reader.ask(&request) {
             return StackFuture::layers(crate::http::ResponseFuture::probe(reader.answer(asked)));
         }
-        let fail_health_checks = reader.fails_health_checks();
+        let intent = reader.intent();
         let drain = reader.handle.drain();
         let admitted = match admit(drain, &request) {
-            Some(admitted) => admitted.fail_health_checks_if(fail_health_checks),
+            Some(admitted) => admitted.with_intent(intent),
             None => {
                 let mut refused = rejection(drain);
-                if fail_health_checks {
-                    crate::http::fail_health_checks(&mut refused);
-                }
+                crate::http::mark(intent, &mut refused);
                 let refused = ProbeResponse::ready(refused);
                 return StackFuture::layers(crate::http::ResponseFuture::probe(refused));
             }
@@ -86,14 +84,7 @@ where
             polled => {
                 let when_busy = WhenBusy::shed(reader.shed_load);
                 let count = Count::Admitted(admitted);
-                let future = not_ready(
-                    &mut self.inner,
-                    polled,
-                    request,
-                    when_busy,
-                    count,
-                    fail_health_checks,
-                );
+                let future = not_ready(&mut self.inner, polled, request, when_busy, count, intent);
                 StackFuture::layers(future)
             }
         }

@@ -11,6 +11,7 @@ use http::HeaderValue;
 use http::header::HeaderName;
 
 use crate::verdict::Status;
+use crate::view::Intent;
 
 /// `x-envoy-degraded: degraded`.
 const DEGRADED: (HeaderName, HeaderValue) = (
@@ -30,20 +31,10 @@ pub(crate) fn on_answer(status: Status) -> Option<(HeaderName, HeaderValue)> {
     (status == Status::Degraded).then_some(DEGRADED)
 }
 
-/// Whether an application response tells Envoy to fail its health checks of this host now:
-/// the setting is on (`asked`), and the process is `held` or `draining`.
-#[inline(always)]
-pub(crate) fn fails_at_once(
-    asked: bool,
-    held: impl FnOnce() -> bool,
-    draining: impl FnOnce() -> bool,
-) -> bool {
-    asked && (draining() || held())
-}
-
-/// The header that tells Envoy to fail its health checks of this host now.
-pub(crate) fn immediate_fail() -> (HeaderName, HeaderValue) {
-    IMMEDIATE_FAIL
+/// The header an application's response carries for Envoy while the process means to leave
+/// rotation: Envoy fails the host at once, without waiting for its next health check.
+pub(crate) fn on_application_response(intent: Intent) -> Option<(HeaderName, HeaderValue)> {
+    (intent == Intent::Leave).then_some(IMMEDIATE_FAIL)
 }
 
 #[cfg(test)]
@@ -65,21 +56,10 @@ mod tests {
     }
 
     #[test]
-    fn the_immediate_fail_is_for_a_hold_or_a_drain_when_asked() {
-        // (asked, held, draining): sent?
-        for (asked, held, draining, sent) in [
-            (false, true, true, false),
-            (true, false, false, false),
-            (true, true, false, true),
-            (true, false, true, true),
-            (true, true, true, true),
-        ] {
-            assert_eq!(
-                fails_at_once(asked, || held, || draining),
-                sent,
-                "asked={asked} held={held} draining={draining}"
-            );
-        }
-        assert_eq!(immediate_fail().1, "true");
+    fn the_immediate_fail_is_for_a_process_that_means_to_leave() {
+        assert_eq!(on_application_response(Intent::Serve), None);
+        let (name, value) = on_application_response(Intent::Leave).unwrap();
+        assert_eq!(name, "x-envoy-immediate-health-check-fail");
+        assert_eq!(value, "true");
     }
 }

@@ -12,13 +12,13 @@ use http::{HeaderMap, Request, header};
 use crate::access::KeyDigests;
 use crate::config::readers::{DetailsDefault, Own};
 use crate::config::{Details, NoCache};
-use crate::dialect::envoy;
 use crate::http::render::fixed::METHOD_NOT_ALLOWED;
 use crate::http::request::{self, BodyMode, Form, Freshness, ProbePaths};
-use crate::http::{ProbeResponse, Respond};
+use crate::http::{Edge, ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
 use crate::verdict::Audience;
+use crate::view::Intent;
 
 /// What a request asks a reader: see [`Reader::ask`].
 #[derive(Copy, Clone, Debug)]
@@ -63,8 +63,8 @@ pub(crate) struct Reader {
     /// Whether an application request that finds the inner service not ready gets 503 at
     /// once instead of waiting ([`HealthLayer::shed_load`](crate::HealthLayer::shed_load)).
     pub(crate) shed_load: bool,
-    /// [`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail).
-    envoy_immediate_fail: bool,
+    /// What an application request reads on its way in.
+    edge: Edge,
     /// The monitor's opt-in metrics path
     /// ([`HealthConfig::metrics_path`](crate::HealthConfig::metrics_path)) and its
     /// exposition; `None` (the default) answers nothing.
@@ -88,7 +88,7 @@ impl Reader {
             keys: shown.keys.digests(),
             own,
             shed_load: false,
-            envoy_immediate_fail: readers.envoy_immediate_fail,
+            edge: Edge::new(readers),
             #[cfg(feature = "metrics")]
             metrics: readers
                 .metrics_path
@@ -185,16 +185,11 @@ impl Reader {
         })
     }
 
-    /// Whether an application response now tells Envoy to take this host out at once: the
-    /// setting is on and the process is held or draining. Off, a load and a branch.
+    /// The process's intent, which an application's response carries to its dialects' words
+    /// (off, a branch: see [`Edge`]).
     #[inline(always)]
-    pub(crate) fn fails_health_checks(&self) -> bool {
-        let store = &self.handle.state().store;
-        envoy::fails_at_once(
-            self.envoy_immediate_fail,
-            || store.readiness().verdict.held.is_some(),
-            || store.is_draining(),
-        )
+    pub(crate) fn intent(&self) -> Intent {
+        self.edge.intent(&self.handle)
     }
 
     /// The answer to what a request [asked](Self::ask).

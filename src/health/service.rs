@@ -61,7 +61,7 @@ where
                 request,
                 WhenBusy::shed(reader.shed_load),
                 Count::WhileQueued(reader.handle.drain()),
-                reader.fails_health_checks(),
+                reader.intent(),
             ),
         }
     }

@@ -10,22 +10,21 @@ use http::{Method, Request, Response, StatusCode, Version};
 
 use super::render::ProbeBody;
 use super::render::fixed::DRAIN_REJECTED;
-use crate::dialect::envoy;
 use crate::http::request::BodyMode;
 use crate::shutdown::{DrainHandle, DrainPolicy, InFlightGuard};
+use crate::view::Intent;
 
 /// What happens to an application request's response on its way out: counted in a drain
 /// (the guard that [`Admitted::respond`] hands back, in flight until dropped), told to close
-/// its HTTP/1 connection if the drain has started by then, and marked for Envoy while the
-/// process is out of rotation.
+/// its HTTP/1 connection if the drain has started by then, and given the dialects' words for
+/// the process's [`Intent`].
 pub(crate) struct Admitted {
     guard: Option<InFlightGuard>,
     /// Whether to add `Connection: close` if the drain has started by the time the response is
     /// ready (an HTTP/1 request other than `CONNECT`, and the setting is on).
     close_if_draining: bool,
-    /// Whether to add `x-envoy-immediate-health-check-fail`
-    /// ([`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail)).
-    fail_health_checks: bool,
+    /// What the reading decided of the process as the request came in.
+    intent: Intent,
 }
 
 /// Counts `request` in flight in `drain`, or refuses it (`None`: the drain has started under
@@ -44,7 +43,7 @@ pub(crate) fn admit<B>(drain: &DrainHandle, request: &Request<B>) -> Option<Admi
     Some(Admitted {
         guard: Some(drain.enter()),
         close_if_draining,
-        fail_health_checks: false,
+        intent: Intent::Serve,
     })
 }
 
@@ -55,43 +54,33 @@ pub(crate) fn rejection(drain: &DrainHandle) -> Response<ProbeBody> {
 }
 
 impl Admitted {
-    /// A response that only tells Envoy to fail its health checks of this host now.
-    pub(crate) fn failing_health_checks() -> Self {
+    /// A response that only carries the process's `intent`.
+    pub(crate) fn marked(intent: Intent) -> Self {
         Self {
             guard: None,
             close_if_draining: false,
-            fail_health_checks: true,
+            intent,
         }
     }
 
-    /// Also tells Envoy to fail its health checks of this host now, when `out_of_rotation`.
+    /// The response also carries the process's `intent`.
     #[inline(always)]
-    pub(crate) fn fail_health_checks_if(mut self, out_of_rotation: bool) -> Self {
-        self.fail_health_checks |= out_of_rotation;
+    pub(crate) fn with_intent(mut self, intent: Intent) -> Self {
+        self.intent = intent;
         self
     }
 
     /// The response is ready: adds `Connection: close` if the drain has started since the
-    /// request came in and Envoy's header when asked, and hands back the guard, for the
-    /// response body to hold until its end.
+    /// request came in and the dialects' words for the process's intent, and hands back the
+    /// guard, for the response body to hold until its end.
     #[inline(always)]
     pub(crate) fn respond<B>(self, response: &mut Response<B>) -> Option<InFlightGuard> {
-        if self.fail_health_checks {
-            fail_health_checks(response);
-        }
+        super::mark(self.intent, response);
         if self.close_if_draining && self.guard.as_ref().is_some_and(InFlightGuard::is_draining) {
             close(response);
         }
         self.guard
     }
-}
-
-/// Envoy's "take this host out now, without waiting for the next health check"
-/// ([`envoy::immediate_fail`]).
-#[cold]
-pub(crate) fn fail_health_checks<B>(response: &mut Response<B>) {
-    let (name, value) = envoy::immediate_fail();
-    response.headers_mut().insert(name, value);
 }
 
 /// Asks an HTTP/1 client to close its connection, the response being sent during the drain.

@@ -11,6 +11,7 @@ use super::{ProbeResponse, ResponseFuture};
 use crate::http::render::fixed::OVERLOADED;
 use crate::http::request::BodyMode;
 use crate::shutdown::DrainHandle;
+use crate::view::Intent;
 
 /// What an application request does when the inner service is not ready.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -42,8 +43,7 @@ pub(crate) enum Count<'a> {
 }
 
 /// Sends an application request to `inner`: at once if it is ready, else as `when_busy` says.
-/// `fail_health_checks` marks its response for Envoy
-/// ([`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail)).
+/// Its response carries the process's `intent` (see [`Edge`](super::Edge)).
 ///
 /// Readiness is asked here, with a no-op waker, rather than in `poll_ready`: a probe then
 /// never polls the inner service at all, and an application request polls it once either
@@ -58,7 +58,7 @@ pub(crate) fn call_inner<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
-    fail_health_checks: bool,
+    intent: Intent,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
@@ -67,16 +67,15 @@ where
         // Each arm builds its variant around the inner future where it lies: choosing the
         // variant after the call would copy the (large) future once more.
         Poll::Ready(Ok(())) => match count {
-            Count::Admitted(admitted) => ResponseFuture::counted(
-                inner.call(request),
-                admitted.fail_health_checks_if(fail_health_checks),
-            ),
-            Count::No | Count::WhileQueued(_) if fail_health_checks => {
-                ResponseFuture::counted(inner.call(request), Admitted::failing_health_checks())
+            Count::Admitted(admitted) => {
+                ResponseFuture::counted(inner.call(request), admitted.with_intent(intent))
+            }
+            Count::No | Count::WhileQueued(_) if intent == Intent::Leave => {
+                ResponseFuture::counted(inner.call(request), Admitted::marked(intent))
             }
             Count::No | Count::WhileQueued(_) => ResponseFuture::inner(inner.call(request)),
         },
-        polled => not_ready(inner, polled, request, when_busy, count, fail_health_checks),
+        polled => not_ready(inner, polled, request, when_busy, count, intent),
     }
 }
 
@@ -100,16 +99,14 @@ pub(crate) fn not_ready<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
-    fail_health_checks: bool,
+    intent: Intent,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
     match polled {
         Poll::Ready(Err(error)) => ResponseFuture::error(error),
-        Poll::Ready(Ok(())) | Poll::Pending => {
-            call_busy(inner, request, when_busy, count, fail_health_checks)
-        }
+        Poll::Ready(Ok(())) | Poll::Pending => call_busy(inner, request, when_busy, count, intent),
     }
 }
 
@@ -120,16 +117,14 @@ fn call_busy<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
-    fail_health_checks: bool,
+    intent: Intent,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
     if when_busy == WhenBusy::Shed {
         let mut shed = OVERLOADED.response(BodyMode::Full);
-        if fail_health_checks {
-            super::fail_health_checks(&mut shed);
-        }
+        super::mark(intent, &mut shed);
         return ResponseFuture::probe(ProbeResponse::ready(shed));
     }
     let (queued, admitted) = match count {
@@ -138,8 +133,8 @@ where
         Count::Admitted(admitted) => (None, Some(admitted)),
     };
     let admitted = match admitted {
-        Some(admitted) => Some(admitted.fail_health_checks_if(fail_health_checks)),
-        None => fail_health_checks.then(Admitted::failing_health_checks),
+        Some(admitted) => Some(admitted.with_intent(intent)),
+        None => (intent == Intent::Leave).then(|| Admitted::marked(intent)),
     };
     let clone = inner.clone();
     let polled = std::mem::replace(inner, clone);

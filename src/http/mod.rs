@@ -8,6 +8,7 @@ mod admission;
 mod answers;
 mod body;
 mod call;
+mod edge;
 mod future;
 pub(crate) mod render;
 pub(crate) mod request;
@@ -17,12 +18,13 @@ mod response_tests;
 
 #[cfg(feature = "axum")]
 pub(crate) use self::admission::Admitted;
-pub(crate) use self::admission::{admit, fail_health_checks, rejection};
+pub(crate) use self::admission::{admit, rejection};
 #[cfg(feature = "axum")]
 pub(crate) use self::body::Counted;
 pub use self::body::ResponseBody;
 pub(crate) use self::call::{Count, WhenBusy, call_inner};
 #[cfg(feature = "axum")]
 pub(crate) use self::call::{not_ready, poll_ready_now};
+pub(crate) use self::edge::{Edge, mark};
 pub use self::future::ResponseFuture;
 pub(crate) use self::response::{ProbeResponse, Respond};

@@ -24,7 +24,8 @@ impl HealthHandle {
         Self { state }
     }
 
-    /// What the monitor publishes, for the crate's readers.
+    /// The monitor itself, for the crate's tests: readers ask the handle.
+    #[cfg(test)]
     pub(crate) fn state(&self) -> &Arc<MonitorState> {
         &self.state
     }
@@ -113,6 +114,12 @@ impl HealthHandle {
     #[inline]
     pub fn drain(&self) -> &DrainHandle {
         self.state.store.drain()
+    }
+
+    /// Whether the process means to serve or to leave rotation (a drain, an operator's hold).
+    #[inline]
+    pub(crate) fn intent(&self) -> crate::view::Intent {
+        self.state.store.intent()
     }
 
     /// What every reader may know of this monitor beside its verdicts: the names it checks,

@@ -10,6 +10,7 @@ use super::PingLayer;
 use crate::http::render::fixed::{METHOD_NOT_ALLOWED, PING};
 use crate::http::request::{BodyMode, trim_trailing_slash};
 use crate::http::{Count, ProbeResponse, ResponseBody, ResponseFuture, WhenBusy, call_inner};
+use crate::view::Intent;
 
 /// Middleware that answers the ping path before the inner service.
 ///
@@ -56,7 +57,13 @@ where
             return ResponseFuture::probe(response);
         }
         // Never shed here: shedding is `HealthLayer::shed_load`'s, its one place.
-        call_inner(&mut self.inner, request, WhenBusy::Wait, Count::No, false)
+        call_inner(
+            &mut self.inner,
+            request,
+            WhenBusy::Wait,
+            Count::No,
+            Intent::Serve,
+        )
     }
 }
 

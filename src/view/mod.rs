@@ -60,6 +60,6 @@ pub(crate) use self::snapshot::Stale;
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;
 pub(crate) use self::startup::Phase as StartupPhase;
-pub(crate) use self::store::{Known, Placeholders, Store};
+pub(crate) use self::store::{Intent, Known, Placeholders, Store};
 pub(crate) use self::watch::Source;
 pub use self::watch::ViewWatch;

@@ -59,6 +59,15 @@ pub(crate) struct Store {
     render: OnceLock<Arc<dyn Render>>,
 }
 
+/// Whether the process means to serve, or to leave rotation of its own accord (a drain, an
+/// operator's hold): what the reading decided that an application's response can carry to a
+/// proxy at once, without waiting for its next health check.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Intent {
+    Serve,
+    Leave,
+}
+
 /// The three verdicts a monitor publishes before its first round or once it has stopped.
 pub(crate) struct Placeholders {
     pub(crate) readiness: ReadinessVerdict,
@@ -211,6 +220,17 @@ impl Store {
     /// Whether the monitor's drain has started.
     pub(crate) fn is_draining(&self) -> bool {
         self.drain.is_draining()
+    }
+
+    /// Whether the process means to serve or to leave rotation (a drain, an operator's hold),
+    /// read from the drain and the readiness verdict published last.
+    #[inline]
+    pub(crate) fn intent(&self) -> Intent {
+        if self.is_draining() || self.readiness.load().verdict.held.is_some() {
+            Intent::Leave
+        } else {
+            Intent::Serve
+        }
     }
 
     /// Whether the monitor is running.
