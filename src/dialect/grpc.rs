@@ -8,11 +8,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::debounce::passes_debounced;
 use crate::component::ComponentStatus;
 use crate::probe::Probe;
 use crate::verdict::{Failing, Streaks};
 use crate::view::reading::GroupAnswer;
-use crate::view::{Condition, Known, View, passes_debounced};
+use crate::view::{Condition, Known, View};
 
 /// The serving status of one service of `grpc.health.v1`.
 ///
@@ -112,7 +113,7 @@ pub(crate) struct Services<'a> {
     pub(crate) app: &'a BTreeMap<Arc<str>, ServingStatus>,
     /// `Some(now)` for a `Watch` stream, whose client acts on a single answer: a verdict that
     /// has failed for less than the debounce keeps `SERVING` there
-    /// ([`passes_debounced`](crate::view::passes_debounced)). `None` for `Check` and `List`,
+    /// ([`passes_debounced`]). `None` for `Check` and `List`,
     /// which are polled, and answer the verdict as it is.
     pub(crate) debounced_at: Option<Instant>,
 }

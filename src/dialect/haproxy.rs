@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::debounce;
 use crate::probe::Probe;
 use crate::verdict::Status;
 use crate::verdict::{Audience, Cause, ReadinessVerdict, Return};
-use crate::view::{Condition, View};
+use crate::view::{Condition, Judgement, Reads, View};
 
 /// The longest reason a `down` line carries, in bytes: HAProxy shows it on its stats page
 /// and in its logs, where a sentence is enough.
@@ -41,7 +42,7 @@ pub(crate) enum AgentState {
 impl AgentState {
     /// The state for readiness's `condition`, whether it `passes` (the judgement
     /// `/health/ready` answers from) and whether it passes once `debounced`
-    /// ([`passes_debounced`](crate::view::passes_debounced)), with whether the health
+    /// ([`passes_debounced`](super::debounce::passes_debounced)), with whether the health
     /// verdict, as judged, is `degraded` (asked only of a ready instance, for its weight).
     ///
     /// The judgement's order decides: a drain first, then a verdict that is missing or
@@ -71,6 +72,32 @@ impl AgentState {
             | Condition::Returning => Self::Down,
         }
     }
+}
+
+/// Whether `judgement` passes once debounced by `debounce` (see [`debounce::passes_debounced`]). Only
+/// readiness keeps the failure streaks this needs; the other probes answer as they are.
+pub(crate) fn passes_debounced(judgement: &Judgement, debounce: Duration) -> bool {
+    let failing = match &judgement.read {
+        Reads::Readiness(published) => published.verdict.streaks.verdict,
+        _ => return judgement.passing,
+    };
+    debounce::passes_debounced(
+        judgement.passing,
+        judgement.condition,
+        failing,
+        debounce,
+        judgement.now,
+    )
+}
+
+/// How long ago readiness came back into rotation last (see [`Return`]), through a blip
+/// since: what the slow start ramps by. `None` when `ready` is not readiness's judgement, or
+/// readiness has not come back (never, or not yet).
+pub(crate) fn back_for(ready: &Judgement) -> Option<Duration> {
+    let Reads::Readiness(published) = &ready.read else {
+        return None;
+    };
+    published.verdict.returned.lasted(ready.now)
 }
 
 /// The weight, in percent, that the slow start allows `back_for` after readiness came back

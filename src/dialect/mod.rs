@@ -3,10 +3,14 @@
 //! tested as tables, without I/O. A new balancer's conventions are one more file here.
 //!
 //! - [`kube`]: Kubernetes' plain-text `?verbose`, `?exclude` and per-check answers.
+//! - `debounce` (features `grpc`, `haproxy-agent`): what the readers whose consumer acts on
+//!   a single answer say of a failure shorter than the debounce.
 //! - `envoy`: Envoy's `x-envoy-degraded` and `x-envoy-immediate-health-check-fail`.
 //! - `haproxy` (feature `haproxy-agent`): the agent check's words and weight.
 //! - `grpc` (feature `grpc`): `grpc.health.v1`'s services and serving statuses.
 
+#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
+pub(crate) mod debounce;
 pub(crate) mod envoy;
 #[cfg(feature = "grpc")]
 pub(crate) mod grpc;

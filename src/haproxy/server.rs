@@ -8,7 +8,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::AgentConfig;
-use crate::dialect::haproxy::{AgentState, Lines, degraded, slow_start};
+use crate::dialect::haproxy::{
+    AgentState, Lines, back_for, degraded, passes_debounced, slow_start,
+};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
 use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle, WriteTimeout};
@@ -88,7 +90,7 @@ pub(crate) fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: 
     let state = AgentState::of(
         ready.condition,
         ready.passing,
-        ready.passes_debounced(),
+        passes_debounced(&ready, health.known().debounce),
         || {
             // Readiness `degraded`: the fleet guard keeps this instance in rotation while a
             // dependency the fleet shares fails; it takes less traffic meanwhile.
@@ -98,7 +100,7 @@ pub(crate) fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: 
             }
         },
     );
-    let ramp = slow_start(ready.back_for(), slow_start_window);
+    let ramp = slow_start(back_for(&ready), slow_start_window);
     lines.line(state, ramp, || health.view())
 }
 

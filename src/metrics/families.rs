@@ -198,7 +198,7 @@ fn status(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {
     let view = &snapshot.view;
     // The verdict's own staleness, not the answer's condition: a drain's comes first there,
     // and would hide a stale verdict behind its last status.
-    let status = if snapshot.stale.health {
+    let status = if snapshot.view.is_stale(Probe::Health) {
         Status::Unavailable
     } else {
         view.health.status

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::check::CheckErrorKind;
 use crate::monitor::HealthHandle;
 use crate::shutdown::progress::{DrainProgress, DrainStamp};
-use crate::view::{Stale, View};
+use crate::view::View;
 
 /// The view and the monitor's counters, read once.
 #[derive(Debug)]
@@ -21,8 +21,6 @@ pub(super) struct Snapshot {
     /// The drain's phase and times, the requests in flight, the long-lived connections.
     pub(super) drain: DrainProgress,
     pub(super) view: View,
-    /// Whether each verdict is past its staleness bound, whatever the drain says.
-    pub(super) stale: Stale,
     pub(super) readiness_rounds: u64,
     /// Health rounds that ran the checks here.
     pub(super) health_rounds: u64,
@@ -58,7 +56,6 @@ impl Snapshot {
             generation,
             drain_stamp,
             drain,
-            stale: view.stale,
             view,
             readiness_rounds: count(&counters.readiness_rounds),
             health_rounds: count(&counters.health_rounds),

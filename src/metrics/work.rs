@@ -7,14 +7,23 @@ use std::time::SystemTime;
 
 use super::families::Labels;
 use super::snapshot::Snapshot;
+use crate::probe::Probe;
 
 /// Each verdict's name, when it was computed, and whether it is stale.
 fn verdicts(snapshot: &Snapshot) -> [(&'static str, Option<SystemTime>, bool); 3] {
-    let (view, stale) = (&snapshot.view, &snapshot.stale);
+    let view = &snapshot.view;
     [
-        ("health", view.health.checked_at, stale.health),
-        ("readiness", view.readiness.checked_at, stale.readiness),
-        ("pool", view.pool.checked_at, stale.pool),
+        (
+            "health",
+            view.health.checked_at,
+            view.is_stale(Probe::Health),
+        ),
+        (
+            "readiness",
+            view.readiness.checked_at,
+            view.is_stale(Probe::Ready),
+        ),
+        ("pool", view.pool.checked_at, view.is_stale(Probe::Pool)),
     ]
 }
 

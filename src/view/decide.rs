@@ -2,15 +2,11 @@
 //! the verdict, an operator's hold, the return after an outage and the start. Every reader
 //! applies this function.
 
-#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
-use std::time::Duration;
 use std::time::Instant;
 
 use super::published::Published;
 use super::{Answer, Condition};
 use crate::probe::Probe;
-#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
-use crate::verdict::Failing;
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
 
 /// What the decision needs to know of a verdict.
@@ -103,24 +99,6 @@ pub(crate) fn judge<V: Judged>(
     } else {
         (Condition::Verdict, verdict.passes(), verdict.status())
     }
-}
-
-/// Whether an answer passes for a reader whose consumer acts on a single answer (HAProxy's
-/// agent, whose `down` takes a server out whatever `fall` says; a gRPC `Watch` stream, whose
-/// client-side health check stops at its first `NOT_SERVING`): it passes, or it fails on the
-/// verdict alone (`condition`) and has not failed (`failing`) for `debounce` at `now`. A drain,
-/// a hold, a stale or missing verdict act at once, and so does a failure that never passed.
-/// The readers that are polled (the HTTP probes, `Check`) answer `passing` itself: their
-/// callers debounce (the kubelet's `failureThreshold`, HAProxy's `fall`).
-#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
-pub(crate) fn passes_debounced(
-    passing: bool,
-    condition: Condition,
-    failing: Failing,
-    debounce: Duration,
-    now: Instant,
-) -> bool {
-    passing || (condition == Condition::Verdict && !failing.lasted(debounce, now))
 }
 
 /// The answer of liveness and ping: always yes, while the process answers.

@@ -51,12 +51,8 @@ mod watch;
 
 pub use self::answer::{Answer, Condition};
 pub(crate) use self::checks::{Check, Checked, Mark, group_checks};
-#[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
-pub(crate) use self::decide::passes_debounced;
 pub(crate) use self::decide::{alive, judge, startup};
 pub(crate) use self::reading::{Judgement, Reads};
-#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
-pub(crate) use self::snapshot::Stale;
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;
 pub(crate) use self::startup::Phase as StartupPhase;

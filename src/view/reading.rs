@@ -106,42 +106,9 @@ pub(crate) struct Judgement {
     pub(crate) read: Loaded,
     /// When it was judged.
     pub(crate) now: Instant,
-    #[cfg_attr(not(feature = "haproxy-agent"), allow(dead_code))]
-    debounce: Duration,
 }
 
 impl Judgement {
-    /// Whether the answer passes for a reader whose consumer acts on a single answer
-    /// (HAProxy's agent, a gRPC `Watch`): see [`passes_debounced`](super::passes_debounced).
-    /// Only readiness keeps the failure streaks this needs; the other probes answer as they
-    /// are.
-    #[cfg(any(feature = "haproxy-agent", test))]
-    pub(crate) fn passes_debounced(&self) -> bool {
-        let failing = match &self.read {
-            Reads::Readiness(published) => published.verdict.streaks.verdict,
-            _ => return self.passing,
-        };
-        super::passes_debounced(
-            self.passing,
-            self.condition,
-            failing,
-            self.debounce,
-            self.now,
-        )
-    }
-
-    /// How long ago readiness came back into rotation last (see
-    /// [`Return`](crate::verdict::Return)), through a blip since: what the HAProxy agent's
-    /// slow start ramps by. `None` when this is not readiness's judgement, or readiness has
-    /// not come back (never, or not yet).
-    #[cfg(feature = "haproxy-agent")]
-    pub(crate) fn back_for(&self) -> Option<Duration> {
-        let Reads::Readiness(published) = &self.read else {
-            return None;
-        };
-        published.verdict.returned.lasted(self.now)
-    }
-
     /// How the health group `name` answers, judged as readiness is; `None` for a name that
     /// is no group, or when this is not readiness's judgement.
     pub(crate) fn group(&self, name: &str) -> Option<(&GroupVerdict, GroupAnswer)> {
@@ -205,7 +172,6 @@ impl Store {
             status,
             read,
             now,
-            debounce: self.known.debounce,
         }
     }
 }

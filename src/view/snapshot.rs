@@ -37,24 +37,21 @@ pub struct View {
     generation: u64,
     /// How many of readiness's failures (the verdict's, a database's, a group's) have lasted
     /// the debounce: what the readers whose consumers act on a single answer say changes
-    /// when one more has, with no publication (see [`passes_debounced`](super::passes_debounced)).
+    /// when one more has, with no publication (see `dialect::debounce`).
     debounced: usize,
     /// The next instant its answers change without a publication: a verdict goes stale,
     /// readiness's return runs out, or a failure lasts the debounce.
     pub(crate) next_change_at: Option<Instant>,
-    /// Whether each verdict is past its staleness bound, whatever the drain says (metrics
-    /// show it beside the answer).
-    #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
-    pub(crate) stale: Stale,
+    /// Whether each verdict is past its staleness bound, whatever the drain says.
+    stale: Stale,
 }
 
 /// Whether each verdict of a view is past its staleness bound.
-#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct Stale {
-    pub(crate) health: bool,
-    pub(crate) readiness: bool,
-    pub(crate) pool: bool,
+struct Stale {
+    health: bool,
+    readiness: bool,
+    pool: bool,
 }
 
 /// What a view is read from.
@@ -94,7 +91,6 @@ impl View {
                 age: read.age(now),
             }
         });
-        #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
         let stale = Stale {
             health: health.is_stale(now),
             readiness: readiness.is_stale(now),
@@ -133,8 +129,21 @@ impl View {
             generation,
             debounced,
             next_change_at,
-            #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
             stale,
+        }
+    }
+
+    /// Whether the verdict `probe` reads is older than its staleness bound (the monitor is
+    /// stuck or stopped), whatever else decides its answer: a drain answers 503 `draining`
+    /// first, and would hide it. `false` for the probes that read no verdict (liveness, ping,
+    /// startup).
+    #[must_use]
+    pub fn is_stale(&self, probe: Probe) -> bool {
+        match probe {
+            Probe::Ready => self.stale.readiness,
+            Probe::Health => self.stale.health,
+            Probe::Pool => self.stale.pool,
+            Probe::Live | Probe::Ping | Probe::Startup => false,
         }
     }
 
