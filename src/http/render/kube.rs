@@ -1,8 +1,10 @@
 //! Kubernetes' plain-text answers as HTTP responses ([`crate::dialect::kube`] writes the
-//! words): the `?verbose` answer of each verdict rendered once, as it is published, for every
-//! moment (draining or not, stale or not, returning or not), audience and answer, so that it
-//! is served like the JSON one; `?exclude` and a check's own path written per request (text,
-//! no JSON), for the operator who typed them.
+//! words): the `?verbose` answer of each verdict rendered when first asked, at most once per
+//! publication for each moment (draining or not, stale or not, returning or not), audience
+//! and answer, then served like the JSON one; `?exclude` and a check's own path written per
+//! request (text, no JSON). Only an operator types these: a round renders none of them.
+
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -15,7 +17,7 @@ use crate::verdict::Audience;
 use crate::view::Check;
 
 /// The kube-style answers of one probe's verdict: its checks as the round left them, and the
-/// `?verbose` answer rendered for every [`Moment`], audience and answer.
+/// `?verbose` answer of each [`Moment`], audience and answer, rendered when first asked.
 #[derive(Clone, Debug)]
 pub(crate) struct KubeAnswers {
     /// The endpoint's kube name, for the last line: `readyz`, `healthz`, `poolz`,
@@ -30,7 +32,7 @@ pub(crate) struct KubeAnswers {
     /// (liveness and startup have neither).
     of_verdict: bool,
     /// Indexed by audience, then [`Moment`], then whether the probe passes.
-    verbose: Box<[Rendered]>,
+    verbose: Box<[OnceLock<Rendered>]>,
 }
 
 impl KubeAnswers {
@@ -48,9 +50,8 @@ impl KubeAnswers {
             no_verdict: no_verdict.map(Into::into),
             stale: stale.into_boxed_str(),
             of_verdict: true,
-            verbose: Box::default(),
+            verbose: unrendered(),
         }
-        .rendered()
     }
 
     /// The answers of a probe without a verdict (liveness, startup): its one check.
@@ -61,9 +62,8 @@ impl KubeAnswers {
             no_verdict: None,
             stale: "".into(),
             of_verdict: false,
-            verbose: Box::default(),
+            verbose: unrendered(),
         }
-        .rendered()
     }
 
     fn lines(&self) -> Lines<'_> {
@@ -74,22 +74,6 @@ impl KubeAnswers {
             stale: &self.stale,
             of_verdict: self.of_verdict,
         }
-    }
-
-    /// With the `?verbose` answers rendered.
-    fn rendered(mut self) -> Self {
-        let lines = self.lines();
-        let verbose = Audience::ALL
-            .into_iter()
-            .flat_map(|audience| Moment::ALL.map(|moment| (audience, moment)))
-            .flat_map(|(audience, moment)| [false, true].map(|passing| (audience, moment, passing)))
-            .map(|(audience, moment, passing)| {
-                let answer = lines.answer(moment, audience, &Excluded::none(), true, passing);
-                text_response(answer)
-            })
-            .collect();
-        self.verbose = verbose;
-        self
     }
 
     /// The response to a request for `form` (anything but [`Form::Json`]) at `moment`, to a
@@ -116,11 +100,31 @@ impl KubeAnswers {
         }
     }
 
-    /// The `?verbose` answer, rendered with the round.
+    /// The `?verbose` answer, rendered the first time it is asked.
     fn verbose(&self, moment: Moment, passing: bool, audience: Audience) -> &Rendered {
         let index = (audience.index() * Moment::ALL.len() + moment.index()) * 2;
-        &self.verbose[index + usize::from(passing)]
+        self.verbose[index + usize::from(passing)].get_or_init(|| {
+            let answer = self
+                .lines()
+                .answer(moment, audience, &Excluded::none(), true, passing);
+            text_response(answer)
+        })
     }
+
+    /// How many `?verbose` answers have been rendered.
+    #[cfg(test)]
+    fn rendered(&self) -> usize {
+        self.verbose
+            .iter()
+            .filter(|slot| slot.get().is_some())
+            .count()
+    }
+}
+
+/// A place for each `?verbose` answer, none rendered yet.
+fn unrendered() -> Box<[OnceLock<Rendered>]> {
+    let answers = Audience::ALL.len() * Moment::ALL.len() * 2;
+    (0..answers).map(|_| OnceLock::new()).collect()
 }
 
 /// A plain-text answer that passes (200) or not (503).
@@ -152,7 +156,27 @@ mod tests {
     use crate::view::Mark;
 
     #[test]
-    fn the_pre_rendered_answers_are_the_written_ones() {
+    fn verbose_is_rendered_once_when_asked_and_never_otherwise() {
+        let checks = vec![Check::withheld("database/default", Mark::Failed, "refused")];
+        let answers = KubeAnswers::of_verdict("readyz", checks, None, "stale".to_owned());
+        assert_eq!(answers.rendered(), 0, "a publication renders no ?verbose");
+        let moment = Moment::default();
+        let ask = || answers.response(moment, false, Audience::Full, Form::Verbose, BodyMode::Full);
+        let first = ask();
+        let second = ask();
+        assert_eq!(
+            answers.rendered(),
+            1,
+            "one answer asked twice is rendered once"
+        );
+        assert_eq!(first.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(first.headers(), second.headers());
+        answers.response(moment, true, Audience::Full, Form::Verbose, BodyMode::Full);
+        assert_eq!(answers.rendered(), 2);
+    }
+
+    #[test]
+    fn the_rendered_answers_are_the_written_ones() {
         let checks = vec![Check::withheld("database/default", Mark::Failed, "refused")];
         let answers = KubeAnswers::of_verdict("readyz", checks, None, "stale".to_owned());
         for audience in Audience::ALL {
