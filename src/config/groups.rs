@@ -96,6 +96,7 @@ const PREFIX: &str = "TOWER_HEALTH_GROUP_";
 /// What marks an optional member in a variable's list.
 const OPTIONAL: &str = ":optional";
 
+/// # Health groups
 impl HealthConfig {
     /// Adds a health group, or replaces the one with its name. Environment:
     /// `TOWER_HEALTH_GROUP_<NAME>=database/default,component/cache:optional` (the members,

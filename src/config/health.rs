@@ -18,9 +18,20 @@ pub(crate) const DEFAULT_RETURN_JITTER: Duration = Duration::from_secs(5);
 /// [`HealthMonitor::spawn`](crate::HealthMonitor::spawn), the one place the configuration
 /// is checked. [`from_env`](Self::from_env) refuses a bad variable at once, naming it.
 ///
-/// The setters live beside what they set: the databases and components in
-/// `config/registry.rs`, the monitor's timing in `config/timing.rs`, the readers' defaults in
-/// `config/reader_defaults.rs`, the environment in `config/health_env.rs`.
+/// # Settings by owner
+///
+/// Each concern is one `impl` block below, headed by its owner, and one file of
+/// `src/config/`:
+///
+/// | Owner | Setters | File |
+/// |---|---|---|
+/// | [Making one](#making-one) | [`new`](Self::new), [`warnings`](Self::warnings) | `health.rs` |
+/// | [The environment](#the-environment) | [`from_env`](Self::from_env), [`from_vars`](Self::from_vars) | `health_env.rs` |
+/// | [What is checked](#what-is-checked) | [`database`](Self::database), [`optional_database`](Self::optional_database), [`without_databases`](Self::without_databases), [`component`](Self::component), [`unknown_components`](Self::unknown_components), [`self_monitoring`](Self::self_monitoring) | `registry.rs` |
+/// | [Health groups](#health-groups) | [`group`](Self::group) | `groups.rs` |
+/// | [The rounds, the return and the drain](#the-rounds-the-return-and-the-drain) | [`readiness_timeout`](Self::readiness_timeout), [`readiness_interval`](Self::readiness_interval), [`health_interval`](Self::health_interval), [`fail_direction`](Self::fail_direction), [`debounce`](Self::debounce), [`return_jitter`](Self::return_jitter), [`nocache_min_interval`](Self::nocache_min_interval), [`check_limit`](Self::check_limit), [`startup_waits_for_mark`](Self::startup_waits_for_mark), [`drain`](Self::drain) | `timing.rs` |
+/// | [The readers (defaults a layer or server may override)](#the-readers) | [`path_prefix`](Self::path_prefix), [`nocache`](Self::nocache), [`kubernetes_aliases`](Self::kubernetes_aliases), [`envoy_immediate_fail`](Self::envoy_immediate_fail), `metrics_path` (feature `metrics`), [`details`](Self::details), [`access_keys`](Self::access_keys), [`instance`](Self::instance) | `reader_defaults.rs` |
+/// | [The fleet (feature `redis`)](#the-fleet) | `shared_cache` | `shared.rs` |
 ///
 /// ```
 /// use std::time::Duration;
@@ -71,6 +82,7 @@ impl Default for HealthConfig {
     }
 }
 
+/// # Making one
 impl HealthConfig {
     /// A configuration with every default and no database.
     pub fn new() -> Self {

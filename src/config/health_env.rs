@@ -5,6 +5,9 @@ use super::{
 };
 use crate::access::AccessKeys;
 
+/// # The environment
+///
+/// Every variable is listed in the [module docs](crate::config).
 impl HealthConfig {
     define_env_constructors!("the [module docs](crate::config)");
 

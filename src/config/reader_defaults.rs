@@ -8,6 +8,10 @@
 use super::{ConfigError, Details, HealthConfig, NoCache};
 use crate::access::AccessKeys;
 
+/// # The readers
+///
+/// What the layers and the servers answer on and show. Each is a default: a layer's or a
+/// server's own setter overrides it for that reader.
 impl HealthConfig {
     /// The prefix of the layer's probe paths: `<prefix>`, `<prefix>/live`, `<prefix>/ready`,
     /// `<prefix>/startup`, `<prefix>/pool` and `<prefix>/ping`. A trailing slash is trimmed.

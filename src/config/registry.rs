@@ -7,6 +7,9 @@ use super::{ConfigError, ConfigWarning, HealthConfig, is_valid_check_name};
 use crate::check::DatabaseCheck;
 use crate::component::{ComponentSpec, UnknownComponents};
 
+/// # What is checked
+///
+/// The databases, the components and the monitor's own health.
 impl HealthConfig {
     /// Adds a database to check, or replaces the one with the same name. Replacing one the
     /// environment named (`TOWER_HEALTH_DATABASE_URL`, `BALDUR_SQL_DSN`,

@@ -27,6 +27,9 @@ struct SharedVariables<'e> {
     fleet_guard: Option<f64>,
 }
 
+/// # The fleet
+///
+/// The health verdict shared across processes through Redis (feature `redis`).
 impl HealthConfig {
     /// Shares the health verdict across the processes on one Redis: see
     /// [`redis`](crate::redis). Environment: `TOWER_HEALTH_REDIS_URL` (or

@@ -12,6 +12,10 @@ pub(crate) fn stale_bound(interval: Duration, deadline: Duration) -> Duration {
     interval.saturating_mul(3).saturating_add(deadline)
 }
 
+/// # The rounds, the return and the drain
+///
+/// When the checks run, how long they may take, how a failure is said and how the process
+/// comes back and leaves.
 impl HealthConfig {
     /// The one deadline of a round: every database is checked in parallel, and whatever has not
     /// answered when it passes is reported `timed_out`. Also bounds `?nocache=true`.

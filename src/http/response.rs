@@ -197,7 +197,7 @@ fn answer(
 ) -> ProbeResponse {
     let judgement = health.judge(probe);
     let (condition, now) = (judgement.condition, judgement.now);
-    let respond = |published: &dyn Rendered| {
+    let respond = |published: &dyn PublishedAnswer| {
         published.respond(health, condition, now, freshness, audience, mode)
     };
     ProbeResponse::ready(match &judgement.read {
@@ -242,8 +242,8 @@ fn fresh_response(
         };
         let now = crate::clock::now();
         let draining = || health.drain().is_draining();
-        let (condition, ..) = read.judge(probe, draining, || health.is_started(), now);
-        let published: &dyn Rendered = match &read {
+        let (condition, ..) = read.answer(probe, draining, || health.is_started(), now);
+        let published: &dyn PublishedAnswer = match &read {
             Reads::Pool(published) => &***published,
             _ => &*fresh.health,
         };
@@ -252,7 +252,7 @@ fn fresh_response(
 }
 
 /// A published verdict of any kind, as the JSON answers read it.
-trait Rendered {
+trait PublishedAnswer {
     /// The response to a probe whose answer `condition` decided at `now`, from this verdict:
     /// its rendered variant for that condition, `Retry-After` with a drain's, its age in the
     /// bodies that carry one.
@@ -267,7 +267,7 @@ trait Rendered {
     ) -> Response<ProbeBody>;
 }
 
-impl<V: Verdict> Rendered for Published<V> {
+impl<V: Verdict> PublishedAnswer for Published<V> {
     fn respond(
         &self,
         health: &HealthHandle,

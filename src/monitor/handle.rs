@@ -138,13 +138,13 @@ impl HealthHandle {
     /// already (the first HTTP reader registers it).
     pub(crate) fn render_with(
         &self,
-        render: impl FnOnce() -> Arc<dyn crate::view::published::Render>,
+        render: impl FnOnce() -> Arc<dyn crate::view::published::Prerender>,
     ) {
         self.state.store.render_with(render);
     }
 
     /// The registered renderer, if any.
-    pub(crate) fn registered_render(&self) -> Option<&Arc<dyn crate::view::published::Render>> {
+    pub(crate) fn registered_render(&self) -> Option<&Arc<dyn crate::view::published::Prerender>> {
         self.state.store.registered_render()
     }
 

@@ -102,12 +102,12 @@ impl OpenConnections {
         if self.open.len() < max {
             return Room::Made;
         }
-        let standings = self.open.iter().map(|open| Standing {
+        let ranks = self.open.iter().map(|open| EvictionRank {
             accepted: open.activity.accepted,
             phase: open.activity.phase(),
             stalled_since: open.stall.since(),
         });
-        let Some((index, reason, since)) = victim(standings, self.eviction, now) else {
+        let Some((index, reason, since)) = victim(ranks, self.eviction, now) else {
             return Room::Full;
         };
         let reason = match reason {
@@ -271,14 +271,14 @@ impl Reason {
 
 /// One connection, as the rule sees it.
 #[derive(Debug, Clone, Copy)]
-struct Standing {
+struct EvictionRank {
     accepted: Instant,
     phase: Phase,
     /// Since when its writes have waited on the client, if they are waiting.
     stalled_since: Option<Instant>,
 }
 
-impl Standing {
+impl EvictionRank {
     /// Why it may be closed and since when that has been so (the older, the sooner it goes;
     /// for [`Reason::InGrace`], when the grace ends); `None` while an answer is being made.
     fn closable(self, eviction: Eviction, now: Instant) -> Option<(Reason, Instant)> {
@@ -310,11 +310,11 @@ fn within(start: Instant, grace: Duration, now: Instant) -> Option<(Reason, Inst
 /// The connection to close (its index, why, and since when), or `None` when every one is
 /// being answered.
 fn victim(
-    standings: impl Iterator<Item = Standing>,
+    ranks: impl Iterator<Item = EvictionRank>,
     eviction: Eviction,
     now: Instant,
 ) -> Option<(usize, Reason, Instant)> {
-    standings
+    ranks
         .enumerate()
         .filter_map(|(index, standing)| {
             let (reason, since) = standing.closable(eviction, now)?;
@@ -346,11 +346,11 @@ mod tests {
     }
 
     /// Connections accepted one second apart, the first at `start`.
-    fn standings(start: Instant, phases: &[(Phase, Option<u64>)]) -> Vec<Standing> {
+    fn ranks(start: Instant, phases: &[(Phase, Option<u64>)]) -> Vec<EvictionRank> {
         phases
             .iter()
             .zip(0..)
-            .map(|(&(phase, stalled), second)| Standing {
+            .map(|(&(phase, stalled), second)| EvictionRank {
                 accepted: at(start, second),
                 phase,
                 stalled_since: stalled.map(|second| at(start, second)),
@@ -360,7 +360,7 @@ mod tests {
 
     /// What `eviction` closes, in order, until only answers being made are left.
     fn closed_in_turn(
-        open: &mut Vec<Standing>,
+        open: &mut Vec<EvictionRank>,
         eviction: Eviction,
         now: Instant,
     ) -> Vec<(Instant, Reason, Instant)> {
@@ -377,7 +377,7 @@ mod tests {
         let start = Instant::now();
         let now = at(start, 100);
         let idle = |second| Phase::IdleSince(at(start, second));
-        let mut open = standings(
+        let mut open = ranks(
             start,
             &[
                 (Phase::Answering, None),
@@ -391,7 +391,7 @@ mod tests {
             ],
         );
         let new = now - GRACE / 2;
-        open.push(Standing {
+        open.push(EvictionRank {
             accepted: new,
             phase: Phase::NeverServed,
             stalled_since: None,
@@ -417,7 +417,7 @@ mod tests {
     fn a_grace_after_the_answer_keeps_a_just_answered_connection_to_the_end() {
         let start = Instant::now();
         let now = at(start, 100);
-        let mut open = standings(
+        let mut open = ranks(
             start,
             &[
                 (Phase::IdleSince(now - GRACE / 2), None),
@@ -425,7 +425,7 @@ mod tests {
                 (Phase::IdleSince(now - GRACE / 4), Some(99)),
             ],
         );
-        open.push(Standing {
+        open.push(EvictionRank {
             accepted: now - GRACE / 4,
             phase: Phase::NeverServed,
             stalled_since: None,
@@ -445,7 +445,7 @@ mod tests {
     #[test]
     fn when_every_request_is_being_answered_nothing_is_closed() {
         let start = Instant::now();
-        let open = standings(start, &[(Phase::Answering, None); 3]);
+        let open = ranks(start, &[(Phase::Answering, None); 3]);
         assert_eq!(victim(open.into_iter(), KEEP_ALIVE, at(start, 100)), None);
         assert_eq!(victim(std::iter::empty(), KEEP_ALIVE, start), None);
     }

@@ -78,7 +78,7 @@ impl Judged for PoolVerdict {
 /// (the drain, no verdict, a stale one, the hold, the return's jitter, the verdict; the fleet
 /// guard's decision is in the verdict).
 #[inline]
-pub(crate) fn judge<V: Judged>(
+pub(crate) fn verdict_answer<V: Judged>(
     probe: Probe,
     published: &Published<V>,
     draining: bool,
@@ -155,7 +155,7 @@ mod tests {
         };
         let made = Made::now(now, now, Duration::from_secs(3600));
         let published = Published::new(verdict.clone(), Some(made), None);
-        let ready = |draining, at| judge(Probe::Ready, &published, draining, at);
+        let ready = |draining, at| verdict_answer(Probe::Ready, &published, draining, at);
         assert_eq!(
             ready(false, now),
             (Condition::Returning, false, "not_ready")
@@ -175,7 +175,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            judge(Probe::Ready, &held, false, now),
+            verdict_answer(Probe::Ready, &held, false, now),
             (Condition::Held, false, "not_ready")
         );
     }

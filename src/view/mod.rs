@@ -51,7 +51,7 @@ mod watch;
 
 pub use self::answer::{Answer, Condition};
 pub(crate) use self::checks::{Check, Checked, Mark, group_checks};
-pub(crate) use self::decide::{alive, judge, startup};
+pub(crate) use self::decide::{alive, startup, verdict_answer};
 pub(crate) use self::reading::{Judgement, Reads};
 pub use self::snapshot::View;
 pub(crate) use self::snapshot::ViewInputs;

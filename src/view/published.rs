@@ -17,43 +17,43 @@ pub(crate) struct Published<V> {
     /// When the verdict was made; `None` for a placeholder (no round yet, monitor stopped):
     /// a response of its own rather than a round's verdict, which never goes stale.
     made: Option<Made>,
-    /// What the [`Render`] registered on the store made of the verdict when it was published;
+    /// What the [`Prerender`] registered on the store made of the verdict when it was published;
     /// `None` before one is registered.
-    rendering: Option<Rendering>,
+    rendering: Option<Prerendered>,
 }
 
-/// What a [`Render`] makes of a verdict: the readers' own type, behind `Any`, so that what
+/// What a [`Prerender`] makes of a verdict: the readers' own type, behind `Any`, so that what
 /// is published names no reader's type.
-pub(crate) type Rendering = Arc<dyn Any + Send + Sync>;
+pub(crate) type Prerendered = Arc<dyn Any + Send + Sync>;
 
 /// Renders each verdict as it is published, for the readers that answer with bytes (the
 /// HTTP side): registered once on the [`Store`](super::Store), so that answering a probe
 /// never renders, and that neither the monitor nor the view knows what a byte looks like.
-pub(crate) trait Render: Send + Sync + fmt::Debug {
-    fn readiness(&self, verdict: &ReadinessVerdict) -> Rendering;
-    fn health(&self, verdict: &HealthVerdict) -> Rendering;
-    fn pool(&self, verdict: &PoolVerdict) -> Rendering;
+pub(crate) trait Prerender: Send + Sync + fmt::Debug {
+    fn readiness(&self, verdict: &ReadinessVerdict) -> Prerendered;
+    fn health(&self, verdict: &HealthVerdict) -> Prerendered;
+    fn pool(&self, verdict: &PoolVerdict) -> Prerendered;
 }
 
-/// A verdict the store publishes: which of [`Render`]'s methods renders it.
+/// A verdict the store publishes: which of [`Prerender`]'s methods renders it.
 pub(crate) trait Verdict: Send + Sync + fmt::Debug + 'static {
-    fn rendered_by(&self, render: &dyn Render) -> Rendering;
+    fn rendered_by(&self, render: &dyn Prerender) -> Prerendered;
 }
 
 impl Verdict for ReadinessVerdict {
-    fn rendered_by(&self, render: &dyn Render) -> Rendering {
+    fn rendered_by(&self, render: &dyn Prerender) -> Prerendered {
         render.readiness(self)
     }
 }
 
 impl Verdict for HealthVerdict {
-    fn rendered_by(&self, render: &dyn Render) -> Rendering {
+    fn rendered_by(&self, render: &dyn Prerender) -> Prerendered {
         render.health(self)
     }
 }
 
 impl Verdict for PoolVerdict {
-    fn rendered_by(&self, render: &dyn Render) -> Rendering {
+    fn rendered_by(&self, render: &dyn Prerender) -> Prerendered {
         render.pool(self)
     }
 }
@@ -91,7 +91,7 @@ impl Made {
 impl<V: Verdict> Published<V> {
     /// A round's verdict (`made`), or a placeholder (`None`: no round yet, or the monitor
     /// stopped), rendered by `render` if one is registered.
-    pub(crate) fn new(verdict: V, made: Option<Made>, render: Option<&dyn Render>) -> Self {
+    pub(crate) fn new(verdict: V, made: Option<Made>, render: Option<&dyn Prerender>) -> Self {
         Self {
             rendering: render.map(|render| verdict.rendered_by(render)),
             verdict: Arc::new(verdict),
@@ -100,7 +100,7 @@ impl<V: Verdict> Published<V> {
     }
 
     /// This publication rendered by `render`: the same verdict, made at the same instant.
-    pub(crate) fn rendered_by(&self, render: &dyn Render) -> Self {
+    pub(crate) fn rendered_by(&self, render: &dyn Prerender) -> Self {
         Self {
             verdict: Arc::clone(&self.verdict),
             made: self.made,
@@ -110,13 +110,13 @@ impl<V: Verdict> Published<V> {
 }
 
 impl<V> Published<V> {
-    /// What the registered [`Render`] made of the verdict, as the reader's own type `T`;
+    /// What the registered [`Prerender`] made of the verdict, as the reader's own type `T`;
     /// `None` when none was registered when it was published.
     pub(crate) fn rendering<T: Any>(&self) -> Option<&T> {
         self.rendering.as_deref()?.downcast_ref()
     }
 
-    /// Whether a [`Render`] rendered it.
+    /// Whether a [`Prerender`] rendered it.
     pub(crate) fn is_rendered(&self) -> bool {
         self.rendering.is_some()
     }

@@ -1,5 +1,5 @@
 //! The one reading every reader asks: which published verdict a probe reads (one `match`),
-//! and what it answers now by the one rule ([`judge`](super::judge)), per probe and per
+//! and what it answers now by the one rule ([`verdict_answer`](super::verdict_answer)), per probe and per
 //! health group. A probe reads one verdict: one pointer load.
 
 use std::ops::Deref;
@@ -10,7 +10,7 @@ use arc_swap::Guard;
 
 use super::published::Published;
 use super::store::Store;
-use super::{Condition, alive, judge, startup};
+use super::{Condition, alive, startup, verdict_answer};
 use crate::probe::Probe;
 use crate::verdict::{GroupVerdict, HealthVerdict, PoolVerdict, ReadinessVerdict};
 
@@ -55,7 +55,7 @@ where
 {
     /// What `probe`, reading this, answers at `now`: what decided it, whether it passes, and
     /// its `status`. `draining` and `started` are asked only of the probes they concern.
-    pub(crate) fn judge(
+    pub(crate) fn answer(
         &self,
         probe: Probe,
         draining: impl FnOnce() -> bool,
@@ -65,9 +65,9 @@ where
         let answer = match self {
             Self::Nothing => alive(probe),
             Self::Start => startup(started()),
-            Self::Readiness(published) => return judge(probe, published, draining(), now),
-            Self::Health(published) => return judge(probe, published, draining(), now),
-            Self::Pool(published) => return judge(probe, published, draining(), now),
+            Self::Readiness(published) => return verdict_answer(probe, published, draining(), now),
+            Self::Health(published) => return verdict_answer(probe, published, draining(), now),
+            Self::Pool(published) => return verdict_answer(probe, published, draining(), now),
         };
         (answer.condition, answer.passing, answer.status)
     }
@@ -160,7 +160,7 @@ impl Store {
     pub(crate) fn judge(&self, probe: Probe) -> Judgement {
         let now = crate::clock::now();
         let read = reads(probe, || self.readiness(), || self.health(), || self.pool());
-        let (condition, passing, status) = read.judge(
+        let (condition, passing, status) = read.answer(
             probe,
             || self.is_draining(),
             || self.startup.is_started(),

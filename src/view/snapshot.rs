@@ -82,7 +82,7 @@ impl View {
         } = inputs;
         let answers = Probe::ALL.map(|probe| {
             let read = reads(probe, || &readiness, || &health, || &pool);
-            let (condition, passing, status) = read.judge(probe, || draining, || started, now);
+            let (condition, passing, status) = read.answer(probe, || draining, || started, now);
             Answer {
                 probe,
                 passing,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use arc_swap::{ArcSwap, Guard};
 use tokio::sync::watch;
 
-use super::published::{Made, Published, Render, Verdict, publish_newer};
+use super::published::{Made, Prerender, Published, Verdict, publish_newer};
 use super::startup::Startup;
 use super::{View, ViewInputs};
 use crate::shutdown::DrainHandle;
@@ -56,7 +56,7 @@ pub(crate) struct Store {
     generation: AtomicU64,
     /// What renders each verdict as it is published, once a reader that answers with bytes
     /// registered it ([`render_with`](Self::render_with)).
-    render: OnceLock<Arc<dyn Render>>,
+    render: OnceLock<Arc<dyn Prerender>>,
 }
 
 /// Whether the process means to serve, or to leave rotation of its own accord (a drain, an
@@ -101,12 +101,12 @@ impl Store {
     // ===== the monitor's side: publishing =====
 
     /// `verdict`, made as `made` says, ready to publish: rendered by the registered
-    /// [`Render`], if any.
+    /// [`Prerender`], if any.
     pub(crate) fn made<V: Verdict>(&self, verdict: V, made: Made) -> Arc<Published<V>> {
         Arc::new(Published::new(verdict, Some(made), self.render()))
     }
 
-    fn render(&self) -> Option<&dyn Render> {
+    fn render(&self) -> Option<&dyn Prerender> {
         self.render.get().map(|render| &**render)
     }
 
@@ -171,7 +171,7 @@ impl Store {
     /// already (the first reader that answers with bytes registers it), and renders what is
     /// published now, so that no reader finds a verdict unrendered but one published in
     /// between (which the reader then renders itself, once).
-    pub(crate) fn render_with(&self, render: impl FnOnce() -> Arc<dyn Render>) {
+    pub(crate) fn render_with(&self, render: impl FnOnce() -> Arc<dyn Prerender>) {
         let mut registered = false;
         let render = self.render.get_or_init(|| {
             registered = true;
@@ -184,8 +184,8 @@ impl Store {
         }
     }
 
-    /// The registered [`Render`], if any.
-    pub(crate) fn registered_render(&self) -> Option<&Arc<dyn Render>> {
+    /// The registered [`Prerender`], if any.
+    pub(crate) fn registered_render(&self) -> Option<&Arc<dyn Prerender>> {
         self.render.get()
     }
 
@@ -269,7 +269,7 @@ impl Store {
 }
 
 /// Replaces the publication in `slot` by itself rendered by `render`, unless it is rendered.
-fn rerender<V: Verdict>(slot: &ArcSwap<Published<V>>, render: &dyn Render) {
+fn rerender<V: Verdict>(slot: &ArcSwap<Published<V>>, render: &dyn Prerender) {
     slot.rcu(|current| {
         if current.is_rendered() {
             Arc::clone(current)

@@ -8,7 +8,7 @@ mod age;
 mod body;
 pub(crate) mod fixed;
 pub(crate) mod kube;
-mod renderer;
+mod prerender;
 #[cfg(test)]
 mod schema_tests;
 mod verdicts;
@@ -18,7 +18,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
 
 pub(crate) use self::body::ProbeBody;
-pub(crate) use self::renderer::{attach, with_rendered};
+pub(crate) use self::prerender::{attach, with_rendered};
 pub(crate) use self::verdicts::{RenderedVerdict, render_health, render_pool, render_readiness};
 use crate::http::request::BodyMode;
 

@@ -1,4 +1,4 @@
-//! The HTTP side's [`Render`]: registered on a monitor's store by the first HTTP reader, it
+//! The HTTP side's [`Prerender`]: registered on a monitor's store by the first HTTP reader, it
 //! renders each verdict once, as it is published, into every response a probe may get
 //! ([`RenderedVerdict`]), so that answering a probe never encodes JSON.
 
@@ -8,11 +8,11 @@ use std::time::Duration;
 use super::{RenderedVerdict, render_health, render_pool, render_readiness};
 use crate::monitor::HealthHandle;
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessRules, ReadinessVerdict};
-use crate::view::published::{Published, Render, Rendering, Verdict};
+use crate::view::published::{Prerender, Prerendered, Published, Verdict};
 
 /// What the bodies need of the monitor's configuration.
 #[derive(Debug)]
-pub(crate) struct Renderer {
+pub(crate) struct HttpPrerender {
     rules: ReadinessRules,
     /// The staleness bound of readiness's and pool's verdicts, which the stale bodies name.
     readiness_stale: Duration,
@@ -22,7 +22,7 @@ pub(crate) struct Renderer {
     own_id: Option<Arc<str>>,
 }
 
-impl Renderer {
+impl HttpPrerender {
     fn of(health: &HealthHandle) -> Self {
         let known = health.known();
         Self {
@@ -34,12 +34,12 @@ impl Renderer {
     }
 }
 
-impl Render for Renderer {
-    fn readiness(&self, verdict: &ReadinessVerdict) -> Rendering {
+impl Prerender for HttpPrerender {
+    fn readiness(&self, verdict: &ReadinessVerdict) -> Prerendered {
         Arc::new(render_readiness(verdict, self.rules, self.readiness_stale))
     }
 
-    fn health(&self, verdict: &HealthVerdict) -> Rendering {
+    fn health(&self, verdict: &HealthVerdict) -> Prerendered {
         Arc::new(render_health(
             verdict,
             self.health_stale,
@@ -47,7 +47,7 @@ impl Render for Renderer {
         ))
     }
 
-    fn pool(&self, verdict: &PoolVerdict) -> Rendering {
+    fn pool(&self, verdict: &PoolVerdict) -> Prerendered {
         Arc::new(render_pool(verdict, self.readiness_stale))
     }
 }
@@ -56,7 +56,7 @@ impl Render for Renderer {
 /// atomic load when it is there already.
 pub(crate) fn attach(health: &HealthHandle) {
     if health.registered_render().is_none() {
-        health.render_with(|| Arc::new(Renderer::of(health)));
+        health.render_with(|| Arc::new(HttpPrerender::of(health)));
     }
 }
 
