@@ -1,6 +1,7 @@
 //! Future combinators, so the library needs neither tokio's `macros` feature nor
 //! `futures-util`.
 
+use std::borrow::Cow;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::task::Poll;
@@ -105,4 +106,20 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a non-string payload")
+}
+
+/// `value` as a form decodes it (`+` for a space, `%XX` escapes, as Go's `net/url` and
+/// browsers read a query); an invalid escape is left as written, and a result that is not UTF-8 is
+/// the value as written.
+pub(crate) fn form_decode(value: &str) -> Cow<'_, str> {
+    let spaced: Cow<'_, str> = if value.contains('+') {
+        value.replace('+', " ").into()
+    } else {
+        value.into()
+    };
+    match percent_encoding::percent_decode_str(&spaced).decode_utf8() {
+        Ok(Cow::Borrowed(_)) => spaced,
+        Ok(Cow::Owned(decoded)) => decoded.into(),
+        Err(_) => value.into(),
+    }
 }

@@ -122,7 +122,7 @@ fn reason(query: Option<&str>) -> String {
             .split('&')
             .find_map(|pair| pair.strip_prefix("reason="))
     });
-    let decoded = raw.map(percent_decode).unwrap_or_default();
+    let decoded = raw.map(crate::util::form_decode).unwrap_or_default();
     let decoded = decoded.trim();
     if decoded.is_empty() {
         return NO_REASON.to_owned();
@@ -132,35 +132,6 @@ fn reason(query: Option<&str>) -> String {
         .filter(|c| !c.is_control())
         .take(MAX_REASON_CHARS)
         .collect()
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |at: usize| {
-            bytes
-                .get(at)
-                .and_then(|&byte| char::from(byte).to_digit(16))
-        };
-        match (bytes[i], hex(i + 1), hex(i + 2)) {
-            (b'%', Some(high), Some(low)) => {
-                // Two hex digits: at most 0xff.
-                out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
-                i += 3;
-            }
-            (b'+', _, _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (byte, _, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

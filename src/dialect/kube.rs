@@ -222,29 +222,13 @@ impl<'a> Excluded<'a> {
             .split('&')
             .filter_map(|pair| pair.strip_prefix("exclude="))
             .take(MAX_EXCLUDED)
-            .map(form_decode)
+            .map(crate::util::form_decode)
             .collect();
         Self { names }
     }
 
     fn position(&self, name: &str) -> Option<usize> {
         self.names.iter().position(|excluded| excluded == name)
-    }
-}
-
-/// `value` as a form decodes it (`+` for a space, `%XX` escapes, as kube-apiserver's Go
-/// reads a query); an invalid escape is left as written, and a result that is not UTF-8 is
-/// the value as written.
-fn form_decode(value: &str) -> Cow<'_, str> {
-    let spaced: Cow<'_, str> = if value.contains('+') {
-        value.replace('+', " ").into()
-    } else {
-        value.into()
-    };
-    match percent_encoding::percent_decode_str(&spaced).decode_utf8() {
-        Ok(Cow::Borrowed(_)) => spaced,
-        Ok(Cow::Owned(decoded)) => decoded.into(),
-        Err(_) => value.into(),
     }
 }
 
@@ -363,10 +347,17 @@ mod tests {
 
     #[test]
     fn exclude_values_are_form_decoded_and_bounded() {
-        assert_eq!(form_decode("database%2Fdefault"), "database/default");
-        assert_eq!(form_decode("a+b"), "a b");
-        assert_eq!(form_decode("bad%zz%"), "bad%zz%");
-        assert_eq!(form_decode("%ff"), "%ff", "not UTF-8: as written");
+        assert_eq!(
+            crate::util::form_decode("database%2Fdefault"),
+            "database/default"
+        );
+        assert_eq!(crate::util::form_decode("a+b"), "a b");
+        assert_eq!(crate::util::form_decode("bad%zz%"), "bad%zz%");
+        assert_eq!(
+            crate::util::form_decode("%ff"),
+            "%ff",
+            "not UTF-8: as written"
+        );
         let many = vec!["exclude=x"; 1000].join("&");
         assert_eq!(Excluded::of(&many).names.len(), MAX_EXCLUDED);
         assert_eq!(

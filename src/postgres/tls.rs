@@ -163,21 +163,12 @@ fn split_url(dsn: &str) -> Option<(String, Vec<(String, String)>)> {
     Some((rest, tls))
 }
 
+/// A URL's value, percent-decoded; `None` when it is not UTF-8 once decoded.
 fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = text.get(index + 1..index + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            out.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
 }
 
 /// `host=db sslmode='require'`: the string without the TLS parameters, and their values,
