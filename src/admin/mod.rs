@@ -114,6 +114,7 @@ mod page;
 pub(crate) mod route;
 mod server;
 mod service;
+mod state;
 mod strict;
 
 pub use self::config::AdminConfig;
@@ -123,4 +124,4 @@ pub use self::server::AdminServer;
 /// What every connection of an admin server answers from, for the timeline test, which asks
 /// it in-process (`src/timeline_tests/`).
 #[cfg(test)]
-pub(crate) use self::service::AdminState;
+pub(crate) use self::state::AdminState;

@@ -69,7 +69,7 @@ fn not_found(extra: serde_json::Map<String, serde_json::Value>) -> Rendered {
     paths.push(&group);
     paths.push(HISTORY_PATH);
     #[cfg(feature = "page")]
-    paths.extend(super::page::PagePath::ALL.map(super::page::PagePath::path));
+    paths.extend(PagePath::ALL.map(PagePath::path));
     // A closure, not `Control::path`: the list holds the group's path, borrowed for less
     // than `'static`.
     paths.extend(Control::ALL.into_iter().map(|control| control.path()));
@@ -96,10 +96,38 @@ pub(crate) enum Route<'a> {
     History,
     /// The operator's page, or its updates (feature `page`).
     #[cfg(feature = "page")]
-    Page(super::page::PagePath),
+    Page(PagePath),
     /// `GET /metrics`: the Prometheus exposition (feature `metrics`).
     #[cfg(feature = "metrics")]
     Metrics,
+}
+
+#[cfg(feature = "page")]
+/// One of the page's paths.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PagePath {
+    /// `GET /health/page`: the page.
+    Document,
+    /// `GET /health/page/updates?after=<token>`: the page's `<main>` once it differs from
+    /// the one `token` names.
+    Updates,
+}
+
+#[cfg(feature = "page")]
+impl PagePath {
+    pub(crate) const ALL: [Self; 2] = [Self::Document, Self::Updates];
+
+    pub(crate) const fn path(self) -> &'static str {
+        match self {
+            Self::Document => "/health/page",
+            Self::Updates => "/health/page/updates",
+        }
+    }
+
+    /// The page path `path` names (its trailing slash trimmed already).
+    pub(crate) fn from_path(path: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|page| page.path() == path)
+    }
 }
 
 /// What a request must hold once keys are configured.
@@ -125,7 +153,7 @@ impl<'a> Route<'a> {
             return Some(Self::History);
         }
         #[cfg(feature = "page")]
-        if let Some(page) = super::page::PagePath::from_path(trimmed) {
+        if let Some(page) = PagePath::from_path(trimmed) {
             return Some(Self::Page(page));
         }
         Control::from_path(path)

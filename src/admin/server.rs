@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 
 use super::AdminConfig;
 use super::host::HostPolicy;
-use super::service::AdminState;
+use super::state::AdminState;
 use crate::monitor::HealthHandle;
 use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle, WriteTimeout};
 

@@ -6,35 +6,16 @@ use std::sync::Arc;
 use http::{Request, Response};
 
 use super::fixed::{ADMIN_FORBIDDEN, ADMIN_INVALID_KEY, ADMIN_MISSING_KEY, ADMIN_WRONG_SCHEME};
-use super::host::HostPolicy;
 use super::route::{Needs, Route};
+use super::state::AdminState;
 use super::strict;
-use crate::access::{Denied, KeyDigests, Role};
-use crate::config::{Details, NoCache};
+use crate::access::{Denied, Role};
+use crate::config::Details;
 use crate::http::render::ProbeBody;
 use crate::http::render::fixed::METHOD_NOT_ALLOWED;
 use crate::http::request::{self, BodyMode, Form, Freshness};
 use crate::http::{ProbeResponse, Respond};
-use crate::monitor::HealthHandle;
 use crate::side_port::Activity;
-
-/// What every connection of one admin server shares.
-pub(crate) struct AdminState {
-    pub(crate) health: HealthHandle,
-    pub(crate) keys: KeyDigests,
-    /// Who sees details: this server's setting, else the monitor's.
-    pub(crate) details: Details,
-    /// Who may bypass the cache: this server's setting, else the monitor's.
-    pub(crate) nocache: NoCache,
-    /// `/metrics`, rendered once per change of the view.
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: crate::metrics::HealthMetrics,
-    /// The `Host`/`Origin` allowlist; only on loopback binds.
-    pub(crate) hosts: Option<HostPolicy>,
-    /// Set once the server closes: the page's update requests it holds answer at once.
-    #[cfg(feature = "page")]
-    pub(crate) closing: tokio::sync::watch::Sender<bool>,
-}
 
 impl AdminState {
     /// The answer to `request`, on a connection whose `activity` the answer tells when it

@@ -129,6 +129,7 @@
 mod named;
 mod reporter;
 mod service;
+mod shared;
 mod status;
 mod watch;
 

@@ -10,6 +10,7 @@ use tonic::{Request, Response, Status};
 
 use super::pb::health_server::{Health, HealthServer};
 use super::pb::{HealthCheckRequest, HealthCheckResponse, HealthListRequest, HealthListResponse};
+use super::shared::Shared;
 use super::watch::WatchStream;
 use super::{HealthReporter, ServingStatus};
 use crate::dialect::grpc::{AppStatuses, MAX_LISTED, Services};
@@ -35,13 +36,6 @@ use crate::probe::Probe;
 #[derive(Clone)]
 pub struct HealthService {
     shared: Arc<Shared>,
-}
-
-/// What the service, its clones, its reporter and its streams share.
-pub(crate) struct Shared {
-    pub(crate) handle: HealthHandle,
-    pub(crate) app: Arc<watch::Sender<AppStatuses>>,
-    pub(crate) closed: watch::Sender<bool>,
 }
 
 impl HealthService {

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::ServingStatus;
 use super::pb::HealthCheckResponse;
 use super::pb::health_check_response::ServingStatus as WireStatus;
-use super::service::Shared;
+use super::shared::Shared;
 use crate::dialect::grpc::{AppStatuses, Services};
 use crate::util::race;
 use crate::view::{View, ViewWatch};

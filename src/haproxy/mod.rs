@@ -97,13 +97,14 @@
 //! [`SidePortHandle`](crate::side_port::SidePortHandle).
 
 mod config;
+mod line;
 // What the agents say, for the operator's page.
 #[cfg(feature = "page")]
 pub(crate) mod running;
 mod server;
 
 pub use self::config::AgentConfig;
-pub use self::server::AgentServer;
 /// The line the agent writes now, for the timeline test (`src/timeline_tests/`).
 #[cfg(test)]
-pub(crate) use self::server::line_now;
+pub(crate) use self::line::line_now;
+pub use self::server::AgentServer;

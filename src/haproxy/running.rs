@@ -1,5 +1,5 @@
 //! The agents running, for the operator's page: what each tells HAProxy now, by the function
-//! that writes its lines (`server::line_now`), so that the page shows the agent's own words
+//! that writes its lines (`line::line_now`), so that the page shows the agent's own words
 //! and never decides them a second time.
 //!
 //! A monitor knows nothing of its readers, so the agents are listed here, process-wide, each
@@ -57,7 +57,7 @@ pub(crate) fn lines_now(health: &HealthHandle) -> Vec<AgentLine> {
         .filter_map(Weak::upgrade)
         .filter(|running| running.health.same_monitor(health))
         .map(|running| {
-            let line = super::server::line_now(health, &running.lines, running.slow_start);
+            let line = super::line::line_now(health, &running.lines, running.slow_start);
             AgentLine {
                 local_addr: running.local_addr,
                 line: String::from_utf8_lossy(&line).trim_end().to_owned(),

@@ -8,11 +8,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::AgentConfig;
-use crate::dialect::haproxy::{
-    AgentState, Lines, back_for, degraded, passes_debounced, slow_start,
-};
+use super::line::line_now;
+use crate::dialect::haproxy::Lines;
 use crate::monitor::HealthHandle;
-use crate::probe::Probe;
 use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle, WriteTimeout};
 use crate::verdict::Audience;
 
@@ -80,28 +78,6 @@ impl AgentServer {
             connections,
         ))
     }
-}
-
-/// The line for now: readiness's judgement and health's (two pointer loads and a clock
-/// reading), the slow start's weight from the instant readiness came back, then one of the
-/// lines rendered ahead. What the operator's page shows of the agent, too.
-pub(crate) fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: Duration) -> Bytes {
-    let ready = health.judge(Probe::Ready);
-    let state = AgentState::of(
-        ready.condition,
-        ready.passing,
-        passes_debounced(&ready, health.known().debounce),
-        || {
-            // Readiness `degraded`: the fleet guard keeps this instance in rotation while a
-            // dependency the fleet shares fails; it takes less traffic meanwhile.
-            degraded(ready.condition, ready.status) || {
-                let health = health.judge(Probe::Health);
-                degraded(health.condition, health.status)
-            }
-        },
-    );
-    let ramp = slow_start(back_for(&ready), slow_start_window);
-    lines.line(state, ramp, || health.view())
 }
 
 /// The agent's connections: each is written its line, decided at the accept.

@@ -1,9 +1,8 @@
 //! The series of the drain: its phase with its times, the requests in flight and the
 //! long-lived connections open by name. The families that read them are in `families.rs`.
 
-use super::families::Labels;
+use super::series::{Labels, unix_seconds};
 use super::snapshot::Snapshot;
-use super::work::unix_seconds;
 use crate::shutdown::progress::DrainPhase;
 
 pub(super) fn phase(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, bool)) {

@@ -3,6 +3,7 @@
 //! OpenTelemetry's instruments), in the order of the table in the [module docs](super); what
 //! the view answers is here, the monitor's work in `work.rs`.
 
+use super::series::Labels;
 use super::snapshot::Snapshot;
 use super::states::{COMPONENT_STATUSES, CONDITIONS, DATABASE_STATUSES, STATUSES};
 use super::{drain, work};
@@ -10,9 +11,6 @@ use crate::probe::Probe;
 use crate::verdict::Status;
 use crate::view::Condition;
 use crate::view::reading::GroupAnswer;
-
-/// The label names and values of one series.
-pub(super) type Labels<'a> = &'a [(&'static str, &'a str)];
 
 /// One metric family.
 pub(super) struct Family {

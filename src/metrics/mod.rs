@@ -160,6 +160,7 @@
 // The table and what both exporters read: no exporter's crate.
 mod drain;
 mod families;
+mod series;
 mod snapshot;
 mod states;
 mod work;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use super::families::Labels;
+use super::series::{Labels, unix_seconds};
 use super::snapshot::Snapshot;
 use crate::probe::Probe;
 
@@ -98,12 +98,4 @@ pub(super) fn transitions(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>
 
 pub(super) fn nocache_computations(snapshot: &Snapshot, series: &mut dyn FnMut(Labels<'_>, u64)) {
     series(&[], snapshot.fresh_rounds);
-}
-
-/// `at` in seconds since the Unix epoch (negative before it).
-pub(super) fn unix_seconds(at: SystemTime) -> f64 {
-    match at.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(since) => since.as_secs_f64(),
-        Err(before) => -before.duration().as_secs_f64(),
-    }
 }

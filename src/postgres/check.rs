@@ -8,9 +8,10 @@ use bb8::{ManageConnection, Pool};
 use tokio_postgres::Config;
 
 use super::bb8_reserved::{AppPool, Reserved};
+use super::connector::connector;
 use super::own_pool::OwnPool;
 use super::recycle;
-use super::tls::{connector, split_tls_params};
+use super::tls::split_tls_params;
 use super::{DEFAULT_CONNECT_TIMEOUT, PostgresCheckManager, PostgresConnection};
 use crate::check::{CheckFuture, CheckReport, DatabaseCheck, PoolStats};
 use crate::env::ConfigError;

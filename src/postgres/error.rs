@@ -19,7 +19,7 @@ fn connect_kind(error: &(dyn std::error::Error + 'static)) -> CheckErrorKind {
         if let Some(error) = link.downcast_ref::<tokio_postgres::Error>() {
             return classify::tokio_postgres(error, Phase::Connect);
         }
-        if super::tls::is_tls_failure(link) {
+        if super::connector::is_tls_failure(link) {
             return CheckErrorKind::Tls;
         }
     }

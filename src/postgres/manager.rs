@@ -8,8 +8,9 @@ use tokio::task::AbortHandle;
 use tokio_postgres::{Client, Config};
 
 use super::DEFAULT_CONNECT_TIMEOUT;
+use super::connector::{Connector, connector};
 use super::error::connect_error;
-use super::tls::{Connector, TlsSettings, connector};
+use super::tls::TlsSettings;
 use crate::check::{CheckError, CheckErrorKind};
 use crate::env::saturate;
 

@@ -50,6 +50,8 @@ mod bb8_reserved;
 #[cfg(feature = "postgres")]
 mod check;
 #[cfg(feature = "postgres")]
+mod connector;
+#[cfg(feature = "postgres")]
 mod error;
 #[cfg(feature = "postgres")]
 mod manager;

@@ -26,7 +26,8 @@ use http::{Request, Response, StatusCode};
 use sha2::{Digest, Sha256};
 
 use self::model::Model;
-use super::service::AdminState;
+use super::route::PagePath;
+use super::state::AdminState;
 use crate::access::Role;
 use crate::http::ProbeResponse;
 use crate::http::render::fixed::METHOD_NOT_ALLOWED;
@@ -43,32 +44,6 @@ pub(crate) const UPDATE_WAIT: Duration = Duration::from_secs(25);
 
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
-
-/// One of the page's paths.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum PagePath {
-    /// `GET /health/page`: the page.
-    Document,
-    /// `GET /health/page/updates?after=<token>`: the page's `<main>` once it differs from
-    /// the one `token` names.
-    Updates,
-}
-
-impl PagePath {
-    pub(crate) const ALL: [Self; 2] = [Self::Document, Self::Updates];
-
-    pub(crate) const fn path(self) -> &'static str {
-        match self {
-            Self::Document => "/health/page",
-            Self::Updates => "/health/page/updates",
-        }
-    }
-
-    /// The page path `path` names (its trailing slash trimmed already).
-    pub(crate) fn from_path(path: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|page| page.path() == path)
-    }
-}
 
 /// The whole page.
 #[derive(Template)]

@@ -4,13 +4,13 @@
 //! and the JSON bytes. Building the response then clones a `HeaderMap` (its two allocations
 //! are the only ones a GET probe costs) and two `Bytes` handles.
 
-mod age;
 mod body;
 pub(crate) mod fixed;
 pub(crate) mod kube;
 mod prerender;
 #[cfg(test)]
 mod schema_tests;
+mod variants;
 mod verdicts;
 
 use bytes::Bytes;

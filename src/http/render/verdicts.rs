@@ -14,48 +14,16 @@ use http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use super::Rendered;
-use super::age::{Hit, with_cache};
 use super::kube::KubeAnswers;
+use super::variants::{Hit, Variants, to_vec, with_cache};
 use crate::check::{CheckErrorKind, PoolStats};
 use crate::component::{ComponentStatus, UnknownComponents};
-use crate::dialect::envoy;
 use crate::verdict::Status;
 use crate::verdict::{
     Audience, Cause, CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict,
     ReadinessRules, ReadinessVerdict, Return, TimeoutDetail,
 };
 use crate::view::{Checked, group_checks};
-
-/// Every variant of one verdict's response, for one audience.
-#[derive(Clone, Debug)]
-pub(crate) struct Variants {
-    /// Served from the published verdict (`"_cache": {"hit": true}`, or `"shared"` for a
-    /// verdict another process computed).
-    pub(crate) published: Rendered,
-    /// Served to `?nocache=true` (`"_cache": {"hit": "bypassed"}`).
-    pub(crate) bypassed: Rendered,
-    /// Served while the server drains.
-    pub(crate) draining: Rendered,
-    /// Served when the verdict is older than its staleness bound.
-    pub(crate) stale: Rendered,
-    /// Readiness's, served while it is on its way back after an outage (the return's
-    /// jitter); `None` for health and pool, which the return does not concern.
-    pub(crate) returning: Option<Rendered>,
-}
-
-impl Variants {
-    /// The variants of a verdict whose status is `status`: the answers served from it (the
-    /// published one and a bypass's) carry Envoy's header for it ([`envoy::on_answer`]); a
-    /// drain's and a stale verdict's answers are 503s of their own.
-    fn of_status(mut self, status: Status) -> Self {
-        if let Some((name, value)) = envoy::on_answer(status) {
-            for rendered in [&mut self.published, &mut self.bypassed] {
-                rendered.insert_header(name.clone(), value.clone());
-            }
-        }
-        self
-    }
-}
 
 /// Every variant of one verdict's response, for every audience, and its
 /// [Kubernetes-style answers](super::kube); readiness's also has its groups'.
@@ -649,10 +617,6 @@ fn timestamp(at: Option<SystemTime>) -> Value {
     humantime::format_rfc3339_millis(at.min(last))
         .to_string()
         .into()
-}
-
-pub(super) fn to_vec(value: &Value) -> Vec<u8> {
-    serde_json::to_vec(value).expect("a serde_json::Value always serializes")
 }
 
 /// The rules health's and pool's checks do not read (only readiness's do).

@@ -1,5 +1,6 @@
-//! The verdict's age in a body: `"_cache": {"hit": ..., "age_ms": <age>}`, rendered as two
-//! halves once per round, the digits written per request.
+//! Every variant of one verdict's response (published, bypassed, draining, stale, returning),
+//! and the verdict's age in its body: `"_cache": {"hit": ..., "age_ms": <age>}`, rendered as
+//! two halves once per round, the digits written per request.
 //!
 //! The age changes with every request, so the body is stored as the bytes before the number
 //! and a static tail after it, and [`ProbeBody`](crate::http::render::ProbeBody) writes the digits
@@ -10,7 +11,39 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::Rendered;
-use super::verdicts::{Variants, to_vec};
+use crate::dialect::envoy;
+use crate::verdict::Status;
+
+/// Every variant of one verdict's response, for one audience.
+#[derive(Clone, Debug)]
+pub(crate) struct Variants {
+    /// Served from the published verdict (`"_cache": {"hit": true}`, or `"shared"` for a
+    /// verdict another process computed).
+    pub(crate) published: Rendered,
+    /// Served to `?nocache=true` (`"_cache": {"hit": "bypassed"}`).
+    pub(crate) bypassed: Rendered,
+    /// Served while the server drains.
+    pub(crate) draining: Rendered,
+    /// Served when the verdict is older than its staleness bound.
+    pub(crate) stale: Rendered,
+    /// Readiness's, served while it is on its way back after an outage (the return's
+    /// jitter); `None` for health and pool, which the return does not concern.
+    pub(crate) returning: Option<Rendered>,
+}
+
+impl Variants {
+    /// The variants of a verdict whose status is `status`: the answers served from it (the
+    /// published one and a bypass's) carry Envoy's header for it ([`envoy::on_answer`]); a
+    /// drain's and a stale verdict's answers are 503s of their own.
+    pub(super) fn of_status(mut self, status: Status) -> Self {
+        if let Some((name, value)) = envoy::on_answer(status) {
+            for rendered in [&mut self.published, &mut self.bypassed] {
+                rendered.insert_header(name.clone(), value.clone());
+            }
+        }
+        self
+    }
+}
 
 /// Where a published verdict comes from, as `_cache` says it.
 #[derive(Copy, Clone, Debug)]
@@ -61,6 +94,11 @@ fn cached(code: StatusCode, body: &Value, hit: &str) -> Rendered {
     head.extend_from_slice(hit.as_bytes());
     head.extend_from_slice(br#","age_ms":"#);
     Rendered::json_with_age(code, head)
+}
+
+/// `value` as JSON bytes.
+pub(super) fn to_vec(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).expect("a serde_json::Value always serializes")
 }
 
 #[cfg(test)]
