@@ -4,7 +4,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -18,9 +17,8 @@ use crate::dialect::kube::Moment;
 use crate::http::request::{BodyMode, Form, Freshness};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
-use crate::verdict::{Audience, ReadinessVerdict};
-use crate::view::published::{Published, Verdict};
-use crate::view::{Condition, Reads};
+use crate::verdict::Audience;
+use crate::view::{Condition, PublishedVerdict, Reads};
 
 /// A fresh computation's response. Boxed: the bypass path is rare and may wait for the
 /// database, unlike every other probe.
@@ -123,7 +121,7 @@ fn group_answer(
     else {
         return NO_SUCH_GROUP.response(mode);
     };
-    with_rendered(health, published, |rendered| {
+    with_rendered(health, &***published, |rendered| {
         let Some(group) = rendered.group(name) else {
             return NO_SUCH_GROUP.response(mode);
         };
@@ -173,18 +171,12 @@ fn kube_answer(
     let passing = judgement.passing;
     let respond = |kube: &KubeAnswers, moment| kube.response(moment, passing, audience, form, mode);
     let now = judgement.now;
-    match &judgement.read {
-        Reads::Nothing => respond(&LIVE_CHECKS, Moment::default()),
-        Reads::Start => respond(startup_kube(health.startup_phase()), Moment::default()),
-        Reads::Readiness(published) => with_rendered(health, published, |rendered| {
+    match (&judgement.read, judgement.read.verdict()) {
+        (_, Some(published)) => with_rendered(health, published, |rendered| {
             respond(rendered.kube(), moment(published.is_stale(now)))
         }),
-        Reads::Health(published) => with_rendered(health, published, |rendered| {
-            respond(rendered.kube(), moment(published.is_stale(now)))
-        }),
-        Reads::Pool(published) => with_rendered(health, published, |rendered| {
-            respond(rendered.kube(), moment(published.is_stale(now)))
-        }),
+        (Reads::Start, None) => respond(startup_kube(health.startup_phase()), Moment::default()),
+        (_, None) => respond(&LIVE_CHECKS, Moment::default()),
     }
 }
 
@@ -197,9 +189,6 @@ fn answer(
 ) -> ProbeResponse {
     let judgement = health.judge(probe);
     let (condition, now) = (judgement.condition, judgement.now);
-    let respond = |published: &dyn PublishedAnswer| {
-        published.respond(health, condition, now, freshness, audience, mode)
-    };
     ProbeResponse::ready(match &judgement.read {
         Reads::Nothing if probe == Probe::Ping => PING.response(mode),
         Reads::Nothing => LIVE.response(mode),
@@ -209,9 +198,12 @@ fn answer(
         {
             return fresh_response(health, probe, mode, audience);
         }
-        Reads::Readiness(published) => respond(&***published),
-        Reads::Health(published) => respond(&***published),
-        Reads::Pool(published) => respond(&***published),
+        read => {
+            let published = read
+                .verdict()
+                .expect("readiness, health and pool read a verdict");
+            respond(published, health, condition, now, freshness, audience, mode)
+        }
     })
 }
 
@@ -236,69 +228,55 @@ fn fresh_response(
                 }
             };
         };
-        let read: Reads<&Arc<Published<ReadinessVerdict>>, _, _> = match probe {
-            Probe::Pool => Reads::Pool(&fresh.pool),
-            _ => Reads::Health(&fresh.health),
-        };
-        let now = crate::clock::now();
-        let draining = || health.drain().is_draining();
-        let (condition, ..) = read.answer(probe, draining, || health.is_started(), now);
-        let published: &dyn PublishedAnswer = match &read {
-            Reads::Pool(published) => &***published,
+        let published: &dyn PublishedVerdict = match probe {
+            Probe::Pool => &*fresh.pool,
             _ => &*fresh.health,
         };
-        published.respond(&health, condition, now, Freshness::Bypass, audience, mode)
+        let now = crate::clock::now();
+        let (condition, ..) = published.answer(probe, health.drain().is_draining(), now);
+        respond(
+            published,
+            &health,
+            condition,
+            now,
+            Freshness::Bypass,
+            audience,
+            mode,
+        )
     }))
 }
 
-/// A published verdict of any kind, as the JSON answers read it.
-trait PublishedAnswer {
-    /// The response to a probe whose answer `condition` decided at `now`, from this verdict:
-    /// its rendered variant for that condition, `Retry-After` with a drain's, its age in the
-    /// bodies that carry one.
-    fn respond(
-        &self,
-        health: &HealthHandle,
-        condition: Condition,
-        now: Instant,
-        freshness: Freshness,
-        audience: Audience,
-        mode: BodyMode,
-    ) -> Response<ProbeBody>;
-}
-
-impl<V: Verdict> PublishedAnswer for Published<V> {
-    fn respond(
-        &self,
-        health: &HealthHandle,
-        condition: Condition,
-        now: Instant,
-        freshness: Freshness,
-        audience: Audience,
-        mode: BodyMode,
-    ) -> Response<ProbeBody> {
-        let variant = Variant::of(condition, freshness, health.drain().retry_after());
-        with_rendered(health, self, |rendered| {
-            let variants = rendered.for_audience(audience);
-            let (rendered, retry_after) = match variant {
-                Variant::Draining(retry_after) => (&variants.draining, Some(retry_after)),
-                Variant::Stale => (&variants.stale, None),
-                // Readiness's alone has one: the judgement says `Returning` of readiness only.
-                Variant::Returning => {
-                    (variants.returning.as_ref().unwrap_or(&variants.stale), None)
-                }
-                Variant::Bypassed => (&variants.bypassed, None),
-                Variant::Published => (&variants.published, None),
-            };
-            let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
-            let age_ms = if rendered.has_age() {
-                u64::try_from(self.age(now).as_millis()).unwrap_or(u64::MAX)
-            } else {
-                0
-            };
-            rendered.response_aged(mode, age_ms, extra)
-        })
-    }
+/// The response to a probe whose answer `condition` decided at `now`, from `published`: its
+/// rendered variant for that condition, `Retry-After` with a drain's, its age in the bodies
+/// that carry one.
+fn respond(
+    published: &dyn PublishedVerdict,
+    health: &HealthHandle,
+    condition: Condition,
+    now: Instant,
+    freshness: Freshness,
+    audience: Audience,
+    mode: BodyMode,
+) -> Response<ProbeBody> {
+    let variant = Variant::of(condition, freshness, health.drain().retry_after());
+    with_rendered(health, published, |rendered| {
+        let variants = rendered.for_audience(audience);
+        let (rendered, retry_after) = match variant {
+            Variant::Draining(retry_after) => (&variants.draining, Some(retry_after)),
+            Variant::Stale => (&variants.stale, None),
+            // Readiness's alone has one: the judgement says `Returning` of readiness only.
+            Variant::Returning => (variants.returning.as_ref().unwrap_or(&variants.stale), None),
+            Variant::Bypassed => (&variants.bypassed, None),
+            Variant::Published => (&variants.published, None),
+        };
+        let extra = retry_after.map(|value| (header::RETRY_AFTER, value));
+        let age_ms = if rendered.has_age() {
+            u64::try_from(published.age(now).as_millis()).unwrap_or(u64::MAX)
+        } else {
+            0
+        };
+        rendered.response_aged(mode, age_ms, extra)
+    })
 }
 
 /// Which of a verdict's rendered responses a request gets: what [`decide`](crate::view)

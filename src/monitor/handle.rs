@@ -1,11 +1,11 @@
 use std::fmt;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 pub use super::counters::MonitorStats;
 use super::state::MonitorState;
 use crate::shutdown::DrainHandle;
 use crate::verdict::HealthVerdict;
-use crate::view::{Source, View, ViewWatch};
+use crate::view::{View, ViewWatch};
 
 /// A handle on the verdicts a [`HealthMonitor`](crate::HealthMonitor) publishes.
 ///
@@ -162,7 +162,7 @@ impl HealthHandle {
     /// admin server and metrics answer from (see [`view`](crate::view)).
     #[must_use]
     pub fn view(&self) -> View {
-        self.state.view()
+        self.state.store.view()
     }
 
     /// Where the start is, for the readers that render `/health/startup`.
@@ -180,8 +180,7 @@ impl HealthHandle {
     /// start, and a verdict going stale.
     #[must_use]
     pub fn watch(&self) -> ViewWatch {
-        let source: Weak<dyn Source> = Arc::downgrade(&self.state) as Weak<MonitorState>;
-        ViewWatch::new(&*self.state, source)
+        ViewWatch::new(&self.state.store)
     }
 }
 

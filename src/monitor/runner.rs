@@ -12,7 +12,7 @@ use super::transitions::log_returned;
 use crate::config::{ConfigError, HealthConfig};
 use crate::probe::Probe;
 use crate::util::join;
-use crate::view::{Condition, Source, ViewWatch};
+use crate::view::{Condition, ViewWatch};
 
 /// The background task that checks the databases and publishes the verdicts.
 ///
@@ -161,8 +161,7 @@ async fn follow_returns(shared: &Weak<MonitorState>) {
         let Some(state) = shared.upgrade() else {
             return;
         };
-        let source: Weak<dyn Source> = shared.clone();
-        ViewWatch::new(&*state, source)
+        ViewWatch::new(&state.store)
     };
     let mut returning = false;
     while let Some(view) = views.changed().await {

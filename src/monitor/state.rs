@@ -1,13 +1,9 @@
 //! What the monitor, its handles and the layers share: the configuration, the database
 //! slots, the published verdicts, and the monitor's own state.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-
-use tokio::sync::watch;
 
 use super::components::{TrackedComponent, carry_for};
 use super::counters::{Counters, MonitorStats};
@@ -22,7 +18,7 @@ use crate::verdict::{
     CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict, ReadinessRules,
     ReadinessVerdict,
 };
-use crate::view::{Known, Placeholders, Source, Store, View};
+use crate::view::{Known, Placeholders, Store};
 
 #[derive(Debug)]
 pub(crate) struct MonitorState {
@@ -33,7 +29,7 @@ pub(crate) struct MonitorState {
     pub(super) round_clock: Arc<RoundClock>,
     pub(super) default_index: Option<usize>,
     /// What the monitor publishes, and the lifecycle beside it: written here only.
-    pub(crate) store: Store,
+    pub(crate) store: Arc<Store>,
     pub(super) fresh: FreshRounds,
     /// Where checks and bypasses run: the monitor's runtime, once `run` has started.
     pub(super) spawner: Spawner,
@@ -49,21 +45,6 @@ pub(crate) struct MonitorState {
 
 const NO_ROUND_YET: &str = "no round has completed yet";
 const MONITOR_STOPPED: &str = "the health monitor is not running";
-
-impl Source for MonitorState {
-    fn view(&self) -> View {
-        self.store.view()
-    }
-
-    fn changes(&self) -> watch::Receiver<()> {
-        self.store.changes()
-    }
-
-    fn drain_started(&self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        let drain = self.store.drain().clone();
-        Box::pin(async move { drain.started().await })
-    }
-}
 
 impl MonitorState {
     pub(crate) fn new(config: HealthConfig) -> Self {
@@ -141,7 +122,7 @@ impl MonitorState {
             components,
             round_clock,
             default_index,
-            store,
+            store: Arc::new(store),
             fresh: FreshRounds::default(),
             spawner: Spawner::default(),
             hold: Mutex::new(None),

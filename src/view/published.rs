@@ -110,10 +110,9 @@ impl<V: Verdict> Published<V> {
 }
 
 impl<V> Published<V> {
-    /// What the registered [`Prerender`] made of the verdict, as the reader's own type `T`;
-    /// `None` when none was registered when it was published.
-    pub(crate) fn rendering<T: Any>(&self) -> Option<&T> {
-        self.rendering.as_deref()?.downcast_ref()
+    /// What the registered [`Prerender`] made of the verdict, whatever the reader's type.
+    pub(crate) fn prerendered_any(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.rendering.as_deref()
     }
 
     /// Whether a [`Prerender`] rendered it.

@@ -2,13 +2,15 @@
 //! and what it answers now by the one rule ([`verdict_answer`](super::verdict_answer)), per probe and per
 //! health group. A probe reads one verdict: one pointer load.
 
+use std::any::Any;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::Guard;
 
-use super::published::Published;
+use super::decide::Judged;
+use super::published::{Prerender, Prerendered, Published, Verdict};
 use super::store::Store;
 use super::{Condition, alive, startup, verdict_answer};
 use crate::probe::Probe;
@@ -53,6 +55,16 @@ where
     H: Deref<Target = Arc<Published<HealthVerdict>>>,
     P: Deref<Target = Arc<Published<PoolVerdict>>>,
 {
+    /// The verdict read, whatever its kind; `None` for the probes that read none.
+    pub(crate) fn verdict(&self) -> Option<&dyn PublishedVerdict> {
+        match self {
+            Self::Nothing | Self::Start => None,
+            Self::Readiness(published) => Some(&***published),
+            Self::Health(published) => Some(&***published),
+            Self::Pool(published) => Some(&***published),
+        }
+    }
+
     /// What `probe`, reading this, answers at `now`: what decided it, whether it passes, and
     /// its `status`. `draining` and `started` are asked only of the probes they concern.
     pub(crate) fn answer(
@@ -62,12 +74,10 @@ where
         started: impl FnOnce() -> bool,
         now: Instant,
     ) -> (Condition, bool, &'static str) {
-        let answer = match self {
-            Self::Nothing => alive(probe),
-            Self::Start => startup(started()),
-            Self::Readiness(published) => return verdict_answer(probe, published, draining(), now),
-            Self::Health(published) => return verdict_answer(probe, published, draining(), now),
-            Self::Pool(published) => return verdict_answer(probe, published, draining(), now),
+        let answer = match (self, self.verdict()) {
+            (_, Some(published)) => return published.answer(probe, draining(), now),
+            (Self::Start, None) => startup(started()),
+            (_, None) => alive(probe),
         };
         (answer.condition, answer.passing, answer.status)
     }
@@ -75,13 +85,58 @@ where
     /// How old the verdict read is at `now`; `None` when none is read, or before the first
     /// round.
     pub(crate) fn age(&self, now: Instant) -> Option<Duration> {
-        let (placeholder, age) = match self {
-            Self::Nothing | Self::Start => return None,
-            Self::Readiness(published) => (published.is_placeholder(), published.age(now)),
-            Self::Health(published) => (published.is_placeholder(), published.age(now)),
-            Self::Pool(published) => (published.is_placeholder(), published.age(now)),
-        };
-        (!placeholder).then_some(age)
+        self.verdict()
+            .filter(|published| !published.is_placeholder())
+            .map(|published| published.age(now))
+    }
+}
+
+/// A published verdict of any of the three kinds, as a reader reads it: what the arms of a
+/// [`Reads`] have in common, so that a reader writes one arm for the three.
+pub(crate) trait PublishedVerdict {
+    /// What a probe reading it answers at `now` ([`verdict_answer`]).
+    fn answer(&self, probe: Probe, draining: bool, now: Instant)
+    -> (Condition, bool, &'static str);
+    /// Whether this is a placeholder (no round yet, monitor stopped) rather than a verdict.
+    fn is_placeholder(&self) -> bool;
+    /// Whether the verdict is older than its staleness bound at `now`.
+    fn is_stale(&self, now: Instant) -> bool;
+    /// How old the verdict's data is at `now` (zero for a placeholder).
+    fn age(&self, now: Instant) -> Duration;
+    /// What the registered [`Prerender`] made of it when it was published, if one was.
+    fn prerendered(&self) -> Option<&(dyn Any + Send + Sync)>;
+    /// What `render` makes of it now.
+    fn prerender_now(&self, render: &dyn Prerender) -> Prerendered;
+}
+
+impl<V: Verdict + Judged> PublishedVerdict for Published<V> {
+    fn answer(
+        &self,
+        probe: Probe,
+        draining: bool,
+        now: Instant,
+    ) -> (Condition, bool, &'static str) {
+        verdict_answer(probe, self, draining, now)
+    }
+
+    fn is_placeholder(&self) -> bool {
+        Published::is_placeholder(self)
+    }
+
+    fn is_stale(&self, now: Instant) -> bool {
+        Published::is_stale(self, now)
+    }
+
+    fn age(&self, now: Instant) -> Duration {
+        Published::age(self, now)
+    }
+
+    fn prerendered(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.prerendered_any()
+    }
+
+    fn prerender_now(&self, render: &dyn Prerender) -> Prerendered {
+        self.verdict.rendered_by(render)
     }
 }
 

@@ -1,26 +1,14 @@
 //! Following the view: woken by every change of any answer, pushed, never polled.
 
 use std::fmt;
-use std::future::{Future, pending};
-use std::pin::Pin;
-use std::sync::Weak;
+use std::future::pending;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::View;
+use super::{Store, View};
 use crate::util::race;
-
-/// What a [`ViewWatch`] follows: the view's source (the monitor), as far as a watcher needs
-/// it. The monitor implements it, so that the view depends on nothing of the monitor.
-pub(crate) trait Source: Send + Sync {
-    /// Every probe's answer now.
-    fn view(&self) -> View;
-    /// A receiver woken on every change of what the view is read from.
-    fn changes(&self) -> watch::Receiver<()>;
-    /// A future that ends when the source's drain starts.
-    fn drain_started(&self) -> Pin<Box<dyn Future<Output = ()> + Send>>;
-}
 
 /// A subscription to a monitor's [`View`]: [`changed`](ViewWatch::changed) returns each view
 /// that answers differently from the last one returned (a new verdict published, the drain
@@ -38,7 +26,8 @@ pub(crate) trait Source: Send + Sync {
 ///
 /// [`HealthHandle`]: crate::HealthHandle
 pub struct ViewWatch {
-    state: Weak<dyn Source>,
+    /// The monitor's store, held weakly: the monitor alone holds it.
+    store: Weak<Store>,
     changes: watch::Receiver<()>,
     last: Option<View>,
 }
@@ -48,10 +37,10 @@ pub struct ViewWatch {
 const PAST_THE_BOUND: Duration = Duration::from_millis(1);
 
 impl ViewWatch {
-    pub(crate) fn new(source: &dyn Source, state: Weak<dyn Source>) -> Self {
+    pub(crate) fn new(store: &Arc<Store>) -> Self {
         Self {
-            changes: source.changes(),
-            state,
+            changes: store.changes(),
+            store: Arc::downgrade(store),
             last: None,
         }
     }
@@ -59,9 +48,9 @@ impl ViewWatch {
     /// The view now; the next [`changed`](Self::changed) waits for one that differs from it.
     /// `None` once the monitor is gone (every handle on it was dropped).
     pub fn current(&mut self) -> Option<View> {
-        let state = self.state.upgrade()?;
+        let store = self.store.upgrade()?;
         self.changes.borrow_and_update();
-        let view = state.view();
+        let view = store.view();
         self.last = Some(view.clone());
         Some(view)
     }
@@ -71,11 +60,14 @@ impl ViewWatch {
     pub async fn changed(&mut self) -> Option<View> {
         loop {
             let (view, drain) = {
-                let state = self.state.upgrade()?;
+                let store = self.store.upgrade()?;
                 // Seen before reading, so that a change in between wakes the wait below.
                 self.changes.borrow_and_update();
-                let view = state.view();
-                let drain = (!view.draining).then(|| state.drain_started());
+                let view = store.view();
+                let drain = (!view.draining).then(|| {
+                    let drain = store.drain().clone();
+                    async move { drain.started().await }
+                });
                 (view, drain)
             };
             if self.last.as_ref().is_none_or(|last| !last.same_as(&view)) {
@@ -126,12 +118,12 @@ impl ViewWatch {
 impl fmt::Debug for ViewWatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self {
-            state,
+            store,
             changes: _,
             last,
         } = self;
         f.debug_struct("ViewWatch")
-            .field("monitor_alive", &(state.strong_count() > 0))
+            .field("monitor_alive", &(store.strong_count() > 0))
             .field("last", last)
             .finish()
     }

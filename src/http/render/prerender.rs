@@ -8,7 +8,8 @@ use std::time::Duration;
 use super::{RenderedVerdict, render_health, render_pool, render_readiness};
 use crate::monitor::HealthHandle;
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessRules, ReadinessVerdict};
-use crate::view::published::{Prerender, Prerendered, Published, Verdict};
+use crate::view::PublishedVerdict;
+use crate::view::published::{Prerender, Prerendered};
 
 /// What the bodies need of the monitor's configuration.
 #[derive(Debug)]
@@ -64,12 +65,15 @@ pub(crate) fn attach(health: &HealthHandle) {
 /// (for a verdict published in the moment before the first HTTP reader registered its
 /// renderer) rendered now, once for this request.
 #[inline]
-pub(crate) fn with_rendered<V: Verdict, T>(
+pub(crate) fn with_rendered<T>(
     health: &HealthHandle,
-    published: &Published<V>,
+    published: &dyn PublishedVerdict,
     answer: impl FnOnce(&RenderedVerdict) -> T,
 ) -> T {
-    match published.rendering::<RenderedVerdict>() {
+    match published
+        .prerendered()
+        .and_then(|rendered| rendered.downcast_ref::<RenderedVerdict>())
+    {
         Some(rendered) => answer(rendered),
         None => answer(&rendered_now(health, published)),
     }
@@ -77,12 +81,10 @@ pub(crate) fn with_rendered<V: Verdict, T>(
 
 #[cold]
 #[inline(never)]
-fn rendered_now<V: Verdict>(health: &HealthHandle, published: &Published<V>) -> RenderedVerdict {
+fn rendered_now(health: &HealthHandle, published: &dyn PublishedVerdict) -> RenderedVerdict {
     attach(health);
     let render = health.registered_render();
-    let rendering = published
-        .verdict
-        .rendered_by(&**render.expect("attached just now"));
+    let rendering = published.prerender_now(&**render.expect("attached just now"));
     rendering
         .downcast_ref::<RenderedVerdict>()
         .expect("the HTTP renderer renders RenderedVerdict")
