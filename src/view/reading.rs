@@ -120,15 +120,15 @@ impl<V: Verdict + Judged> PublishedVerdict for Published<V> {
     }
 
     fn is_placeholder(&self) -> bool {
-        Published::is_placeholder(self)
+        Self::is_placeholder(self)
     }
 
     fn is_stale(&self, now: Instant) -> bool {
-        Published::is_stale(self, now)
+        Self::is_stale(self, now)
     }
 
     fn age(&self, now: Instant) -> Duration {
-        Published::age(self, now)
+        Self::age(self, now)
     }
 
     fn prerendered(&self) -> Option<&(dyn Any + Send + Sync)> {
