@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::Answer;
 use super::published::Published;
-use super::reading::reads;
+use super::reading::{Reads, reads};
 use crate::probe::Probe;
 use crate::verdict::{HealthVerdict, PoolVerdict, ReadinessVerdict};
 
@@ -139,11 +139,10 @@ impl View {
     /// startup).
     #[must_use]
     pub fn is_stale(&self, probe: Probe) -> bool {
-        match probe {
-            Probe::Ready => self.stale.readiness,
-            Probe::Health => self.stale.health,
-            Probe::Pool => self.stale.pool,
-            Probe::Live | Probe::Ping | Probe::Startup => false,
+        let stale = &self.stale;
+        match reads(probe, || stale.readiness, || stale.health, || stale.pool) {
+            Reads::Readiness(stale) | Reads::Health(stale) | Reads::Pool(stale) => stale,
+            Reads::Nothing | Reads::Start => false,
         }
     }
 
