@@ -62,7 +62,7 @@ struct SlotInner {
     target: Option<Arc<str>>,
     /// How long a check may run before it is dropped.
     limit: Duration,
-    in_flight: Mutex<Option<InFlight>>,
+    in_flight: Mutex<Option<RunningCheck>>,
     /// What the rounds last heard from the check, for a round too starved to tell.
     heard: Mutex<Heard>,
     /// How old a result may be and still stand in for a starved round's timeout: the
@@ -92,8 +92,10 @@ struct Heard {
     silent: bool,
 }
 
+/// The check a slot runs now: when it started, and its result once it finishes (every round
+/// that claims the slot meanwhile waits on the same run).
 #[derive(Clone, Debug)]
-struct InFlight {
+struct RunningCheck {
     started_at: Instant,
     finished: watch::Receiver<Finished>,
 }
@@ -105,7 +107,7 @@ pub(crate) struct Claim {
     name: Arc<str>,
     critical: bool,
     target: Option<Arc<str>>,
-    in_flight: InFlight,
+    in_flight: RunningCheck,
     /// Whether the check was already running before this round began.
     inherited: bool,
     round_started: Instant,
@@ -241,7 +243,7 @@ impl CheckSlot {
             };
         }
         let (finished_tx, finished) = watch::channel(None);
-        let in_flight = InFlight {
+        let in_flight = RunningCheck {
             started_at: crate::clock::now(),
             finished,
         };
