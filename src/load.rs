@@ -8,8 +8,8 @@
 //!
 //! - the requests in flight (the drain's count, without the long-lived connections) over
 //!   that capacity;
-//! - how late the runtime woke the sampler's own timer, over [`LAG_BUDGET`]: a starved
-//!   runtime is a busy process, whatever its count says.
+//! - how late the runtime woke the sampler's own timer beyond [`LAG_GRACE`], over the rest
+//!   of [`LAG_BUDGET`]: a starved runtime is a busy process, whatever its count says.
 //!
 //! The sample is clamped to `[0, 1]` and smoothed with a time constant of
 //! [`TIME_CONSTANT`], then published in one atomic that readers load: nothing is computed
@@ -32,6 +32,11 @@ pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
 /// past which [`RuntimeWatcher`](crate::component::RuntimeWatcher) calls a runtime starved
 /// by default.
 pub(crate) const LAG_BUDGET: Duration = Duration::from_millis(100);
+
+/// The lateness that reads as no load at all: Tokio's timers count whole milliseconds, and a
+/// runtime at ease wakes a timer a millisecond or two late. Counted from zero, that noise
+/// alone held an idle process at 1-2% (HAProxy's weight at 98-99%, never back to 100).
+pub(crate) const LAG_GRACE: Duration = Duration::from_millis(10);
 
 /// The smoothing's time constant: after a step in load, the estimate has moved 63% of the
 /// way in this long, 95% in three times as long. Two seconds: one slow sample (a burst, a
@@ -58,11 +63,12 @@ impl Utilization {
     }
 
     /// One sample: the larger of `requests` in flight over `capacity` and the runtime's
-    /// `lag` over [`LAG_BUDGET`], clamped.
+    /// `lag` beyond [`LAG_GRACE`] over the rest of [`LAG_BUDGET`], clamped.
     pub(crate) fn sample(requests: usize, capacity: NonZeroU32, lag: Duration) -> Self {
         // Exact below 2^53 requests in flight.
         let requests = requests as f64 / f64::from(capacity.get());
-        let lag = lag.as_secs_f64() / LAG_BUDGET.as_secs_f64();
+        let lag =
+            lag.saturating_sub(LAG_GRACE).as_secs_f64() / (LAG_BUDGET - LAG_GRACE).as_secs_f64();
         Self::new(requests.max(lag))
     }
 
@@ -150,8 +156,12 @@ mod tests {
             // Past the capacity (queued work): full, never more.
             (25, 10, ms(0), 1.0),
             // A lagging runtime reads as load whatever the count says.
-            (1, 10, ms(50), 0.5),
-            (9, 10, ms(50), 0.9),
+            (1, 10, ms(55), 0.5),
+            (9, 10, ms(55), 0.9),
+            // A timer's ordinary lateness is no load.
+            (0, 10, ms(2), 0.0),
+            (0, 10, LAG_GRACE, 0.0),
+            (3, 10, ms(10), 0.3),
             (0, 10, ms(100), 1.0),
             (0, 10, Duration::from_secs(3600), 1.0),
             (usize::MAX, 1, Duration::MAX, 1.0),
