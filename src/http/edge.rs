@@ -38,7 +38,8 @@ impl Marks {
 /// ([`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail)),
 /// the load estimate only when there is one
 /// ([`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity)). With both off,
-/// the defaults, a request pays one branch.
+/// the defaults, reading costs a request one branch, and [`Marks::NONE`] rides to the
+/// response, where [`mark`] finds nothing to add.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Edge {
     /// Either of the two below: the one branch a request pays when both are off.
