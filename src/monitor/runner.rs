@@ -211,13 +211,17 @@ async fn sample_load(shared: &Weak<MonitorState>) {
     }
 }
 
-/// Marks the monitor stopped when `run` ends or is dropped.
+/// Marks the monitor stopped when `run` ends or is dropped, and its load estimate idle: a
+/// figure no sampler keeps up to date says nothing, and lowers nothing.
 struct RunningGuard(Weak<MonitorState>);
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
         if let Some(shared) = self.0.upgrade() {
             shared.set_monitor_running(false);
+            if let Some(gauge) = &shared.load {
+                gauge.publish(Utilization::IDLE);
+            }
         }
     }
 }
@@ -257,6 +261,18 @@ mod tests {
         let idle = health.utilization().unwrap();
         assert!(idle < 1e-3, "{idle}");
         assert_eq!(off.utilization(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stopped_monitor_s_estimate_is_idle() {
+        let (health, monitor) = HealthMonitor::new(HealthConfig::new().load_capacity(2)).unwrap();
+        let running = tokio::spawn(monitor.run());
+        let _requests: Vec<_> = (0..2).map(|_| health.drain().enter()).collect();
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert!(health.utilization().unwrap() > 0.99);
+        running.abort();
+        let _ = running.await;
+        assert_eq!(health.utilization(), Some(0.0), "no sampler, no figure");
     }
 
     #[tokio::test(start_paused = true)]
