@@ -207,6 +207,7 @@ pub mod haproxy;
 pub mod health;
 pub mod healthcheck;
 mod http;
+mod load;
 #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "metrics", feature = "opentelemetry"))))]
 pub mod metrics;

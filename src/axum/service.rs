@@ -65,13 +65,13 @@ where
         if let Some(asked) = reader.ask(&request) {
             return StackFuture::layers(crate::http::ResponseFuture::probe(reader.answer(asked)));
         }
-        let intent = reader.intent();
+        let marks = reader.marks();
         let drain = reader.handle.drain();
         let admitted = match admit(drain, &request) {
-            Some(admitted) => admitted.with_intent(intent),
+            Some(admitted) => admitted.with_marks(marks),
             None => {
                 let mut refused = rejection(drain);
-                crate::http::mark(intent, &mut refused);
+                crate::http::mark(marks, &mut refused);
                 let refused = ProbeResponse::ready(refused);
                 return StackFuture::layers(crate::http::ResponseFuture::probe(refused));
             }
@@ -84,7 +84,7 @@ where
             polled => {
                 let when_busy = WhenBusy::shed(reader.shed_load);
                 let count = Count::Admitted(admitted);
-                let future = not_ready(&mut self.inner, polled, request, when_busy, count, intent);
+                let future = not_ready(&mut self.inner, polled, request, when_busy, count, marks);
                 StackFuture::layers(future)
             }
         }

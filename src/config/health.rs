@@ -32,6 +32,7 @@ pub(crate) const DEFAULT_RETURN_JITTER: Duration = Duration::from_secs(5);
 /// | [The rounds, the return and the drain](#the-rounds-the-return-and-the-drain) | [`readiness_timeout`](Self::readiness_timeout), [`readiness_interval`](Self::readiness_interval), [`health_interval`](Self::health_interval), [`fail_direction`](Self::fail_direction), [`debounce`](Self::debounce), [`return_jitter`](Self::return_jitter), [`nocache_min_interval`](Self::nocache_min_interval), [`check_limit`](Self::check_limit), [`startup_waits_for_mark`](Self::startup_waits_for_mark), [`drain`](Self::drain) | `timing.rs` |
 /// | [The readers (defaults a layer or server may override)](#the-readers) | [`path_prefix`](Self::path_prefix), [`nocache`](Self::nocache), [`kubernetes_aliases`](Self::kubernetes_aliases), [`envoy_immediate_fail`](Self::envoy_immediate_fail), `metrics_path` (feature `metrics`), [`details`](Self::details), [`access_keys`](Self::access_keys), [`instance`](Self::instance) | `reader_defaults.rs` |
 /// | [The fleet (feature `redis`)](#the-fleet) | `shared_cache` | `shared.rs` |
+/// | [Load feedback](#load-feedback) | [`load_capacity`](Self::load_capacity) | `load.rs` |
 ///
 /// ```
 /// use std::time::Duration;
@@ -66,6 +67,8 @@ pub struct HealthConfig {
     pub(crate) critical_components: Vec<Arc<str>>,
     pub(crate) unknown_components: UnknownComponents,
     pub(crate) self_monitoring: bool,
+    /// The requests in flight the application can take; 0: no load feedback.
+    pub(crate) load_capacity: u32,
     /// The health verdict shared across processes through Redis, if configured.
     #[cfg(feature = "redis")]
     pub(crate) shared_cache: Option<crate::redis::SharedCache>,
@@ -105,6 +108,7 @@ impl HealthConfig {
             critical_components: Vec::new(),
             unknown_components: UnknownComponents::Ignored,
             self_monitoring: false,
+            load_capacity: 0,
             #[cfg(feature = "redis")]
             shared_cache: None,
             warnings: Vec::new(),
@@ -168,6 +172,7 @@ impl fmt::Debug for HealthConfig {
             critical_components,
             unknown_components,
             self_monitoring,
+            load_capacity,
             #[cfg(feature = "redis")]
             shared_cache,
             warnings,
@@ -193,7 +198,8 @@ impl fmt::Debug for HealthConfig {
             .field("optional_databases", optional_databases)
             .field("critical_components", critical_components)
             .field("unknown_components", unknown_components)
-            .field("self_monitoring", self_monitoring);
+            .field("self_monitoring", self_monitoring)
+            .field("load_capacity", load_capacity);
         #[cfg(feature = "redis")]
         f.field("shared_cache", shared_cache);
         f.field("warnings", warnings).field("error", error).finish()

@@ -107,6 +107,7 @@ impl HealthConfig {
             .databases_from_env(env)?
             .components_from_env(env)?
             .groups_from_env(env)?
+            .load_from_env(env)?
             .shared_from_env(env)
     }
 }

@@ -47,6 +47,7 @@ mod databases;
 mod groups;
 pub(crate) mod health;
 mod health_env;
+mod load;
 #[cfg(test)]
 mod proptests;
 mod reader_defaults;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::debounce;
+use crate::load::Utilization;
 use crate::probe::Probe;
 use crate::verdict::Status;
 use crate::verdict::{Audience, Cause, ReadinessVerdict, Return};
@@ -116,6 +117,31 @@ pub(crate) fn slow_start(back_for: Option<Duration>, window: Duration) -> u8 {
     }
 }
 
+/// The lowest weight load alone asks for, in percent: a busy server takes a smaller share of
+/// new sessions, never none. Load never makes the agent say `0%`, `drain`, `down` or
+/// `maint`: those are the state's, and leaving rotation is for what fails, not for what is
+/// busy (a fleet that is busy everywhere would otherwise depool itself).
+pub(crate) const LOAD_FLOOR: u8 = 10;
+
+/// The weight, in percent, that the load estimate allows: the capacity left, rounded
+/// (`round(100 × (1 − utilization))`), never below [`LOAD_FLOOR`]; 100% without an estimate
+/// ([`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity) unset).
+pub(crate) fn load_weight(load: Option<Utilization>) -> u8 {
+    let Some(load) = load else {
+        return 100;
+    };
+    // In [0, 100]: a utilization is in [0, 1], never NaN.
+    let left = (100.0 * (1.0 - load.get())).round() as u8;
+    left.max(LOAD_FLOOR)
+}
+
+/// The highest weight a serving instance may ask for now, in percent: the lower of the slow
+/// start's `ramp` (see [`slow_start`]) and the `load`'s weight (see [`load_weight`]). A
+/// degraded weight lowers it further ([`Lines::line`]).
+pub(crate) fn weight_ceiling(ramp: u8, load: Option<Utilization>) -> u8 {
+    ramp.min(load_weight(load))
+}
+
 /// The lines the agent writes, rendered once when it starts (a weight's at compile time):
 /// answering is choosing one.
 #[derive(Clone, Debug)]
@@ -185,14 +211,19 @@ impl Lines {
         }
     }
 
-    /// The line for `state`, under the weight the slow start allows now (`ramp`, percent:
-    /// see [`slow_start`]), which a degraded weight never exceeds; `view` is read only for
-    /// the reason of a `down` line, and only when reasons are shown, so that the answers of
-    /// a serving instance cost a pointer load and a static line.
-    pub(crate) fn line(&self, state: AgentState, ramp: u8, view: impl FnOnce() -> View) -> Bytes {
+    /// The line for `state`, under the weight the slow start and the load allow now
+    /// (`ceiling`, percent: see [`weight_ceiling`]), which a degraded weight never exceeds;
+    /// `view` is read only for the reason of a `down` line, and only when reasons are shown,
+    /// so that the answers of a serving instance cost a pointer load and a static line.
+    pub(crate) fn line(
+        &self,
+        state: AgentState,
+        ceiling: u8,
+        view: impl FnOnce() -> View,
+    ) -> Bytes {
         match state {
-            AgentState::Up => up(ramp),
-            AgentState::Degraded => up(ramp.min(self.degraded_weight)),
+            AgentState::Up => up(ceiling),
+            AgentState::Degraded => up(ceiling.min(self.degraded_weight)),
             AgentState::Drain => Bytes::from_static(DRAIN),
             AgentState::Maint => Bytes::from_static(MAINT),
             AgentState::Down if self.reasons => down_with(&reason(&view())),
@@ -334,6 +365,78 @@ mod tests {
                 expected.as_bytes(),
                 "{state:?} at {ramp}%"
             );
+        }
+    }
+
+    #[test]
+    fn load_lowers_the_weight_never_below_its_floor() {
+        let load = |fraction| Some(Utilization::new(fraction));
+        // (utilization): the load's weight.
+        for (utilization, weight) in [
+            (None, 100),
+            (load(0.0), 100),
+            (load(0.004), 100),
+            (load(0.006), 99),
+            (load(0.25), 75),
+            (load(0.5), 50),
+            (load(0.85), 15),
+            (load(0.9), LOAD_FLOOR),
+            (load(0.97), LOAD_FLOOR),
+            (load(1.0), LOAD_FLOOR),
+            (load(f64::NAN), 100),
+        ] {
+            assert_eq!(load_weight(utilization), weight, "{utilization:?}");
+        }
+    }
+
+    #[test]
+    fn load_composes_with_the_state_the_slow_start_and_the_degraded_weight() {
+        let lines = Lines::new(35, false);
+        let unused = || -> View { panic!("no reason is shown: the view is not read") };
+        let load = |fraction| Some(Utilization::new(fraction));
+        // (state, the slow start's ramp, the load): the line. The lowest weight wins, and
+        // no load turns a word into another.
+        for (state, ramp, utilization, expected) in [
+            (AgentState::Up, 100, None, "up ready 100%\n"),
+            (AgentState::Up, 100, load(0.0), "up ready 100%\n"),
+            (AgentState::Up, 100, load(0.3), "up ready 70%\n"),
+            (AgentState::Up, 100, load(1.0), "up ready 10%\n"),
+            // The slow start's ramp below the load's weight: the ramp.
+            (AgentState::Up, 5, load(0.3), "up ready 5%\n"),
+            (AgentState::Up, 1, load(1.0), "up ready 1%\n"),
+            // Degraded: the lowest of the three.
+            (AgentState::Degraded, 100, load(0.3), "up ready 35%\n"),
+            (AgentState::Degraded, 100, load(0.8), "up ready 20%\n"),
+            (AgentState::Degraded, 100, load(1.0), "up ready 10%\n"),
+            (AgentState::Degraded, 8, load(0.8), "up ready 8%\n"),
+            // The words the load never says, and never changes.
+            (AgentState::Drain, 100, load(1.0), "drain\n"),
+            (AgentState::Maint, 100, load(1.0), "maint\n"),
+            (AgentState::Down, 100, load(1.0), "down ready\n"),
+            (AgentState::Drain, 100, load(0.0), "drain\n"),
+        ] {
+            assert_eq!(
+                lines.line(state, weight_ceiling(ramp, utilization), unused),
+                expected.as_bytes(),
+                "{state:?} at {ramp}% under {utilization:?}"
+            );
+        }
+        // No load, whatever it is, makes a serving instance's line anything but `up ready`
+        // with a weight of at least the floor.
+        for percent in 0..=1000 {
+            let line = lines.line(
+                AgentState::Up,
+                weight_ceiling(100, load(f64::from(percent) / 1000.0)),
+                unused,
+            );
+            let weight: u8 = std::str::from_utf8(&line)
+                .unwrap()
+                .strip_prefix("up ready ")
+                .and_then(|rest| rest.strip_suffix("%\n"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((LOAD_FLOOR..=100).contains(&weight), "{percent}‰: {weight}");
         }
     }
 

@@ -7,6 +7,7 @@
 //!   a single answer say of a failure shorter than the debounce.
 //! - `envoy`: Envoy's `x-envoy-degraded` and `x-envoy-immediate-health-check-fail`.
 //! - `haproxy` (feature `haproxy-agent`): the agent check's words and weight.
+//! - `orca`: the ORCA load report (`endpoint-load-metrics`) on the application's responses.
 //! - `grpc` (feature `grpc`): `grpc.health.v1`'s services and serving statuses.
 
 #[cfg(any(feature = "grpc", feature = "haproxy-agent", test))]
@@ -17,3 +18,4 @@ pub(crate) mod grpc;
 #[cfg(feature = "haproxy-agent")]
 pub(crate) mod haproxy;
 pub(crate) mod kube;
+pub(crate) mod orca;

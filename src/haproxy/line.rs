@@ -6,14 +6,15 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::dialect::haproxy::{
-    AgentState, Lines, back_for, degraded, passes_debounced, slow_start,
+    AgentState, Lines, back_for, degraded, passes_debounced, slow_start, weight_ceiling,
 };
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
 
 /// The line for now: readiness's judgement and health's (two pointer loads and a clock
-/// reading), the slow start's weight from the instant readiness came back, then one of the
-/// lines rendered ahead. What the operator's page shows of the agent, too.
+/// reading), the slow start's weight from the instant readiness came back, lowered by the
+/// load estimate's (an atomic load, when a capacity is set), then one of the lines rendered
+/// ahead. What the operator's page shows of the agent, too.
 pub(crate) fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: Duration) -> Bytes {
     let ready = health.judge(Probe::Ready);
     let state = AgentState::of(
@@ -30,5 +31,6 @@ pub(crate) fn line_now(health: &HealthHandle, lines: &Lines, slow_start_window: 
         },
     );
     let ramp = slow_start(back_for(&ready), slow_start_window);
-    lines.line(state, ramp, || health.view())
+    let ceiling = weight_ceiling(ramp, health.load());
+    lines.line(state, ceiling, || health.view())
 }

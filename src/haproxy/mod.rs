@@ -9,6 +9,7 @@
 //! | ready, healthy | `up ready 100%` | serves it at its full configured weight |
 //! | back in rotation for less than the [slow start](AgentConfig::slow_start) (10 s by default) | `up ready 1%` rising to `up ready 100%` | serves it at a weight that rises with each `agent-inter` |
 //! | ready, `degraded` | `up ready 50%` ([`AgentConfig::degraded_weight`]) | keeps serving it, with a smaller share of new sessions |
+//! | ready, busy, with a [load capacity](crate::HealthConfig::load_capacity) declared | `up ready N%`, N = `round(100 × (1 − load))`, never below 10% | keeps serving it, with a share that follows its load ([load feedback](crate::guide::haproxy#load-feedback)) |
 //! | draining ([`HealthHandle::drain`](crate::HealthHandle::drain)) | `drain` | sends it no new sessions; those open finish |
 //! | held ([`HealthHandle::hold`](crate::HealthHandle::hold)) | `maint` | sends it nothing at all (`MAINT` on the stats page) |
 //! | not ready for less than the [debounce](crate::HealthConfig::debounce) (4 s by default) | `up ready 50%` | keeps serving it, with a smaller share, while its HTTP check (which debounces) decides |
@@ -20,7 +21,8 @@
 //! drained before it exited), `up` ends a `down`, `100%` ends a lowered weight. The words
 //! come from readiness's judgement, in its order: the drain, then a missing or stale
 //! verdict, then the hold, then the verdict. The weight of a ready instance is lowered when
-//! the health verdict is `degraded` (as Envoy's `x-envoy-degraded` is set), and only then.
+//! the health verdict is `degraded` (as Envoy's `x-envoy-degraded` is set), and by the load
+//! estimate when a capacity is declared, never below 10%: load alone never changes a word.
 //! HAProxy acts on `down` at once, whatever `fall` says; so that one slow round never takes
 //! a server out through the agent, a verdict that fails says `down` only once it has failed
 //! for the debounce (see the [HAProxy guide](crate::guide::haproxy#one-slow-round-and-a-real-outage)).

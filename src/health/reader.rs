@@ -14,11 +14,10 @@ use crate::config::readers::{DetailsDefault, Own};
 use crate::config::{Details, NoCache};
 use crate::http::render::fixed::METHOD_NOT_ALLOWED;
 use crate::http::request::{self, BodyMode, Form, Freshness, ProbePaths};
-use crate::http::{Edge, ProbeResponse, Respond};
+use crate::http::{Edge, Marks, ProbeResponse, Respond};
 use crate::monitor::HealthHandle;
 use crate::probe::Probe;
 use crate::verdict::Audience;
-use crate::view::Intent;
 
 /// What a request asks a reader: see [`Reader::ask`].
 #[derive(Copy, Clone, Debug)]
@@ -88,7 +87,7 @@ impl Reader {
             keys: shown.keys.digests(),
             own,
             shed_load: false,
-            edge: Edge::new(readers),
+            edge: Edge::new(&handle),
             #[cfg(feature = "metrics")]
             metrics: readers
                 .metrics_path
@@ -185,11 +184,11 @@ impl Reader {
         })
     }
 
-    /// The process's intent, which an application's response carries to its dialects' words
-    /// (off, a branch: see [`Edge`]).
+    /// What an application's response carries to its dialects' words: the process's intent
+    /// and its load estimate (off, a branch: see [`Edge`]).
     #[inline(always)]
-    pub(crate) fn intent(&self) -> Intent {
-        self.edge.intent(&self.handle)
+    pub(crate) fn marks(&self) -> Marks {
+        self.edge.marks(&self.handle)
     }
 
     /// The answer to what a request [asked](Self::ask).

@@ -61,7 +61,7 @@ where
                 request,
                 WhenBusy::shed(reader.shed_load),
                 Count::WhileQueued(reader.handle.drain()),
-                reader.intent(),
+                reader.marks(),
             ),
         }
     }

@@ -8,23 +8,23 @@
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 
+use super::Marks;
 use super::render::ProbeBody;
 use super::render::fixed::DRAIN_REJECTED;
 use crate::http::request::BodyMode;
 use crate::shutdown::{DrainHandle, DrainPolicy, InFlightGuard};
-use crate::view::Intent;
 
 /// What happens to an application request's response on its way out: counted in a drain
 /// (the guard that [`Admitted::respond`] hands back, in flight until dropped), told to close
 /// its HTTP/1 connection if the drain has started by then, and given the dialects' words for
-/// the process's [`Intent`].
+/// what the reading decided ([`Marks`]).
 pub(crate) struct Admitted {
     guard: Option<InFlightGuard>,
     /// Whether to add `Connection: close` if the drain has started by the time the response is
     /// ready (an HTTP/1 request other than `CONNECT`, and the setting is on).
     close_if_draining: bool,
     /// What the reading decided of the process as the request came in.
-    intent: Intent,
+    marks: Marks,
 }
 
 /// Counts `request` in flight in `drain`, or refuses it (`None`: the drain has started under
@@ -43,7 +43,7 @@ pub(crate) fn admit<B>(drain: &DrainHandle, request: &Request<B>) -> Option<Admi
     Some(Admitted {
         guard: Some(drain.enter()),
         close_if_draining,
-        intent: Intent::Serve,
+        marks: Marks::NONE,
     })
 }
 
@@ -54,28 +54,28 @@ pub(crate) fn rejection(drain: &DrainHandle) -> Response<ProbeBody> {
 }
 
 impl Admitted {
-    /// A response that only carries the process's `intent`.
-    pub(crate) fn marked(intent: Intent) -> Self {
+    /// A response that only carries the dialects' words for `marks`.
+    pub(crate) fn marked(marks: Marks) -> Self {
         Self {
             guard: None,
             close_if_draining: false,
-            intent,
+            marks,
         }
     }
 
-    /// The response also carries the process's `intent`.
+    /// The response also carries the dialects' words for `marks`.
     #[inline(always)]
-    pub(crate) fn with_intent(mut self, intent: Intent) -> Self {
-        self.intent = intent;
+    pub(crate) fn with_marks(mut self, marks: Marks) -> Self {
+        self.marks = marks;
         self
     }
 
     /// The response is ready: adds `Connection: close` if the drain has started since the
-    /// request came in and the dialects' words for the process's intent, and hands back the
+    /// request came in and the dialects' words for its marks, and hands back the
     /// guard, for the response body to hold until its end.
     #[inline(always)]
     pub(crate) fn respond<B>(self, response: &mut Response<B>) -> Option<InFlightGuard> {
-        super::mark(self.intent, response);
+        super::mark(self.marks, response);
         if self.close_if_draining && self.guard.as_ref().is_some_and(InFlightGuard::is_draining) {
             close(response);
         }

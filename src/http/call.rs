@@ -6,12 +6,12 @@ use std::task::{Context, Poll, Waker};
 use http::Request;
 use tower_service::Service;
 
+use super::Marks;
 use super::admission::Admitted;
 use super::{ProbeResponse, ResponseFuture};
 use crate::http::render::fixed::OVERLOADED;
 use crate::http::request::BodyMode;
 use crate::shutdown::DrainHandle;
-use crate::view::Intent;
 
 /// What an application request does when the inner service is not ready.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub(crate) enum Count<'a> {
 }
 
 /// Sends an application request to `inner`: at once if it is ready, else as `when_busy` says.
-/// Its response carries the process's `intent` (see [`Edge`](super::Edge)).
+/// Its response carries the dialects' words for `marks` (see [`Edge`](super::Edge)).
 ///
 /// Readiness is asked here, with a no-op waker, rather than in `poll_ready`: a probe then
 /// never polls the inner service at all, and an application request polls it once either
@@ -58,7 +58,7 @@ pub(crate) fn call_inner<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
-    intent: Intent,
+    marks: Marks,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
@@ -68,14 +68,14 @@ where
         // variant after the call would copy the (large) future once more.
         Poll::Ready(Ok(())) => match count {
             Count::Admitted(admitted) => {
-                ResponseFuture::counted(inner.call(request), admitted.with_intent(intent))
+                ResponseFuture::counted(inner.call(request), admitted.with_marks(marks))
             }
-            Count::No | Count::WhileQueued(_) if intent == Intent::Leave => {
-                ResponseFuture::counted(inner.call(request), Admitted::marked(intent))
+            Count::No | Count::WhileQueued(_) if marks.is_some() => {
+                ResponseFuture::counted(inner.call(request), Admitted::marked(marks))
             }
             Count::No | Count::WhileQueued(_) => ResponseFuture::inner(inner.call(request)),
         },
-        polled => not_ready(inner, polled, request, when_busy, count, intent),
+        polled => not_ready(inner, polled, request, when_busy, count, marks),
     }
 }
 
@@ -99,14 +99,14 @@ pub(crate) fn not_ready<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
-    intent: Intent,
+    marks: Marks,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
     match polled {
         Poll::Ready(Err(error)) => ResponseFuture::error(error),
-        Poll::Ready(Ok(())) | Poll::Pending => call_busy(inner, request, when_busy, count, intent),
+        Poll::Ready(Ok(())) | Poll::Pending => call_busy(inner, request, when_busy, count, marks),
     }
 }
 
@@ -117,14 +117,14 @@ fn call_busy<S, ReqBody>(
     request: Request<ReqBody>,
     when_busy: WhenBusy,
     count: Count<'_>,
-    intent: Intent,
+    marks: Marks,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>> + Clone,
 {
     if when_busy == WhenBusy::Shed {
         let mut shed = OVERLOADED.response(BodyMode::Full);
-        super::mark(intent, &mut shed);
+        super::mark(marks, &mut shed);
         return ResponseFuture::probe(ProbeResponse::ready(shed));
     }
     let (queued, admitted) = match count {
@@ -133,8 +133,8 @@ where
         Count::Admitted(admitted) => (None, Some(admitted)),
     };
     let admitted = match admitted {
-        Some(admitted) => Some(admitted.with_intent(intent)),
-        None => (intent == Intent::Leave).then(|| Admitted::marked(intent)),
+        Some(admitted) => Some(admitted.with_marks(marks)),
+        None => marks.is_some().then(|| Admitted::marked(marks)),
     };
     let clone = inner.clone();
     let polled = std::mem::replace(inner, clone);

@@ -1,46 +1,99 @@
 //! The edge of the request path, where the dialects add their words to an application's
-//! response. The request path carries only what the reading decided (the process's
-//! [`Intent`]); what a proxy is told of it is its dialect's.
+//! response. The request path carries only what the reading decided ([`Marks`]: the
+//! process's [`Intent`] and its load estimate); what a proxy is told of it is its dialect's.
 
 use http::Response;
 
-use crate::config::readers::Readers;
-use crate::dialect::envoy;
+use crate::dialect::{envoy, orca};
+use crate::load::Utilization;
 use crate::monitor::HealthHandle;
 use crate::view::Intent;
 
+/// What an application's response carries to its dialects' words, as the reading decided
+/// when the request came in: the process's intent (read only for Envoy's immediate fail)
+/// and its load estimate (only with load feedback on). Small and `Copy`: it rides the
+/// request path by value.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) struct Marks {
+    pub(crate) intent: Intent,
+    pub(crate) load: Option<Utilization>,
+}
+
+impl Marks {
+    /// Nothing to add: to serve, no load report.
+    pub(crate) const NONE: Self = Self {
+        intent: Intent::Serve,
+        load: None,
+    };
+
+    /// Whether a dialect has words to add.
+    #[inline(always)]
+    pub(crate) fn is_some(self) -> bool {
+        self.intent == Intent::Leave || self.load.is_some()
+    }
+}
+
 /// What an application request reads on its way in, decided once from the configuration:
-/// the process's intent is read only when a dialect tells a proxy of it
-/// ([`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail)).
-/// Otherwise a request pays one branch.
+/// the process's intent only when a dialect tells a proxy of it
+/// ([`HealthConfig::envoy_immediate_fail`](crate::HealthConfig::envoy_immediate_fail)),
+/// the load estimate only when there is one
+/// ([`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity)). With both off,
+/// the defaults, reading costs a request one branch, and [`Marks::NONE`] rides to the
+/// response, where [`mark`] finds nothing to add.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Edge {
+    /// Either of the two below: the one branch a request pays when both are off.
+    reads: bool,
     reads_intent: bool,
+    reads_load: bool,
 }
 
 impl Edge {
-    pub(crate) fn new(readers: &Readers) -> Self {
+    pub(crate) fn new(handle: &HealthHandle) -> Self {
+        let reads_intent = handle.readers().envoy_immediate_fail;
+        let reads_load = handle.load().is_some();
         Self {
-            reads_intent: readers.envoy_immediate_fail,
+            reads: reads_intent || reads_load,
+            reads_intent,
+            reads_load,
         }
     }
 
-    /// The process's intent, as the request path carries it to the response.
+    /// What the request path carries to the response.
     #[inline(always)]
-    pub(crate) fn intent(self, handle: &HealthHandle) -> Intent {
-        if self.reads_intent {
-            handle.intent()
+    pub(crate) fn marks(self, handle: &HealthHandle) -> Marks {
+        if self.reads {
+            self.read(handle)
         } else {
-            Intent::Serve
+            Marks::NONE
+        }
+    }
+
+    /// Reads what the configuration asks for: the intent (a pointer load and a flag) and
+    /// the load estimate (an atomic load).
+    #[inline]
+    fn read(self, handle: &HealthHandle) -> Marks {
+        Marks {
+            intent: if self.reads_intent {
+                handle.intent()
+            } else {
+                Intent::Serve
+            },
+            load: if self.reads_load { handle.load() } else { None },
         }
     }
 }
 
-/// Adds the dialects' words for `intent` to an application's response.
+/// Adds the dialects' words for `marks` to an application's response.
 #[inline(always)]
-pub(crate) fn mark<B>(intent: Intent, response: &mut Response<B>) {
-    if intent == Intent::Leave {
+pub(crate) fn mark<B>(marks: Marks, response: &mut Response<B>) {
+    if marks.intent == Intent::Leave {
         mark_leaving(response);
+    }
+    if let Some(load) = marks.load {
+        let (name, value) = orca::on_application_response(load);
+        // `insert`: one report per response, whatever the application set.
+        response.headers_mut().insert(name, value);
     }
 }
 

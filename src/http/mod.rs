@@ -25,6 +25,6 @@ pub use self::body::ResponseBody;
 pub(crate) use self::call::{Count, WhenBusy, call_inner};
 #[cfg(feature = "axum")]
 pub(crate) use self::call::{not_ready, poll_ready_now};
-pub(crate) use self::edge::{Edge, mark};
+pub(crate) use self::edge::{Edge, Marks, mark};
 pub use self::future::ResponseFuture;
 pub(crate) use self::response::{ProbeResponse, Respond};

@@ -122,6 +122,23 @@ impl HealthHandle {
         self.state.store.intent()
     }
 
+    /// The load estimate, in `[0, 1]`: the larger of the requests in flight over
+    /// [`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity) and the runtime's
+    /// lag over its budget, smoothed over about two seconds and sampled ten times a second
+    /// by the monitor (see the [HAProxy guide](crate::guide::haproxy#load-feedback)). `None`
+    /// when no capacity is set. What the HAProxy agent's weight and the application's ORCA
+    /// load reports are made from; never NaN.
+    #[must_use]
+    pub fn utilization(&self) -> Option<f64> {
+        self.load().map(crate::load::Utilization::get)
+    }
+
+    /// The load estimate, for the readers that pass it on; `None` when off.
+    #[inline]
+    pub(crate) fn load(&self) -> Option<crate::load::Utilization> {
+        self.state.load.as_ref().map(crate::load::Gauge::load)
+    }
+
     /// What every reader may know of this monitor beside its verdicts: the names it checks,
     /// the readiness rules, the staleness bounds, the debounce.
     pub(crate) fn known(&self) -> &crate::view::Known {

@@ -10,6 +10,7 @@ use super::rounds::Cadence;
 use super::state::MonitorState;
 use super::transitions::log_returned;
 use crate::config::{ConfigError, HealthConfig};
+use crate::load::{SAMPLE_PERIOD, Smoothed, Utilization};
 use crate::probe::Probe;
 use crate::util::join;
 use crate::view::{Condition, ViewWatch};
@@ -90,7 +91,7 @@ impl HealthMonitor {
                 every(readiness_interval, &self.shared, |shared| async move {
                     shared.guarded(Cadence::Readiness).await;
                 }),
-                follow_returns(&self.shared),
+                join(follow_returns(&self.shared), sample_load(&self.shared)),
             ),
             async {
                 let health = |shared: Arc<MonitorState>| async move {
@@ -178,13 +179,117 @@ async fn follow_returns(shared: &Weak<MonitorState>) {
     }
 }
 
-/// Marks the monitor stopped when `run` ends or is dropped.
+/// Samples the load every [`SAMPLE_PERIOD`] and publishes the smoothed estimate, until the
+/// shared state is gone; returns at once when no capacity is set (see [`crate::load`]). The
+/// runtime's lag is how late its own timer fires.
+async fn sample_load(shared: &Weak<MonitorState>) {
+    let capacity = match shared.upgrade() {
+        Some(state) => match &state.load {
+            Some(gauge) => gauge.capacity(),
+            None => return,
+        },
+        None => return,
+    };
+    let mut ticks = interval(SAMPLE_PERIOD);
+    // A late tick is the lag measured: the next one is due a period after it, not at once.
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut smoothed = Smoothed::new();
+    let mut last = ticks.tick().await;
+    loop {
+        let due = ticks.tick().await;
+        let now = tokio::time::Instant::now();
+        let Some(state) = shared.upgrade() else {
+            return;
+        };
+        let Some(gauge) = &state.load else {
+            return;
+        };
+        let requests = state.store.drain().requests_in_flight();
+        let sample = Utilization::sample(requests, capacity, now.saturating_duration_since(due));
+        gauge.publish(smoothed.update(sample, now.saturating_duration_since(last)));
+        last = now;
+    }
+}
+
+/// Marks the monitor stopped when `run` ends or is dropped, and its load estimate idle: a
+/// figure no sampler keeps up to date says nothing, and lowers nothing.
 struct RunningGuard(Weak<MonitorState>);
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
         if let Some(shared) = self.0.upgrade() {
             shared.set_monitor_running(false);
+            if let Some(gauge) = &shared.load {
+                gauge.publish(Utilization::IDLE);
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{HealthConfig, HealthMonitor};
+
+    /// Lets the monitor's tasks run at the instant the clock stands at.
+    async fn settle() {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_estimate_follows_the_requests_in_flight_and_is_off_without_a_capacity() {
+        let off = HealthMonitor::spawn(HealthConfig::new()).unwrap();
+        let health = HealthMonitor::spawn(HealthConfig::new().load_capacity(4)).unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(off.utilization(), None, "off by default");
+        assert_eq!(health.utilization(), Some(0.0), "idle");
+        // Three of four in flight, and a long-lived connection that is not a request.
+        let requests: Vec<_> = (0..3).map(|_| health.drain().enter()).collect();
+        let _socket = health.drain().long_lived("websocket");
+        // One time constant: 1 - 1/e of the way to 0.75.
+        tokio::time::sleep(crate::load::TIME_CONSTANT).await;
+        let one = health.utilization().unwrap();
+        assert!((one - 0.75 * (1.0 - (-1.0f64).exp())).abs() < 0.03, "{one}");
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let settled = health.utilization().unwrap();
+        assert!((settled - 0.75).abs() < 1e-3, "{settled}");
+        drop(requests);
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let idle = health.utilization().unwrap();
+        assert!(idle < 1e-3, "{idle}");
+        assert_eq!(off.utilization(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stopped_monitor_s_estimate_is_idle() {
+        let (health, monitor) = HealthMonitor::new(HealthConfig::new().load_capacity(2)).unwrap();
+        let running = tokio::spawn(monitor.run());
+        let _requests: Vec<_> = (0..2).map(|_| health.drain().enter()).collect();
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert!(health.utilization().unwrap() > 0.99);
+        running.abort();
+        let _ = running.await;
+        assert_eq!(health.utilization(), Some(0.0), "no sampler, no figure");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lagging_runtime_reads_as_load() {
+        let health = HealthMonitor::spawn(HealthConfig::new().load_capacity(100)).unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Nothing in flight; each of the sampler's ticks fires 300 ms late, three times the
+        // lag budget, for ten seconds.
+        for _ in 0..25 {
+            tokio::time::advance(Duration::from_millis(400)).await;
+            settle().await;
+        }
+        let lagging = health.utilization().unwrap();
+        assert!(lagging > 0.95, "{lagging}");
+        // On time again.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let idle = health.utilization().unwrap();
+        assert!(idle < 1e-3, "{idle}");
     }
 }

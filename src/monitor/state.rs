@@ -13,6 +13,7 @@ use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
 use super::slot::CheckSlot;
 use super::spawner::Spawner;
 use crate::config::{HealthConfig, stale_bound};
+use crate::load::Gauge;
 use crate::shutdown::DrainHandle;
 use crate::verdict::{
     CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict, ReadinessRules,
@@ -38,6 +39,9 @@ pub(crate) struct MonitorState {
     /// after the change.
     pub(super) hold: Mutex<Option<Arc<str>>>,
     pub(crate) counters: Counters,
+    /// The load estimate, when the application declared a capacity
+    /// ([`HealthConfig::load_capacity`]).
+    pub(crate) load: Option<Gauge>,
     /// The health verdict shared through Redis, if configured.
     #[cfg(feature = "redis")]
     pub(super) shared: Option<super::shared::SharedRounds>,
@@ -116,6 +120,7 @@ impl MonitorState {
             known(&config),
             DrainHandle::new(config.drain.clone()),
         );
+        let load = std::num::NonZeroU32::new(config.load_capacity).map(Gauge::new);
         Self {
             config,
             slots,
@@ -127,6 +132,7 @@ impl MonitorState {
             spawner: Spawner::default(),
             hold: Mutex::new(None),
             counters: Counters::default(),
+            load,
             #[cfg(feature = "redis")]
             shared,
         }

@@ -7,10 +7,10 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::PingLayer;
+use crate::http::Marks;
 use crate::http::render::fixed::{METHOD_NOT_ALLOWED, PING};
 use crate::http::request::{BodyMode, trim_trailing_slash};
 use crate::http::{Count, ProbeResponse, ResponseBody, ResponseFuture, WhenBusy, call_inner};
-use crate::view::Intent;
 
 /// Middleware that answers the ping path before the inner service.
 ///
@@ -62,7 +62,7 @@ where
             request,
             WhenBusy::Wait,
             Count::No,
-            Intent::Serve,
+            Marks::NONE,
         )
     }
 }

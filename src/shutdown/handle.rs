@@ -157,6 +157,14 @@ impl DrainHandle {
         self.state.in_flight.count()
     }
 
+    /// Requests in flight, without the long-lived connections: what the load estimate
+    /// compares with the application's capacity. Read apart, the two counts may cross a
+    /// request that starts or ends between them: never below zero.
+    pub(crate) fn requests_in_flight(&self) -> usize {
+        self.in_flight()
+            .saturating_sub(self.long_lived_registry().open())
+    }
+
     /// Whether the drain is over: it has started, and the delay has passed with nothing in
     /// flight, or the timeout has passed (what [`drained`](Self::drained) waits for). Once
     /// `true`, it stays so, even if a late request arrives.

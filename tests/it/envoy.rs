@@ -1,7 +1,9 @@
 //! Envoy's `x-envoy-immediate-health-check-fail` over real servers: on the application's
 //! responses while the process is held or draining, with the setting on; never on a probe's
 //! answer, never with the setting off (`x-envoy-degraded` is in `components.rs` and
-//! `saturation.rs`).
+//! `saturation.rs`). And the ORCA load report Envoy reads (`endpoint-load-metrics`): on the
+//! application's responses only with a load capacity set, one per response, following the
+//! requests in flight.
 
 use crate::support;
 
@@ -135,5 +137,142 @@ async fn around_an_axum_router_and_on_a_drains_refusal() {
             .header(IMMEDIATE_FAIL)
             .is_none()
     );
+    server.abort();
+}
+
+const LOAD_REPORT: &str = "endpoint-load-metrics";
+
+/// The utilization `reply`'s ORCA report says, checking its form: one header, `TEXT `, one
+/// `application_utilization` pair, a number from 0 to 1. `None` without a report.
+fn load_report(reply: &support::Reply) -> Option<f64> {
+    let mut reports = reply.headers.get_all(LOAD_REPORT).iter();
+    let report = reports.next()?.to_str().unwrap().to_owned();
+    assert!(reports.next().is_none(), "one report per response");
+    let value = report
+        .strip_prefix("TEXT application_utilization=")
+        .unwrap_or_else(|| panic!("not the one TEXT pair: {report:?}"));
+    let utilization: f64 = value.parse().unwrap();
+    assert!((0.0..=1.0).contains(&utilization), "{report:?}");
+    Some(utilization)
+}
+
+/// An app whose `/wait` holds its request until the test adds a permit to `gate`.
+fn gated_app(
+    gate: std::sync::Arc<tokio::sync::Semaphore>,
+) -> impl tower::Service<
+    http::Request<hyper::body::Incoming>,
+    Response = http::Response<http_body_util::Full<bytes::Bytes>>,
+    Error = std::convert::Infallible,
+    Future = impl Future<
+        Output = Result<
+            http::Response<http_body_util::Full<bytes::Bytes>>,
+            std::convert::Infallible,
+        >,
+    > + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+        let gate = gate.clone();
+        async move {
+            if request.uri().path() == "/wait" {
+                gate.acquire().await.unwrap().forget();
+            }
+            let body = format!("inner {}", request.uri().path());
+            Ok(http::Response::new(http_body_util::Full::new(
+                bytes::Bytes::from(body),
+            )))
+        }
+    })
+}
+
+#[tokio::test]
+async fn the_application_s_responses_carry_a_load_report_only_with_a_capacity() {
+    // Off by default: no report anywhere.
+    let (_health, _drain, server) = hyper_stack(fast()).await;
+    let client = Client::new();
+    assert_eq!(load_report(&client.get(server.addr, "/work").await), None);
+
+    // A capacity of 2, with Envoy's immediate fail on too: both dialects' words.
+    const CAPACITY: u32 = 2;
+    let health =
+        HealthMonitor::spawn(fast().load_capacity(CAPACITY).envoy_immediate_fail(true)).unwrap();
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let server = serve(
+        ServiceBuilder::new()
+            .layer(HealthLayer::new(&health))
+            .layer(DrainLayer::new(health.drain()))
+            .service(gated_app(gate.clone())),
+    )
+    .await;
+    first_rounds(&health).await;
+    let idle = client.get(server.addr, "/work").await;
+    assert_eq!(idle.text(), "inner /work");
+    assert_eq!(load_report(&idle), Some(0.0), "idle");
+    for path in PROBES {
+        let probe = client.get(server.addr, path).await;
+        assert_eq!(
+            load_report(&probe),
+            None,
+            "{path}: a probe's answer is not the app's"
+        );
+    }
+    // Both requests the app can take, held: the report rises to 1 (the estimate's
+    // smoothing takes a few seconds; `eventually` waits far longer).
+    let held: Vec<_> = (0..CAPACITY)
+        .map(|_| {
+            let client = Client::new();
+            let addr = server.addr;
+            tokio::spawn(async move { client.get(addr, "/wait").await })
+        })
+        .collect();
+    let full = support::eventually(support::LIMIT, || async {
+        load_report(&client.get(server.addr, "/work").await).is_some_and(|load| load >= 0.95)
+    })
+    .await;
+    assert!(
+        full,
+        "the report did not follow: {:?}",
+        health.utilization()
+    );
+    // An operator's hold: Envoy's word and the load report, side by side.
+    assert!(health.hold("maintenance"));
+    let held_reply = client.get(server.addr, "/work").await;
+    assert_eq!(held_reply.header(IMMEDIATE_FAIL), Some("true"));
+    assert!(load_report(&held_reply).is_some_and(|load| load >= 0.9));
+    assert!(health.release());
+    // Released, the requests finish and the report comes back down.
+    gate.add_permits(CAPACITY as usize);
+    for request in held {
+        assert_eq!(request.await.unwrap().text(), "inner /wait");
+    }
+    let idle = support::eventually(support::LIMIT, || async {
+        load_report(&client.get(server.addr, "/work").await) == Some(0.0)
+    })
+    .await;
+    assert!(
+        idle,
+        "the report did not come back down: {:?}",
+        health.utilization()
+    );
+}
+
+/// The axum stack (`HealthLayer::around`) carries the report on the app's responses too.
+#[cfg(feature = "axum")]
+#[tokio::test]
+async fn around_an_axum_router_the_app_s_responses_carry_the_load_report() {
+    use axum::Router;
+    use axum::routing::get;
+
+    let health = HealthMonitor::spawn(fast().load_capacity(16)).unwrap();
+    let router = Router::new().route("/work", get(|| async { "inner /work" }));
+    let stack = HealthLayer::new(&health).around(router);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, stack).await });
+    first_rounds(&health).await;
+    let client = Client::new();
+    assert_eq!(load_report(&client.get(addr, "/work").await), Some(0.0));
+    assert_eq!(load_report(&client.get(addr, "/health/ready").await), None);
     server.abort();
 }

@@ -961,3 +961,182 @@ fn the_guide_s_configuration_is_one_haproxy_accepts() {
         String::from_utf8_lossy(&checked.stderr)
     );
 }
+
+/// The application of the load tests: `/wait` holds its request until the test adds a
+/// permit to `gate` (each request takes one), anything else answers at once.
+fn gated_app(
+    gate: Arc<tokio::sync::Semaphore>,
+) -> impl tower::Service<
+    Request<Incoming>,
+    Response = Response<Full<Bytes>>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |request: Request<Incoming>| {
+        let gate = gate.clone();
+        async move {
+            if request.uri().path() == "/wait" {
+                gate.acquire().await.unwrap().forget();
+            }
+            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"done"))))
+        }
+    })
+}
+
+/// Load feedback against a real HAProxy: with a capacity of 4, four requests held in flight
+/// lower the weight HAProxy applies, down to the 10% floor and never out of `UP`; released,
+/// the weight comes back to 100. HAProxy takes each line the agent says within two
+/// `agent-inter` (500 ms each): the weight HAProxy shows is never below what the agent says
+/// for longer than that, checked by reading both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
+    const CAPACITY: u32 = 4;
+    let binary = require_haproxy!();
+    // No database: ready with nothing to check.
+    let health = HealthMonitor::spawn(fast().load_capacity(CAPACITY)).unwrap();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let server = serve(
+        ServiceBuilder::new()
+            .layer(HealthLayer::new(&health))
+            .layer(DrainLayer::new(health.drain()))
+            .service(gated_app(gate.clone())),
+    )
+    .await;
+    let agent = AgentServer::new(agent_config(), &health)
+        .start()
+        .await
+        .unwrap();
+    let frontend = free_port();
+    let haproxy = Haproxy::start(
+        &binary,
+        &one_server_config(frontend, server.addr, agent.local_addr()),
+    );
+    let full = |stat: &ServerStat| stat.status == "UP" && stat.weight == 100;
+    wait_for_server(&haproxy, "app1", "UP at weight 100, idle", full).await;
+    assert_eq!(agent_line(agent.local_addr()).await, "up ready 100%\n");
+
+    // Four requests through HAProxy, held by the app: the capacity, in flight.
+    let frontend: SocketAddr = ([127, 0, 0, 1], frontend).into();
+    let mut held = JoinSet::new();
+    for _ in 0..CAPACITY {
+        held.spawn(async move { get_through(frontend, "/wait").await });
+    }
+    let loaded = std::time::Instant::now();
+    let in_flight = eventually(LIMIT, || async {
+        health.drain().in_flight() == CAPACITY as usize
+    })
+    .await;
+    assert!(in_flight, "the held requests did not reach the app");
+    // Down to the floor, sampled every 100 ms: HAProxy's weight and the agent's line.
+    let mut samples = Vec::new();
+    bounded("HAProxy's weight falling to the floor", async {
+        loop {
+            let said = agent_line(agent.local_addr()).await;
+            let stat = haproxy
+                .servers("app")
+                .await
+                .remove("app1")
+                .unwrap_or_default();
+            samples.push((loaded.elapsed(), said.clone(), stat.clone()));
+            if stat.weight == 10 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    report("loaded", &samples);
+    assert!(
+        samples
+            .iter()
+            .all(|(_, said, stat)| said.starts_with("up ready ") && stat.status == "UP"),
+        "load alone never takes the server out: {samples:?}"
+    );
+    assert!(
+        samples
+            .windows(2)
+            .all(|pair| pair[0].2.weight >= pair[1].2.weight),
+        "the weight only falls while the load stays: {samples:?}"
+    );
+    assert!(
+        samples
+            .iter()
+            .any(|(_, _, stat)| (11..100).contains(&stat.weight)),
+        "the weight falls in steps, not at once: {samples:?}"
+    );
+    assert_eq!(agent_line(agent.local_addr()).await, "up ready 10%\n");
+    assert!((health.utilization().unwrap() - 1.0).abs() < 0.1);
+
+    // Released: the requests finish, and the weight comes back to 100.
+    gate.add_permits(CAPACITY as usize);
+    while let Some(answer) = held.join_next().await {
+        assert_eq!(answer.unwrap().as_deref(), Ok("done"));
+    }
+    let released = std::time::Instant::now();
+    let mut samples = Vec::new();
+    let back = tokio::time::timeout(LIMIT, async {
+        loop {
+            let said = agent_line(agent.local_addr()).await;
+            let stat = haproxy
+                .servers("app")
+                .await
+                .remove("app1")
+                .unwrap_or_default();
+            samples.push((released.elapsed(), said.clone(), stat.clone()));
+            if stat.weight == 100 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    report("released", &samples);
+    assert!(
+        back.is_ok(),
+        "not back to 100 within {LIMIT:?}; utilization {:?}, in flight {}",
+        health.utilization(),
+        health.drain().in_flight()
+    );
+    assert!(
+        samples.iter().all(|(_, _, stat)| stat.status == "UP"),
+        "{samples:?}"
+    );
+    // Not asserted to rise without a dip: the runtime's lag counts too, and a busy test
+    // machine may make a tick late on the way up.
+    assert_eq!(agent_line(agent.local_addr()).await, "up ready 100%\n");
+}
+
+/// Prints each change of the agent's line and of HAProxy's weight, with the time since
+/// `what`, and for each weight HAProxy applied, how long after the agent first said it: the
+/// test's figures (printed, not asserted: the machine's load is not the agent's).
+fn report(what: &str, samples: &[(Duration, String, ServerStat)]) {
+    let mut changes: Vec<(u128, &str, u64)> = Vec::new();
+    for (at, said, stat) in samples {
+        let said = said.trim_end();
+        if changes.last().is_none_or(|(_, last_said, last_weight)| {
+            *last_said != said || *last_weight != stat.weight
+        }) {
+            changes.push((at.as_millis(), said, stat.weight));
+        }
+    }
+    let mut applied: Vec<(u64, u128)> = Vec::new();
+    for (at, _, stat) in samples {
+        if applied
+            .last()
+            .is_some_and(|(weight, _)| *weight == stat.weight)
+        {
+            continue;
+        }
+        let line = format!("up ready {}%", stat.weight);
+        if let Some((said_at, _, _)) = samples.iter().find(|(_, said, _)| said.trim_end() == line) {
+            applied.push((stat.weight, at.saturating_sub(*said_at).as_millis()));
+        }
+    }
+    eprintln!(
+        "{what}: {} samples; (ms since, the agent's line, HAProxy's weight) at each change:\n{changes:?}\n\
+         (weight HAProxy applied, ms since the agent first said it): {applied:?}",
+        samples.len()
+    );
+}
