@@ -208,7 +208,13 @@ async fn the_application_s_responses_carry_a_load_report_only_with_a_capacity() 
     first_rounds(&health).await;
     let idle = client.get(server.addr, "/work").await;
     assert_eq!(idle.text(), "inner /work");
-    assert_eq!(load_report(&idle), Some(0.0), "idle");
+    // Idle, less what a late timer tick counts on a busy test machine (the runtime's lag is
+    // load too).
+    assert!(
+        load_report(&idle).is_some_and(|load| load < 0.1),
+        "idle: {:?}",
+        idle.header(LOAD_REPORT)
+    );
     for path in PROBES {
         let probe = client.get(server.addr, path).await;
         assert_eq!(
@@ -247,7 +253,7 @@ async fn the_application_s_responses_carry_a_load_report_only_with_a_capacity() 
         assert_eq!(request.await.unwrap().text(), "inner /wait");
     }
     let idle = support::eventually(support::LIMIT, || async {
-        load_report(&client.get(server.addr, "/work").await) == Some(0.0)
+        load_report(&client.get(server.addr, "/work").await).is_some_and(|load| load < 0.05)
     })
     .await;
     assert!(
@@ -272,7 +278,9 @@ async fn around_an_axum_router_the_app_s_responses_carry_the_load_report() {
     let server = tokio::spawn(async move { axum::serve(listener, stack).await });
     first_rounds(&health).await;
     let client = Client::new();
-    assert_eq!(load_report(&client.get(addr, "/work").await), Some(0.0));
+    // Idle, less what a late timer tick counts on a busy test machine.
+    let idle = load_report(&client.get(addr, "/work").await);
+    assert!(idle.is_some_and(|load| load < 0.1), "{idle:?}");
     assert_eq!(load_report(&client.get(addr, "/health/ready").await), None);
     server.abort();
 }
