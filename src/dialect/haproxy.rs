@@ -75,8 +75,9 @@ impl AgentState {
     }
 }
 
-/// Whether `judgement` passes once debounced by `debounce` (see [`debounce::passes_debounced`]). Only
-/// readiness keeps the failure streaks this needs; the other probes answer as they are.
+/// Whether `judgement` passes once debounced by `debounce` (see
+/// [`debounce::passes_debounced`]). Only readiness keeps the failure streaks this needs; the
+/// other probes answer as they are.
 pub(crate) fn passes_debounced(judgement: &Judgement, debounce: Duration) -> bool {
     let failing = match &judgement.read {
         Reads::Readiness(published) => published.verdict.streaks.verdict,

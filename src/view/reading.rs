@@ -1,6 +1,6 @@
 //! The one reading every reader asks: which published verdict a probe reads (one `match`),
-//! and what it answers now by the one rule ([`verdict_answer`](super::verdict_answer)), per probe and per
-//! health group. A probe reads one verdict: one pointer load.
+//! and what it answers now by the one rule ([`verdict_answer`](super::verdict_answer)), per
+//! probe and per health group. A probe reads one verdict: one pointer load.
 
 use std::any::Any;
 use std::ops::Deref;
