@@ -38,10 +38,7 @@ struct Shard {
 
 impl InFlight {
     pub(super) fn new() -> Self {
-        // Twice the cores, so that worker threads seldom share a shard (thread indices are
-        // handed out in order of first use, across every drain in the process).
-        let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
-        let count = (cores * 2).next_power_of_two().min(64);
+        let count = shard_count();
         let idle = Arc::new(Notify::new());
         let shards = (0..count)
             .map(|_| {
@@ -141,9 +138,18 @@ impl fmt::Debug for InFlightGuard {
     }
 }
 
-/// This thread's index, handed out in order of first use.
+/// How many shards a count made of per-thread shards has (this one, the load feedback's
+/// counts): twice the cores, so that worker threads seldom share a shard (thread indices are
+/// handed out in order of first use, across every count in the process), a power of two.
+pub(crate) fn shard_count() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
+    (cores * 2).next_power_of_two().min(64)
+}
+
+/// This thread's index, handed out in order of first use: a shard's is this index modulo
+/// [`shard_count`].
 #[inline]
-fn thread_index() -> usize {
+pub(crate) fn thread_index() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };

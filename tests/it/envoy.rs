@@ -142,18 +142,52 @@ async fn around_an_axum_router_and_on_a_drains_refusal() {
 
 const LOAD_REPORT: &str = "endpoint-load-metrics";
 
-/// The utilization `reply`'s ORCA report says, checking its form: one header, `TEXT `, one
-/// `application_utilization` pair, a number from 0 to 1. `None` without a report.
-fn load_report(reply: &support::Reply) -> Option<f64> {
+/// What one ORCA report says.
+#[derive(Debug, Clone, Copy)]
+struct OrcaReport {
+    utilization: f64,
+    requests_per_second: f64,
+    errors_per_second: f64,
+}
+
+/// `reply`'s ORCA report, read as Envoy reads it, checking its form: one header, `TEXT `,
+/// then `key=value` pairs separated by `, `: `application_utilization` (from 0 to 1),
+/// `rps_fractional` and `eps` (finite, never negative), each once. `None` without a report.
+fn orca_report(reply: &support::Reply) -> Option<OrcaReport> {
     let mut reports = reply.headers.get_all(LOAD_REPORT).iter();
     let report = reports.next()?.to_str().unwrap().to_owned();
     assert!(reports.next().is_none(), "one report per response");
-    let value = report
-        .strip_prefix("TEXT application_utilization=")
-        .unwrap_or_else(|| panic!("not the one TEXT pair: {report:?}"));
-    let utilization: f64 = value.parse().unwrap();
-    assert!((0.0..=1.0).contains(&utilization), "{report:?}");
-    Some(utilization)
+    let pairs = report
+        .strip_prefix("TEXT ")
+        .unwrap_or_else(|| panic!("not a TEXT report: {report:?}"));
+    let pairs: Vec<(&str, f64)> = pairs
+        .split(", ")
+        .map(|pair| {
+            let (key, value) = pair
+                .split_once('=')
+                .unwrap_or_else(|| panic!("not key=value: {report:?}"));
+            let value: f64 = value.parse().unwrap();
+            assert!(value.is_finite() && value >= 0.0, "{report:?}");
+            (key, value)
+        })
+        .collect();
+    let keys: Vec<&str> = pairs.iter().map(|(key, _)| *key).collect();
+    assert_eq!(
+        keys,
+        ["application_utilization", "rps_fractional", "eps"],
+        "{report:?}"
+    );
+    assert!(pairs[0].1 <= 1.0, "{report:?}");
+    Some(OrcaReport {
+        utilization: pairs[0].1,
+        requests_per_second: pairs[1].1,
+        errors_per_second: pairs[2].1,
+    })
+}
+
+/// The utilization `reply`'s ORCA report says; `None` without a report.
+fn load_report(reply: &support::Reply) -> Option<f64> {
+    orca_report(reply).map(|report| report.utilization)
 }
 
 /// An app whose `/wait` holds its request until the test adds a permit to `gate`.
