@@ -21,8 +21,8 @@
 //! weighted round robin needs as much as the utilization (gRPC's and Envoy's weigh a backend
 //! by `qps / (utilization + eps / qps × penalty)`). A request only adds one to a counter or
 //! two ([`Tally`], sharded by thread as the drain's in-flight count is); the sampler turns
-//! the counts into rates, smoothed with the same time constant, and renders the ORCA report
-//! the responses carry once per sample ([`Gauge::report`]).
+//! the counts into rates, smoothed with the same time constant, and publishes them with the
+//! ORCA report the responses carry, rendered once per sample ([`Tally::report`]).
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -32,8 +32,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use http::{HeaderValue, StatusCode};
 
-use crate::dialect::orca;
-use crate::shutdown::thread_index;
+use crate::util::{shard_count, thread_index};
 
 /// The largest capacity [`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity)
 /// takes: a million requests in flight in one process is a typo, not a capacity.
@@ -271,13 +270,11 @@ pub(crate) struct Gauge {
 }
 
 impl Gauge {
-    /// An idle gauge for `capacity` requests in flight.
-    pub(crate) fn new(capacity: NonZeroU32) -> Self {
-        let report = Arc::new(ArcSwap::from_pointee(orca::report(
-            Utilization::IDLE,
-            Rates::IDLE,
-        )));
-        let shards = (0..crate::shutdown::shard_count())
+    /// An idle gauge for `capacity` requests in flight, whose responses carry `idle_report`
+    /// until the first sample (the report is the dialect's: the monitor renders it).
+    pub(crate) fn new(capacity: NonZeroU32, idle_report: HeaderValue) -> Self {
+        let report = Arc::new(ArcSwap::from_pointee(idle_report));
+        let shards = (0..shard_count())
             .map(|_| {
                 Arc::new(Shard {
                     requests: AtomicU64::new(0),
@@ -300,15 +297,14 @@ impl Gauge {
         self.capacity
     }
 
-    /// Publishes `utilization` and `rates`, and renders the report the responses carry from
-    /// now on (once per sample: a response's report is a clone, never written).
-    pub(crate) fn publish(&self, utilization: Utilization, rates: Rates) {
+    /// Publishes `utilization` and `rates`, and `report`, what the responses carry from now
+    /// on (rendered once per sample: a response's report is a clone, never written).
+    pub(crate) fn publish(&self, utilization: Utilization, rates: Rates, report: HeaderValue) {
         let rates = rates.bounded();
         self.bits.store(utilization.0.to_bits(), Ordering::Relaxed);
         self.rates[0].store(rates.requests.to_bits(), Ordering::Relaxed);
         self.rates[1].store(rates.errors.to_bits(), Ordering::Relaxed);
-        self.report
-            .store(Arc::new(orca::report(utilization, rates)));
+        self.report.store(Arc::new(report));
     }
 
     /// The estimate published last.
@@ -352,6 +348,10 @@ mod tests {
 
     fn capacity(n: u32) -> NonZeroU32 {
         NonZeroU32::new(n).unwrap()
+    }
+
+    fn gauge(n: u32) -> Gauge {
+        Gauge::new(capacity(n), HeaderValue::from_static("idle"))
     }
 
     #[test]
@@ -444,8 +444,9 @@ mod tests {
 
     #[test]
     fn the_gauge_publishes_what_it_is_given() {
-        let gauge = Gauge::new(capacity(8));
+        let gauge = gauge(8);
         assert_eq!(gauge.capacity().get(), 8);
+        assert_eq!(gauge.tally().report(), "idle");
         assert_eq!(gauge.load(), Utilization::IDLE);
         assert_eq!(gauge.rates(), Rates::IDLE);
         gauge.publish(
@@ -454,6 +455,7 @@ mod tests {
                 requests: 120.5,
                 errors: f64::NAN,
             },
+            HeaderValue::from_static("sampled"),
         );
         assert_eq!(gauge.load().get(), 0.375);
         assert_eq!(
@@ -463,15 +465,12 @@ mod tests {
                 errors: 0.0
             }
         );
-        assert_eq!(
-            gauge.tally().report(),
-            "TEXT application_utilization=0.38, rps_fractional=120.50, eps=0.00"
-        );
+        assert_eq!(gauge.tally().report(), "sampled");
     }
 
     #[test]
     fn requests_count_in_their_thread_s_shard_and_sum_across_threads() {
-        let gauge = Gauge::new(capacity(8));
+        let gauge = gauge(8);
         gauge.tally().count(StatusCode::OK);
         gauge.tally().count(StatusCode::SERVICE_UNAVAILABLE);
         std::thread::scope(|scope| {

@@ -10,7 +10,8 @@ use super::rounds::Cadence;
 use super::state::MonitorState;
 use super::transitions::log_returned;
 use crate::config::{ConfigError, HealthConfig};
-use crate::load::{Rates, SAMPLE_PERIOD, Smoothed, SmoothedRates, Utilization};
+use crate::dialect::orca;
+use crate::load::{Gauge, Rates, SAMPLE_PERIOD, Smoothed, SmoothedRates, Utilization};
 use crate::probe::Probe;
 use crate::util::join;
 use crate::view::{Condition, ViewWatch};
@@ -216,12 +217,19 @@ async fn sample_load(shared: &Weak<MonitorState>) {
         let requests = state.store.drain().requests_in_flight();
         let sample = Utilization::sample(requests, capacity, now.saturating_duration_since(due));
         let elapsed = now.saturating_duration_since(last);
-        gauge.publish(
+        publish(
+            gauge,
             smoothed.update(sample, elapsed),
             rates.update(gauge.totals(), elapsed),
         );
         last = now;
     }
+}
+
+/// Publishes `utilization` and `rates` with the ORCA report of them, rendered here once for
+/// every response until the next sample.
+fn publish(gauge: &Gauge, utilization: Utilization, rates: Rates) {
+    gauge.publish(utilization, rates, orca::report(utilization, rates));
 }
 
 /// Marks the monitor stopped when `run` ends or is dropped, and its load estimate idle: a
@@ -233,7 +241,7 @@ impl Drop for RunningGuard {
         if let Some(shared) = self.0.upgrade() {
             shared.set_monitor_running(false);
             if let Some(gauge) = &shared.load {
-                gauge.publish(Utilization::IDLE, Rates::IDLE);
+                publish(gauge, Utilization::IDLE, Rates::IDLE);
             }
         }
     }

@@ -12,13 +12,13 @@
 //! contends for; a shared counter beside the guard's own reference count would cost four, on
 //! lines every core writes.
 
-use std::cell::Cell;
 use std::fmt;
-use std::num::NonZero;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
+
+use crate::util::{shard_count, thread_index};
 
 /// Every shard of one drain, and what wakes the drain's waiter.
 pub(super) struct InFlight {
@@ -136,32 +136,6 @@ impl fmt::Debug for InFlightGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InFlightGuard").finish_non_exhaustive()
     }
-}
-
-/// How many shards a count made of per-thread shards has (this one, the load feedback's
-/// counts): twice the cores, so that worker threads seldom share a shard (thread indices are
-/// handed out in order of first use, across every count in the process), a power of two.
-pub(crate) fn shard_count() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
-    (cores * 2).next_power_of_two().min(64)
-}
-
-/// This thread's index, handed out in order of first use: a shard's is this index modulo
-/// [`shard_count`].
-#[inline]
-pub(crate) fn thread_index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    INDEX.with(|index| {
-        let mut current = index.get();
-        if current == usize::MAX {
-            current = NEXT.fetch_add(1, Ordering::Relaxed);
-            index.set(current);
-        }
-        current
-    })
 }
 
 #[cfg(test)]

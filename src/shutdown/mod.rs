@@ -12,4 +12,4 @@ pub(crate) mod signal;
 
 pub(crate) use self::config::{DrainConfig, DrainPolicy};
 pub(crate) use self::handle::{DrainHandle, Drained};
-pub(crate) use self::in_flight::{InFlightGuard, shard_count, thread_index};
+pub(crate) use self::in_flight::InFlightGuard;
