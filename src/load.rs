@@ -246,13 +246,6 @@ impl Tally {
     }
 }
 
-impl PartialEq for Tally {
-    /// The same shard.
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
 /// The estimate as published: written by the monitor's sampler, loaded by the readers (one
 /// relaxed atomic load: the value is a hint that is as good a sample later). With it, the
 /// counts the application's requests add to and the rates the sampler makes of them.

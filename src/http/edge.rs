@@ -20,7 +20,7 @@ use crate::view::Intent;
 /// reading decided when the request came in: the process's intent (read only for Envoy's
 /// immediate fail) and, only with load feedback on, the shard of the counts it adds to
 /// (whose report the response carries). Small: it rides the request path by value.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub(crate) struct Marks {
     pub(crate) intent: Intent,
     pub(crate) load: Option<Tally>,
