@@ -125,7 +125,7 @@ impl Smoothed {
 }
 
 /// Requests and errors per second, each in `[0, MAX_RATE]`, never NaN.
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub(crate) struct Rates {
     pub(crate) requests: f64,
     pub(crate) errors: f64,
