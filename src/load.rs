@@ -15,10 +15,24 @@
 //! [`TIME_CONSTANT`], then published in one atomic that readers load: nothing is computed
 //! per request. The estimate is never NaN. What it may do to a balancer's view is each
 //! dialect's, within the rule that load alone never takes a server out of rotation.
+//!
+//! Beside it, the server-wide rates of application requests and of errors (a response with
+//! a 5xx status, the crate's own 503s for a shed or refused request included), which a
+//! weighted round robin needs as much as the utilization (gRPC's and Envoy's weigh a backend
+//! by `qps / (utilization + eps / qps × penalty)`). A request only adds one to a counter or
+//! two ([`Tally`], sharded by thread as the drain's in-flight count is); the sampler turns
+//! the counts into rates, smoothed with the same time constant, and publishes them with the
+//! ORCA report the responses carry, rendered once per sample ([`Tally::report`]).
 
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use http::{HeaderValue, StatusCode};
+
+use crate::util::{shard_count, thread_index};
 
 /// The largest capacity [`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity)
 /// takes: a million requests in flight in one process is a typo, not a capacity.
@@ -78,6 +92,16 @@ impl Utilization {
     }
 }
 
+/// The largest rate, per second, the estimate reports: a hundred million requests a second
+/// in one process is a miscount, and the bound keeps a report's figure to a few digits.
+pub(crate) const MAX_RATE: f64 = 1e8;
+
+/// The share of the way an estimate moves towards a sample that covers `elapsed`:
+/// `1 - e^(-elapsed / TIME_CONSTANT)`, in `[0, 1]`.
+fn share(elapsed: Duration) -> f64 {
+    1.0 - (-elapsed.as_secs_f64() / TIME_CONSTANT.as_secs_f64()).exp()
+}
+
 /// The smoothed estimate: an exponentially weighted moving average over time, so that it
 /// does not depend on how regularly it is sampled (a sample the runtime delayed weighs as
 /// much as the time it covers).
@@ -93,29 +117,171 @@ impl Smoothed {
     }
 
     /// Moves the estimate towards `sample`, taken `elapsed` after the one before, by
-    /// `1 - e^(-elapsed / TIME_CONSTANT)` of the way, and returns it.
+    /// [`share`] of the way, and returns it.
     pub(crate) fn update(&mut self, sample: Utilization, elapsed: Duration) -> Utilization {
-        let share = 1.0 - (-elapsed.as_secs_f64() / TIME_CONSTANT.as_secs_f64()).exp();
-        self.value += share * (sample.get() - self.value);
+        self.value += share(elapsed) * (sample.get() - self.value);
         Utilization::new(self.value)
     }
 }
 
+/// Requests and errors per second, each in `[0, MAX_RATE]`, never NaN.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) struct Rates {
+    pub(crate) requests: f64,
+    pub(crate) errors: f64,
+}
+
+impl Rates {
+    /// No request, no error.
+    pub(crate) const IDLE: Self = Self {
+        requests: 0.0,
+        errors: 0.0,
+    };
+
+    /// Each rate clamped to `[0, MAX_RATE]`, NaN read as 0 (a rate that says nothing
+    /// claims nothing), and `-0` as `0` (a report never shows `-0.0`).
+    fn bounded(self) -> Self {
+        let bound = |rate: f64| {
+            if rate.is_nan() {
+                0.0
+            } else {
+                rate.clamp(0.0, MAX_RATE) + 0.0
+            }
+        };
+        Self {
+            requests: bound(self.requests),
+            errors: bound(self.errors),
+        }
+    }
+}
+
+/// The smoothed rates, from the running totals of requests and errors finished: each sample
+/// is what the totals grew by over the time it covers, averaged as [`Smoothed`] does.
+#[derive(Debug)]
+pub(crate) struct SmoothedRates {
+    /// The totals at the sample before; `None` before the first.
+    last: Option<Totals>,
+    rates: Rates,
+}
+
+impl SmoothedRates {
+    /// Starts idle; the first sample only sets where counting starts from.
+    pub(crate) fn new() -> Self {
+        Self {
+            last: None,
+            rates: Rates::IDLE,
+        }
+    }
+
+    /// Moves the rates towards what `totals` grew by since the sample before, `elapsed`
+    /// ago, and returns them. A sample that covers no time moves nothing (and divides by
+    /// nothing).
+    pub(crate) fn update(&mut self, totals: Totals, elapsed: Duration) -> Rates {
+        let Some(last) = self.last.replace(totals) else {
+            return self.rates;
+        };
+        let seconds = elapsed.as_secs_f64();
+        if seconds > 0.0 {
+            // The totals only grow; `saturating_sub` in case a count wrapped all the same.
+            let per_second = |now: u64, before: u64| now.saturating_sub(before) as f64 / seconds;
+            let sample = Rates {
+                requests: per_second(totals.requests, last.requests),
+                errors: per_second(totals.errors, last.errors),
+            }
+            .bounded();
+            let share = share(elapsed);
+            self.rates = Rates {
+                requests: self.rates.requests + share * (sample.requests - self.rates.requests),
+                errors: self.rates.errors + share * (sample.errors - self.rates.errors),
+            }
+            .bounded();
+        }
+        self.rates
+    }
+}
+
+/// Application requests finished and errors among them, since the gauge was made.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Totals {
+    pub(crate) requests: u64,
+    pub(crate) errors: u64,
+}
+
+/// One shard of the counts of finished requests, with what the responses of its requests
+/// read. Aligned so that the counters sit on a cache line that only the requests of the
+/// threads that share this shard write (see `shutdown::in_flight`).
+#[repr(align(128))]
+#[derive(Debug)]
+struct Shard {
+    requests: AtomicU64,
+    errors: AtomicU64,
+    /// The gauge's report (shared by every shard: only the sampler writes it).
+    report: Arc<ArcSwap<HeaderValue>>,
+}
+
+/// What an application request carries, with load feedback on, to count itself when its
+/// response is ready: its thread's shard of the counts. Taking one is one reference count
+/// on that shard's line; counting is one or two relaxed increments there; nothing is
+/// computed.
+#[derive(Clone, Debug)]
+pub(crate) struct Tally(Arc<Shard>);
+
+impl Tally {
+    /// Counts one finished application request with `status`: an error when it is a 5xx
+    /// (the crate's own 503 for a shed or refused request included: the balancer sent a
+    /// request this server did not serve).
+    #[inline]
+    pub(crate) fn count(&self, status: StatusCode) {
+        self.0.requests.fetch_add(1, Ordering::Relaxed);
+        if status.is_server_error() {
+            self.0.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The ORCA report the sampler rendered last (a clone of its header value: a reference
+    /// count, no byte copied).
+    #[inline]
+    pub(crate) fn report(&self) -> HeaderValue {
+        HeaderValue::clone(&self.0.report.load())
+    }
+}
+
 /// The estimate as published: written by the monitor's sampler, loaded by the readers (one
-/// relaxed atomic load: the value is a hint that is as good a sample later).
+/// relaxed atomic load: the value is a hint that is as good a sample later). With it, the
+/// counts the application's requests add to and the rates the sampler makes of them.
 #[derive(Debug)]
 pub(crate) struct Gauge {
     capacity: NonZeroU32,
     /// The [`Utilization`]'s `f32` bits.
     bits: AtomicU32,
+    /// The [`Rates`]' `f64` bits: requests, then errors, per second.
+    rates: [AtomicU64; 2],
+    /// A power of two in length, indexed by [`thread_index`].
+    shards: Box<[Arc<Shard>]>,
+    /// The ORCA report of the estimate published last, shared with every shard.
+    report: Arc<ArcSwap<HeaderValue>>,
 }
 
 impl Gauge {
-    /// An idle gauge for `capacity` requests in flight.
-    pub(crate) fn new(capacity: NonZeroU32) -> Self {
+    /// An idle gauge for `capacity` requests in flight, whose responses carry `idle_report`
+    /// until the first sample (the report is the dialect's: the monitor renders it).
+    pub(crate) fn new(capacity: NonZeroU32, idle_report: HeaderValue) -> Self {
+        let report = Arc::new(ArcSwap::from_pointee(idle_report));
+        let shards = (0..shard_count())
+            .map(|_| {
+                Arc::new(Shard {
+                    requests: AtomicU64::new(0),
+                    errors: AtomicU64::new(0),
+                    report: Arc::clone(&report),
+                })
+            })
+            .collect();
         Self {
             capacity,
             bits: AtomicU32::new(Utilization::IDLE.0.to_bits()),
+            rates: [AtomicU64::new(0), AtomicU64::new(0)],
+            shards,
+            report,
         }
     }
 
@@ -124,9 +290,14 @@ impl Gauge {
         self.capacity
     }
 
-    /// Publishes `utilization`.
-    pub(crate) fn publish(&self, utilization: Utilization) {
+    /// Publishes `utilization` and `rates`, and `report`, what the responses carry from now
+    /// on (rendered once per sample: a response's report is a clone, never written).
+    pub(crate) fn publish(&self, utilization: Utilization, rates: Rates, report: HeaderValue) {
+        let rates = rates.bounded();
         self.bits.store(utilization.0.to_bits(), Ordering::Relaxed);
+        self.rates[0].store(rates.requests.to_bits(), Ordering::Relaxed);
+        self.rates[1].store(rates.errors.to_bits(), Ordering::Relaxed);
+        self.report.store(Arc::new(report));
     }
 
     /// The estimate published last.
@@ -134,6 +305,33 @@ impl Gauge {
     pub(crate) fn load(&self) -> Utilization {
         // Only `publish` writes the bits, from a `Utilization`: never NaN.
         Utilization(f32::from_bits(self.bits.load(Ordering::Relaxed)))
+    }
+
+    /// The rates published last.
+    pub(crate) fn rates(&self) -> Rates {
+        // Only `publish` writes the bits, from bounded rates: never NaN.
+        Rates {
+            requests: f64::from_bits(self.rates[0].load(Ordering::Relaxed)),
+            errors: f64::from_bits(self.rates[1].load(Ordering::Relaxed)),
+        }
+    }
+
+    /// What a request on this thread counts itself in.
+    #[inline]
+    pub(crate) fn tally(&self) -> Tally {
+        Tally(Arc::clone(
+            &self.shards[thread_index() & (self.shards.len() - 1)],
+        ))
+    }
+
+    /// The totals now: the sum of the shards, read one after the other.
+    pub(crate) fn totals(&self) -> Totals {
+        self.shards
+            .iter()
+            .fold(Totals::default(), |sum, shard| Totals {
+                requests: sum.requests + shard.requests.load(Ordering::Relaxed),
+                errors: sum.errors + shard.errors.load(Ordering::Relaxed),
+            })
     }
 }
 
@@ -143,6 +341,10 @@ mod tests {
 
     fn capacity(n: u32) -> NonZeroU32 {
         NonZeroU32::new(n).unwrap()
+    }
+
+    fn gauge(n: u32) -> Gauge {
+        Gauge::new(capacity(n), HeaderValue::from_static("idle"))
     }
 
     #[test]
@@ -235,10 +437,91 @@ mod tests {
 
     #[test]
     fn the_gauge_publishes_what_it_is_given() {
-        let gauge = Gauge::new(capacity(8));
+        let gauge = gauge(8);
         assert_eq!(gauge.capacity().get(), 8);
+        assert_eq!(gauge.tally().report(), "idle");
         assert_eq!(gauge.load(), Utilization::IDLE);
-        gauge.publish(Utilization::new(0.375));
+        assert_eq!(gauge.rates(), Rates::IDLE);
+        gauge.publish(
+            Utilization::new(0.375),
+            Rates {
+                requests: 120.5,
+                errors: f64::NAN,
+            },
+            HeaderValue::from_static("sampled"),
+        );
         assert_eq!(gauge.load().get(), 0.375);
+        assert_eq!(
+            gauge.rates(),
+            Rates {
+                requests: 120.5,
+                errors: 0.0
+            }
+        );
+        assert_eq!(gauge.tally().report(), "sampled");
+    }
+
+    #[test]
+    fn requests_count_in_their_thread_s_shard_and_sum_across_threads() {
+        let gauge = gauge(8);
+        gauge.tally().count(StatusCode::OK);
+        gauge.tally().count(StatusCode::SERVICE_UNAVAILABLE);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                gauge.tally().count(StatusCode::INTERNAL_SERVER_ERROR);
+                // A client's error is the client's, not the server's.
+                gauge.tally().count(StatusCode::NOT_FOUND);
+            });
+        });
+        assert_eq!(
+            gauge.totals(),
+            Totals {
+                requests: 4,
+                errors: 2
+            }
+        );
+    }
+
+    #[test]
+    fn rates_are_what_the_totals_grew_by_over_the_time_smoothed() {
+        let mut rates = SmoothedRates::new();
+        // The first sample sets where counting starts from, whatever came before.
+        let first = rates.update(
+            Totals {
+                requests: 1_000,
+                errors: 1_000,
+            },
+            SAMPLE_PERIOD,
+        );
+        assert_eq!(first, Rates::IDLE);
+        // 50 requests a period (500 a second), one in ten an error, for 20 time constants.
+        let mut totals = Totals {
+            requests: 1_000,
+            errors: 1_000,
+        };
+        let mut now = Rates::IDLE;
+        for _ in 0..20 * TIME_CONSTANT.as_millis() / SAMPLE_PERIOD.as_millis() {
+            totals.requests += 50;
+            totals.errors += 5;
+            now = rates.update(totals, SAMPLE_PERIOD);
+        }
+        assert!((now.requests - 500.0).abs() < 0.01, "{now:?}");
+        assert!((now.errors - 50.0).abs() < 0.01, "{now:?}");
+        // No time, no move, no division by zero.
+        totals.requests += 1_000;
+        assert_eq!(rates.update(totals, Duration::ZERO), now);
+        // Totals that went back (they never do) read as nothing happened, not as negative.
+        let back = rates.update(Totals::default(), TIME_CONSTANT * 50);
+        assert!(back.requests < 1e-9 && back.errors < 1e-9, "{back:?}");
+        assert!(back.requests >= 0.0 && back.errors >= 0.0, "{back:?}");
+        // A count beyond any real rate is bounded.
+        let huge = rates.update(
+            Totals {
+                requests: u64::MAX,
+                errors: u64::MAX,
+            },
+            Duration::from_nanos(1),
+        );
+        assert!(huge.requests <= MAX_RATE && huge.requests > 0.0, "{huge:?}");
     }
 }

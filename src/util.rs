@@ -1,9 +1,13 @@
 //! Future combinators, so the library needs neither tokio's `macros` feature nor
-//! `futures-util`.
+//! `futures-util`; and the thread index that the counts sharded by thread (the drain's
+//! in-flight count, load feedback's finished requests) pick their shard by.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::future::{Future, poll_fn};
+use std::num::NonZero;
 use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 
 /// Resolves when either future does; the other is dropped.
@@ -122,4 +126,31 @@ pub(crate) fn form_decode(value: &str) -> Cow<'_, str> {
         Ok(Cow::Owned(decoded)) => decoded.into(),
         Err(_) => value.into(),
     }
+}
+
+/// How many shards a count sharded by thread has (the drain's in-flight count, load
+/// feedback's finished requests): twice the cores, so that worker threads seldom share a
+/// shard (thread indices are handed out in order of first use, across every count in the
+/// process), a power of two.
+pub(crate) fn shard_count() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
+    (cores * 2).next_power_of_two().min(64)
+}
+
+/// This thread's index, handed out in order of first use: a shard's is this index modulo
+/// [`shard_count`].
+#[inline]
+pub(crate) fn thread_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|index| {
+        let mut current = index.get();
+        if current == usize::MAX {
+            current = NEXT.fetch_add(1, Ordering::Relaxed);
+            index.set(current);
+        }
+        current
+    })
 }

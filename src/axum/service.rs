@@ -68,7 +68,7 @@ where
         let marks = reader.marks();
         let drain = reader.handle.drain();
         let admitted = match admit(drain, &request) {
-            Some(admitted) => admitted.with_marks(marks),
+            Some(admitted) => admitted,
             None => {
                 let mut refused = rejection(drain);
                 crate::http::mark(marks, &mut refused);
@@ -80,7 +80,10 @@ where
             // What nearly every application request does: the app's own future, polled by
             // ours directly, built where it lies. Through the layers' future, the app's
             // (large) future is copied more, on every request: callgrind counts it.
-            Poll::Ready(Ok(())) => StackFuture::app(self.inner.call(request), Some(admitted)),
+            Poll::Ready(Ok(())) => {
+                let admitted = admitted.with_marks(marks);
+                StackFuture::app(self.inner.call(request), Some(admitted))
+            }
             polled => {
                 let when_busy = WhenBusy::shed(reader.shed_load);
                 let count = Count::Admitted(admitted);

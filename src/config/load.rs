@@ -15,9 +15,12 @@ impl HealthConfig {
     /// this capacity, or the runtime's lag, whichever is larger), and the readers pass it
     /// on: the HAProxy agent lowers its weight as the estimate rises (never below 10%: load
     /// alone never says `drain`, `down` or `0%`), and the application's responses carry an
-    /// ORCA load report (`endpoint-load-metrics: TEXT application_utilization=0.42`) for
+    /// ORCA load report (`endpoint-load-metrics: TEXT application_utilization=0.42,
+    /// rps_fractional=120.50, eps=0.30`, with the server-wide request and error rates) for
     /// Envoy and gRPC clients that weigh endpoints by it.
-    /// [`HealthHandle::utilization`](crate::HealthHandle::utilization) reads it.
+    /// [`HealthHandle::utilization`](crate::HealthHandle::utilization),
+    /// [`requests_per_second`](crate::HealthHandle::requests_per_second) and
+    /// [`errors_per_second`](crate::HealthHandle::errors_per_second) read them.
     ///
     /// The requests in flight are the drain's count ([`DrainHandle::in_flight`](crate::DrainHandle::in_flight)
     /// without the long-lived connections): requests count there below a
@@ -26,7 +29,8 @@ impl HealthConfig {
     /// pool's size times the requests a connection serves at once): the estimate reads 1
     /// there.
     ///
-    /// Defaults to `0`: off, and a request pays one branch for it.
+    /// Defaults to `0`: off, and a request pays one branch for it (on, a couple of relaxed
+    /// increments on a counter sharded by thread, and a clone of the rendered report).
     ///
     /// A `capacity` above 1,000,000 is an error of
     /// [`HealthMonitor::new`](crate::HealthMonitor::new) (the setting is left as it was).

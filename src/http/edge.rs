@@ -1,22 +1,29 @@
 //! The edge of the request path, where the dialects add their words to an application's
-//! response. The request path carries only what the reading decided ([`Marks`]: the
-//! process's [`Intent`] and its load estimate); what a proxy is told of it is its dialect's.
+//! response, and where load feedback counts it. The request path carries only what the
+//! reading decided ([`Marks`]: the process's [`Intent`] and, with load feedback on, where the
+//! request counts itself); what a proxy is told of it is its dialect's.
+//!
+//! Every application response the crate's layers see passes through [`mark`]: the inner
+//! service's, a shed request's 503, a drain's refusal (the axum stack's here, a
+//! [`Drain`](crate::drain::Drain) layer's as the inner service's response of the health
+//! layer above it). So that is where a finished request and its status are counted; probes
+//! never come here.
 
 use http::Response;
 
 use crate::dialect::{envoy, orca};
-use crate::load::Utilization;
+use crate::load::Tally;
 use crate::monitor::HealthHandle;
 use crate::view::Intent;
 
-/// What an application's response carries to its dialects' words, as the reading decided
-/// when the request came in: the process's intent (read only for Envoy's immediate fail)
-/// and its load estimate (only with load feedback on). Small and `Copy`: it rides the
-/// request path by value.
-#[derive(Copy, Clone, Debug, PartialEq)]
+/// What an application's response carries to its dialects' words and its count, as the
+/// reading decided when the request came in: the process's intent (read only for Envoy's
+/// immediate fail) and, only with load feedback on, the shard of the counts it adds to
+/// (whose report the response carries). Small: it rides the request path by value.
+#[derive(Clone, Debug)]
 pub(crate) struct Marks {
     pub(crate) intent: Intent,
-    pub(crate) load: Option<Utilization>,
+    pub(crate) load: Option<Tally>,
 }
 
 impl Marks {
@@ -26,9 +33,9 @@ impl Marks {
         load: None,
     };
 
-    /// Whether a dialect has words to add.
+    /// Whether a dialect has words to add (or a count to take).
     #[inline(always)]
-    pub(crate) fn is_some(self) -> bool {
+    pub(crate) fn is_some(&self) -> bool {
         self.intent == Intent::Leave || self.load.is_some()
     }
 }
@@ -70,7 +77,7 @@ impl Edge {
     }
 
     /// Reads what the configuration asks for: the intent (a pointer load and a flag) and
-    /// the load estimate (an atomic load).
+    /// the shard of the load feedback's counts (a reference count on this thread's shard).
     #[inline]
     fn read(self, handle: &HealthHandle) -> Marks {
         Marks {
@@ -79,21 +86,26 @@ impl Edge {
             } else {
                 Intent::Serve
             },
-            load: if self.reads_load { handle.load() } else { None },
+            load: if self.reads_load {
+                handle.tally()
+            } else {
+                None
+            },
         }
     }
 }
 
-/// Adds the dialects' words for `marks` to an application's response.
+/// Adds the dialects' words for `marks` to an application's response, and counts it
+/// finished with its status when load feedback is on.
 #[inline(always)]
 pub(crate) fn mark<B>(marks: Marks, response: &mut Response<B>) {
     if marks.intent == Intent::Leave {
         mark_leaving(response);
     }
-    if let Some(load) = marks.load {
-        let (name, value) = orca::on_application_response(load);
+    if let Some(tally) = marks.load {
+        tally.count(response.status());
         // `insert`: one report per response, whatever the application set.
-        response.headers_mut().insert(name, value);
+        response.headers_mut().insert(orca::HEADER, tally.report());
     }
 }
 

@@ -139,6 +139,35 @@ impl HealthHandle {
         self.state.load.as_ref().map(crate::load::Gauge::load)
     }
 
+    /// Application requests finished per second, server-wide: every response that went
+    /// through this monitor's layers ([`HealthLayer`](crate::HealthLayer), with a
+    /// [`DrainLayer`](crate::DrainLayer) below or not, and
+    /// [`HealthLayer::around`](crate::HealthLayer::around)), the crate's own 503s for a shed
+    /// or refused request included, probes never. Smoothed over about two seconds as
+    /// [`utilization`](Self::utilization) is, from counts the monitor samples ten times a
+    /// second; `None` when no capacity is set (nothing is counted then). What the ORCA
+    /// report's `rps_fractional` says; never NaN, never negative.
+    #[must_use]
+    pub fn requests_per_second(&self) -> Option<f64> {
+        self.state.load.as_ref().map(|gauge| gauge.rates().requests)
+    }
+
+    /// Of [`requests_per_second`](Self::requests_per_second), those answered with a 5xx
+    /// status (a shed request's or a drain's 503 included), per second: what the ORCA
+    /// report's `eps` says, and what a weighted round robin penalizes a server for. `None`
+    /// when no capacity is set.
+    #[must_use]
+    pub fn errors_per_second(&self) -> Option<f64> {
+        self.state.load.as_ref().map(|gauge| gauge.rates().errors)
+    }
+
+    /// Where an application request on this thread counts itself; `None` when load
+    /// feedback is off.
+    #[inline]
+    pub(crate) fn tally(&self) -> Option<crate::load::Tally> {
+        self.state.load.as_ref().map(crate::load::Gauge::tally)
+    }
+
     /// What every reader may know of this monitor beside its verdicts: the names it checks,
     /// the readiness rules, the staleness bounds, the debounce.
     pub(crate) fn known(&self) -> &crate::view::Known {

@@ -10,7 +10,8 @@ use super::rounds::Cadence;
 use super::state::MonitorState;
 use super::transitions::log_returned;
 use crate::config::{ConfigError, HealthConfig};
-use crate::load::{SAMPLE_PERIOD, Smoothed, Utilization};
+use crate::dialect::orca;
+use crate::load::{Gauge, Rates, SAMPLE_PERIOD, Smoothed, SmoothedRates, Utilization};
 use crate::probe::Probe;
 use crate::util::join;
 use crate::view::{Condition, ViewWatch};
@@ -179,9 +180,9 @@ async fn follow_returns(shared: &Weak<MonitorState>) {
     }
 }
 
-/// Samples the load every [`SAMPLE_PERIOD`] and publishes the smoothed estimate, until the
-/// shared state is gone; returns at once when no capacity is set (see [`crate::load`]). The
-/// runtime's lag is how late its own timer fires.
+/// Samples the load every [`SAMPLE_PERIOD`] and publishes the smoothed estimate with the
+/// smoothed request and error rates, until the shared state is gone; returns at once when no
+/// capacity is set (see [`crate::load`]). The runtime's lag is how late its own timer fires.
 async fn sample_load(shared: &Weak<MonitorState>) {
     let capacity = match shared.upgrade() {
         Some(state) => match &state.load {
@@ -194,7 +195,16 @@ async fn sample_load(shared: &Weak<MonitorState>) {
     // A late tick is the lag measured: the next one is due a period after it, not at once.
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut smoothed = Smoothed::new();
+    let mut rates = SmoothedRates::new();
     let mut last = ticks.tick().await;
+    // Counting starts here: what came before the first sample is not a rate.
+    if let Some(gauge) = shared
+        .upgrade()
+        .as_ref()
+        .and_then(|state| state.load.as_ref())
+    {
+        rates.update(gauge.totals(), Duration::ZERO);
+    }
     loop {
         let due = ticks.tick().await;
         let now = tokio::time::Instant::now();
@@ -206,9 +216,20 @@ async fn sample_load(shared: &Weak<MonitorState>) {
         };
         let requests = state.store.drain().requests_in_flight();
         let sample = Utilization::sample(requests, capacity, now.saturating_duration_since(due));
-        gauge.publish(smoothed.update(sample, now.saturating_duration_since(last)));
+        let elapsed = now.saturating_duration_since(last);
+        publish(
+            gauge,
+            smoothed.update(sample, elapsed),
+            rates.update(gauge.totals(), elapsed),
+        );
         last = now;
     }
+}
+
+/// Publishes `utilization` and `rates` with the ORCA report of them, rendered here once for
+/// every response until the next sample.
+fn publish(gauge: &Gauge, utilization: Utilization, rates: Rates) {
+    gauge.publish(utilization, rates, orca::report(utilization, rates));
 }
 
 /// Marks the monitor stopped when `run` ends or is dropped, and its load estimate idle: a
@@ -220,7 +241,7 @@ impl Drop for RunningGuard {
         if let Some(shared) = self.0.upgrade() {
             shared.set_monitor_running(false);
             if let Some(gauge) = &shared.load {
-                gauge.publish(Utilization::IDLE);
+                publish(gauge, Utilization::IDLE, Rates::IDLE);
             }
         }
     }
@@ -273,6 +294,162 @@ mod tests {
         running.abort();
         let _ = running.await;
         assert_eq!(health.utilization(), Some(0.0), "no sampler, no figure");
+    }
+
+    /// An application that answers its request's path: `/fail` with 500, `/missing` with
+    /// 404, anything else with 200.
+    fn app() -> impl tower::Service<
+        http::Request<http_body_util::Empty<bytes::Bytes>>,
+        Response = http::Response<http_body_util::Empty<bytes::Bytes>>,
+        Error = std::convert::Infallible,
+        Future = impl Future<
+            Output = Result<
+                http::Response<http_body_util::Empty<bytes::Bytes>>,
+                std::convert::Infallible,
+            >,
+        >,
+    > + Clone {
+        tower::service_fn(
+            |request: http::Request<http_body_util::Empty<bytes::Bytes>>| async move {
+                let status = match request.uri().path() {
+                    "/fail" => http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "/missing" => http::StatusCode::NOT_FOUND,
+                    _ => http::StatusCode::OK,
+                };
+                let mut response = http::Response::new(http_body_util::Empty::new());
+                *response.status_mut() = status;
+                Ok(response)
+            },
+        )
+    }
+
+    /// Sends `path` through `service`, returning the status and the ORCA report.
+    async fn send<S, B>(service: &S, path: &str) -> (http::StatusCode, Option<String>)
+    where
+        S: tower::Service<
+                http::Request<http_body_util::Empty<bytes::Bytes>>,
+                Response = http::Response<B>,
+                Error = std::convert::Infallible,
+            > + Clone,
+    {
+        use tower::ServiceExt;
+        let request = http::Request::get(path)
+            .body(http_body_util::Empty::new())
+            .unwrap();
+        let response = service.clone().oneshot(request).await.unwrap();
+        let report = response
+            .headers()
+            .get("endpoint-load-metrics")
+            .map(|value| value.to_str().unwrap().to_owned());
+        (response.status(), report)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rates_count_the_application_s_responses_and_its_errors_never_a_probe() {
+        use tower_layer::Layer;
+        let health = HealthMonitor::spawn(HealthConfig::new().load_capacity(100)).unwrap();
+        let service = crate::HealthLayer::new(&health).layer(app());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(health.requests_per_second(), Some(0.0));
+        assert_eq!(health.errors_per_second(), Some(0.0));
+        // Twenty seconds (ten time constants) of ten application requests a second, one in
+        // ten a 500 and one in ten a 404 (the client's error, not the server's), with a probe
+        // and a ping beside each, which count for nothing.
+        for request in 0..200 {
+            let path = match request % 10 {
+                0 => "/fail",
+                5 => "/missing",
+                _ => "/work",
+            };
+            let (status, report) = send(&service, path).await;
+            assert!(report.is_some(), "{path}: {status}");
+            let (status, report) = send(&service, "/health/ready").await;
+            assert_eq!(status, http::StatusCode::OK);
+            assert_eq!(report, None, "a probe's answer is not the app's");
+            assert_eq!(send(&service, "/health/ping").await.1, None);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let requests = health.requests_per_second().unwrap();
+        let errors = health.errors_per_second().unwrap();
+        assert!(
+            (requests - 10.0).abs() < 1.5,
+            "{requests} requests/s, not 10"
+        );
+        assert!((errors - 1.0).abs() < 0.6, "{errors} errors/s, not 1");
+        // The report says the same, with two decimals.
+        let (_, report) = send(&service, "/work").await;
+        let report = report.unwrap();
+        let rps = format!("rps_fractional={requests:.2}");
+        assert!(report.contains(&rps), "{report} against {rps}");
+        // Quiet for twenty seconds: both rates fall back to nothing.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let requests = health.requests_per_second().unwrap();
+        let errors = health.errors_per_second().unwrap();
+        assert!(requests < 0.01 && errors < 0.01, "{requests} {errors}");
+        assert!(requests >= 0.0 && errors >= 0.0, "{requests} {errors}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shed_or_refused_request_counts_as_an_error_and_nothing_counts_when_off() {
+        use tower_layer::Layer;
+        // An application that is never ready: every request is shed with a 503.
+        let never_ready =
+            tower::service_fn(|_: http::Request<http_body_util::Empty<bytes::Bytes>>| {
+                std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(
+                    http_body_util::Empty::<bytes::Bytes>::new(),
+                )))
+            });
+        let never_ready = tower::ServiceBuilder::new()
+            .concurrency_limit(0)
+            .service(never_ready);
+        let config = HealthConfig::new()
+            .load_capacity(100)
+            .drain(crate::DrainConfig::new().policy(crate::drain::DrainPolicy::Reject));
+        let health = HealthMonitor::spawn(config).unwrap();
+        let shed = crate::HealthLayer::new(&health)
+            .shed_load()
+            .layer(never_ready);
+        // The same monitor's drain, refusing once started, below a health layer.
+        let refusing = crate::HealthLayer::new(&health)
+            .layer(crate::DrainLayer::new(health.drain()).layer(app()));
+        let off = HealthMonitor::spawn(HealthConfig::new()).unwrap();
+        let uncounted = crate::HealthLayer::new(&off).shed_load().layer(app());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Ten shed requests a second for twenty seconds.
+        for _ in 0..200 {
+            let (status, report) = send(&shed, "/work").await;
+            assert_eq!(status, http::StatusCode::SERVICE_UNAVAILABLE);
+            assert!(report.is_some());
+            assert_eq!(
+                send(&uncounted, "/work").await,
+                (http::StatusCode::OK, None)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let requests = health.requests_per_second().unwrap();
+        let errors = health.errors_per_second().unwrap();
+        assert!(
+            (requests - 10.0).abs() < 1.5,
+            "{requests} requests/s, not 10"
+        );
+        assert!(
+            (errors - requests).abs() < 1e-9,
+            "every one an error: {errors}"
+        );
+        assert_eq!(off.requests_per_second(), None, "off: nothing counted");
+        assert_eq!(off.errors_per_second(), None);
+        // Quiet, then a drain refuses ten requests a second.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(health.errors_per_second().unwrap() < 0.01);
+        assert!(health.drain().start());
+        for _ in 0..200 {
+            let (status, report) = send(&refusing, "/work").await;
+            assert_eq!(status, http::StatusCode::SERVICE_UNAVAILABLE);
+            assert!(report.is_some());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let errors = health.errors_per_second().unwrap();
+        assert!((errors - 10.0).abs() < 1.5, "{errors} refusals/s, not 10");
     }
 
     #[tokio::test(start_paused = true)]

@@ -13,7 +13,7 @@ use super::lag::{MONITOR_COMPONENT, RoundClock, RoundLag};
 use super::slot::CheckSlot;
 use super::spawner::Spawner;
 use crate::config::{HealthConfig, stale_bound};
-use crate::load::Gauge;
+use crate::load::{Gauge, Rates, Utilization};
 use crate::shutdown::DrainHandle;
 use crate::verdict::{
     CheckOutcome, ComponentReport, GroupVerdict, HealthVerdict, PoolVerdict, ReadinessRules,
@@ -120,7 +120,10 @@ impl MonitorState {
             known(&config),
             DrainHandle::new(config.drain.clone()),
         );
-        let load = std::num::NonZeroU32::new(config.load_capacity).map(Gauge::new);
+        let load = std::num::NonZeroU32::new(config.load_capacity).map(|capacity| {
+            let idle = crate::dialect::orca::report(Utilization::IDLE, Rates::IDLE);
+            Gauge::new(capacity, idle)
+        });
         Self {
             config,
             slots,

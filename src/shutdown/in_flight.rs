@@ -12,13 +12,13 @@
 //! contends for; a shared counter beside the guard's own reference count would cost four, on
 //! lines every core writes.
 
-use std::cell::Cell;
 use std::fmt;
-use std::num::NonZero;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
+
+use crate::util::{shard_count, thread_index};
 
 /// Every shard of one drain, and what wakes the drain's waiter.
 pub(super) struct InFlight {
@@ -38,10 +38,7 @@ struct Shard {
 
 impl InFlight {
     pub(super) fn new() -> Self {
-        // Twice the cores, so that worker threads seldom share a shard (thread indices are
-        // handed out in order of first use, across every drain in the process).
-        let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
-        let count = (cores * 2).next_power_of_two().min(64);
+        let count = shard_count();
         let idle = Arc::new(Notify::new());
         let shards = (0..count)
             .map(|_| {
@@ -139,23 +136,6 @@ impl fmt::Debug for InFlightGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InFlightGuard").finish_non_exhaustive()
     }
-}
-
-/// This thread's index, handed out in order of first use.
-#[inline]
-fn thread_index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    INDEX.with(|index| {
-        let mut current = index.get();
-        if current == usize::MAX {
-            current = NEXT.fetch_add(1, Ordering::Relaxed);
-            index.set(current);
-        }
-        current
-    })
 }
 
 #[cfg(test)]

@@ -142,18 +142,52 @@ async fn around_an_axum_router_and_on_a_drains_refusal() {
 
 const LOAD_REPORT: &str = "endpoint-load-metrics";
 
-/// The utilization `reply`'s ORCA report says, checking its form: one header, `TEXT `, one
-/// `application_utilization` pair, a number from 0 to 1. `None` without a report.
-fn load_report(reply: &support::Reply) -> Option<f64> {
+/// What one ORCA report says.
+#[derive(Debug, Clone, Copy)]
+struct OrcaReport {
+    utilization: f64,
+    requests_per_second: f64,
+    errors_per_second: f64,
+}
+
+/// `reply`'s ORCA report, read as Envoy reads it, checking its form: one header, `TEXT `,
+/// then `key=value` pairs separated by `, `: `application_utilization` (from 0 to 1),
+/// `rps_fractional` and `eps` (finite, never negative), each once. `None` without a report.
+fn orca_report(reply: &support::Reply) -> Option<OrcaReport> {
     let mut reports = reply.headers.get_all(LOAD_REPORT).iter();
     let report = reports.next()?.to_str().unwrap().to_owned();
     assert!(reports.next().is_none(), "one report per response");
-    let value = report
-        .strip_prefix("TEXT application_utilization=")
-        .unwrap_or_else(|| panic!("not the one TEXT pair: {report:?}"));
-    let utilization: f64 = value.parse().unwrap();
-    assert!((0.0..=1.0).contains(&utilization), "{report:?}");
-    Some(utilization)
+    let pairs = report
+        .strip_prefix("TEXT ")
+        .unwrap_or_else(|| panic!("not a TEXT report: {report:?}"));
+    let pairs: Vec<(&str, f64)> = pairs
+        .split(", ")
+        .map(|pair| {
+            let (key, value) = pair
+                .split_once('=')
+                .unwrap_or_else(|| panic!("not key=value: {report:?}"));
+            let value: f64 = value.parse().unwrap();
+            assert!(value.is_finite() && value >= 0.0, "{report:?}");
+            (key, value)
+        })
+        .collect();
+    let keys: Vec<&str> = pairs.iter().map(|(key, _)| *key).collect();
+    assert_eq!(
+        keys,
+        ["application_utilization", "rps_fractional", "eps"],
+        "{report:?}"
+    );
+    assert!(pairs[0].1 <= 1.0, "{report:?}");
+    Some(OrcaReport {
+        utilization: pairs[0].1,
+        requests_per_second: pairs[1].1,
+        errors_per_second: pairs[2].1,
+    })
+}
+
+/// The utilization `reply`'s ORCA report says; `None` without a report.
+fn load_report(reply: &support::Reply) -> Option<f64> {
+    orca_report(reply).map(|report| report.utilization)
 }
 
 /// An app whose `/wait` holds its request until the test adds a permit to `gate`.
@@ -282,5 +316,136 @@ async fn around_an_axum_router_the_app_s_responses_carry_the_load_report() {
     let idle = load_report(&client.get(addr, "/work").await);
     assert!(idle.is_some_and(|load| load < 0.1), "{idle:?}");
     assert_eq!(load_report(&client.get(addr, "/health/ready").await), None);
+    server.abort();
+}
+
+/// An app that answers `/fail` with a 500 and anything else with `inner <path>`.
+fn failing_app() -> impl tower::Service<
+    http::Request<hyper::body::Incoming>,
+    Response = http::Response<http_body_util::Full<bytes::Bytes>>,
+    Error = std::convert::Infallible,
+    Future = impl Future<
+        Output = Result<
+            http::Response<http_body_util::Full<bytes::Bytes>>,
+            std::convert::Infallible,
+        >,
+    > + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(|request: http::Request<hyper::body::Incoming>| async move {
+        let body = format!("inner {}", request.uri().path());
+        let mut response = http::Response::new(http_body_util::Full::new(bytes::Bytes::from(body)));
+        if request.uri().path() == "/fail" {
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        }
+        Ok(response)
+    })
+}
+
+/// A burst of successful requests to `addr` makes the report's request rate positive while
+/// its error rate stays 0; requests answered with a 500 then make the error rate positive.
+/// Nothing timed: each waits with `eventually`, on the reports of the requests it sends.
+async fn the_report_s_rates_follow_the_requests_and_their_errors(
+    client: &Client,
+    addr: SocketAddr,
+    health: &HealthHandle,
+) {
+    for _ in 0..100 {
+        let reply = client.get(addr, "/work").await;
+        assert_eq!(reply.status, StatusCode::OK);
+        let report = orca_report(&reply).expect("a report on every application response");
+        assert_eq!(report.errors_per_second, 0.0, "no error yet: {report:?}");
+    }
+    let counted = support::eventually(support::LIMIT, || async {
+        let report = orca_report(&client.get(addr, "/work").await).unwrap();
+        assert_eq!(report.errors_per_second, 0.0, "no error yet: {report:?}");
+        report.requests_per_second > 0.0
+    })
+    .await;
+    assert!(
+        counted,
+        "the request rate did not follow: {:?}",
+        health.requests_per_second()
+    );
+    let failing = support::eventually(support::LIMIT, || async {
+        let reply = client.get(addr, "/fail").await;
+        assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
+        orca_report(&reply).unwrap().errors_per_second > 0.0
+    })
+    .await;
+    assert!(
+        failing,
+        "the error rate did not follow: {:?}",
+        health.errors_per_second()
+    );
+    assert!(health.errors_per_second().unwrap() > 0.0);
+    assert!(health.requests_per_second().unwrap() >= health.errors_per_second().unwrap());
+}
+
+#[tokio::test]
+async fn the_load_report_carries_the_request_and_error_rates_only_with_a_capacity() {
+    let client = Client::new();
+    // Off: no report, no rates.
+    let (off, _drain, server) = hyper_stack(fast()).await;
+    assert_eq!(
+        orca_report(&client.get(server.addr, "/work").await).map(|_| ()),
+        None
+    );
+    assert_eq!(off.requests_per_second(), None);
+    drop(server);
+
+    let health = HealthMonitor::spawn(fast().load_capacity(64)).unwrap();
+    let server = serve(
+        ServiceBuilder::new()
+            .layer(HealthLayer::new(&health))
+            .layer(DrainLayer::new(health.drain()))
+            .service(failing_app()),
+    )
+    .await;
+    first_rounds(&health).await;
+    the_report_s_rates_follow_the_requests_and_their_errors(&client, server.addr, &health).await;
+}
+
+/// The axum stack (`HealthLayer::around`) counts the app's requests and errors the same way.
+#[cfg(feature = "axum")]
+#[tokio::test]
+async fn around_an_axum_router_the_load_report_carries_the_rates() {
+    use axum::Router;
+    use axum::routing::get;
+
+    let router = || {
+        Router::new()
+            .route("/work", get(|| async { "inner /work" }))
+            .route(
+                "/fail",
+                get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "inner /fail") }),
+            )
+    };
+    let serve_around = |health: &HealthHandle| {
+        let stack = HealthLayer::new(health).around(router());
+        async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::spawn(async move { axum::serve(listener, stack).await });
+            (addr, server)
+        }
+    };
+    let client = Client::new();
+    // Off: no report, no rates.
+    let off = HealthMonitor::spawn(fast()).unwrap();
+    let (addr, server) = serve_around(&off).await;
+    first_rounds(&off).await;
+    assert_eq!(
+        orca_report(&client.get(addr, "/fail").await).map(|_| ()),
+        None
+    );
+    assert_eq!(off.errors_per_second(), None);
+    server.abort();
+
+    let health = HealthMonitor::spawn(fast().load_capacity(64)).unwrap();
+    let (addr, server) = serve_around(&health).await;
+    first_rounds(&health).await;
+    the_report_s_rates_follow_the_requests_and_their_errors(&client, addr, &health).await;
     server.abort();
 }
