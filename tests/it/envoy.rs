@@ -10,7 +10,7 @@ use crate::support;
 use std::net::SocketAddr;
 
 use http::StatusCode;
-use support::{Client, fast, first_rounds, serve};
+use support::{Client, fast, first_rounds, gated_app, serve};
 use tower::ServiceBuilder;
 use tower_health::{DrainConfig, DrainHandle, DrainLayer, HealthConfig, HealthHandle};
 use tower_health::{HealthLayer, HealthMonitor};
@@ -188,36 +188,6 @@ fn orca_report(reply: &support::Reply) -> Option<OrcaReport> {
 /// The utilization `reply`'s ORCA report says; `None` without a report.
 fn load_report(reply: &support::Reply) -> Option<f64> {
     orca_report(reply).map(|report| report.utilization)
-}
-
-/// An app whose `/wait` holds its request until the test adds a permit to `gate`.
-fn gated_app(
-    gate: std::sync::Arc<tokio::sync::Semaphore>,
-) -> impl tower::Service<
-    http::Request<hyper::body::Incoming>,
-    Response = http::Response<http_body_util::Full<bytes::Bytes>>,
-    Error = std::convert::Infallible,
-    Future = impl Future<
-        Output = Result<
-            http::Response<http_body_util::Full<bytes::Bytes>>,
-            std::convert::Infallible,
-        >,
-    > + Send,
-> + Clone
-+ Send
-+ 'static {
-    tower::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-        let gate = gate.clone();
-        async move {
-            if request.uri().path() == "/wait" {
-                gate.acquire().await.unwrap().forget();
-            }
-            let body = format!("inner {}", request.uri().path());
-            Ok(http::Response::new(http_body_util::Full::new(
-                bytes::Bytes::from(body),
-            )))
-        }
-    })
 }
 
 #[tokio::test]

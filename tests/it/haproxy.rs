@@ -17,12 +17,12 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use support::get_through;
 use support::haproxy::{Haproxy, ServerStat, free_port, two_servers};
 use support::{
     Client, LIMIT, TestServer, app, bounded, eventually, fast, first_rounds, pg_url, postgres,
     serve,
 };
+use support::{gated_app, get_through};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
@@ -962,29 +962,6 @@ fn the_guide_s_configuration_is_one_haproxy_accepts() {
     );
 }
 
-/// The application of the load tests: `/wait` holds its request until the test adds a
-/// permit to `gate` (each request takes one), anything else answers at once.
-fn gated_app(
-    gate: Arc<tokio::sync::Semaphore>,
-) -> impl tower::Service<
-    Request<Incoming>,
-    Response = Response<Full<Bytes>>,
-    Error = Infallible,
-    Future = impl Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send,
-> + Clone
-+ Send
-+ 'static {
-    tower::service_fn(move |request: Request<Incoming>| {
-        let gate = gate.clone();
-        async move {
-            if request.uri().path() == "/wait" {
-                gate.acquire().await.unwrap().forget();
-            }
-            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"done"))))
-        }
-    })
-}
-
 /// Load feedback against a real HAProxy: with a capacity of 4, four requests held in flight
 /// lower the weight HAProxy applies, down to the 10% floor and never out of `UP`; released,
 /// the weight comes back to full (95% or more). HAProxy takes each line the agent says within two
@@ -1078,7 +1055,7 @@ async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
     // Released: the requests finish, and the weight comes back to 100.
     gate.add_permits(CAPACITY as usize);
     while let Some(answer) = held.join_next().await {
-        assert_eq!(answer.unwrap().as_deref(), Ok("done"));
+        assert_eq!(answer.unwrap().as_deref(), Ok("inner /wait"));
     }
     let released = std::time::Instant::now();
     let mut samples = Vec::new();

@@ -713,3 +713,27 @@ impl FrontendParser {
         }
     }
 }
+
+/// An application for the load tests: `/wait` holds its request until the test adds a permit
+/// to `gate` (each request takes one); every path answers `inner <path>`.
+pub fn gated_app(
+    gate: Arc<tokio::sync::Semaphore>,
+) -> impl tower::Service<
+    Request<Incoming>,
+    Response = Response<Full<Bytes>>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |request: Request<Incoming>| {
+        let gate = gate.clone();
+        async move {
+            if request.uri().path() == "/wait" {
+                gate.acquire().await.unwrap().forget();
+            }
+            let body = format!("inner {}", request.uri().path());
+            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(body))))
+        }
+    })
+}
