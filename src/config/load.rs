@@ -22,8 +22,9 @@ impl HealthConfig {
     /// [`requests_per_second`](crate::HealthHandle::requests_per_second) and
     /// [`errors_per_second`](crate::HealthHandle::errors_per_second) read them.
     ///
-    /// The requests in flight are the drain's count ([`DrainHandle::in_flight`](crate::DrainHandle::in_flight)
-    /// without the long-lived connections): requests count there below a
+    /// The requests in flight are the drain's count
+    /// ([`DrainHandle::in_flight`](crate::DrainHandle::in_flight) without the long-lived
+    /// connections): requests count there below a
     /// [`DrainLayer`](crate::DrainLayer), or in `HealthLayer::around` (feature `axum`).
     /// Set it to the concurrency the application is sized for (a concurrency limit's, the
     /// pool's size times the requests a connection serves at once): the estimate reads 1
