@@ -141,8 +141,8 @@ impl HealthHandle {
 
     /// Application requests finished per second, server-wide: every response that went
     /// through this monitor's layers ([`HealthLayer`](crate::HealthLayer), with a
-    /// [`DrainLayer`](crate::DrainLayer) below or not, and
-    /// [`HealthLayer::around`](crate::HealthLayer::around)), the crate's own 503s for a shed
+    /// [`DrainLayer`](crate::DrainLayer) below or not, and `HealthLayer::around`, feature
+    /// `axum`), the crate's own 503s for a shed
     /// or refused request included, probes never. Smoothed over about two seconds as
     /// [`utilization`](Self::utilization) is, from counts the monitor samples ten times a
     /// second; `None` when no capacity is set (nothing is counted then). What the ORCA
