@@ -1009,22 +1009,14 @@ async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
     assert!(in_flight, "the held requests did not reach the app");
     // Down to the floor, sampled every 100 ms: HAProxy's weight and the agent's line.
     let mut samples = Vec::new();
-    bounded("HAProxy's weight falling to the floor", async {
-        loop {
-            let said = agent_line(agent.local_addr()).await;
-            let stat = haproxy
-                .servers("app")
-                .await
-                .remove("app1")
-                .unwrap_or_default();
-            samples.push((loaded.elapsed(), said.clone(), stat.clone()));
-            if stat.weight == 10 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    let floor = sample_weights(
+        &haproxy,
+        agent.local_addr(),
+        loaded,
+        &mut samples,
+        |weight| weight == 10,
+    );
+    bounded("HAProxy's weight falling to the floor", floor).await;
     report("loaded", &samples);
     assert!(
         samples
@@ -1059,22 +1051,14 @@ async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
     }
     let released = std::time::Instant::now();
     let mut samples = Vec::new();
-    let back = tokio::time::timeout(LIMIT, async {
-        loop {
-            let said = agent_line(agent.local_addr()).await;
-            let stat = haproxy
-                .servers("app")
-                .await
-                .remove("app1")
-                .unwrap_or_default();
-            samples.push((released.elapsed(), said.clone(), stat.clone()));
-            if stat.weight >= u64::from(FULL) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    let full = sample_weights(
+        &haproxy,
+        agent.local_addr(),
+        released,
+        &mut samples,
+        |weight| weight >= u64::from(FULL),
+    );
+    let back = tokio::time::timeout(LIMIT, full).await;
     report("released", &samples);
     assert!(
         back.is_ok(),
@@ -1098,6 +1082,30 @@ async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
         .and_then(|weight| weight.parse().ok())
         .unwrap_or_else(|| panic!("not `up ready N%`: {said:?}"));
     assert!(weight >= FULL, "{said:?}");
+}
+
+/// Samples, every 100 ms until `done` says so of HAProxy's weight for `app1`, the agent's line
+/// and HAProxy's view of the server, each with the time since `since`.
+async fn sample_weights(
+    haproxy: &Haproxy,
+    agent: SocketAddr,
+    since: std::time::Instant,
+    samples: &mut Vec<(Duration, String, ServerStat)>,
+    done: impl Fn(u64) -> bool,
+) {
+    loop {
+        let said = agent_line(agent).await;
+        let stat = haproxy
+            .servers("app")
+            .await
+            .remove("app1")
+            .unwrap_or_default();
+        samples.push((since.elapsed(), said, stat.clone()));
+        if done(stat.weight) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Prints each change of the agent's line and of HAProxy's weight, with the time since
