@@ -27,7 +27,14 @@
 //!
 //! Settings as for the `server` example: `LISTEN_ADDR` (default `127.0.0.1:8080`),
 //! `DATABASE_URL` (default the local PostgreSQL; set but empty, no database),
-//! `DATABASE_URL_<NAME>`, `TOWER_HEALTH_*` (or `BALDUR_*`), `RUST_LOG`.
+//! `DATABASE_URL_<NAME>`, `TOWER_HEALTH_*` (or `BALDUR_*`), `RUST_LOG`. And
+//! `GREETER_DELAY_MS`: every `SayHello` takes that much longer (an instance slower than its
+//! peers, as the load feedback's tests and benches start one).
+//!
+//! Load feedback: with `TOWER_HEALTH_LOAD_CAPACITY=<calls in flight>`, every call's trailers
+//! carry an ORCA load report (`endpoint-load-metrics-bin`), and
+//! `xds.service.orca.v3.OpenRcaService` streams them out of band: what gRPC's
+//! `weighted_round_robin` weighs the instances by (see the gRPC guide).
 //!
 //! `cargo run --example tonic --features grpc -- --health-check` asks a running instance's
 //! `grpc.health.v1.Health/Check` and exits 0 for `SERVING`, 1 otherwise: a container health
@@ -44,12 +51,13 @@ mod greeter;
 
 use std::error::Error;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tower_health::DrainLayer;
-use tower_health::grpc::HealthService;
+use tower_health::grpc::{HealthService, OrcaService};
 use tower_health::{HealthLayer, HealthMonitor};
 use tower_layer::Layer;
 
@@ -78,11 +86,13 @@ async fn serve() -> Result<(), Box<dyn Error>> {
         .reporter()
         .set_serving::<GreeterServer<Greeter>>();
 
+    // Out-of-band load reports (`UNIMPLEMENTED` unless TOWER_HEALTH_LOAD_CAPACITY is set).
+    let orca = OrcaService::new(&monitor);
+
     let listener = TcpListener::bind(common::listen_addr()).await?;
-    tracing::info!(
-        "listening on {} (gRPC over HTTP/2; HTTP probes over HTTP/1.1 and h2c)",
-        listener.local_addr()?
-    );
+    let addr = listener.local_addr()?;
+    tracing::info!("listening on {addr} (gRPC over HTTP/2; HTTP probes over HTTP/1.1 and h2c)");
+    let greeter = Greeter::new(&drain, addr).slower_by(greeter_delay()?);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     drain
         .serve(|shutdown| {
@@ -93,15 +103,27 @@ async fn serve() -> Result<(), Box<dyn Error>> {
                 // Around every service: the probes (ping included) are answered before routing.
                 .layer(health)
                 .add_service(grpc_health.server())
+                .add_service(orca.server())
                 // The drain counts the application's calls, not the health streams: it
                 // wraps the greeter alone (a `Drain` keeps the name tonic routes by). The
                 // greeter registers its streams with the drain too, which tells each when
                 // to close.
-                .add_service(drain_layer.layer(GreeterServer::new(Greeter::new(&drain))))
+                .add_service(drain_layer.layer(GreeterServer::new(greeter)))
                 // When the drain delay is over: the listener closes, HTTP/2 clients get a
                 // GOAWAY, the calls in flight finish, and the health streams end.
                 .serve_with_incoming_shutdown(incoming, shutdown)
         })
         .await?;
     Ok(())
+}
+
+/// `GREETER_DELAY_MS`: how much longer every `SayHello` takes, default none.
+fn greeter_delay() -> Result<Duration, Box<dyn Error>> {
+    match std::env::var("GREETER_DELAY_MS") {
+        Err(_) => Ok(Duration::ZERO),
+        Ok(ms) => match ms.trim().parse::<u16>() {
+            Ok(ms) if ms <= 10_000 => Ok(Duration::from_millis(ms.into())),
+            _ => Err(format!("GREETER_DELAY_MS={ms:?}: expected milliseconds, 0 to 10000").into()),
+        },
+    }
 }

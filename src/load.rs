@@ -22,7 +22,7 @@
 //! by `qps / (utilization + eps / qps × penalty)`). A request only adds one to a counter or
 //! two ([`Tally`], sharded by thread as the drain's in-flight count is); the sampler turns
 //! the counts into rates, smoothed with the same time constant, and publishes them with the
-//! ORCA report the responses carry, rendered once per sample ([`Tally::report`]).
+//! ORCA reports the responses carry, rendered once per sample ([`Tally::reports`]).
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -207,6 +207,18 @@ pub(crate) struct Totals {
     pub(crate) errors: u64,
 }
 
+/// The per-call load reports of one sample, rendered once by the dialect for every response
+/// until the next sample: a response clones the one its form asks for (a reference count, no
+/// byte copied).
+#[derive(Clone, Debug)]
+pub(crate) struct Reports {
+    /// For an HTTP response's head (`endpoint-load-metrics`, Envoy's `TEXT` form).
+    pub(crate) text: HeaderValue,
+    /// For a gRPC response's trailers (`endpoint-load-metrics-bin`); `None` without the
+    /// `grpc` feature, whose generated message it is.
+    pub(crate) binary: Option<HeaderValue>,
+}
+
 /// One shard of the counts of finished requests, with what the responses of its requests
 /// read. Aligned so that the counters sit on a cache line that only the requests of the
 /// threads that share this shard write (see `shutdown::in_flight`).
@@ -215,8 +227,8 @@ pub(crate) struct Totals {
 struct Shard {
     requests: AtomicU64,
     errors: AtomicU64,
-    /// The gauge's report (shared by every shard: only the sampler writes it).
-    report: Arc<ArcSwap<HeaderValue>>,
+    /// The gauge's reports (shared by every shard: only the sampler writes them).
+    reports: Arc<ArcSwap<Reports>>,
 }
 
 /// What an application request carries, with load feedback on, to count itself when its
@@ -234,15 +246,21 @@ impl Tally {
     pub(crate) fn count(&self, status: StatusCode) {
         self.0.requests.fetch_add(1, Ordering::Relaxed);
         if status.is_server_error() {
-            self.0.errors.fetch_add(1, Ordering::Relaxed);
+            self.count_error();
         }
     }
 
-    /// The ORCA report the sampler rendered last (a clone of its header value: a reference
-    /// count, no byte copied).
+    /// Counts an error learnt after the request was counted: a gRPC call's status, which
+    /// comes in its trailers, after a `200` head.
     #[inline]
-    pub(crate) fn report(&self) -> HeaderValue {
-        HeaderValue::clone(&self.0.report.load())
+    pub(crate) fn count_error(&self) {
+        self.0.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The ORCA reports the sampler rendered last.
+    #[inline]
+    pub(crate) fn reports(&self) -> arc_swap::Guard<Arc<Reports>> {
+        self.0.reports.load()
     }
 }
 
@@ -258,21 +276,21 @@ pub(crate) struct Gauge {
     rates: [AtomicU64; 2],
     /// A power of two in length, indexed by [`thread_index`].
     shards: Box<[Arc<Shard>]>,
-    /// The ORCA report of the estimate published last, shared with every shard.
-    report: Arc<ArcSwap<HeaderValue>>,
+    /// The ORCA reports of the estimate published last, shared with every shard.
+    reports: Arc<ArcSwap<Reports>>,
 }
 
 impl Gauge {
-    /// An idle gauge for `capacity` requests in flight, whose responses carry `idle_report`
-    /// until the first sample (the report is the dialect's: the monitor renders it).
-    pub(crate) fn new(capacity: NonZeroU32, idle_report: HeaderValue) -> Self {
-        let report = Arc::new(ArcSwap::from_pointee(idle_report));
+    /// An idle gauge for `capacity` requests in flight, whose responses carry `idle_reports`
+    /// until the first sample (the reports are the dialect's: the monitor renders them).
+    pub(crate) fn new(capacity: NonZeroU32, idle_reports: Reports) -> Self {
+        let reports = Arc::new(ArcSwap::from_pointee(idle_reports));
         let shards = (0..shard_count())
             .map(|_| {
                 Arc::new(Shard {
                     requests: AtomicU64::new(0),
                     errors: AtomicU64::new(0),
-                    report: Arc::clone(&report),
+                    reports: Arc::clone(&reports),
                 })
             })
             .collect();
@@ -281,7 +299,7 @@ impl Gauge {
             bits: AtomicU32::new(Utilization::IDLE.0.to_bits()),
             rates: [AtomicU64::new(0), AtomicU64::new(0)],
             shards,
-            report,
+            reports,
         }
     }
 
@@ -290,14 +308,14 @@ impl Gauge {
         self.capacity
     }
 
-    /// Publishes `utilization` and `rates`, and `report`, what the responses carry from now
+    /// Publishes `utilization` and `rates`, and `reports`, what the responses carry from now
     /// on (rendered once per sample: a response's report is a clone, never written).
-    pub(crate) fn publish(&self, utilization: Utilization, rates: Rates, report: HeaderValue) {
+    pub(crate) fn publish(&self, utilization: Utilization, rates: Rates, reports: Reports) {
         let rates = rates.bounded();
         self.bits.store(utilization.0.to_bits(), Ordering::Relaxed);
         self.rates[0].store(rates.requests.to_bits(), Ordering::Relaxed);
         self.rates[1].store(rates.errors.to_bits(), Ordering::Relaxed);
-        self.report.store(Arc::new(report));
+        self.reports.store(Arc::new(reports));
     }
 
     /// The estimate published last.
@@ -343,8 +361,15 @@ mod tests {
         NonZeroU32::new(n).unwrap()
     }
 
+    fn reports(text: &'static str) -> Reports {
+        Reports {
+            text: HeaderValue::from_static(text),
+            binary: None,
+        }
+    }
+
     fn gauge(n: u32) -> Gauge {
-        Gauge::new(capacity(n), HeaderValue::from_static("idle"))
+        Gauge::new(capacity(n), reports("idle"))
     }
 
     #[test]
@@ -439,7 +464,7 @@ mod tests {
     fn the_gauge_publishes_what_it_is_given() {
         let gauge = gauge(8);
         assert_eq!(gauge.capacity().get(), 8);
-        assert_eq!(gauge.tally().report(), "idle");
+        assert_eq!(gauge.tally().reports().text, "idle");
         assert_eq!(gauge.load(), Utilization::IDLE);
         assert_eq!(gauge.rates(), Rates::IDLE);
         gauge.publish(
@@ -448,7 +473,7 @@ mod tests {
                 requests: 120.5,
                 errors: f64::NAN,
             },
-            HeaderValue::from_static("sampled"),
+            reports("sampled"),
         );
         assert_eq!(gauge.load().get(), 0.375);
         assert_eq!(
@@ -458,7 +483,7 @@ mod tests {
                 errors: 0.0
             }
         );
-        assert_eq!(gauge.tally().report(), "sampled");
+        assert_eq!(gauge.tally().reports().text, "sampled");
     }
 
     #[test]
@@ -471,13 +496,16 @@ mod tests {
                 gauge.tally().count(StatusCode::INTERNAL_SERVER_ERROR);
                 // A client's error is the client's, not the server's.
                 gauge.tally().count(StatusCode::NOT_FOUND);
+                // A gRPC call's `200` head, then the failure its trailers tell.
+                gauge.tally().count(StatusCode::OK);
+                gauge.tally().count_error();
             });
         });
         assert_eq!(
             gauge.totals(),
             Totals {
-                requests: 4,
-                errors: 2
+                requests: 5,
+                errors: 3
             }
         );
     }

@@ -14,6 +14,9 @@ pub struct HelloReply {
     /// The greeting.
     #[prost(string, tag = "1")]
     pub message: ::prost::alloc::string::String,
+    /// The address the answering server listens on: which instance a balanced call reached.
+    #[prost(string, tag = "2")]
+    pub server: ::prost::alloc::string::String,
 }
 /// Generated client implementations.
 pub mod greeter_client {

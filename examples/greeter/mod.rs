@@ -3,6 +3,7 @@
 //! `proto/codegen` and checked in, as the crate's `grpc.health.v1` code is.
 #![allow(dead_code, unused_imports)] // the tests use the client, the example the server
 
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -23,19 +24,33 @@ pub(crate) use self::generated::{HelloReply, HelloRequest};
 const MAX_DELAY: Duration = Duration::from_secs(10);
 
 /// Answers `hello, <name>`, after the `delay_ms` the request asks for; `KeepGreeting`
-/// streams greetings until the drain's turn to close the stream comes.
+/// streams greetings until the drain's turn to close the stream comes. Every reply says
+/// which server answered.
 #[derive(Debug, Clone)]
 pub(crate) struct Greeter {
     /// The drain the greeting streams are registered with.
     drain: DrainHandle,
+    /// Where this server listens: which instance a balanced call reached.
+    server: String,
+    /// Added to every `SayHello`'s own delay: an instance slower than its peers, for the
+    /// load feedback's tests and benches (the example's `GREETER_DELAY_MS`).
+    slower_by: Duration,
 }
 
 impl Greeter {
-    /// A greeter whose streams close when `drain` says so.
-    pub(crate) fn new(drain: &DrainHandle) -> Self {
+    /// A greeter listening on `server`, whose streams close when `drain` says so.
+    pub(crate) fn new(drain: &DrainHandle, server: SocketAddr) -> Self {
         Self {
             drain: drain.clone(),
+            server: server.to_string(),
+            slower_by: Duration::ZERO,
         }
+    }
+
+    /// Every `SayHello` takes `delay` longer (at most 10 s in all).
+    pub(crate) fn slower_by(mut self, delay: Duration) -> Self {
+        self.slower_by = delay;
+        self
     }
 }
 
@@ -58,9 +73,10 @@ impl generated::greeter_server::Greeter for Greeter {
                 MAX_DELAY.as_millis()
             )));
         }
-        tokio::time::sleep(delay).await;
+        tokio::time::sleep((delay + self.slower_by).min(MAX_DELAY)).await;
         Ok(Response::new(HelloReply {
             message: format!("hello, {name}"),
+            server: self.server.clone(),
         }))
     }
 
@@ -79,9 +95,11 @@ impl generated::greeter_server::Greeter for Greeter {
             }
             every => every,
         };
+        let server = self.server.clone();
         let greetings = IntervalStream::new(tokio::time::interval(every)).map(move |_| {
             Ok(HelloReply {
                 message: format!("hello, {name}"),
+                server: server.clone(),
             })
         });
         // Registered with the drain: counted while it lasts, and ended at its turn with

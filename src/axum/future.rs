@@ -10,7 +10,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
-use crate::http::{Admitted, Counted};
+use crate::http::{Admitted, Counted, Held, Reported, Trailer};
 use crate::shutdown::InFlightGuard;
 
 pin_project! {
@@ -109,15 +109,22 @@ fn counted<E>(
 /// trait object: nothing can ride along inside it without a box of its own): the one
 /// allocation the stack adds to an application request, and most of its cost. It stays
 /// because a request must count until its body has been sent, a stream's included.
+///
+/// A gRPC call's body (load feedback on) carries its load report to its trailers the same
+/// way, boxed again around [`Reported`].
 #[inline(always)]
 fn count(response: &mut Response, admitted: Admitted) {
-    let Some(guard) = admitted.respond(response) else {
-        return;
-    };
-    if response.body().is_end_stream() {
-        return;
+    match admitted.respond(response) {
+        Held {
+            guard: Some(guard),
+            trailer: None,
+        } if !response.body().is_end_stream() => wrap(response, guard),
+        Held {
+            guard,
+            trailer: Some(trailer),
+        } => report(response, guard, trailer),
+        Held { .. } => {}
     }
-    wrap(response, guard);
 }
 
 /// The counting body around `response`'s.
@@ -127,6 +134,13 @@ fn wrap(response: &mut Response, guard: InFlightGuard) {
     // Boxed as axum boxes, so that `Body::new` takes it as it is (no second wrapper to map
     // its errors, which are already axum's).
     *response.body_mut() = Body::new(UnsyncBoxBody::new(Counted::new(body, guard)));
+}
+
+/// The reporting body around a gRPC call's.
+#[cold]
+fn report(response: &mut Response, guard: Option<InFlightGuard>, trailer: Trailer) {
+    let body = std::mem::take(response.body_mut());
+    *response.body_mut() = Body::new(UnsyncBoxBody::new(Reported::new(body, guard, trailer)));
 }
 
 impl<S, ReqBody> std::fmt::Debug for StackFuture<S, ReqBody>

@@ -2,55 +2,153 @@
 //! carries for the balancers that weigh endpoints by it (Envoy, gRPC's
 //! `weighted_round_robin`), a pure function of the load estimate and the request rates.
 //!
-//! One header, in its `TEXT` form, which Envoy parses as `TEXT ` followed by `key=value`
-//! pairs separated by `, `:
-//! `endpoint-load-metrics: TEXT application_utilization=0.42, rps_fractional=120.50, eps=0.30`.
-//! Three keys, each once: the estimate ([`crate::load`]) in hundredths (the resolution of
-//! HAProxy's weight too), and the server-wide requests and errors per second, in hundredths,
-//! which a weighted round robin needs beside the utilization (without `rps_fractional`,
-//! Envoy's and gRPC's compute no weight at all). No `cpu_utilization` (the process does not
-//! read its CPU time: that would be a system call per sample for a figure the lag already
-//! stands for), no named metrics.
+//! Three figures, each once: the estimate ([`crate::load`]) as `application_utilization`,
+//! and the server-wide requests and errors per second as `rps_fractional` and `eps`, which a
+//! weighted round robin needs beside the utilization (without `rps_fractional`, Envoy's and
+//! gRPC's compute no weight at all). No `cpu_utilization` (the process does not read its CPU
+//! time: that would be a system call per sample for a figure the lag already stands for), no
+//! named metrics. Two forms, one per response:
 //!
-//! The monitor's sampler renders the report once per sample; a response clones it.
+//! - an HTTP response's head carries `endpoint-load-metrics` in its `TEXT` form, which Envoy
+//!   parses as `TEXT ` followed by `key=value` pairs separated by `, `:
+//!   `endpoint-load-metrics: TEXT application_utilization=0.42, rps_fractional=120.50, eps=0.30`,
+//!   each figure in hundredths (the resolution of HAProxy's weight too);
+//! - a gRPC response (feature `grpc`) carries `endpoint-load-metrics-bin` in its trailers,
+//!   where gRPC's clients read it: an `OrcaLoadReport` message, serialized and base64-encoded
+//!   as every `-bin` metadata is, with the figures as they are. A trailers-only response (a
+//!   call that failed before any message) carries it in its one header block.
+//!
+//! The same message is what [`OrcaService`](crate::grpc::OrcaService)'s out-of-band stream
+//! sends. The monitor's sampler renders both per-call forms once per sample; a response
+//! clones one.
 
 use std::fmt::Write as _;
 
-use http::HeaderValue;
-use http::header::HeaderName;
+use http::header::{HeaderMap, HeaderName};
+use http::{HeaderValue, header};
 
-use crate::load::{MAX_RATE, Rates, Utilization};
+use crate::load::{MAX_RATE, Rates, Reports, Utilization};
 
 /// `endpoint-load-metrics`, the header Envoy reads a per-call ORCA report from.
 pub(crate) const HEADER: HeaderName = HeaderName::from_static("endpoint-load-metrics");
 
-/// The longest report: every figure at its bound, two decimals each.
+/// `endpoint-load-metrics-bin`, the trailer gRPC's clients read a per-call ORCA report from.
+pub(crate) const BINARY_HEADER: HeaderName = HeaderName::from_static("endpoint-load-metrics-bin");
+
+/// `grpc-status`, in a gRPC response's trailers (or its only header block).
+pub(crate) const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+
+/// The longest text report: every figure at its bound, two decimals each.
 const MAX_LEN: usize =
     "TEXT application_utilization=1.00, rps_fractional=, eps=".len() + 2 * ("100000000.00".len());
 
-/// The report for `utilization` and `rates`: each figure rounded to the nearest hundredth,
-/// finite, never negative, at most [`MAX_RATE`](crate::load::MAX_RATE) for a rate.
-pub(crate) fn report(utilization: Utilization, rates: Rates) -> HeaderValue {
-    // `+ 0.0`: a `-0` never shows as `-0.00`. The clamps repeat what the types promise, so
-    // that the report's bounds hold here, where its length is counted.
-    let bounded = |value: f64, max: f64| {
-        if value.is_nan() {
-            0.0
-        } else {
-            value.clamp(0.0, max) + 0.0
+/// The figures of a report: finite, never negative (`-0` read as `0`), the utilization at
+/// most 1 and a rate at most [`MAX_RATE`]. The clamps repeat what the types promise, so
+/// that every form's bounds hold here, where it is written.
+#[derive(Copy, Clone, Debug, PartialEq)]
+struct Figures {
+    utilization: f64,
+    requests: f64,
+    errors: f64,
+}
+
+impl Figures {
+    fn of(utilization: Utilization, rates: Rates) -> Self {
+        let bounded = |value: f64, max: f64| {
+            if value.is_nan() {
+                0.0
+            } else {
+                value.clamp(0.0, max) + 0.0
+            }
+        };
+        Self {
+            utilization: bounded(utilization.get(), 1.0),
+            requests: bounded(rates.requests, MAX_RATE),
+            errors: bounded(rates.errors, MAX_RATE),
         }
-    };
+    }
+}
+
+/// The per-call reports of `utilization` and `rates`, in every form this build speaks.
+pub(crate) fn reports(utilization: Utilization, rates: Rates) -> Reports {
+    let figures = Figures::of(utilization, rates);
+    Reports {
+        text: text(figures),
+        binary: binary(figures),
+    }
+}
+
+/// The `TEXT` form: each figure rounded to the nearest hundredth.
+fn text(figures: Figures) -> HeaderValue {
     let mut text = String::with_capacity(MAX_LEN);
     // Writing to a `String` cannot fail.
     let _ = write!(
         text,
         "TEXT application_utilization={:.2}, rps_fractional={:.2}, eps={:.2}",
-        bounded(utilization.get(), 1.0),
-        bounded(rates.requests, MAX_RATE),
-        bounded(rates.errors, MAX_RATE),
+        figures.utilization, figures.requests, figures.errors,
     );
     debug_assert!(text.len() <= MAX_LEN, "{text}");
     HeaderValue::from_str(&text).expect("a report is ASCII digits, letters, `.`, `=`, `, `")
+}
+
+/// The message of `utilization` and `rates`: what the out-of-band stream sends and the
+/// binary per-call form serializes.
+#[cfg(feature = "grpc")]
+pub(crate) fn message(
+    utilization: Utilization,
+    rates: Rates,
+) -> crate::grpc::pb::orca::OrcaLoadReport {
+    message_of(Figures::of(utilization, rates))
+}
+
+#[cfg(feature = "grpc")]
+fn message_of(figures: Figures) -> crate::grpc::pb::orca::OrcaLoadReport {
+    crate::grpc::pb::orca::OrcaLoadReport {
+        application_utilization: figures.utilization,
+        rps_fractional: figures.requests,
+        eps: figures.errors,
+        ..Default::default()
+    }
+}
+
+/// The binary form: the message, serialized, in base64 (padded: gRPC's decoders take
+/// either).
+#[cfg(feature = "grpc")]
+fn binary(figures: Figures) -> Option<HeaderValue> {
+    use base64::Engine as _;
+    use prost::Message as _;
+
+    let encoded =
+        base64::engine::general_purpose::STANDARD.encode(message_of(figures).encode_to_vec());
+    Some(HeaderValue::from_str(&encoded).expect("base64 is ASCII"))
+}
+
+/// Without the `grpc` feature, no binary form: a gRPC response carries the `TEXT` header,
+/// which Envoy reads.
+#[cfg(not(feature = "grpc"))]
+fn binary(_: Figures) -> Option<HeaderValue> {
+    None
+}
+
+/// Whether a response with these headers is a gRPC call's (`content-type: application/grpc`,
+/// `application/grpc+proto`, ...): gRPC reads its report from the trailers.
+#[inline]
+pub(crate) fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
+}
+
+/// Whether a gRPC call's `grpc-status` counts as an error in `eps`: the codes that gRPC's
+/// own mapping to HTTP (Envoy's, grpc-gateway's) answers with a 5xx, as an HTTP response's
+/// error is a 5xx. `UNKNOWN` (2), `DEADLINE_EXCEEDED` (4), `UNIMPLEMENTED` (12), `INTERNAL`
+/// (13), `UNAVAILABLE` (14), `DATA_LOSS` (15); a status that is not a number is the server's
+/// error too. `OK` and the client's errors (a bad argument, not found, ...) are not.
+pub(crate) fn is_server_error(grpc_status: &HeaderValue) -> bool {
+    !matches!(
+        grpc_status.as_bytes(),
+        b"0" | b"1" | b"3" | b"5" | b"6" | b"7" | b"8" | b"9" | b"10" | b"11" | b"16"
+    )
 }
 
 #[cfg(test)]
@@ -58,7 +156,8 @@ mod tests {
     use super::*;
 
     fn text(utilization: f64, requests: f64, errors: f64) -> String {
-        report(Utilization::new(utilization), Rates { requests, errors })
+        reports(Utilization::new(utilization), Rates { requests, errors })
+            .text
             .to_str()
             .unwrap()
             .to_owned()

@@ -127,6 +127,7 @@
 //! [`HealthLayer`]: crate::HealthLayer
 
 mod named;
+mod orca;
 mod reporter;
 mod service;
 mod shared;
@@ -145,14 +146,24 @@ mod generated {
     )]
     #[rustfmt::skip]
     pub mod grpc_health_v1;
+    #[rustfmt::skip]
+    pub mod xds_service_orca_v3;
 }
 
 /// The types generated from the canonical `grpc/health/v1/health.proto` (with `List`),
 /// checked in: building the crate runs no code generator. `proto/codegen` regenerates them.
 pub mod pb {
     pub use super::generated::grpc_health_v1::*;
+
+    /// The ORCA messages and service (`xds.service.orca.v3.OpenRcaService`, and the
+    /// `OrcaLoadReport` of `xds.data.orca.v3`), from a trimmed copy of the xDS protos
+    /// (`proto/xds/service/orca/v3/orca.proto`), checked in.
+    pub mod orca {
+        pub use super::super::generated::xds_service_orca_v3::*;
+    }
 }
 
+pub use self::orca::{MAX_REPORT_INTERVAL, MIN_REPORT_INTERVAL, OrcaService};
 pub use self::reporter::HealthReporter;
 pub use self::service::HealthService;
 pub use crate::dialect::grpc::ServingStatus;

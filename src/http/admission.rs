@@ -9,6 +9,7 @@ use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 
 use super::Marks;
+use super::edge::Trailer;
 use super::render::ProbeBody;
 use super::render::fixed::DRAIN_REJECTED;
 use crate::http::request::BodyMode;
@@ -71,16 +72,26 @@ impl Admitted {
     }
 
     /// The response is ready: adds `Connection: close` if the drain has started since the
-    /// request came in and the dialects' words for its marks, and hands back the
-    /// guard, for the response body to hold until its end.
+    /// request came in and the dialects' words for its marks, and hands back what the
+    /// response body holds until its end.
     #[inline(always)]
-    pub(crate) fn respond<B>(self, response: &mut Response<B>) -> Option<InFlightGuard> {
-        super::mark(self.marks, response);
+    pub(crate) fn respond<B>(self, response: &mut Response<B>) -> Held {
+        let trailer = super::mark(self.marks, response);
         if self.close_if_draining && self.guard.as_ref().is_some_and(InFlightGuard::is_draining) {
             close(response);
         }
-        self.guard
+        Held {
+            guard: self.guard,
+            trailer,
+        }
     }
+}
+
+/// What an application response's body holds until its end: the request's count in a drain,
+/// and a gRPC call's load report for its trailers.
+pub(crate) struct Held {
+    pub(crate) guard: Option<InFlightGuard>,
+    pub(crate) trailer: Option<Trailer>,
 }
 
 /// Asks an HTTP/1 client to close its connection, the response being sent during the drain.

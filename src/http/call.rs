@@ -124,7 +124,8 @@ where
 {
     if when_busy == WhenBusy::Shed {
         let mut shed = OVERLOADED.response(BodyMode::Full);
-        super::mark(marks, &mut shed);
+        // The crate's own 503 is no gRPC response: its report goes in its head, no trailer.
+        let _ = super::mark(marks, &mut shed);
         return ResponseFuture::probe(ProbeResponse::ready(shed));
     }
     let (queued, admitted) = match count {

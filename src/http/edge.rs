@@ -9,7 +9,7 @@
 //! layer above it). So that is where a finished request and its status are counted; probes
 //! never come here.
 
-use http::Response;
+use http::{HeaderMap, HeaderValue, Response};
 
 use crate::dialect::{envoy, orca};
 use crate::load::Tally;
@@ -96,16 +96,16 @@ impl Edge {
 }
 
 /// Adds the dialects' words for `marks` to an application's response, and counts it
-/// finished with its status when load feedback is on.
+/// finished with its status when load feedback is on. A gRPC response's load report goes in
+/// its trailers, which its body has yet to send: returned, for the body to add.
 #[inline(always)]
-pub(crate) fn mark<B>(marks: Marks, response: &mut Response<B>) {
+pub(crate) fn mark<B>(marks: Marks, response: &mut Response<B>) -> Option<Trailer> {
     if marks.intent == Intent::Leave {
         mark_leaving(response);
     }
-    if let Some(tally) = marks.load {
-        tally.count(response.status());
-        // `insert`: one report per response, whatever the application set.
-        response.headers_mut().insert(orca::HEADER, tally.report());
+    match marks.load {
+        Some(tally) => report(tally, response),
+        None => None,
     }
 }
 
@@ -113,5 +113,59 @@ pub(crate) fn mark<B>(marks: Marks, response: &mut Response<B>) {
 fn mark_leaving<B>(response: &mut Response<B>) {
     if let Some((name, value)) = envoy::on_application_response(Intent::Leave) {
         response.headers_mut().insert(name, value);
+    }
+}
+
+/// Counts the response and gives it one ORCA report (`insert`: whatever the application set),
+/// in the form its protocol reads: the binary one for gRPC (in the trailers, or in the one
+/// header block of a trailers-only response), the `TEXT` one in the head of any other.
+#[inline]
+fn report<B>(tally: Tally, response: &mut Response<B>) -> Option<Trailer> {
+    // A gRPC call's head says `200`; its status comes with its trailers.
+    let status = response.status();
+    let reports = tally.reports();
+    let headers = response.headers_mut();
+    if let Some(binary) = &reports.binary
+        && orca::is_grpc(headers)
+    {
+        let report = binary.clone();
+        drop(reports);
+        tally.count(status);
+        return match headers.get(&orca::GRPC_STATUS) {
+            Some(status) => {
+                if orca::is_server_error(status) {
+                    tally.count_error();
+                }
+                headers.insert(orca::BINARY_HEADER, report);
+                None
+            }
+            None => Some(Trailer { tally, report }),
+        };
+    }
+    headers.insert(orca::HEADER, reports.text.clone());
+    drop(reports);
+    tally.count(status);
+    None
+}
+
+/// A gRPC response's load report, for its body to add to the trailers, and its count, for
+/// the status the trailers say.
+#[derive(Debug)]
+pub(crate) struct Trailer {
+    tally: Tally,
+    report: HeaderValue,
+}
+
+impl Trailer {
+    /// Adds the report to `trailers`, and counts the call an error if their `grpc-status`
+    /// says so.
+    pub(crate) fn finish(self, trailers: &mut HeaderMap) {
+        if trailers
+            .get(&orca::GRPC_STATUS)
+            .is_some_and(orca::is_server_error)
+        {
+            self.tally.count_error();
+        }
+        trailers.insert(orca::BINARY_HEADER, self.report);
     }
 }

@@ -180,10 +180,10 @@ where
             |polled, admitted| {
                 polled.map_ok(|mut response| match admitted.take() {
                     None => response.map(ResponseBody::inner),
-                    Some(admitted) => match admitted.respond(&mut response) {
-                        Some(guard) => response.map(|body| ResponseBody::counted(body, guard)),
-                        None => response.map(ResponseBody::inner),
-                    },
+                    Some(admitted) => {
+                        let held = admitted.respond(&mut response);
+                        response.map(|body| ResponseBody::holding(body, held))
+                    }
                 })
             },
             |response| response.map(ResponseBody::probe),

@@ -17,14 +17,16 @@ mod response;
 mod response_tests;
 
 #[cfg(feature = "axum")]
-pub(crate) use self::admission::Admitted;
+pub(crate) use self::admission::{Admitted, Held};
 pub(crate) use self::admission::{admit, rejection};
-#[cfg(feature = "axum")]
-pub(crate) use self::body::Counted;
 pub use self::body::ResponseBody;
+#[cfg(feature = "axum")]
+pub(crate) use self::body::{Counted, Reported};
 pub(crate) use self::call::{Count, WhenBusy, call_inner};
 #[cfg(feature = "axum")]
 pub(crate) use self::call::{not_ready, poll_ready_now};
+#[cfg(feature = "axum")]
+pub(crate) use self::edge::Trailer;
 pub(crate) use self::edge::{Edge, Marks, mark};
 pub use self::future::ResponseFuture;
 pub(crate) use self::response::{ProbeResponse, Respond};

@@ -149,7 +149,7 @@ impl HealthHandle {
     /// report's `rps_fractional` says; never NaN, never negative.
     #[must_use]
     pub fn requests_per_second(&self) -> Option<f64> {
-        self.state.load.as_ref().map(|gauge| gauge.rates().requests)
+        self.rates().map(|rates| rates.requests)
     }
 
     /// Of [`requests_per_second`](Self::requests_per_second), those answered with a 5xx
@@ -158,7 +158,12 @@ impl HealthHandle {
     /// when no capacity is set.
     #[must_use]
     pub fn errors_per_second(&self) -> Option<f64> {
-        self.state.load.as_ref().map(|gauge| gauge.rates().errors)
+        self.rates().map(|rates| rates.errors)
+    }
+
+    /// The request and error rates, for the readers that pass them on; `None` when off.
+    pub(crate) fn rates(&self) -> Option<crate::load::Rates> {
+        self.state.load.as_ref().map(crate::load::Gauge::rates)
     }
 
     /// Where an application request on this thread counts itself; `None` when load

@@ -226,10 +226,10 @@ async fn sample_load(shared: &Weak<MonitorState>) {
     }
 }
 
-/// Publishes `utilization` and `rates` with the ORCA report of them, rendered here once for
+/// Publishes `utilization` and `rates` with the ORCA reports of them, rendered here once for
 /// every response until the next sample.
 fn publish(gauge: &Gauge, utilization: Utilization, rates: Rates) {
-    gauge.publish(utilization, rates, orca::report(utilization, rates));
+    gauge.publish(utilization, rates, orca::reports(utilization, rates));
 }
 
 /// Marks the monitor stopped when `run` ends or is dropped, and its load estimate idle: a

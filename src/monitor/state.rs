@@ -121,7 +121,7 @@ impl MonitorState {
             DrainHandle::new(config.drain.clone()),
         );
         let load = std::num::NonZeroU32::new(config.load_capacity).map(|capacity| {
-            let idle = crate::dialect::orca::report(Utilization::IDLE, Rates::IDLE);
+            let idle = crate::dialect::orca::reports(Utilization::IDLE, Rates::IDLE);
             Gauge::new(capacity, idle)
         });
         Self {

@@ -66,7 +66,7 @@ async fn start(health: HealthHandle, around: DrainAround) -> TestServer {
         .accept_http1(true)
         .layer(PingLayer::new())
         .layer(layer);
-    let greeter = Greeter::new(&drain);
+    let greeter = Greeter::new(&drain, addr);
     let (service, serve) = (grpc.clone().server(), drain.clone());
     let task = match around {
         DrainAround::Application => tokio::spawn(async move {
@@ -144,9 +144,9 @@ async fn the_cards_one_line_on_a_tonic_server() {
     support::init_tracing();
     let layer = HealthLayer::new(config());
     let grpc = HealthService::new(&layer.handle());
-    let greeter = Greeter::new(layer.handle().drain());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let greeter = Greeter::new(layer.handle().drain(), addr);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let router = tonic::transport::Server::builder()
         .accept_http1(true)

@@ -68,6 +68,8 @@ mod kube;
 mod long_lived;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "admin"))]
 mod metrics;
+#[cfg(all(feature = "postgres", feature = "grpc", feature = "axum"))]
+mod orca;
 #[cfg(all(feature = "postgres", feature = "metrics", feature = "opentelemetry"))]
 mod otel;
 #[cfg(all(feature = "postgres", feature = "page", feature = "redis"))]

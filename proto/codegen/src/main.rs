@@ -10,6 +10,7 @@
 //! | proto | generated | for |
 //! |---|---|---|
 //! | `proto/grpc/health/v1/health.proto` | `src/grpc/generated/grpc_health_v1.rs` | the `grpc` feature: `tower_health::grpc::pb` |
+//! | `proto/xds/service/orca/v3/orca.proto` | `src/grpc/generated/xds_service_orca_v3.rs` | the `grpc` feature: ORCA load reports, `tower_health::grpc::pb::orca` |
 //! | `proto/greeter/v1/greeter.proto` | `examples/greeter/generated.rs` | `examples/tonic.rs`, the application's own service |
 //!
 //! The code has no `connect` (no `build_transport`): the crate's `grpc` feature leaves
@@ -21,11 +22,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// (proto file under `proto/`, the module prost writes, where the repository keeps it).
-const TARGETS: [(&str, &str, &str); 2] = [
+const TARGETS: [(&str, &str, &str); 3] = [
     (
         "grpc/health/v1/health.proto",
         "grpc.health.v1.rs",
         "src/grpc/generated/grpc_health_v1.rs",
+    ),
+    (
+        "xds/service/orca/v3/orca.proto",
+        "xds.service.orca.v3.rs",
+        "src/grpc/generated/xds_service_orca_v3.rs",
     ),
     (
         "greeter/v1/greeter.proto",

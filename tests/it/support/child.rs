@@ -38,6 +38,12 @@ pub fn example(name: &str) -> PathBuf {
 #[cfg(feature = "axum")]
 pub async fn ready_example(name: &str, env: &[(&str, String)]) -> (Example, SocketAddr) {
     let addr = refused_addr().await;
+    (ready_example_at(name, addr, env).await, addr)
+}
+
+/// [`ready_example`] on `addr` (an instance started again where one ran before).
+#[cfg(feature = "axum")]
+pub async fn ready_example_at(name: &str, addr: SocketAddr, env: &[(&str, String)]) -> Example {
     let mut all = vec![
         ("LISTEN_ADDR", addr.to_string()),
         ("DATABASE_URL", String::new()),
@@ -54,7 +60,7 @@ pub async fn ready_example(name: &str, env: &[(&str, String)]) -> (Example, Sock
     })
     .await;
     assert!(up, "the {name} example did not become ready");
-    (child, addr)
+    child
 }
 
 /// A running example. Its stderr is read from the start (a full pipe would block it), and it

@@ -136,6 +136,43 @@ pub fn tool(name: &str, install: &str) -> Option<std::path::PathBuf> {
     found
 }
 
+#[cfg(feature = "grpc")]
+/// The Python of the tests' own virtual environment, with PyPI's `grpcio`:
+/// `TOWER_HEALTH_VENV` (default `~/.cache/tower-health/venv`), which `.ci/run` makes. Under
+/// `CI` a missing one fails the test; elsewhere the test is skipped, saying so.
+pub fn python_with_grpcio() -> Option<std::path::PathBuf> {
+    let venv = std::env::var_os("TOWER_HEALTH_VENV").map_or_else(
+        || {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            std::path::Path::new(&home).join(".cache/tower-health/venv")
+        },
+        std::path::PathBuf::from,
+    );
+    let python = venv.join("bin/python");
+    let has_grpcio = std::process::Command::new(&python)
+        .args(["-c", "import grpc"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if has_grpcio {
+        return Some(python);
+    }
+    let install = format!(
+        "python3 -m venv {0} && {0}/bin/pip install grpcio==1.85.4",
+        venv.display()
+    );
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "no Python with grpcio at {} and CI is set; make it: {install}",
+        python.display()
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: no Python with grpcio at {} ({install}); set CI to make this a failure",
+        python.display()
+    );
+    None
+}
+
 #[cfg(any(feature = "haproxy-agent", all(feature = "axum", feature = "admin")))]
 /// A GET through a load balancer's `frontend` on a connection of its own: the body of a 200
 /// (the test applications answer their name), or why it failed.
