@@ -11,8 +11,11 @@
 //!   per-round ratios. `constant` is `grpc.health.v1` answering `SERVING` to everything, on a bare
 //!   `Server::builder()`; `tower-health` is [`HealthService`] on the same builder; `stack` is
 //!   the `tonic` example's server (`accept_http1(true)`, `HealthLayer`) with
-//!   [`HealthService`]. The first two are `benches/support/grpc_servers.rs`, which the storm
-//!   bench's gRPC rows (callgrind instruction counts) serve as well.
+//!   [`HealthService`]; `stack, load on` the same with load feedback on
+//!   (`HealthConfig::load_capacity`): each call counted, and its trailers carrying the ORCA
+//!   report (`endpoint-load-metrics-bin`). The first two are
+//!   `benches/support/grpc_servers.rs`, which the storm bench's gRPC rows (callgrind
+//!   instruction counts) serve as well.
 //! - `grpc/service/*`: the `Check` method itself, called in-process: what the view read costs
 //!   beside building a constant answer.
 
@@ -47,6 +50,7 @@ enum Kind {
     Constant,
     TowerHealth,
     Stack,
+    StackLoaded,
 }
 
 /// A server thread: where it listens, its CPU time's file, and what stops it.
@@ -86,7 +90,11 @@ fn start(which: Kind) -> Running {
             let stopped = async {
                 let _ = stopped.await;
             };
-            let health = HealthMonitor::spawn(HealthConfig::new()).unwrap();
+            let config = match which {
+                Kind::StackLoaded => HealthConfig::new().load_capacity(64),
+                _ => HealthConfig::new(),
+            };
+            let health = HealthMonitor::spawn(config).unwrap();
             let mut watch = health.watch();
             while !watch.changed().await.unwrap().answer(Probe::Ready).passing {}
             match which {
@@ -94,7 +102,7 @@ fn start(which: Kind) -> Running {
                 Kind::TowerHealth => serve_health_service(health, incoming, stopped)
                     .await
                     .unwrap(),
-                Kind::Stack => Server::builder()
+                Kind::Stack | Kind::StackLoaded => Server::builder()
                     .accept_http1(true)
                     .layer(HealthLayer::new(&health))
                     .add_service(HealthService::new(&health).server())
@@ -129,6 +137,7 @@ fn over_http2() {
         ("constant", Kind::Constant),
         ("tower-health", Kind::TowerHealth),
         ("stack", Kind::Stack),
+        ("stack, load on", Kind::StackLoaded),
     ];
     let mut clients: Vec<_> = servers
         .iter()

@@ -8,6 +8,7 @@
 //! previous process's on the same address that drained before it exited), the next line
 //! puts the server where this process's view says it belongs.
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -150,6 +151,8 @@ pub(crate) struct Lines {
     degraded_weight: u8,
     /// Whether a `down` line carries its reason ([`Details::Always`](crate::config::Details)).
     reasons: bool,
+    /// `maxconn:<n>`, said on every line (`AgentConfig::maxconn`).
+    maxconn: Option<NonZeroU32>,
 }
 
 /// `up ready <n>%` for every weight from 0 to 100, each with its length: rendered at compile
@@ -204,11 +207,12 @@ const DOWN: &[u8] = b"down ready\n";
 
 impl Lines {
     /// The lines for a degraded weight of `degraded_weight` percent; `reasons`: whether a
-    /// `down` line says why.
-    pub(crate) fn new(degraded_weight: u8, reasons: bool) -> Self {
+    /// `down` line says why; `maxconn`: the server's `maxconn` every line says.
+    pub(crate) fn new(degraded_weight: u8, reasons: bool, maxconn: Option<NonZeroU32>) -> Self {
         Self {
             degraded_weight,
             reasons,
+            maxconn,
         }
     }
 
@@ -222,15 +226,39 @@ impl Lines {
         ceiling: u8,
         view: impl FnOnce() -> View,
     ) -> Bytes {
-        match state {
+        let line = match state {
             AgentState::Up => up(ceiling),
             AgentState::Degraded => up(ceiling.min(self.degraded_weight)),
             AgentState::Drain => Bytes::from_static(DRAIN),
             AgentState::Maint => Bytes::from_static(MAINT),
             AgentState::Down if self.reasons => down_with(&reason(&view())),
             AgentState::Down => Bytes::from_static(DOWN),
+        };
+        match self.maxconn {
+            Some(maxconn) => with_maxconn(&line, maxconn),
+            None => line,
         }
     }
+}
+
+/// `line` with `maxconn:<maxconn>` after its words, before its reason (HAProxy reads what
+/// follows a `#` as the reason, to the end of the line). Written per answer: the agent
+/// answers once per `agent-inter`, and only when the setting is on.
+fn with_maxconn(line: &[u8], maxconn: NonZeroU32) -> Bytes {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let (words, reason) = match line.iter().position(|&byte| byte == b'#') {
+        Some(at) => (line[..at].trim_ascii_end(), &line[at..]),
+        None => (line, &b""[..]),
+    };
+    let mut out = Vec::with_capacity(line.len() + 20);
+    out.extend_from_slice(words);
+    out.extend_from_slice(format!(" maxconn:{maxconn}").as_bytes());
+    if !reason.is_empty() {
+        out.push(b' ');
+        out.extend_from_slice(reason);
+    }
+    out.push(b'\n');
+    Bytes::from(out)
 }
 
 /// `down ready #<reason>`, the reason cut to [`MAX_REASON`] bytes of printable ASCII, so that
@@ -343,7 +371,7 @@ mod tests {
 
     #[test]
     fn the_lines_are_haproxys_words() {
-        let lines = Lines::new(35, false);
+        let lines = Lines::new(35, false, None);
         let unused = || -> View { panic!("no reason is shown: the view is not read") };
         // (state, the slow start's ramp): the line.
         for (state, ramp, expected) in [
@@ -391,8 +419,36 @@ mod tests {
     }
 
     #[test]
+    fn maxconn_rides_every_line_before_its_reason() {
+        let maxconn = NonZeroU32::new(64);
+        let lines = Lines::new(50, false, maxconn);
+        let unused = || -> View { panic!("no reason is shown: the view is not read") };
+        for (state, expected) in [
+            (AgentState::Up, "up ready 70% maxconn:64\n"),
+            (AgentState::Degraded, "up ready 50% maxconn:64\n"),
+            (AgentState::Drain, "drain maxconn:64\n"),
+            (AgentState::Maint, "maint maxconn:64\n"),
+            (AgentState::Down, "down ready maxconn:64\n"),
+        ] {
+            assert_eq!(
+                lines.line(state, 70, unused),
+                expected.as_bytes(),
+                "{state:?}"
+            );
+        }
+        // HAProxy reads everything after `#` as the reason: the word goes before it.
+        assert_eq!(
+            with_maxconn(
+                b"down ready #database default is not_ready (refused)\n",
+                maxconn.unwrap()
+            ),
+            "down ready maxconn:64 #database default is not_ready (refused)\n".as_bytes()
+        );
+    }
+
+    #[test]
     fn load_composes_with_the_state_the_slow_start_and_the_degraded_weight() {
-        let lines = Lines::new(35, false);
+        let lines = Lines::new(35, false, None);
         let unused = || -> View { panic!("no reason is shown: the view is not read") };
         let load = |fraction| Some(Utilization::new(fraction));
         // (state, the slow start's ramp, the load): the line. The lowest weight wins, and

@@ -28,6 +28,7 @@ pub struct AgentConfig {
     pub(crate) side_port: SidePortConfig,
     pub(crate) degraded_weight: u8,
     pub(crate) slow_start: Duration,
+    pub(crate) maxconn: bool,
 }
 
 impl Default for AgentConfig {
@@ -43,6 +44,7 @@ impl AgentConfig {
             side_port: SidePortConfig::new(&AGENT),
             degraded_weight: DEFAULT_DEGRADED_WEIGHT,
             slow_start: DEFAULT_SLOW_START,
+            maxconn: false,
         }
     }
 
@@ -122,6 +124,21 @@ impl AgentConfig {
         self
     }
 
+    /// Whether every line also tells HAProxy the server's `maxconn`: the requests in flight
+    /// the application declared it can take
+    /// ([`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity)), so that
+    /// HAProxy queues what is beyond it (`timeout queue`) or sends it to another server,
+    /// instead of piling it onto a server that is full (`up ready 80% maxconn:64`). HAProxy
+    /// keeps a `maxconn` the agent set until it says another: turned off, set the server's
+    /// own `maxconn` in HAProxy's configuration again.
+    ///
+    /// Defaults to off. On without a load capacity is an error of
+    /// [`AgentServer::start`](super::AgentServer::start): there is no figure to say.
+    pub fn maxconn(mut self, on: bool) -> Self {
+        self.maxconn = on;
+        self
+    }
+
     /// Whether a `down` answer carries its reason (`down ready #database default is
     /// not_ready (refused)`), which HAProxy shows on its stats page and logs. Only
     /// [`Details::Always`] does: the agent has no keys, so `authorized` is `never` here.
@@ -184,6 +201,9 @@ impl AgentConfig {
         if let Some(window) = env.duration_or_zero("TOWER_HEALTH_AGENT_SLOW_START")? {
             config.slow_start = window;
         }
+        if let Some(on) = env.flag("TOWER_HEALTH_AGENT_MAXCONN")? {
+            config.maxconn = on;
+        }
         config.side_port.validate()?;
         Ok(config)
     }
@@ -206,11 +226,13 @@ impl fmt::Debug for AgentConfig {
             side_port,
             degraded_weight,
             slow_start,
+            maxconn,
         } = self;
         let mut f = f.debug_struct("AgentConfig");
         side_port.debug_fields(&mut f);
         f.field("degraded_weight", degraded_weight)
             .field("slow_start", slow_start)
+            .field("maxconn", maxconn)
             .finish()
     }
 }
@@ -231,6 +253,16 @@ mod tests {
         }
         let config = AgentConfig::from_vars(Vec::<(String, String)>::new()).unwrap();
         assert_eq!(config.degraded_weight, 50);
+    }
+
+    #[test]
+    fn reads_maxconn() {
+        let config = AgentConfig::from_vars([("TOWER_HEALTH_AGENT_MAXCONN", "true")]).unwrap();
+        assert!(config.maxconn);
+        let config = AgentConfig::from_vars(Vec::<(String, String)>::new()).unwrap();
+        assert!(!config.maxconn, "off by default");
+        let error = AgentConfig::from_vars([("TOWER_HEALTH_AGENT_MAXCONN", "64")]).unwrap_err();
+        assert_eq!(error.variable(), "TOWER_HEALTH_AGENT_MAXCONN");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use tokio::net::TcpStream;
 
 use super::AgentConfig;
 use super::line::line_now;
+use crate::config::ConfigError;
 use crate::dialect::haproxy::Lines;
 use crate::monitor::HealthHandle;
 use crate::side_port::{Activity, Serve, SidePortError, SidePortHandle, WriteTimeout};
@@ -58,7 +59,19 @@ impl AgentServer {
         // The agent has no keys: nobody is a viewer, and only `always` shows reasons.
         let details = config.side_port.shown(&health.readers().shown).details;
         let reasons = crate::access::audience(details, false) == Audience::Full;
-        let lines = Lines::new(config.degraded_weight, reasons);
+        let maxconn = match (config.maxconn, health.load_capacity()) {
+            (false, _) => None,
+            (true, Some(capacity)) => Some(capacity),
+            (true, None) => {
+                return Err(SidePortError::Config(ConfigError::new(
+                    "AgentConfig::maxconn",
+                    "true",
+                    "a load capacity to say (HealthConfig::load_capacity, \
+                     TOWER_HEALTH_LOAD_CAPACITY)",
+                )));
+            }
+        };
+        let lines = Lines::new(config.degraded_weight, reasons, maxconn);
         let connections = Connections {
             #[cfg(feature = "page")]
             _listed: super::running::register(

@@ -161,6 +161,11 @@ impl HealthHandle {
         self.rates().map(|rates| rates.errors)
     }
 
+    /// The capacity load feedback counts against; `None` when off.
+    pub(crate) fn load_capacity(&self) -> Option<std::num::NonZeroU32> {
+        self.state.load.as_ref().map(crate::load::Gauge::capacity)
+    }
+
     /// The request and error rates, for the readers that pass them on; `None` when off.
     pub(crate) fn rates(&self) -> Option<crate::load::Rates> {
         self.state.load.as_ref().map(crate::load::Gauge::rates)

@@ -133,7 +133,7 @@ impl Readers {
             http,
             grpc,
             admin,
-            agent: crate::dialect::haproxy::Lines::new(setup.degraded_weight, false),
+            agent: crate::dialect::haproxy::Lines::new(setup.degraded_weight, false, None),
             slow_start: setup.slow_start,
             costly: setup.costly,
             watches,

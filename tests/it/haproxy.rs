@@ -983,7 +983,8 @@ async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
             .service(gated_app(gate.clone())),
     )
     .await;
-    let agent = AgentServer::new(agent_config(), &health)
+    // With the capacity as the server's `maxconn` too.
+    let agent = AgentServer::new(agent_config().maxconn(true), &health)
         .start()
         .await
         .unwrap();
@@ -992,8 +993,18 @@ async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
         &binary,
         &one_server_config(frontend, server.addr, agent.local_addr()),
     );
-    let full = |stat: &ServerStat| stat.status == "UP" && stat.weight >= u64::from(FULL);
-    wait_for_server(&haproxy, "app1", "UP at full weight, idle", full).await;
+    let full = |stat: &ServerStat| {
+        stat.status == "UP"
+            && stat.weight >= u64::from(FULL)
+            && stat.session_limit == u64::from(CAPACITY)
+    };
+    wait_for_server(
+        &haproxy,
+        "app1",
+        "UP at full weight and maxconn, idle",
+        full,
+    )
+    .await;
 
     // Four requests through HAProxy, held by the app: the capacity, in flight.
     let frontend: SocketAddr = ([127, 0, 0, 1], frontend).into();
@@ -1036,7 +1047,10 @@ async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
             .any(|(_, _, stat)| (11..100).contains(&stat.weight)),
         "the weight falls in steps, not at once: {samples:?}"
     );
-    assert_eq!(agent_line(agent.local_addr()).await, "up ready 10%\n");
+    assert_eq!(
+        agent_line(agent.local_addr()).await,
+        format!("up ready 10% maxconn:{CAPACITY}\n")
+    );
     // The agent says the floor from 0.895 on (round(100 x (1 - u)) <= 10).
     let utilization = health.utilization().unwrap();
     assert!(
@@ -1078,9 +1092,9 @@ async fn haproxy_weighs_the_server_by_its_load_and_never_takes_it_out() {
     let said = agent_line(agent.local_addr()).await;
     let weight: u8 = said
         .strip_prefix("up ready ")
-        .and_then(|rest| rest.trim_end().strip_suffix('%'))
+        .and_then(|rest| rest.strip_suffix(&format!("% maxconn:{CAPACITY}\n")))
         .and_then(|weight| weight.parse().ok())
-        .unwrap_or_else(|| panic!("not `up ready N%`: {said:?}"));
+        .unwrap_or_else(|| panic!("not `up ready N% maxconn:{CAPACITY}`: {said:?}"));
     assert!(weight >= FULL, "{said:?}");
 }
 
@@ -1130,7 +1144,15 @@ fn report(what: &str, samples: &[(Duration, String, ServerStat)]) {
             continue;
         }
         let line = format!("up ready {}%", stat.weight);
-        if let Some((said_at, _, _)) = samples.iter().find(|(_, said, _)| said.trim_end() == line) {
+        // The weight's words, whatever follows them (`maxconn:`).
+        let words = |said: &str| {
+            said.trim_end()
+                .split(" maxconn:")
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        if let Some((said_at, _, _)) = samples.iter().find(|(_, said, _)| words(said) == line) {
             applied.push((stat.weight, at.saturating_sub(*said_at).as_millis()));
         }
     }
@@ -1139,4 +1161,18 @@ fn report(what: &str, samples: &[(Duration, String, ServerStat)]) {
          (weight HAProxy applied, ms since the agent first said it): {applied:?}",
         samples.len()
     );
+}
+
+#[tokio::test]
+async fn maxconn_without_a_load_capacity_is_refused_at_start_naming_the_setting() {
+    let health = HealthMonitor::spawn(fast()).unwrap();
+    let Err(error) = AgentServer::new(agent_config().maxconn(true), &health)
+        .start()
+        .await
+    else {
+        panic!("started with no capacity to say");
+    };
+    let said = error.to_string();
+    assert!(said.contains("AgentConfig::maxconn"), "{said}");
+    assert!(said.contains("TOWER_HEALTH_LOAD_CAPACITY"), "{said}");
 }

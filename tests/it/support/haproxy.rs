@@ -103,8 +103,8 @@ impl Haproxy {
         let column = |name: &str| columns.iter().position(|column| *column == name).unwrap();
         let (px, sv) = (column("pxname"), column("svname"));
         let (status, weight) = (column("status"), column("weight"));
-        let (stot, scur) = (column("stot"), column("scur"));
-        let last = [px, sv, status, weight, stot, scur]
+        let (stot, scur, slim) = (column("stot"), column("scur"), column("slim"));
+        let last = [px, sv, status, weight, stot, scur, slim]
             .into_iter()
             .max()
             .unwrap();
@@ -121,6 +121,7 @@ impl Haproxy {
                         weight: number(weight),
                         sessions_total: number(stot),
                         sessions_now: number(scur),
+                        session_limit: number(slim),
                     },
                 )
             })
@@ -149,6 +150,8 @@ pub struct ServerStat {
     pub sessions_total: u64,
     /// Sessions open now (`scur`).
     pub sessions_now: u64,
+    /// Its `maxconn` (`slim`); 0 when it has none.
+    pub session_limit: u64,
 }
 
 /// A port that was free a moment ago, for HAProxy's frontend.

@@ -94,6 +94,8 @@ pub mod schema_errors;
 pub mod slow_reader;
 #[cfg(feature = "redis")]
 pub mod tcp_proxy;
+#[cfg(feature = "grpc")]
+pub mod venv;
 #[cfg(feature = "axum")]
 pub mod websocket;
 // `process.rs` (what a process holds, from `/proc`) is not a module of the tests here: the
@@ -137,40 +139,21 @@ pub fn tool(name: &str, install: &str) -> Option<std::path::PathBuf> {
 }
 
 #[cfg(feature = "grpc")]
-/// The Python of the tests' own virtual environment, with PyPI's `grpcio`:
-/// `TOWER_HEALTH_VENV` (default `~/.cache/tower-health/venv`), which `.ci/run` makes. Under
-/// `CI` a missing one fails the test; elsewhere the test is skipped, saying so.
+/// The Python of the tests' own virtual environment, with PyPI's `grpcio` (see
+/// [`venv::python_with_grpcio`]), which `.ci/run` makes. Under `CI` a missing one fails the
+/// test; elsewhere the test is skipped, saying so.
 pub fn python_with_grpcio() -> Option<std::path::PathBuf> {
-    let venv = std::env::var_os("TOWER_HEALTH_VENV").map_or_else(
-        || {
-            let home = std::env::var_os("HOME").unwrap_or_default();
-            std::path::Path::new(&home).join(".cache/tower-health/venv")
-        },
-        std::path::PathBuf::from,
-    );
-    let python = venv.join("bin/python");
-    let has_grpcio = std::process::Command::new(&python)
-        .args(["-c", "import grpc"])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if has_grpcio {
-        return Some(python);
+    match venv::python_with_grpcio() {
+        Ok(python) => Some(python),
+        Err(missing) => {
+            assert!(std::env::var_os("CI").is_none(), "{missing}; CI is set");
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: {missing}; set CI to make this a failure"
+            );
+            None
+        }
     }
-    let install = format!(
-        "python3 -m venv {0} && {0}/bin/pip install grpcio==1.85.4",
-        venv.display()
-    );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "no Python with grpcio at {} and CI is set; make it: {install}",
-        python.display()
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: no Python with grpcio at {} ({install}); set CI to make this a failure",
-        python.display()
-    );
-    None
 }
 
 #[cfg(any(feature = "haproxy-agent", all(feature = "axum", feature = "admin")))]
