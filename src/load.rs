@@ -4,14 +4,17 @@
 //!
 //! Opt-in ([`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity)): the
 //! application declares how many requests it can have in flight, and the monitor samples,
-//! every [`SAMPLE_PERIOD`], the larger of two fractions, each read at no cost to a request:
+//! every [`SAMPLE_PERIOD`], three fractions, each read at no cost to a request:
 //!
 //! - the requests in flight (the drain's count, without the long-lived connections) over
 //!   that capacity;
 //! - how late the runtime woke the sampler's own timer beyond [`LAG_GRACE`], over the rest
-//!   of [`LAG_BUDGET`]: a starved runtime is a busy process, whatever its count says.
+//!   of [`LAG_BUDGET`]: a starved runtime is a busy process, whatever its count says;
+//! - the default database's pool in use over its size, the checkouts waiting for a
+//!   connection counted as in use ([`pool_use`]): a queue in front of the pool is a process
+//!   that cannot take more work, however few requests it holds.
 //!
-//! The sample is clamped to `[0, 1]` and smoothed with a time constant of
+//! The sample is the largest of the three, clamped to `[0, 1]` and smoothed with a time constant of
 //! [`TIME_CONSTANT`], then published in one atomic that readers load: nothing is computed
 //! per request. The estimate is never NaN. What it may do to a balancer's view is each
 //! dialect's, within the rule that load alone never takes a server out of rotation.
@@ -33,6 +36,7 @@ use arc_swap::ArcSwap;
 use http::{HeaderValue, StatusCode};
 
 use crate::util::{shard_count, thread_index};
+use crate::verdict::PoolStats;
 
 /// The largest capacity [`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity)
 /// takes: a million requests in flight in one process is a typo, not a capacity.
@@ -76,20 +80,32 @@ impl Utilization {
         Self(fraction.clamp(0.0, 1.0) as f32)
     }
 
-    /// One sample: the larger of `requests` in flight over `capacity` and the runtime's
-    /// `lag` beyond [`LAG_GRACE`] over the rest of [`LAG_BUDGET`], clamped.
-    pub(crate) fn sample(requests: usize, capacity: NonZeroU32, lag: Duration) -> Self {
+    /// One sample: the largest of `requests` in flight over `capacity`, the runtime's `lag`
+    /// beyond [`LAG_GRACE`] over the rest of [`LAG_BUDGET`], and the `pool`'s use (see
+    /// [`pool_use`]; 0 without a pool), clamped.
+    pub(crate) fn sample(requests: usize, capacity: NonZeroU32, lag: Duration, pool: f64) -> Self {
         // Exact below 2^53 requests in flight.
         let requests = requests as f64 / f64::from(capacity.get());
         let lag =
             lag.saturating_sub(LAG_GRACE).as_secs_f64() / (LAG_BUDGET - LAG_GRACE).as_secs_f64();
-        Self::new(requests.max(lag))
+        Self::new(requests.max(lag).max(pool))
     }
 
     /// The fraction, in `[0, 1]`.
     pub(crate) fn get(self) -> f64 {
         f64::from(self.0)
     }
+}
+
+/// A pool's use: its connections in use plus the checkouts waiting for one, over its size
+/// (0 for a pool of no size). A pool that does not count its waiting checkouts (sqlx's)
+/// reads its connections in use alone. Above 1 while checkouts wait: the sample clamps it.
+pub(crate) fn pool_use(stats: &PoolStats) -> f64 {
+    if stats.max_size == 0 {
+        return 0.0;
+    }
+    let in_use = stats.connections.saturating_sub(stats.idle_connections);
+    (f64::from(in_use) + stats.pending_gets as f64) / f64::from(stats.max_size)
 }
 
 /// The largest rate, per second, the estimate reports: a hundred million requests a second
@@ -394,12 +410,46 @@ mod tests {
             (usize::MAX, 1, Duration::MAX, 1.0),
             (1, MAX_CAPACITY, ms(0), 1e-6),
         ] {
-            let sample = Utilization::sample(requests, capacity(cap), lag).get();
+            let sample = Utilization::sample(requests, capacity(cap), lag, 0.0).get();
             assert!(
                 (sample - expected).abs() < 1e-6,
                 "{requests}/{cap} lag {lag:?}: {sample}, not {expected}"
             );
         }
+    }
+
+    #[test]
+    fn a_pool_in_use_or_queued_reads_as_load() {
+        let pool = |max_size, connections, idle, pending| {
+            let mut stats = PoolStats::new(max_size, connections, idle);
+            stats.pending_gets = pending;
+            pool_use(&stats)
+        };
+        // (max size, connections, idle, waiting): the pool's use.
+        for (stats, expected) in [
+            (pool(10, 0, 0, 0), 0.0),
+            (pool(10, 4, 4, 0), 0.0),
+            (pool(10, 4, 1, 0), 0.3),
+            (pool(10, 10, 0, 0), 1.0),
+            // A queue: more than the pool can serve.
+            (pool(10, 10, 0, 5), 1.5),
+            (pool(0, 0, 0, 3), 0.0),
+            // Figures read one after the other may disagree: never negative.
+            (pool(10, 2, 5, 0), 0.0),
+        ] {
+            assert!(
+                (stats - expected).abs() < 1e-9,
+                "{stats} against {expected}"
+            );
+        }
+        let cap = capacity(100);
+        // The largest fraction wins, clamped.
+        let sample =
+            |requests, pool| Utilization::sample(requests, cap, Duration::ZERO, pool).get();
+        assert!((sample(10, 0.3) - 0.3).abs() < 1e-6);
+        assert!((sample(50, 0.3) - 0.5).abs() < 1e-6);
+        assert_eq!(sample(0, 1.5), 1.0);
+        assert_eq!(sample(0, f64::NAN), 0.0, "NaN says nothing");
     }
 
     #[test]

@@ -12,7 +12,8 @@ const CAPACITY_RANGE: &str = "expected a number of requests in flight from 0 (of
 impl HealthConfig {
     /// How many requests the application can have in flight at once: with it, the monitor
     /// keeps a smoothed estimate of the process's utilization (the requests in flight over
-    /// this capacity, or the runtime's lag, whichever is larger), and the readers pass it
+    /// this capacity, the runtime's lag, or the default database's pool in use, its queue
+    /// included, whichever is largest), and the readers pass it
     /// on: the HAProxy agent lowers its weight as the estimate rises (never below 10%: load
     /// alone never says `drain`, `down` or `0%`), and the application's responses carry an
     /// ORCA load report (`endpoint-load-metrics: TEXT application_utilization=0.42,

@@ -122,9 +122,10 @@ impl HealthHandle {
         self.state.store.intent()
     }
 
-    /// The load estimate, in `[0, 1]`: the larger of the requests in flight over
-    /// [`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity) and the runtime's
-    /// lag over its budget, smoothed over about two seconds and sampled ten times a second
+    /// The load estimate, in `[0, 1]`: the largest of the requests in flight over
+    /// [`HealthConfig::load_capacity`](crate::HealthConfig::load_capacity), the runtime's
+    /// lag over its budget and the default database's pool in use over its size (its waiting
+    /// checkouts counted), smoothed over about two seconds and sampled ten times a second
     /// by the monitor (see the [HAProxy guide](crate::guide::haproxy#load-feedback)). `None`
     /// when no capacity is set. What the HAProxy agent's weight and the application's ORCA
     /// load reports are made from; never NaN.

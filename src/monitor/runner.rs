@@ -215,7 +215,13 @@ async fn sample_load(shared: &Weak<MonitorState>) {
             return;
         };
         let requests = state.store.drain().requests_in_flight();
-        let sample = Utilization::sample(requests, capacity, now.saturating_duration_since(due));
+        let lag = now.saturating_duration_since(due);
+        // The default database's pool, as `/health/pool` reads it (one short lock, for bb8).
+        let pool = state
+            .default_index
+            .and_then(|index| state.slots[index].pool_stats())
+            .map_or(0.0, |stats| crate::load::pool_use(&stats));
+        let sample = Utilization::sample(requests, capacity, lag, pool);
         let elapsed = now.saturating_duration_since(last);
         publish(
             gauge,

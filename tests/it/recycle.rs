@@ -359,3 +359,56 @@ async fn a_refused_database_fails_in_the_first_round_through_a_reserved_connecti
     assert_eq!(outcome.status, CheckStatus::Failed, "{outcome:?}");
     assert_eq!(outcome.error.unwrap().kind(), CheckErrorKind::Refused);
 }
+
+/// Load feedback reads the default database's pool: every connection held by the
+/// application and checkouts queued behind them read as a full process, whatever few requests
+/// it holds; readiness passes all along (the check's connection is its own).
+#[tokio::test]
+async fn a_queue_in_front_of_the_default_pool_reads_as_load() {
+    require_postgres!();
+    let manager = bb8_postgres::PostgresConnectionManager::new_from_stringlike(
+        support::pg_url(),
+        tokio_postgres::NoTls,
+    )
+    .unwrap();
+    let pool = bb8::Pool::builder()
+        .max_size(2)
+        .connection_timeout(Duration::from_secs(60))
+        .build(manager)
+        .await
+        .unwrap();
+    // A capacity no request count comes near: the pool alone moves the estimate.
+    let config = fast()
+        .load_capacity(1_000)
+        .database("default", PostgresCheck::new(pool.clone()));
+    let health = tower_health::HealthMonitor::spawn(config).unwrap();
+    first_rounds(&health).await;
+    let idle = health.utilization().unwrap();
+    assert!(idle < 0.05, "an idle pool: {idle}");
+
+    // Both connections taken, two checkouts waiting behind them.
+    let held = [pool.get().await.unwrap(), pool.get().await.unwrap()];
+    let waiting: Vec<_> = (0..2)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.get().await.map(drop) })
+        })
+        .collect();
+    // 95% of the way in three time constants (6 s); the bound only guards against a hang.
+    let full = eventually(support::LIMIT, || async {
+        health.utilization().unwrap() > 0.9
+    })
+    .await;
+    assert!(full, "utilization {:?}", health.utilization());
+    assert!(health.view().readiness.ready, "load is no failure");
+
+    drop(held);
+    for waiter in waiting {
+        waiter.await.unwrap().unwrap();
+    }
+    let eased = eventually(support::LIMIT, || async {
+        health.utilization().unwrap() < 0.1
+    })
+    .await;
+    assert!(eased, "utilization {:?}", health.utilization());
+}
