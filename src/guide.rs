@@ -48,12 +48,14 @@ macro_rules! page {
             #![cfg_attr(
                 feature = "grpc",
                 doc = "[`grpc`]: crate::grpc\n\
-                       [`HealthService`]: crate::grpc::HealthService"
+                       [`HealthService`]: crate::grpc::HealthService\n\
+                       [`OrcaService`]: crate::grpc::OrcaService"
             )]
             #![cfg_attr(
                 not(feature = "grpc"),
                 doc = "[`grpc`]: crate#feature-flags\n\
-                       [`HealthService`]: crate#feature-flags"
+                       [`HealthService`]: crate#feature-flags\n\
+                       [`OrcaService`]: crate#feature-flags"
             )]
             #![cfg_attr(
                 feature = "redis",

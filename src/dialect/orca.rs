@@ -18,7 +18,7 @@
 //!   as every `-bin` metadata is, with the figures as they are. A trailers-only response (a
 //!   call that failed before any message) carries it in its one header block.
 //!
-//! The same message is what [`OrcaService`](crate::grpc::OrcaService)'s out-of-band stream
+//! The same message is what `grpc::OrcaService`'s out-of-band stream (feature `grpc`)
 //! sends. The monitor's sampler renders both per-call forms once per sample; a response
 //! clones one.
 
