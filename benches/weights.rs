@@ -17,9 +17,9 @@
 //! PostgreSQL. Both instances get `INSTANCE_POOL_SIZE` (a pool of 10) and
 //! `TOWER_HEALTH_LOAD_CAPACITY` (10: the pool, the requests in flight the app can serve at
 //! once); app1 also gets `INSTANCE_LATENCY` (20 ms): each `/db` keeps its connection that long
-//! after its `SELECT 1`, as a slow query would, so that app1 can serve about 450 requests a
-//! second and its requests queue for its pool as its share nears that: its requests in flight
-//! rise, which is what the estimate reads. (A CPU hog beside it would raise the runtime's lag
+//! after its `SELECT 1`, as a slow query would, so that app1 can serve about 465 requests a
+//! second (10 connections, about 21.5 ms each) and its requests queue for its pool as its
+//! share nears that: its requests in flight rise, which is what the estimate reads. (A CPU hog beside it would raise the runtime's lag
 //! instead, which reads as load only past 10 ms of lateness, and on a machine of 2 cores
 //! would slow the load generator and HAProxy as much as the instance.)
 //!
@@ -53,7 +53,8 @@
 //!
 //! Settings (environment):
 //!
-//! - `WEIGHTS_RATE`: requests per second, default 800 (app1's half, 400, near its capacity);
+//! - `WEIGHTS_RATE`: requests per second, default 800 (static `roundrobin` gives app1 400,
+//!   86% of what it can serve: how much the weight can cut depends on it, `benches/README.md`);
 //! - `WEIGHTS_LATENCY`: app1's injected latency, default `20ms`;
 //! - `WEIGHTS_POOL_SIZE`: each instance's pool, default 10;
 //! - `WEIGHTS_CAPACITY`: `TOWER_HEALTH_LOAD_CAPACITY`, default the pool's size;
