@@ -57,15 +57,17 @@
 //!   configuration and access log, and each process's whole log (`app1.log`, `app2.log`,
 //!   `haproxy.log`: HAProxy's stderr), timed from wrk's start.
 //!
-//! The instance is the README's production form adapted to bb8: the application's pool
-//! (bb8's defaults but `max_size`), `HealthConfig::from_env()` with the default database
-//! checked beside that pool (`PostgresCheck::new`: a connection of its own, outside the
-//! pool), `HealthMonitor::spawn` (its drain from the same variables), the HAProxy agent, `HealthLayer::new(&health).details(Details::Never).around(router)`,
-//! a tracing subscriber (info and up, to stderr) and `drain.serve(..)` around `axum::serve`, so
-//! that SIGTERM drains as in production (the drain delay, 5 s by default, then the graceful
-//! shutdown). `/db` checks a connection out of the pool and runs `SELECT 1` with
-//! `query_one` (a prepare and an execute: two round trips, as a handler written the obvious
-//! way does); a checkout or query that fails answers 503.
+//! The instance (`support/instance.rs`, shared with `weights.rs`) is the README's production
+//! form adapted to bb8: the application's pool (bb8's defaults but `max_size`),
+//! `HealthConfig::from_env()` with the default database checked beside that pool
+//! (`PostgresCheck::new`: a connection of its own, outside the pool), `HealthMonitor::spawn`
+//! (its drain from the same variables), the HAProxy agent,
+//! `HealthLayer::new(&health).details(Details::Never).around(router)`, a tracing subscriber
+//! (info and up, to stderr) and `drain.serve(..)` around `axum::serve`, so that SIGTERM drains
+//! as in production (the drain delay, 5 s by default, then the graceful shutdown). `/db` checks
+//! a connection out of the pool and runs `SELECT 1` with `query_one` (a prepare and an
+//! execute: two round trips, as a handler written the obvious way does); a checkout or query
+//! that fails answers 503.
 //!
 //! Nothing here is asserted: it prints what it saw. Only 127.0.0.1 is used.
 
@@ -74,34 +76,32 @@ use std::error::Error;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::routing::get;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream, UnixStream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
-use tower_health::config::Details;
-use tower_health::haproxy::{AgentConfig, AgentServer};
-use tower_health::postgres::PostgresCheck;
-use tower_health::postgres::{bb8, bb8_postgres, tokio_postgres};
-use tower_health::{HealthConfig, HealthLayer, HealthMonitor};
 
+// The instance behind the load balancer (`--instance`), and the processes around it.
+#[path = "support/instance.rs"]
+mod instance;
+#[path = "support/processes.rs"]
+mod processes;
 // The proxies of `examples/proxies/` and how each is started, as the tests start them.
 #[allow(dead_code)] // the tests' side of it (`checks_readiness`) is unused here
 #[path = "../tests/it/support/proxy_config.rs"]
 mod proxy_config;
 
+use instance::{LAST_REQUEST, env_duration, env_or, unix_ms};
+use processes::{
+    Haproxy, Instance, Lines, ServerStat, binary, collect_lines, free_port, load_average,
+    thousands, wait_ready,
+};
 use proxy_config::Kind;
 
-type AppPool = bb8::Pool<bb8_postgres::PostgresConnectionManager<tokio_postgres::NoTls>>;
 type BoxError = Box<dyn Error>;
 
-const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 /// How often HAProxy's stats are sampled during a scenario.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// The longest wait for the instances to be ready and HAProxy to have both `UP`.
@@ -119,137 +119,13 @@ fn main() -> ExitCode {
     if args.iter().any(|arg| arg == "--list" || arg == "--test") {
         return ExitCode::SUCCESS; // `cargo bench -- --list`, `cargo test --benches`
     }
-    let result = match args.iter().position(|arg| arg == "--instance") {
-        Some(at) => match (args.get(at + 1), args.get(at + 2)) {
-            (Some(listen), Some(agent_port)) => agent_port
-                .parse()
-                .map_err(|_| format!("--instance: not a port: {agent_port:?}").into())
-                .and_then(|agent_port| instance(listen, agent_port)),
-            _ => Err("usage: rollout --instance <listen> <agent-port>".into()),
-        },
-        None => orchestrate(&args),
-    };
+    let result = instance::main(&args).unwrap_or_else(|| orchestrate(&args));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::FAILURE
         }
-    }
-}
-
-// ------------------------------------------------------------------------------------------
-// One instance: the README's production form, adapted to bb8.
-// ------------------------------------------------------------------------------------------
-
-/// Serves one instance on `listen`, its HAProxy agent on 127.0.0.1:`agent_port`, until
-/// SIGTERM has drained it.
-fn instance(listen: &str, agent_port: u16) -> Result<(), BoxError> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
-    // What `#[tokio::main]` builds: a worker thread per core.
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let manager = bb8_postgres::PostgresConnectionManager::new_from_stringlike(
-            database_url(),
-            tokio_postgres::NoTls,
-        )?;
-        let pool: AppPool = bb8::Pool::builder()
-            .max_size(env_or("ROLLOUT_POOL_SIZE", 10))
-            .build_unchecked(manager);
-
-        let config = HealthConfig::from_env()? // the TOWER_HEALTH_* variables
-            // One connection of its own beside the pool: a check never queues behind traffic.
-            .database("default", PostgresCheck::new(pool.clone()));
-        let health = HealthMonitor::spawn(config)?;
-        let drain = health.drain().clone();
-
-        let agent = AgentConfig::from_env()?.port(agent_port);
-        let _agent = AgentServer::new(agent, &health).start().await?;
-        let last_request = Arc::new(AtomicU64::new(0));
-        let state = AppState {
-            pool,
-            last_request: Arc::clone(&last_request),
-        };
-        let app = Router::new().route("/db", get(db)).with_state(state);
-        let app = HealthLayer::new(&health)
-            .details(Details::Never)
-            .around(app);
-        let listener = TcpListener::bind(listen).await?;
-        drain
-            .serve(|shutdown| axum::serve(listener, app).with_graceful_shutdown(shutdown))
-            .await?;
-        // When the load balancer last sent this instance a request: the orchestrator reads it
-        // to time the depool.
-        tracing::info!(
-            unix_ms = last_request.load(Ordering::Relaxed),
-            "{LAST_REQUEST}"
-        );
-        Ok(())
-    })
-}
-
-/// What the instance's log says of its last application request.
-const LAST_REQUEST: &str = "the last application request";
-
-/// The application's state: its pool, and when it last got a request (milliseconds since the
-/// UNIX epoch).
-#[derive(Clone)]
-struct AppState {
-    pool: AppPool,
-    last_request: Arc<AtomicU64>,
-}
-
-/// Milliseconds since the UNIX epoch.
-fn unix_ms(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH).map_or(0, |since| {
-        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-    })
-}
-
-/// `GET /db`: one query through the application's pool.
-async fn db(State(state): State<AppState>) -> Result<String, (StatusCode, String)> {
-    state
-        .last_request
-        .fetch_max(unix_ms(SystemTime::now()), Ordering::Relaxed);
-    let pool = state.pool;
-    let unavailable = |error: String| (StatusCode::SERVICE_UNAVAILABLE, error);
-    let conn = pool
-        .get()
-        .await
-        .map_err(|error| unavailable(error.to_string()))?;
-    let row = conn
-        .query_one("SELECT 1", &[])
-        .await
-        .map_err(|error| unavailable(error.to_string()))?;
-    let one: i32 = row.get(0);
-    Ok(format!("{one}\n"))
-}
-
-fn database_url() -> String {
-    std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_owned())
-}
-
-/// `name` parsed, or `default` when it is unset; a value that does not parse is a mistake
-/// worth stopping for.
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={value:?} does not parse")),
-        Err(_) => default,
-    }
-}
-
-/// `name` as a duration (`25s`, `1500ms`), or `default` when it is unset.
-fn env_duration(name: &str, default: Duration) -> Duration {
-    match std::env::var(name) {
-        Ok(value) => humantime::parse_duration(&value)
-            .unwrap_or_else(|error| panic!("{name}={value:?}: {error}")),
-        Err(_) => default,
     }
 }
 
@@ -262,6 +138,8 @@ struct Settings {
     connections: u32,
     duration: Duration,
     sigterm_at: Duration,
+    /// Each instance's pool (`INSTANCE_POOL_SIZE`).
+    pool_size: u32,
     wrk: PathBuf,
     /// The load balancer in front, and its program.
     front: Front,
@@ -364,6 +242,7 @@ fn orchestrate(args: &[String]) -> Result<(), BoxError> {
         connections: env_or("ROLLOUT_CONNECTIONS", 64),
         duration: env_duration("ROLLOUT_DURATION", Duration::from_secs(25)),
         sigterm_at: env_duration("ROLLOUT_SIGTERM_AT", Duration::from_secs(8)),
+        pool_size: env_or("ROLLOUT_POOL_SIZE", 10),
         wrk: binary("ROLLOUT_WRK", "wrk")?,
         front,
         balancer: match front {
@@ -384,7 +263,7 @@ fn orchestrate(args: &[String]) -> Result<(), BoxError> {
         settings.connections,
         settings.duration.as_secs(),
         settings.sigterm_at,
-        env_or::<u32>("ROLLOUT_POOL_SIZE", 10),
+        settings.pool_size,
         runs,
         configurations
             .iter()
@@ -411,217 +290,6 @@ fn orchestrate(args: &[String]) -> Result<(), BoxError> {
     }
     println!("\n{}", table(&rows));
     Ok(())
-}
-
-/// `variable`'s path, or `name` found on the `PATH` (or in `/usr/sbin`).
-fn binary(variable: &str, name: &str) -> Result<PathBuf, BoxError> {
-    if let Some(path) = std::env::var_os(variable) {
-        return Ok(path.into());
-    }
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
-        .ok_or_else(|| {
-            format!("{name} not found (apt-get install -y {name}, or set {variable})").into()
-        })
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|loadavg| {
-            loadavg
-                .split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".to_owned())
-}
-
-/// A port that was free a moment ago.
-fn free_port() -> Result<u16, BoxError> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-/// Lines a child wrote, each with when it was read; and when its stream closed (its exit).
-#[derive(Default)]
-struct Lines {
-    lines: Vec<(Instant, String)>,
-    closed: Option<Instant>,
-}
-
-/// Reads `stream` line by line into a shared [`Lines`], stamping each line, until it closes.
-fn collect_lines(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Arc<Mutex<Lines>> {
-    let collected = Arc::new(Mutex::new(Lines::default()));
-    let writer = Arc::clone(&collected);
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stream).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            writer.lock().unwrap().lines.push((Instant::now(), line));
-        }
-        writer.lock().unwrap().closed = Some(Instant::now());
-    });
-    collected
-}
-
-/// One running instance, killed if the scenario ends before it exits.
-struct Instance {
-    name: &'static str,
-    listen: u16,
-    agent: u16,
-    child: Child,
-    stderr: Arc<Mutex<Lines>>,
-}
-
-impl Instance {
-    /// Starts an instance with `front`'s settings (the guide's, for that load balancer) and
-    /// then `configuration`'s, which win.
-    fn spawn(
-        name: &'static str,
-        front: Front,
-        configuration: &Configuration,
-    ) -> Result<Self, BoxError> {
-        let (listen, agent) = (free_port()?, free_port()?);
-        let mut command = Command::new(std::env::current_exe()?);
-        command
-            .arg("--instance")
-            .arg(format!("127.0.0.1:{listen}"))
-            .arg(agent.to_string());
-        for (variable, _) in std::env::vars_os() {
-            let variable = variable.to_string_lossy();
-            if variable.starts_with("TOWER_HEALTH_") || variable.starts_with("BALDUR_") {
-                command.env_remove(&*variable);
-            }
-        }
-        command.envs(front.instance_env().iter().copied());
-        command.envs(configuration.env.iter().cloned());
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
-        let stderr = collect_lines(child.stderr.take().ok_or("stderr is piped")?);
-        Ok(Self {
-            name,
-            listen,
-            agent,
-            child,
-            stderr,
-        })
-    }
-
-    /// Whether `/health/ready` answers 200 now.
-    async fn is_ready(&self) -> bool {
-        let ask = async {
-            let mut stream = TcpStream::connect(("127.0.0.1", self.listen)).await?;
-            stream
-                .write_all(b"GET /health/ready HTTP/1.0\r\nHost: rollout\r\n\r\n")
-                .await?;
-            let mut answer = Vec::new();
-            stream.read_to_end(&mut answer).await?;
-            Ok::<_, std::io::Error>(answer.split(|&byte| byte == b' ').nth(1) == Some(b"200"))
-        };
-        matches!(
-            tokio::time::timeout(Duration::from_secs(2), ask).await,
-            Ok(Ok(true))
-        )
-    }
-
-    fn exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
-    }
-
-    fn sigterm(&self) -> Result<(), BoxError> {
-        let pid = self.child.id().ok_or("the instance has exited already")?;
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()?;
-        if !status.success() {
-            return Err(format!("kill -TERM {pid} failed").into());
-        }
-        Ok(())
-    }
-
-    /// Its stderr so far, for an error's message.
-    fn log(&self) -> String {
-        let lines = self.stderr.lock().unwrap();
-        lines
-            .lines
-            .iter()
-            .map(|(_, line)| line.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-/// An HAProxy running in the foreground (`-db`), its access log in a file, its stderr (the
-/// servers' state changes) read as it comes.
-struct Haproxy {
-    child: Child,
-    dir: PathBuf,
-    stderr: Arc<Mutex<Lines>>,
-}
-
-impl Haproxy {
-    fn start(
-        binary: &Path,
-        dir: &Path,
-        frontend: u16,
-        instances: &[Instance; 2],
-    ) -> Result<Self, BoxError> {
-        let config = haproxy_config(dir, frontend, instances);
-        let path = dir.join("haproxy.cfg");
-        std::fs::write(&path, &config)?;
-        let check = std::process::Command::new(binary)
-            .args(["-c", "-q", "-f"])
-            .arg(&path)
-            .output()?;
-        if !check.status.success() {
-            return Err(format!(
-                "haproxy refuses the configuration:\n{config}\n{}",
-                String::from_utf8_lossy(&check.stderr)
-            )
-            .into());
-        }
-        let mut child = Command::new(binary)
-            .arg("-f")
-            .arg(&path)
-            .arg("-db")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(dir.join("access.log"))?)
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
-        let stderr = collect_lines(child.stderr.take().ok_or("stderr is piped")?);
-        Ok(Self {
-            child,
-            dir: dir.to_owned(),
-            stderr,
-        })
-    }
-
-    /// Each server of backend `app` as `show stat` shows it; empty while HAProxy is not
-    /// listening yet.
-    async fn servers(&self) -> BTreeMap<String, ServerStat> {
-        let ask = async {
-            let mut socket = UnixStream::connect(self.dir.join("stats")).await?;
-            socket.write_all(b"show stat\n").await?;
-            let mut answer = String::new();
-            socket.read_to_string(&mut answer).await?;
-            Ok::<_, std::io::Error>(answer)
-        };
-        match tokio::time::timeout(Duration::from_secs(2), ask).await {
-            Ok(Ok(csv)) => ServerStat::parse(&csv),
-            _ => BTreeMap::new(),
-        }
-    }
 }
 
 /// A proxy of `examples/proxies/` running in the foreground, from its template rendered into
@@ -767,52 +435,6 @@ backend app
     )
 }
 
-/// One server of the backend, as `show stat` shows it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct ServerStat {
-    /// `UP`, `DOWN`, `DOWN (agent)`, `DRAIN (agent)`, `MAINT`, `UP 1/2`, ...
-    status: String,
-    weight: u32,
-    /// The last checks' results (`L7OK`, `L4CON`, ...).
-    check: String,
-    agent: String,
-}
-
-impl ServerStat {
-    fn parse(csv: &str) -> BTreeMap<String, Self> {
-        let mut lines = csv.lines();
-        let Some(header) = lines.next().and_then(|line| line.strip_prefix("# ")) else {
-            return BTreeMap::new();
-        };
-        let columns: Vec<&str> = header.split(',').collect();
-        let column = |name: &str| columns.iter().position(|column| *column == name);
-        let (Some(px), Some(sv), Some(status), Some(weight), Some(check), Some(agent)) = (
-            column("pxname"),
-            column("svname"),
-            column("status"),
-            column("weight"),
-            column("check_status"),
-            column("agent_status"),
-        ) else {
-            return BTreeMap::new();
-        };
-        lines
-            .map(|line| line.split(',').collect::<Vec<_>>())
-            .filter(|fields| fields.len() == columns.len())
-            .filter(|fields| fields[px] == "app" && !matches!(fields[sv], "BACKEND" | "FRONTEND"))
-            .map(|fields| {
-                let stat = Self {
-                    status: fields[status].to_owned(),
-                    weight: fields[weight].parse().unwrap_or(0),
-                    check: fields[check].to_owned(),
-                    agent: fields[agent].to_owned(),
-                };
-                (fields[sv].to_owned(), stat)
-            })
-            .collect()
-    }
-}
-
 /// Samples `show stat` every [`SAMPLE_EVERY`] until `stop` fires, keeping each server's
 /// changes of status or weight (none but HAProxy's: the others have no such socket).
 async fn sample(balancer: &Balancer, mut stop: tokio::sync::oneshot::Receiver<()>) -> Changes {
@@ -862,55 +484,34 @@ async fn scenario(settings: &Settings, configuration: &Configuration) -> Result<
     result
 }
 
-/// Waits until HAProxy has both servers in, at their full weight, each check and agent check
-/// heard.
-async fn both_up(haproxy: &Haproxy, started: Instant) -> Result<(), BoxError> {
-    // Both servers in, at their full weight, each check and agent check heard.
-    loop {
-        let servers = haproxy.servers().await;
-        let ready = |stat: &ServerStat| {
-            stat.status == "UP"
-                && stat.weight == 100
-                && stat.check == "L7OK"
-                && stat.agent == "L7OK"
-        };
-        if servers.len() == 2 && servers.values().all(ready) {
-            return Ok(());
-        }
-        if started.elapsed() > START_LIMIT {
-            return Err(
-                format!("HAProxy never had both servers UP at weight 100: {servers:?}").into(),
-            );
-        }
-        tokio::time::sleep(SAMPLE_EVERY).await;
-    }
-}
-
 async fn run_scenario(
     settings: &Settings,
     configuration: &Configuration,
     dir: &Path,
 ) -> Result<Outcome, BoxError> {
+    let env = || {
+        // The guide's settings behind this load balancer, then the configuration's, which win.
+        let pool_size = (
+            "INSTANCE_POOL_SIZE".to_owned(),
+            settings.pool_size.to_string(),
+        );
+        let front = settings.front.instance_env().iter();
+        std::iter::once(pool_size)
+            .chain(front.map(|(name, value)| ((*name).to_owned(), (*value).to_owned())))
+            .chain(configuration.env.iter().cloned())
+    };
     let mut instances = [
-        Instance::spawn("app1", settings.front, configuration)?,
-        Instance::spawn("app2", settings.front, configuration)?,
+        Instance::spawn("app1", env())?,
+        Instance::spawn("app2", env())?,
     ];
     let started = Instant::now();
-    for instance in &mut instances {
-        while !instance.is_ready().await {
-            if instance.exited() || started.elapsed() > START_LIMIT {
-                return Err(
-                    format!("{} never became ready:\n{}", instance.name, instance.log()).into(),
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
+    wait_ready(&mut instances, started, START_LIMIT).await?;
     let frontend = free_port()?;
     let balancer = match settings.front {
         Front::Haproxy => {
-            let haproxy = Haproxy::start(&settings.balancer, dir, frontend, &instances)?;
-            both_up(&haproxy, started).await?;
+            let config = haproxy_config(dir, frontend, &instances);
+            let haproxy = Haproxy::start(&settings.balancer, dir, &config)?;
+            haproxy.both_up(true, started, START_LIMIT).await?;
             Balancer::Haproxy(haproxy)
         }
         Front::Proxy(kind) => {
@@ -950,7 +551,7 @@ async fn run_scenario(
         let wrk_started = (Instant::now(), SystemTime::now());
         tokio::time::sleep_until((wrk_started.0 + settings.sigterm_at).into()).await;
         let sigterm_at = (Instant::now(), SystemTime::now());
-        instances[0].sigterm()?;
+        instances[0].signal("TERM")?;
         let output = tokio::time::timeout(settings.duration + WRK_GRACE, wrk.wait_with_output())
             .await
             .map_err(|_| "wrk did not finish")??;
@@ -983,7 +584,7 @@ async fn run_scenario(
         ),
         Front::Proxy(_) => AccessLog::default(),
     };
-    let app1_log = take_lines(&app1.stderr);
+    let app1_log = Lines::take(&app1.stderr);
     // When app1 answered its last request, from the SIGTERM: the instant the load balancer
     // stopped sending to it.
     let depooled = app1_log
@@ -1011,15 +612,11 @@ async fn run_scenario(
         },
         logs: [
             ("app1", app1_log),
-            ("app2", take_lines(&app2_log)),
-            (settings.front.name(), take_lines(&balancer_log)),
+            ("app2", Lines::take(&app2_log)),
+            (settings.front.name(), Lines::take(&balancer_log)),
         ],
         timeline,
     })
-}
-
-fn take_lines(lines: &Mutex<Lines>) -> Lines {
-    std::mem::take(&mut *lines.lock().unwrap())
 }
 
 /// Times on the scenario's clock: seconds since wrk started.
@@ -1381,19 +978,6 @@ fn table(rows: &[(String, u32, Outcome)]) -> String {
             outcome.depooled_text(),
             or_none(&outcome.out_of_drain()),
         );
-    }
-    out
-}
-
-/// `46548` as `46,548`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
     }
     out
 }
