@@ -230,9 +230,8 @@ pub(crate) struct Totals {
 pub(crate) struct Reports {
     /// For an HTTP response's head (`endpoint-load-metrics`, Envoy's `TEXT` form).
     pub(crate) text: HeaderValue,
-    /// For a gRPC response's trailers (`endpoint-load-metrics-bin`); `None` without the
-    /// `grpc` feature, whose generated message it is.
-    pub(crate) binary: Option<HeaderValue>,
+    /// For a gRPC response's trailers (`endpoint-load-metrics-bin`).
+    pub(crate) binary: HeaderValue,
 }
 
 /// One shard of the counts of finished requests, with what the responses of its requests
@@ -380,7 +379,7 @@ mod tests {
     fn reports(text: &'static str) -> Reports {
         Reports {
             text: HeaderValue::from_static(text),
-            binary: None,
+            binary: HeaderValue::from_static("binary"),
         }
     }
 

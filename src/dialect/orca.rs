@@ -13,7 +13,7 @@
 //!   parses as `TEXT ` followed by `key=value` pairs separated by `, `:
 //!   `endpoint-load-metrics: TEXT application_utilization=0.42, rps_fractional=120.50, eps=0.30`,
 //!   each figure in hundredths (the resolution of HAProxy's weight too);
-//! - a gRPC response (feature `grpc`) carries `endpoint-load-metrics-bin` in its trailers,
+//! - a gRPC response carries `endpoint-load-metrics-bin` in its trailers,
 //!   where gRPC's clients read it: an `OrcaLoadReport` message, serialized and base64-encoded
 //!   as every `-bin` metadata is, with the figures as they are. A trailers-only response (a
 //!   call that failed before any message) carries it in its one header block.
@@ -46,14 +46,14 @@ const MAX_LEN: usize =
 /// most 1 and a rate at most [`MAX_RATE`]. The clamps repeat what the types promise, so
 /// that every form's bounds hold here, where it is written.
 #[derive(Copy, Clone, Debug, PartialEq)]
-struct Figures {
-    utilization: f64,
-    requests: f64,
-    errors: f64,
+pub(crate) struct Figures {
+    pub(crate) utilization: f64,
+    pub(crate) requests: f64,
+    pub(crate) errors: f64,
 }
 
 impl Figures {
-    fn of(utilization: Utilization, rates: Rates) -> Self {
+    pub(crate) fn of(utilization: Utilization, rates: Rates) -> Self {
         let bounded = |value: f64, max: f64| {
             if value.is_nan() {
                 0.0
@@ -69,7 +69,7 @@ impl Figures {
     }
 }
 
-/// The per-call reports of `utilization` and `rates`, in every form this build speaks.
+/// The per-call reports of `utilization` and `rates`, in both forms.
 pub(crate) fn reports(utilization: Utilization, rates: Rates) -> Reports {
     let figures = Figures::of(utilization, rates);
     Reports {
@@ -91,43 +91,38 @@ fn text(figures: Figures) -> HeaderValue {
     HeaderValue::from_str(&text).expect("a report is ASCII digits, letters, `.`, `=`, `, `")
 }
 
-/// The message of `utilization` and `rates`: what the out-of-band stream sends and the
-/// binary per-call form serializes.
-#[cfg(feature = "grpc")]
-pub(crate) fn message(
-    utilization: Utilization,
-    rates: Rates,
-) -> crate::grpc::pb::orca::OrcaLoadReport {
-    message_of(Figures::of(utilization, rates))
-}
-
-#[cfg(feature = "grpc")]
-fn message_of(figures: Figures) -> crate::grpc::pb::orca::OrcaLoadReport {
-    crate::grpc::pb::orca::OrcaLoadReport {
-        application_utilization: figures.utilization,
-        rps_fractional: figures.requests,
-        eps: figures.errors,
-        ..Default::default()
-    }
-}
-
-/// The binary form: the message, serialized, in base64 (padded: gRPC's decoders take
-/// either).
-#[cfg(feature = "grpc")]
-fn binary(figures: Figures) -> Option<HeaderValue> {
+/// The binary form: an `OrcaLoadReport` message, serialized, in base64 (padded: gRPC's
+/// decoders take either).
+fn binary(figures: Figures) -> HeaderValue {
     use base64::Engine as _;
-    use prost::Message as _;
 
-    let encoded =
-        base64::engine::general_purpose::STANDARD.encode(message_of(figures).encode_to_vec());
-    Some(HeaderValue::from_str(&encoded).expect("base64 is ASCII"))
+    let encoded = base64::engine::general_purpose::STANDARD.encode(message(figures));
+    HeaderValue::from_str(&encoded).expect("base64 is ASCII")
 }
 
-/// Without the `grpc` feature, no binary form: a gRPC response carries the `TEXT` header,
-/// which Envoy reads.
-#[cfg(not(feature = "grpc"))]
-fn binary(_: Figures) -> Option<HeaderValue> {
-    None
+/// The `OrcaLoadReport` fields the report fills, by number (`proto/xds/service/orca/v3/orca.proto`).
+pub(crate) const RPS_FRACTIONAL: u8 = 6;
+pub(crate) const EPS: u8 = 7;
+pub(crate) const APPLICATION_UTILIZATION: u8 = 9;
+
+/// The `OrcaLoadReport` message of `figures`, as protobuf writes it: each figure a 64-bit
+/// field (its tag, the field number and wire type 1, in one byte below field 16, then the
+/// double's little-endian bits), in field order, a zero left out as proto3 leaves a default
+/// out. Written here rather than through the generated message, so that the dialect needs no
+/// `grpc` feature: `grpc::orca`'s tests hold it to prost's encoding byte for byte.
+pub(crate) fn message(figures: Figures) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(3 * 9);
+    for (field, value) in [
+        (RPS_FRACTIONAL, figures.requests),
+        (EPS, figures.errors),
+        (APPLICATION_UTILIZATION, figures.utilization),
+    ] {
+        if value != 0.0 {
+            bytes.push(field << 3 | 1);
+            bytes.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+    bytes
 }
 
 /// Whether a response with these headers is a gRPC call's (`content-type: application/grpc`,

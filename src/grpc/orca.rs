@@ -175,7 +175,18 @@ impl Stream for Reports {
         let (Some(utilization), Some(rates)) = (handle.load(), handle.rates()) else {
             return Poll::Ready(None);
         };
-        Poll::Ready(Some(Ok(orca::message(utilization, rates))))
+        Poll::Ready(Some(Ok(message(orca::Figures::of(utilization, rates)))))
+    }
+}
+
+/// The message of `figures`: what the per-call binary form serializes
+/// ([`orca::message`]).
+fn message(figures: orca::Figures) -> OrcaLoadReport {
+    OrcaLoadReport {
+        application_utilization: figures.utilization,
+        rps_fractional: figures.requests,
+        eps: figures.errors,
+        ..Default::default()
     }
 }
 
@@ -272,6 +283,27 @@ mod tests {
             .decode(value.as_bytes())
             .unwrap();
         OrcaLoadReport::decode(bytes.as_slice()).unwrap()
+    }
+
+    #[test]
+    fn the_per_call_form_is_the_message_prost_writes_and_reads() {
+        use crate::load::{Rates, Utilization};
+        for (utilization, requests, errors) in [
+            (0.0, 0.0, 0.0),
+            (0.42, 120.5, 0.3),
+            (1.0, 1e8, 1e8),
+            (1e-9, 0.0, 7.0),
+            (f64::NAN, f64::INFINITY, -1.0),
+        ] {
+            let figures =
+                orca::Figures::of(Utilization::new(utilization), Rates { requests, errors });
+            let written = orca::message(figures);
+            assert_eq!(written, message(figures).encode_to_vec(), "{figures:?}");
+            assert_eq!(
+                OrcaLoadReport::decode(written.as_slice()).unwrap(),
+                message(figures)
+            );
+        }
     }
 
     #[tokio::test(start_paused = true)]

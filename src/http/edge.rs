@@ -125,10 +125,8 @@ fn report<B>(tally: Tally, response: &mut Response<B>) -> Option<Trailer> {
     let status = response.status();
     let reports = tally.reports();
     let headers = response.headers_mut();
-    if let Some(binary) = &reports.binary
-        && orca::is_grpc(headers)
-    {
-        let report = binary.clone();
+    if orca::is_grpc(headers) {
+        let report = reports.binary.clone();
         drop(reports);
         tally.count(status);
         return match headers.get(&orca::GRPC_STATUS) {

@@ -163,6 +163,7 @@ impl HealthHandle {
     }
 
     /// The capacity load feedback counts against; `None` when off.
+    #[cfg(feature = "haproxy-agent")]
     pub(crate) fn load_capacity(&self) -> Option<std::num::NonZeroU32> {
         self.state.load.as_ref().map(crate::load::Gauge::capacity)
     }
