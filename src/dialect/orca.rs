@@ -100,10 +100,10 @@ fn binary(figures: Figures) -> HeaderValue {
     HeaderValue::from_str(&encoded).expect("base64 is ASCII")
 }
 
-/// The `OrcaLoadReport` fields the report fills, by number (`proto/xds/service/orca/v3/orca.proto`).
-pub(crate) const RPS_FRACTIONAL: u8 = 6;
-pub(crate) const EPS: u8 = 7;
-pub(crate) const APPLICATION_UTILIZATION: u8 = 9;
+// The `OrcaLoadReport` fields the report fills, by number (`proto/xds/service/orca/v3/orca.proto`).
+const RPS_FRACTIONAL: u8 = 6;
+const EPS: u8 = 7;
+const APPLICATION_UTILIZATION: u8 = 9;
 
 /// The `OrcaLoadReport` message of `figures`, as protobuf writes it: each figure a 64-bit
 /// field (its tag, the field number and wire type 1, in one byte below field 16, then the
@@ -212,6 +212,17 @@ mod tests {
                 "{utilization} {requests} {errors}"
             );
         }
+    }
+
+    #[test]
+    fn a_grpc_status_is_an_error_when_gateways_answer_it_with_a_5xx() {
+        let errors: Vec<u8> = (0..=16)
+            .filter(|code| is_server_error(&HeaderValue::from(u16::from(*code))))
+            .collect();
+        // UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS.
+        assert_eq!(errors, [2, 4, 12, 13, 14, 15]);
+        assert!(is_server_error(&HeaderValue::from_static("oops")));
+        assert!(is_server_error(&HeaderValue::from_static("99")));
     }
 
     #[test]
