@@ -77,6 +77,10 @@
 //! 16. A process waiting out its return never stands `ready` in the fleet (SPEC 14).
 //! 17. Once every process had three rounds since the last change, at least
 //!     `min(ceil(fraction × members), eligible)` processes answer readiness 200 (SPEC 10, 12).
+//! 18. Load feedback (requests in flight, a blocked runtime's lag) never changes an answer:
+//!     every reader says what the model says without it, but the HAProxy agent, whose
+//!     `up ready` weight it may lower, never below 10% unless the state's own is lower
+//!     (issue 39: load alone never takes a server out).
 //!
 //! # Running it
 //!
@@ -342,6 +346,9 @@ async fn drive(schedule: &Schedule, lines: &Lines, every: bool) -> Vec<Failure> 
         }
         config = config.component(component);
     }
+    if let Some(capacity) = setup.load_capacity {
+        config = config.load_capacity(capacity);
+    }
     let (health, monitor) = HealthMonitor::new(config).expect("a valid configuration");
     let recorded = record(&health);
     let readers = Readers::new(&health, setup).await;
@@ -366,6 +373,8 @@ async fn drive(schedule: &Schedule, lines: &Lines, every: bool) -> Vec<Failure> 
     plan.push((Duration::ZERO, Step::Sample));
     let mut failures = Vec::new();
     let mut asked = 0_u32;
+    // The application's requests in flight (`What::InFlight`).
+    let mut _in_flight = Vec::new();
     let take_findings = |model: &mut Model<'_>, failures: &mut Vec<Failure>| {
         for finding in std::mem::take(&mut model.findings) {
             failures.push(Failure {
@@ -397,6 +406,10 @@ async fn drive(schedule: &Schedule, lines: &Lines, every: bool) -> Vec<Failure> 
                 What::Release => drop(health.release()),
                 What::Drain => drop(health.drain().start()),
                 What::Block(long) => tokio::time::advance(long).await,
+                What::InFlight(requests) => {
+                    let drain = health.drain();
+                    _in_flight = (0..requests).map(|_| drain.enter()).collect();
+                }
             }
             settle().await;
             // Everything due by now happens before anything is asked.

@@ -173,8 +173,10 @@ pub(super) struct Expected {
     pub(super) database_debounced: ServingStatus,
     /// `component/cache`, when there is one.
     pub(super) component: Option<ServingStatus>,
-    /// The HAProxy agent's line.
+    /// The HAProxy agent's line, without load feedback's weight.
     pub(super) agent: String,
+    /// Whether load feedback may lower the agent's weight below the line's (rule 18).
+    pub(super) load_feedback: bool,
     /// What the bodies show of the default database while the verdict is judged as it is.
     pub(super) ready_database: Option<&'static str>,
     pub(super) health_database: Option<&'static str>,
@@ -562,6 +564,7 @@ impl<'s> Model<'s> {
         );
         Expected {
             agent: self.agent(t, ready, health_answer, readiness),
+            load_feedback: self.schedule.setup.load_capacity.is_some(),
             ready,
             health: health_answer,
             pool: pool_answer,

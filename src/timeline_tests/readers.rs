@@ -397,7 +397,9 @@ pub(super) fn disagreements(
             );
         }
     }
-    differ("HAProxy agent", now.agent.clone(), observed.agent.clone());
+    if !agent_agrees(&now.agent, &observed.agent, now.load_feedback) {
+        differ("HAProxy agent", now.agent.clone(), observed.agent.clone());
+    }
     let expected_checks = [Some(now.ready_grpc), Some(now.database), now.component];
     for ((service, expected), said) in ["", "database/default", "component/cache"]
         .into_iter()
@@ -551,4 +553,25 @@ fn metrics(now: &Expected, metrics: &str) -> Vec<(String, String, String)> {
             })
         })
         .collect()
+}
+
+/// Whether the agent `said` what the model `expected`: the same line, or, with load feedback
+/// on, the same `up ready` at a weight the load lowered, never below the floor (rule 18: load
+/// alone never changes a word, never takes the weight below 10% unless the state's own
+/// weight is lower).
+fn agent_agrees(expected: &str, said: &str, load_feedback: bool) -> bool {
+    let weight = |line: &str| -> Option<u8> {
+        line.strip_prefix("up ready ")?
+            .strip_suffix("%\n")?
+            .parse()
+            .ok()
+    };
+    expected == said
+        || load_feedback
+            && match (weight(expected), weight(said)) {
+                (Some(ceiling), Some(weight)) => {
+                    weight <= ceiling && weight >= ceiling.min(crate::dialect::haproxy::LOAD_FLOOR)
+                }
+                _ => false,
+            }
 }

@@ -117,6 +117,8 @@ pub(super) struct Setup {
     /// The HAProxy agent's slow start and its degraded weight.
     pub(super) slow_start: Duration,
     pub(super) degraded_weight: u8,
+    /// Load feedback's capacity, when on (`HealthConfig::load_capacity`).
+    pub(super) load_capacity: Option<u32>,
     /// Which of the readers that cost the most in the test profile (no optimisation) this
     /// schedule asks; the others are asked in every schedule.
     pub(super) costly: Costly,
@@ -180,6 +182,9 @@ pub(super) enum What {
     Drain,
     /// The runtime's only thread is busy this long: every timer due meanwhile fires late.
     Block(Duration),
+    /// This many application requests in flight from now on (counted in the drain, as a
+    /// `DrainLayer` counts them), in place of those before.
+    InFlight(u32),
 }
 
 impl fmt::Display for What {
@@ -191,6 +196,7 @@ impl fmt::Display for What {
             Self::Release => f.write_str("release"),
             Self::Drain => f.write_str("drain starts"),
             Self::Block(long) => write!(f, "runtime blocked for {}", ms(*long)),
+            Self::InFlight(requests) => write!(f, "{requests} request(s) in flight"),
         }
     }
 }
@@ -261,6 +267,7 @@ impl Schedule {
             slow_start: rng.millis(0, interval_ms * 10),
             degraded_weight: u8::try_from(rng.range(1, 100)).unwrap_or(50),
             costly: Costly::drawn(&mut rng),
+            load_capacity: None,
         };
         let length = readiness_interval * u32::try_from(rng.range(10, 30)).unwrap_or(20);
         let database = if rng.chance(15) {
@@ -297,6 +304,22 @@ impl Schedule {
                 _ => What::Release,
             };
             events.push(Event { at, what });
+        }
+        // Load feedback, from a generator of its own: every schedule drawn before it came
+        // stays as it was (the seeds named in notes and docs still name the same schedule).
+        let mut setup = setup;
+        let mut load = Rng::new(seed ^ 0x10AD);
+        if load.chance(50) {
+            let capacity = u32::try_from(load.range(1, 8)).unwrap_or(4);
+            setup.load_capacity = Some(capacity);
+            for _ in 0..load.range(1, 4) {
+                let at = Duration::from_millis(load.range(1, length.as_millis() as u64 - 1));
+                let requests = u32::try_from(load.range(0, 2 * u64::from(capacity))).unwrap_or(0);
+                events.push(Event {
+                    at,
+                    what: What::InFlight(requests),
+                });
+            }
         }
         events.sort_by_key(|event| event.at);
         // Nothing happens while the runtime is blocked: what falls in a block happens as it
@@ -390,7 +413,7 @@ impl fmt::Display for Schedule {
         let setup = &self.setup;
         writeln!(
             f,
-            "seed {}: readiness every {} (deadline {}), health every {}, debounce {}, return jitter {} (drawn: {}), fail direction {}, agent slow start {} and degraded weight {}%; runs {}",
+            "seed {}: readiness every {} (deadline {}), health every {}, debounce {}, return jitter {} (drawn: {}), fail direction {}, agent slow start {} and degraded weight {}%, load capacity {}; runs {}",
             self.seed,
             ms(setup.readiness_interval),
             ms(setup.deadline),
@@ -401,6 +424,9 @@ impl fmt::Display for Schedule {
             setup.fail_direction.as_str(),
             ms(setup.slow_start),
             setup.degraded_weight,
+            setup
+                .load_capacity
+                .map_or_else(|| "off".to_owned(), |capacity| capacity.to_string()),
             ms(self.length),
         )?;
         match &setup.component {
