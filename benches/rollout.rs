@@ -79,8 +79,6 @@ use std::process::{ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
 // The instance behind the load balancer (`--instance`), and the processes around it.
@@ -95,8 +93,8 @@ mod proxy_config;
 
 use instance::{LAST_REQUEST, env_duration, env_or, unix_ms};
 use processes::{
-    Haproxy, Instance, Lines, ServerStat, binary, collect_lines, free_port, load_average,
-    thousands, wait_ready,
+    Haproxy, Instance, Lines, ServerStat, answers_ok, binary, collect_lines, free_port,
+    in_scratch_folder, load_average, thousands, wait_ready,
 };
 use proxy_config::Kind;
 
@@ -379,23 +377,6 @@ impl Balancer {
     }
 }
 
-/// Whether a GET of `/db` through 127.0.0.1:`port` answers 200 now.
-async fn answers_ok(port: u16) -> bool {
-    let ask = async {
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
-        stream
-            .write_all(b"GET /db HTTP/1.0\r\nHost: rollout\r\n\r\n")
-            .await?;
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await?;
-        Ok::<_, std::io::Error>(answer.split(|&byte| byte == b' ').nth(1) == Some(b"200"))
-    };
-    matches!(
-        tokio::time::timeout(Duration::from_secs(2), ask).await,
-        Ok(Ok(true))
-    )
-}
-
 /// The guide's backend (`src/docs/haproxy.md`, "The backend"), two servers on this host,
 /// with a stats socket and the access log on stdout. The log is `option httplog`'s format
 /// with the accept date as a UNIX timestamp (`%Ts.%ms`), so that a `<NOSRV>` answer can be
@@ -466,22 +447,13 @@ type Changes = BTreeMap<String, Vec<(Instant, ServerStat)>>;
 
 /// Runs one scenario from scratch and gathers what it saw.
 async fn scenario(settings: &Settings, configuration: &Configuration) -> Result<Outcome, BoxError> {
-    let dir = std::env::temp_dir().join(format!(
-        "tower-health-rollout-{}-{}",
-        std::process::id(),
-        SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis()
-    ));
-    std::fs::create_dir_all(&dir)?;
-    let result = run_scenario(settings, configuration, &dir).await;
-    if settings.keep {
-        if let Ok(outcome) = &result {
-            outcome.write_logs(&dir)?;
-        }
-        println!("   (kept: {})", dir.display());
-    } else {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    result
+    in_scratch_folder(
+        "rollout",
+        settings.keep,
+        |dir| async move { run_scenario(settings, configuration, &dir).await },
+        Outcome::write_logs,
+    )
+    .await
 }
 
 async fn run_scenario(
@@ -520,7 +492,7 @@ async fn run_scenario(
             // checks to have asked both instances.
             let mut in_a_row = 0;
             while in_a_row < 20 {
-                in_a_row = if answers_ok(frontend).await {
+                in_a_row = if answers_ok(frontend, "/db").await {
                     in_a_row + 1
                 } else {
                     0

@@ -76,7 +76,7 @@ use std::error::Error;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -297,22 +297,13 @@ fn orchestrate(args: &[String]) -> Result<(), BoxError> {
 
 /// Runs one scenario in a folder of its own, removed afterwards unless `WEIGHTS_KEEP`.
 async fn run_from_scratch(settings: &Settings, scenario: Scenario) -> Result<Outcome, BoxError> {
-    let dir = std::env::temp_dir().join(format!(
-        "tower-health-weights-{}-{}",
-        std::process::id(),
-        SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis()
-    ));
-    std::fs::create_dir_all(&dir)?;
-    let result = run_scenario(settings, scenario, &dir).await;
-    if settings.keep {
-        if let Ok(outcome) = &result {
-            outcome.write_logs(&dir)?;
-        }
-        println!("   (kept: {})", dir.display());
-    } else {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    result
+    processes::in_scratch_folder(
+        "weights",
+        settings.keep,
+        |dir| async move { run_scenario(settings, scenario, &dir).await },
+        Outcome::write_logs,
+    )
+    .await
 }
 
 /// The backend of the HAProxy guide (`src/docs/haproxy.md`), balanced by `scenario`, with the

@@ -133,19 +133,7 @@ impl Instance {
 
     /// Whether `/health/ready` answers 200 now.
     async fn is_ready(&self) -> bool {
-        let ask = async {
-            let mut stream = TcpStream::connect(("127.0.0.1", self.listen)).await?;
-            stream
-                .write_all(b"GET /health/ready HTTP/1.0\r\nHost: bench\r\n\r\n")
-                .await?;
-            let mut answer = Vec::new();
-            stream.read_to_end(&mut answer).await?;
-            Ok::<_, std::io::Error>(answer.split(|&byte| byte == b' ').nth(1) == Some(b"200"))
-        };
-        matches!(
-            tokio::time::timeout(Duration::from_secs(2), ask).await,
-            Ok(Ok(true))
-        )
+        answers_ok(self.listen, "/health/ready").await
     }
 
     fn exited(&mut self) -> bool {
@@ -356,4 +344,50 @@ pub(crate) fn thousands(n: u64) -> String {
         out.push(digit);
     }
     out
+}
+
+/// Whether a GET of `path` on 127.0.0.1:`port` answers 200 now (within 2 s).
+pub(crate) async fn answers_ok(port: u16, path: &str) -> bool {
+    let ask = async {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
+        let request = format!("GET {path} HTTP/1.0\r\nHost: bench\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await?;
+        Ok::<_, std::io::Error>(answer.split(|&byte| byte == b' ').nth(1) == Some(b"200"))
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), ask).await,
+        Ok(Ok(true))
+    )
+}
+
+/// Runs `scenario` in a new folder under the temporary directory named after `bench`; then
+/// writes its logs there (`write_logs`) and keeps it when `keep`, or removes it.
+pub(crate) async fn in_scratch_folder<T, F>(
+    bench: &str,
+    keep: bool,
+    scenario: impl FnOnce(PathBuf) -> F,
+    write_logs: impl FnOnce(&T, &Path) -> std::io::Result<()>,
+) -> Result<T, BoxError>
+where
+    F: std::future::Future<Output = Result<T, BoxError>>,
+{
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+    let dir = std::env::temp_dir().join(format!(
+        "tower-health-{bench}-{}-{}",
+        std::process::id(),
+        since_epoch.as_millis()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let result = scenario(dir.clone()).await;
+    if keep {
+        if let Ok(outcome) = &result {
+            write_logs(outcome, &dir)?;
+        }
+        println!("   (kept: {})", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
 }
